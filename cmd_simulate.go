@@ -1,0 +1,16 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+func simulateCommand(app *kingpin.Application) action {
+	app.Command("simulate", "TODO")
+	return func(ctx context.Context, logger *slog.Logger) int {
+		logger.Error("not implemented")
+		return 1
+	}
+}

@@ -1,0 +1,157 @@
+// Package config holds the vllm-prober configuration schema: plain data,
+// defaults, strict decoding and validation that names file, line and field.
+package config
+
+import (
+	"regexp"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Global  Global   `yaml:"global"`
+	Targets []Target `yaml:"targets"`
+	Probes  []Probe  `yaml:"probes"`
+}
+
+// Global holds settings shared by every target and probe.
+type Global struct {
+	Ledger        Ledger        `yaml:"ledger"`
+	HistoryLimit  int           `yaml:"history_limit"`
+	ServerMetrics ServerMetrics `yaml:"server_metrics"`
+}
+
+// Ledger configures the append-only JSON Lines ledger. An empty Path
+// disables the file (records are still counted and kept in history).
+type Ledger struct {
+	Path       string `yaml:"path"`
+	MaxSizeMB  int    `yaml:"max_size_mb"`
+	MaxFiles   int    `yaml:"max_files"`
+	RecordText string `yaml:"record_text"` // none | failures | all
+}
+
+// Record text modes of Ledger.RecordText.
+const (
+	RecordTextNone     = "none"
+	RecordTextFailures = "failures"
+	RecordTextAll      = "all"
+)
+
+// ServerMetrics configures scraping of each target's own /metrics.
+type ServerMetrics struct {
+	Interval model.Duration `yaml:"interval"`
+	Timeout  model.Duration `yaml:"timeout"`
+	// Allow selects the metric families that are re-exported. Anchored.
+	Allow Regexp `yaml:"allow"`
+}
+
+// Target is one OpenAI-compatible server.
+type Target struct {
+	Name             string                      `yaml:"name"`
+	URL              string                      `yaml:"url"`
+	Model            string                      `yaml:"model"`
+	MetricsPath      string                      `yaml:"metrics_path"`
+	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client_config"`
+	// Probes lists the probe names run against this target; empty means all.
+	Probes []string `yaml:"probes"`
+	// Line is the line of the target in the file, for error messages.
+	Line int `yaml:"-"`
+}
+
+// API kinds of Probe.API.
+const (
+	APIChat        = "chat"
+	APICompletions = "completions"
+)
+
+// Probe is one kind of request sent to targets, with its contract.
+type Probe struct {
+	Name string `yaml:"name"`
+	API  string `yaml:"api"`
+	// Rate is the offered load in requests per second, open loop.
+	Rate float64 `yaml:"rate"`
+	// Burstiness is the gamma shape of the gaps; 1 is Poisson and
+	// math.Inf(1) ("inf" in YAML) means constant gaps.
+	Burstiness  float64        `yaml:"burstiness"`
+	MaxInFlight int            `yaml:"max_in_flight"`
+	Timeout     model.Duration `yaml:"timeout"`
+	Request     Request        `yaml:"request"`
+	Workload    Workload       `yaml:"workload"`
+	SLO         SLO            `yaml:"slo"`
+	Quality     Quality        `yaml:"quality"`
+	Objective   float64        `yaml:"objective"`
+	Line        int            `yaml:"-"`
+}
+
+// Request holds sampling parameters sent with every request of a probe.
+type Request struct {
+	MaxTokens   int            `yaml:"max_tokens"`
+	Temperature float64        `yaml:"temperature"`
+	IgnoreEOS   bool           `yaml:"ignore_eos"`
+	Extra       map[string]any `yaml:"extra"` // merged into the JSON body
+}
+
+// Workload says what prompts a probe sends; exactly one kind is set.
+type Workload struct {
+	Random  *RandomWorkload `yaml:"random"`
+	Prompts []Prompt        `yaml:"prompts"`
+	File    string          `yaml:"file"` // resolved relative to the config file
+}
+
+// RandomWorkload generates prompts of a given token length, as vLLM's
+// random dataset does.
+type RandomWorkload struct {
+	InputTokens  int     `yaml:"input_tokens"`
+	OutputTokens int     `yaml:"output_tokens"`
+	RangeRatio   float64 `yaml:"range_ratio"`
+	Seed         int64   `yaml:"seed"`
+}
+
+// Prompt is one fixed request: Prompt for completions, Messages for chat.
+type Prompt struct {
+	Prompt   string    `yaml:"prompt"`
+	Messages []Message `yaml:"messages"`
+	Expect   Expect    `yaml:"expect"`
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `yaml:"role" json:"role"`
+	Content string `yaml:"content" json:"content"`
+}
+
+// Expect holds per-prompt quality checks.
+type Expect struct {
+	Regex    Regexp `yaml:"regex"`
+	Contains string `yaml:"contains"`
+}
+
+// SLO holds per-request latency objectives; zero means no objective.
+type SLO struct {
+	TTFT model.Duration `yaml:"ttft"`
+	TPOT model.Duration `yaml:"tpot"`
+	E2EL model.Duration `yaml:"e2el"`
+}
+
+// Quality holds the checks applied to every response of a probe.
+type Quality struct {
+	Model           string   `yaml:"model"`
+	FinishReasons   []string `yaml:"finish_reasons"`
+	MinOutputTokens int      `yaml:"min_output_tokens"`
+	MaxOutputTokens int      `yaml:"max_output_tokens"`
+	Regex           Regexp   `yaml:"regex"`
+	// JSONSchema is a path to a JSON Schema file (relative to the config
+	// file) the generated text must satisfy; "" disables the check.
+	JSONSchema string `yaml:"json_schema"`
+	// JSON requires the generated text to be valid JSON.
+	JSON bool `yaml:"json"`
+}
+
+// Regexp is a regular expression that keeps its source text. The zero
+// value matches nothing and is "unset".
+type Regexp struct {
+	*regexp.Regexp
+	Source string
+}

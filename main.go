@@ -1,0 +1,54 @@
+// Command vllm-prober sends low-rate, open-loop streaming probes to vLLM's
+// OpenAI-compatible endpoints, judges every request against a written
+// contract and exports what a client sees as Prometheus metrics.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+)
+
+const appName = "vllm-prober"
+
+// action runs a parsed subcommand and returns the process exit code. ctx is
+// cancelled on SIGINT/SIGTERM.
+type action func(ctx context.Context, logger *slog.Logger) int
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	app := kingpin.New(appName, "Probes vLLM endpoints the way clients see them and exports the results to Prometheus.")
+	app.HelpFlag.Short('h')
+	app.Version(version.Print(appName))
+	promslogConfig := &promslog.Config{}
+	promslogflag.AddFlags(app, promslogConfig)
+
+	actions := map[string]action{}
+	register := func(name string, a action) { actions[name] = a }
+	register("run", daemonCommand(app))
+	register("demo", demoCommand(app))
+	register("simulate", simulateCommand(app))
+	register("bench", benchCommand(app))
+	register("capacity", capacityCommand(app))
+	register("rules", rulesCommand(app))
+
+	cmd, err := app.Parse(args)
+	if err != nil {
+		app.Usage(args)
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", appName, err)
+		return 2
+	}
+	logger := promslog.New(promslogConfig)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return actions[cmd](ctx, logger)
+}

@@ -1,0 +1,177 @@
+// Package probe sends open-loop streaming requests to OpenAI-compatible
+// servers, measures what a client sees, judges every request against its
+// probe's contract and records one disposition per offered request.
+//
+// It never touches Prometheus types: it reports facts as Results to a
+// Listener (the collector) and to the ledger.
+package probe
+
+import (
+	"errors"
+	"time"
+)
+
+// Disposition is the one terminal outcome of an offered request.
+type Disposition string
+
+// Dispositions, in the order the judge checks them (DESIGN.md section 6).
+const (
+	ServerFailure  Disposition = "server_failure"
+	ClientTimeout  Disposition = "client_timeout"
+	Cancelled      Disposition = "cancelled"
+	QualityFailure Disposition = "quality_failure"
+	LatencyFailure Disposition = "latency_failure"
+	Accepted       Disposition = "accepted"
+	// Unfinished is used only by bench and capacity runs that end with
+	// requests outstanding.
+	Unfinished Disposition = "unfinished"
+)
+
+// Dispositions lists every disposition the daemon produces, in judge order.
+var Dispositions = []Disposition{ServerFailure, ClientTimeout, Cancelled, QualityFailure, LatencyFailure, Accepted}
+
+// Reasons: the bounded set of values of Result.Reason, a finer cause of a
+// disposition other than accepted. The metric label `reason` takes these.
+const (
+	ReasonConnect        = "connect"         // connection refused or reset before a response
+	ReasonDNS            = "dns"             // name resolution failed
+	ReasonTLS            = "tls"             // TLS handshake failed
+	ReasonHTTP4xx        = "http_4xx"        // a 4xx status other than 429
+	ReasonHTTP429        = "http_429"        // rate limited
+	ReasonHTTP5xx        = "http_5xx"        // a 5xx status
+	ReasonStreamError    = "stream_error"    // an in-stream {"error": ...} event
+	ReasonProtocol       = "protocol"        // malformed event, oversized line or body, wrong content type
+	ReasonDisconnect     = "disconnect"      // the body ended with a read error before [DONE]
+	ReasonNoDone         = "no_done"         // the body ended cleanly without [DONE]
+	ReasonModelDiscovery = "model_discovery" // the model could not be found from /v1/models
+	ReasonTimeout        = "timeout"         // client_timeout
+	ReasonShutdown       = "shutdown"        // cancelled: the daemon is stopping
+	ReasonInFlightCap    = "in_flight_cap"   // cancelled: max_in_flight reached, never sent
+	ReasonRemoved        = "removed"         // cancelled: the probe or target was removed by a reload
+	ReasonQuality        = "quality"         // quality_failure; the checks are in QualityFailures
+	ReasonLatency        = "latency"         // latency_failure; the SLOs are in SLOViolations
+)
+
+// Reasons lists every reason value, for pre-initialising counters.
+var Reasons = []string{
+	ReasonConnect, ReasonDNS, ReasonTLS, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx,
+	ReasonStreamError, ReasonProtocol, ReasonDisconnect, ReasonNoDone, ReasonModelDiscovery,
+	ReasonTimeout, ReasonShutdown, ReasonInFlightCap, ReasonRemoved, ReasonQuality, ReasonLatency,
+}
+
+// SLO names, the values of the metric label `slo`.
+const (
+	SLOTTFT = "ttft"
+	SLOTPOT = "tpot"
+	SLOE2EL = "e2el"
+)
+
+// SLOs lists every SLO name.
+var SLOs = []string{SLOTTFT, SLOTPOT, SLOE2EL}
+
+// Quality check names, the values of the metric label `check`.
+const (
+	CheckModel           = "model"
+	CheckFinishReason    = "finish_reason"
+	CheckMinOutputTokens = "min_output_tokens"
+	CheckMaxOutputTokens = "max_output_tokens"
+	CheckRegex           = "regex"
+	CheckJSON            = "json"
+	CheckJSONSchema      = "json_schema"
+	CheckExpect          = "expect"
+)
+
+// Checks lists every quality check name.
+var Checks = []string{CheckModel, CheckFinishReason, CheckMinOutputTokens, CheckMaxOutputTokens, CheckRegex, CheckJSON, CheckJSONSchema, CheckExpect}
+
+// HTTP phase names, the values of the metric label `phase`.
+const (
+	PhaseDNS        = "dns"
+	PhaseConnect    = "connect"
+	PhaseTLS        = "tls"
+	PhaseHeaders    = "headers"     // request written -> response headers
+	PhaseFirstToken = "first_token" // headers -> TTFT
+	PhaseDecode     = "decode"      // TTFT -> E2EL
+)
+
+// Phases lists every HTTP phase name.
+var Phases = []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseHeaders, PhaseFirstToken, PhaseDecode}
+
+// Errors used as context causes, so the requester can tell why a request's
+// context ended (context.WithCancelCause).
+var (
+	ErrShutdown = errors.New("prober shutting down")
+	ErrRemoved  = errors.New("probe removed by reload")
+)
+
+// PhaseTimes holds HTTP phase durations; a phase that did not happen (a
+// reused connection has no dns/connect/tls) is absent from the map.
+type PhaseTimes map[string]time.Duration
+
+// ServerTiming is vLLM's per-request `metrics` object, when the server
+// sends one (--enable-per-request-metrics).
+type ServerTiming struct {
+	QueueTime time.Duration
+	TTFT      time.Duration // starts at first scheduling: excludes queue time
+}
+
+// Result is everything known about one offered request when it ends.
+// Durations that were not measured are zero: TTFT and E2EL need at least one
+// token-carrying event, TPOT needs more than one output token.
+type Result struct {
+	Seq       uint64 // per (target, probe), from 1, in planned order
+	Target    string
+	Probe     string
+	RequestID string // sent as X-Request-Id
+
+	Scheduled time.Time     // planned send time (wall clock)
+	Sent      time.Time     // actual send time; zero if never sent
+	Lag       time.Duration // Sent - Scheduled
+
+	Disposition     Disposition
+	Reason          string   // one of Reasons; "" when accepted
+	SLOViolations   []string // every SLO violated, even when another disposition wins
+	QualityFailures []string // every quality check that failed
+	Flags           []string // other diagnostics, e.g. "no_usage"
+
+	HTTPStatus int
+	TTFT       time.Duration
+	TPOT       time.Duration
+	E2EL       time.Duration
+	// ITLs holds one gap per pair of consecutive token-carrying events;
+	// ITLTokens[i] is the number of tokens the later event of the pair
+	// carried (0 when the server did not say).
+	ITLs      []time.Duration
+	ITLTokens []int
+	Phases    PhaseTimes
+
+	PromptTokens    int
+	OutputTokens    int
+	Chunks          int  // token-carrying events
+	UsageFromServer bool // false: token counts were estimated locally
+	FinishReason    string
+	Model           string // the model the server named in its response
+	Server          *ServerTiming
+
+	Error string // a short, secret-free description of what went wrong
+	Text  string // generated text (content and reasoning)
+}
+
+// ITLMax returns the largest inter-token gap, or 0.
+func (r *Result) ITLMax() time.Duration {
+	var m time.Duration
+	for _, d := range r.ITLs {
+		m = max(m, d)
+	}
+	return m
+}
+
+// Listener receives the engine's facts as they happen. Implementations must
+// be safe for concurrent use and must not block.
+type Listener interface {
+	// Offered is called when a request's planned time comes, before it is
+	// sent (or refused by the in-flight cap).
+	Offered(target, probe string)
+	// Finished is called once per offered request with its final Result.
+	Finished(r *Result)
+}
