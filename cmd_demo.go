@@ -1,16 +1,167 @@
+//go:build wiring
+
 package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/status"
 )
 
+// demoFlags are the flags of `demo`.
+type demoFlags struct {
+	daemon   daemonFlags
+	duration time.Duration
+	interval time.Duration
+	faults   bool
+	seed     int64
+}
+
 func demoCommand(app *kingpin.Application) action {
-	app.Command("demo", "TODO")
+	cmd := app.Command("demo", "Run the daemon against the embedded vLLM simulator with a built-in config, printing a live summary.")
+	f := &demoFlags{}
+	cmd.Flag("duration", "Stop after this long (0 runs until interrupted).").Default("0s").DurationVar(&f.duration)
+	cmd.Flag("summary.interval", "How often to print the summary table.").Default("5s").DurationVar(&f.interval)
+	cmd.Flag("faults", "Turn on a mix of simulator faults so failures show too.").BoolVar(&f.faults)
+	cmd.Flag("seed", "Seed of the simulator and the probes.").Default("1").Int64Var(&f.seed)
+	addWebFlags(cmd, &f.daemon, "127.0.0.1:9478")
 	return func(ctx context.Context, logger *slog.Logger) int {
-		logger.Error("not implemented")
-		return 1
+		if err := runDemo(ctx, logger, f, os.Stdout); err != nil {
+			logger.Error("Demo failed", "err", err)
+			return 1
+		}
+		return 0
 	}
+}
+
+func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writer) error {
+	if f.interval <= 0 {
+		return fmt.Errorf("--summary.interval must be > 0, got %s", f.interval)
+	}
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	opts := simulator.DefaultOptions()
+	opts.Seed = f.seed
+	opts.Logger = logger
+	if f.faults {
+		opts.Faults = demoFaults()
+	}
+	sim, err := simulator.New(opts)
+	if err != nil {
+		return fmt.Errorf("start simulator: %w", err)
+	}
+	simURL, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("start simulator: %w", err)
+	}
+	defer sim.Close()
+
+	dir, err := os.MkdirTemp("", "vllm-prober-demo-")
+	if err != nil {
+		return fmt.Errorf("demo directory: %w", err)
+	}
+	cfgPath := filepath.Join(dir, "vllm-prober.yml")
+	if err := os.WriteFile(cfgPath, []byte(demoConfig(simURL, dir, f.seed)), 0o600); err != nil {
+		return fmt.Errorf("write demo config: %w", err)
+	}
+	f.daemon.configFile = cfgPath
+
+	hooks := daemonHooks{
+		listening: func(addrs []net.Addr) {
+			fmt.Fprintf(out, "vllm-prober demo\n  simulator:   %s (model %s)\n", simURL, opts.Model)
+			for _, a := range addrs {
+				fmt.Fprintf(out, "  status page: http://%s/\n  metrics:     http://%s%s\n", a, a, f.daemon.telemetryPath)
+			}
+			fmt.Fprintf(out, "  config:      %s\n  ledger:      %s\nPress Ctrl-C to stop.\n\n", cfgPath, filepath.Join(dir, "ledger.jsonl"))
+		},
+		started: func(d *daemon) { go printSummaries(ctx, out, d.tracker, f.interval) },
+	}
+	return runDaemon(ctx, logger, &f.daemon, hooks)
+}
+
+// printSummaries prints the tracker's table every interval until ctx ends.
+func printSummaries(ctx context.Context, out io.Writer, t *status.Tracker, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			writeSummary(out, now, t.Snapshot())
+		}
+	}
+}
+
+// writeSummary writes one compact table of every pair.
+func writeSummary(out io.Writer, now time.Time, pairs []status.PairStats) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\ttarget\tprobe\toffered\taccepted\tfailed\tgoodput/s\tacceptance\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t\n", now.Format("15:04:05"))
+	for _, p := range pairs {
+		var failed uint64
+		for d, n := range p.Dispositions {
+			if d != probe.Accepted {
+				failed += n
+			}
+		}
+		fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
+			p.Target, p.Probe, p.Offered, p.AcceptedSinceStart, failed, p.Goodput,
+			status.FormatPct(p.Acceptance), status.FormatMs(p.TTFTP50), status.FormatMs(p.TTFTP99),
+			status.FormatMs(p.ITLP50), status.FormatMs(p.ITLP99))
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+}
+
+// demoConfig is the built-in config: a chat probe with a quality check and
+// a completions probe, fast enough that numbers move within seconds.
+func demoConfig(simURL, dir string, seed int64) string {
+	return fmt.Sprintf(`# Built-in demo config, written by vllm-prober demo.
+global:
+  ledger: {path: %q, record_text: failures}
+  server_metrics: {interval: 5s, timeout: 2s}
+targets:
+  - name: sim
+    url: %s
+probes:
+  - name: chat-arithmetic
+    api: chat
+    rate: 2
+    max_in_flight: 16
+    timeout: 10s
+    request: {max_tokens: 16, temperature: 0}
+    workload:
+      prompts:
+        - messages: [{role: user, content: "What is 12*12? Digits only."}]
+          expect: {regex: '\b144\b'}
+        - messages: [{role: user, content: "What is 7+8? Digits only."}]
+          expect: {regex: '\b15\b'}
+    slo: {ttft: 500ms, tpot: 50ms, e2el: 5s}
+    quality: {finish_reasons: [stop, length], min_output_tokens: 1}
+    objective: 0.99
+  - name: completions-random
+    api: completions
+    rate: 3
+    timeout: 15s
+    request: {max_tokens: 64, ignore_eos: true}
+    workload:
+      random: {input_tokens: 256, output_tokens: 64, range_ratio: 0.2, seed: %d}
+    slo: {ttft: 1s, tpot: 100ms, e2el: 10s}
+    objective: 0.99
+`, filepath.Join(dir, "ledger.jsonl"), simURL, seed)
 }

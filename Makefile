@@ -1,0 +1,59 @@
+# vllm-prober build, test and benchmark targets.
+GO          ?= go
+PKG         := github.com/prometheus/common/version
+VERSION     ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH      ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+BUILD_USER  ?= $(shell whoami)@$(shell hostname)
+BUILD_DATE  ?= $(shell date -u +%Y%m%d-%H:%M:%S)
+LDFLAGS     := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Revision=$(REVISION) \
+               -X $(PKG).Branch=$(BRANCH) -X $(PKG).BuildUser=$(BUILD_USER) -X $(PKG).BuildDate=$(BUILD_DATE)
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
+FUZZTIME    ?= 10s
+
+.PHONY: all build test unit lint vet staticcheck fmt e2e fuzz bench soak clean
+
+all: build test
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o vllm-prober .
+
+# test is the README's test command: formatting, vet, staticcheck and the
+# unit tests with the race detector.
+test: lint unit
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+lint: fmt vet staticcheck
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
+
+staticcheck:
+	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags e2e ./...
+
+# e2e runs the end-to-end tests against real Prometheus, promtool,
+# Alertmanager, amtool and Chromium (installed by .ci/run).
+e2e:
+	$(GO) test -race -count=1 -tags e2e -timeout 20m ./...
+
+# fuzz runs every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -f vllm-prober

@@ -1,0 +1,71 @@
+//go:build wiring
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// daemonFlags are the flags of the daemon (`run`, the default command).
+type daemonFlags struct {
+	configFile      string
+	configCheck     bool
+	telemetryPath   string
+	enableLifecycle bool
+	web             *web.FlagConfig
+}
+
+func daemonCommand(app *kingpin.Application) action {
+	cmd := app.Command("run", "Run the prober daemon (the default command).").Default()
+	f := &daemonFlags{}
+	cmd.Flag("config.file", "Prober configuration file.").Default("vllm-prober.yml").StringVar(&f.configFile)
+	cmd.Flag("config.check", "Validate the configuration file, print what is wrong and exit 0 (valid) or 1.").BoolVar(&f.configCheck)
+	addWebFlags(cmd, f, ":9478")
+	return func(ctx context.Context, logger *slog.Logger) int {
+		if f.configCheck {
+			return checkConfig(f.configFile)
+		}
+		cfg, err := config.Load(f.configFile)
+		if err != nil {
+			logger.Error("Error loading config", "err", err)
+			return 1
+		}
+		if err := runDaemon(ctx, logger, f, cfg, nil); err != nil {
+			logger.Error("Daemon failed", "err", err)
+			return 1
+		}
+		return 0
+	}
+}
+
+// addWebFlags adds the HTTP server flags shared by run and demo.
+func addWebFlags(cmd *kingpin.CmdClause, f *daemonFlags, defaultAddress string) {
+	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
+	cmd.Flag("web.enable-lifecycle", "Enable reloading the configuration through HTTP POST /-/reload.").BoolVar(&f.enableLifecycle)
+	f.web = kingpinflag.AddFlags(cmd, defaultAddress)
+}
+
+// checkConfig implements --config.check: it prints the result and returns
+// the exit code.
+func checkConfig(path string) int {
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: FAILED\n%v\n", path, err)
+		return 1
+	}
+	pairs := 0
+	for _, t := range cfg.Targets {
+		pairs += len(cfg.ProbesFor(t))
+	}
+	fmt.Printf("%s: SUCCESS: %d targets, %d probes, %d target/probe pairs\n", path, len(cfg.Targets), len(cfg.Probes), pairs)
+	return 0
+}

@@ -1,0 +1,227 @@
+//go:build wiring
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/status"
+)
+
+// daemon wires configuration, engine, collectors and the HTTP server.
+type daemon struct {
+	logger  *slog.Logger
+	flags   *daemonFlags
+	safe    *config.SafeConfig
+	ledger  *probe.Ledger
+	history *probe.History
+	tracker *status.Tracker
+	coll    *collector.Collector
+	scraper *collector.ServerScraper
+	self    *collector.SelfMetrics
+	engine  *probe.Engine
+	reg     *prometheus.Registry
+
+	reloadMu sync.Mutex // serialises reloads from SIGHUP and HTTP
+	ready    chan struct{}
+}
+
+// listeners fans the engine's facts out to every consumer.
+type listeners []probe.Listener
+
+func (ls listeners) Offered(target, probe string) {
+	for _, l := range ls {
+		l.Offered(target, probe)
+	}
+}
+
+func (ls listeners) Finished(r *probe.Result) {
+	for _, l := range ls {
+		l.Finished(r)
+	}
+}
+
+// daemonHooks lets demo observe a running daemon.
+type daemonHooks struct {
+	// listening is called with the bound addresses once the server listens.
+	listening func(addrs []net.Addr)
+	// started is called once probing has started.
+	started func(d *daemon)
+}
+
+// runDaemon runs until ctx ends, then shuts down gracefully.
+func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks daemonHooks) error {
+	safe := &config.SafeConfig{}
+	if _, err := safe.Reload(f.configFile); err != nil {
+		return fmt.Errorf("load config: %w", err)
+	}
+	d, err := newDaemon(logger, f, safe)
+	if err != nil {
+		return err
+	}
+	defer d.closeLedger()
+
+	lns, err := listen(f.web)
+	if err != nil {
+		return err
+	}
+	addrs := make([]net.Addr, len(lns))
+	for i, l := range lns {
+		addrs[i] = l.Addr()
+		logger.Info("Listening", "address", l.Addr().String())
+	}
+	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- web.ServeMultiple(lns, srv, f.web, logger) }()
+	if hooks.listening != nil {
+		hooks.listening(addrs)
+	}
+
+	if err := d.apply(safe.Get()); err != nil {
+		logger.Error("Some probes could not start", "err", err)
+	}
+	close(d.ready)
+	if hooks.started != nil {
+		hooks.started(d)
+	}
+	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes))
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			_ = d.reload()
+		case err := <-srvErr:
+			d.shutdown()
+			return fmt.Errorf("http server: %w", err)
+		case <-ctx.Done():
+			logger.Info("Shutting down")
+			d.shutdown()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+			return nil
+		}
+	}
+}
+
+func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*daemon, error) {
+	cfg := safe.Get()
+	ledger, err := probe.OpenLedger(cfg.Global.Ledger, logger)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	d := &daemon{
+		logger:  logger,
+		flags:   f,
+		safe:    safe,
+		ledger:  ledger,
+		history: probe.NewHistory(cfg.Global.HistoryLimit),
+		tracker: status.NewTracker(status.TrackerOptions{}),
+		coll:    collector.New(collector.Options{Logger: logger}),
+		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger}),
+		ready:   make(chan struct{}),
+	}
+	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })
+	d.self.SetReload(true, time.Now())
+	d.engine = probe.NewEngine(probe.EngineOptions{
+		Logger:   logger,
+		Listener: listeners{d.coll, d.tracker},
+		Ledger:   ledger,
+		History:  d.history,
+	})
+	d.reg = prometheus.NewRegistry()
+	d.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		d.coll, d.scraper, d.self,
+	)
+	return d, nil
+}
+
+// listen opens every --web.listen-address, so the bound port is known
+// (":0" picks a free one) before serving.
+func listen(f *web.FlagConfig) ([]net.Listener, error) {
+	var lns []net.Listener
+	for _, addr := range *f.WebListenAddresses {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, o := range lns {
+				o.Close()
+			}
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		lns = append(lns, l)
+	}
+	if len(lns) == 0 {
+		return nil, errors.New("no --web.listen-address given")
+	}
+	return lns, nil
+}
+
+// apply makes cfg the running configuration of every component. Metrics
+// and status are synced first so that new pairs' first requests are
+// counted; results that removed pairs still deliver go to the ledger only,
+// since their series are gone.
+func (d *daemon) apply(cfg *config.Config) error {
+	d.coll.Sync(cfg)
+	d.tracker.Sync(cfg)
+	d.scraper.Apply(cfg)
+	return d.engine.Apply(cfg)
+}
+
+// reload re-reads the config file; a failed reload keeps the running one.
+func (d *daemon) reload() error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	changed, err := d.safe.Reload(d.flags.configFile)
+	if err != nil {
+		d.self.SetReload(false, time.Now())
+		d.logger.Error("Error reloading config", "err", err)
+		return err
+	}
+	d.self.SetReload(true, time.Now())
+	if !changed {
+		d.logger.Info("Config unchanged, nothing to reload")
+		return nil
+	}
+	if err := d.apply(d.safe.Get()); err != nil {
+		d.logger.Error("Some probes could not start after reload", "err", err)
+	}
+	d.logger.Info("Reloaded config", "file", d.flags.configFile)
+	return nil
+}
+
+func (d *daemon) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.engine.Shutdown(ctx); err != nil {
+		d.logger.Warn("Engine shutdown incomplete", "err", err)
+	}
+	d.scraper.Stop()
+}
+
+func (d *daemon) closeLedger() {
+	if err := d.ledger.Close(); err != nil {
+		d.logger.Error("Error closing ledger", "err", err)
+	}
+}

@@ -1,0 +1,144 @@
+//go:build wiring
+
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// designMetrics are the client metrics of DESIGN.md section 7.
+var designMetrics = []string{
+	"vllm_probe_requests_offered_total", "vllm_probe_requests_total", "vllm_probe_failures_total",
+	"vllm_probe_slo_violations_total", "vllm_probe_quality_failures_total", "vllm_probe_requests_in_flight",
+	"vllm_probe_time_to_first_token_seconds", "vllm_probe_inter_token_latency_seconds",
+	"vllm_probe_time_per_output_token_seconds", "vllm_probe_e2e_request_latency_seconds",
+	"vllm_probe_http_phase_seconds", "vllm_probe_schedule_lag_seconds", "vllm_probe_prompt_tokens_total",
+	"vllm_probe_output_tokens_total", "vllm_probe_server_time_to_first_token_seconds",
+	"vllm_probe_server_queue_time_seconds", "vllm_probe_target_info", "vllm_probe_server_scrape_success",
+	"vllm_probe_server_scrape_duration_seconds", "vllm_prober_build_info",
+	"vllm_prober_config_last_reload_successful", "vllm_prober_config_last_reload_success_timestamp_seconds",
+	"vllm_prober_ledger_write_errors_total",
+}
+
+// scrape fetches and parses /metrics.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return fams
+}
+
+// sumBy sums a family's values per (target, probe).
+func sumBy(f *dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		var target, probe string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "target":
+				target = l.GetValue()
+			case "probe":
+				probe = l.GetValue()
+			}
+		}
+		v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		out[target+"/"+probe] += v
+	}
+	return out
+}
+
+func TestDemo(t *testing.T) {
+	cmd := exec.Command(binary, "demo", "--duration=20s", "--summary.interval=1s", "--web.listen-address=127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	var metricsURL string
+	var out strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "metrics:" {
+			metricsURL = f[1]
+		}
+		if strings.Contains(line, "goodput/s") && metricsURL != "" && strings.Count(out.String(), "goodput/s") >= 3 {
+			break
+		}
+	}
+	if metricsURL == "" {
+		t.Fatalf("demo printed no metrics URL:\n%s", out.String())
+	}
+	for _, w := range []string{"chat-arithmetic", "completions-random", "TTFT p99", "acceptance"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, out.String())
+		}
+	}
+	go func() { // keep draining the summary so the demo never blocks
+		for sc.Scan() {
+		}
+	}()
+	time.Sleep(2 * time.Second) // at least one server scrape at 5s intervals has happened by the third summary
+
+	fams := scrape(t, metricsURL)
+	for _, name := range designMetrics {
+		if fams[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	offered, done, inFlight := sumBy(fams["vllm_probe_requests_offered_total"]), sumBy(fams["vllm_probe_requests_total"]), sumBy(fams["vllm_probe_requests_in_flight"])
+	if len(offered) != 2 {
+		t.Errorf("offered for %d pairs, want 2: %v", len(offered), offered)
+	}
+	for pair, o := range offered {
+		if o == 0 || o != done[pair]+inFlight[pair] {
+			t.Errorf("%s: offered %v != finished %v + in flight %v", pair, o, done[pair], inFlight[pair])
+		}
+	}
+	if got := fams["vllm_probe_server_scrape_success"]; got == nil || got.GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Errorf("vllm_probe_server_scrape_success is not 1: %v", got)
+	}
+	var serverSeries int
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "vllm:") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			serverSeries++
+			var ok bool
+			for _, l := range m.GetLabel() {
+				ok = ok || (l.GetName() == "target" && l.GetValue() == "sim")
+			}
+			if !ok {
+				t.Errorf("%s series without target label: %v", name, m.GetLabel())
+			}
+		}
+	}
+	if serverSeries == 0 {
+		t.Error("no vllm:* server series re-exported")
+	}
+}

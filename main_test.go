@@ -1,0 +1,370 @@
+//go:build wiring
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// binary is the vllm-prober binary built once for the tests that run it as
+// a user would.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "vllm-prober-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "vllm-prober")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runBinary runs the binary to completion and returns its exit code and
+// combined output.
+func runBinary(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return 0, string(out)
+}
+
+func TestCommandLine(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"help", []string{"--help"}, 0, []string{"run", "demo", "simulate", "bench", "capacity", "rules", "--log.level"}},
+		{"run help", []string{"help", "run"}, 0, []string{"--config.file", "--config.check", "--web.listen-address", "--web.config.file", "--web.telemetry-path", "--web.enable-lifecycle"}},
+		{"version", []string{"--version"}, 0, []string{"vllm-prober, version", "go version:"}},
+		{"unknown flag", []string{"--no-such-flag"}, 2, []string{"unknown long flag '--no-such-flag'", "usage:"}},
+		{"bad flag value", []string{"run", "--log.level=loud"}, 2, []string{"log.level"}},
+		{"config check minimal", []string{"--config.file=deploy/examples/minimal.yml", "--config.check"}, 0, []string{"SUCCESS"}},
+		{"config check full", []string{"--config.file=deploy/examples/full.yml", "--config.check"}, 0, []string{"SUCCESS"}},
+		{"config check missing", []string{"--config.file=no-such.yml", "--config.check"}, 1, []string{"no-such.yml", "FAILED"}},
+		{"missing config", []string{"--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := runBinary(t, tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.wantCode, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "goroutine ") || strings.Contains(out, "panic:") {
+				t.Errorf("output holds a Go stack:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestConfigCheckInvalidFiles(t *testing.T) {
+	files, _ := filepath.Glob("config/testdata/invalid-*.yml")
+	if len(files) < 20 {
+		t.Fatalf("found %d invalid config files, want at least 20", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			code, out := runBinary(t, "--config.file="+f, "--config.check")
+			if code != 1 {
+				t.Errorf("exit code %d, want 1; output:\n%s", code, out)
+			}
+			if !regexp.MustCompile(regexp.QuoteMeta(filepath.Base(f)) + `:\d+`).MatchString(out) {
+				t.Errorf("error does not name file and line:\n%s", out)
+			}
+		})
+	}
+}
+
+// daemonProc is a running daemon binary.
+type daemonProc struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan struct{}
+}
+
+var listeningRE = regexp.MustCompile(`msg=Listening address=(\S+)`)
+
+// startDaemon runs the binary with args and waits for its listen address.
+func startDaemon(t *testing.T, args ...string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{cmd: exec.Command(binary, append([]string{"--web.listen-address=127.0.0.1:0"}, args...)...), done: make(chan struct{})}
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			d.mu.Lock()
+			d.logs.WriteString(line + "\n")
+			d.mu.Unlock()
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case addrCh <- m[1]:
+				default:
+				}
+			}
+		}
+		close(d.done)
+	}()
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
+	})
+	select {
+	case d.addr = <-addrCh:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("daemon did not listen; logs:\n%s", d.Logs())
+	}
+	return d
+}
+
+// Logs returns what the daemon logged so far.
+func (d *daemonProc) Logs() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.String()
+}
+
+func (d *daemonProc) url(path string) string { return "http://" + d.addr + path }
+
+// get fetches path and returns status and body.
+func get(t *testing.T, method, url string, auth ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(auth) == 2 {
+		req.SetBasicAuth(auth[0], auth[1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// startSimulator runs the simulator in-process on a loopback port.
+func startSimulator(t *testing.T) string {
+	t.Helper()
+	o := simulator.DefaultOptions()
+	o.Seed = 7
+	sim, err := simulator.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	return u
+}
+
+func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {
+	t.Helper()
+	cfg := fmt.Sprintf(`global:
+  ledger: {path: %q}
+  server_metrics: {interval: 1s, timeout: 1s}
+targets:
+  - name: sim
+    url: %s
+probes:
+  - name: chat
+    api: chat
+    rate: %g
+    timeout: 5s
+    workload:
+      prompts:
+        - messages: [{role: user, content: "What is 12*12? Digits only."}]
+          expect: {regex: '\b144\b'}
+`, ledger, simURL, rate)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func metricsContain(t *testing.T, d *daemonProc, s string) bool {
+	_, body := get(t, http.MethodGet, d.url("/metrics"))
+	return strings.Contains(body, s)
+}
+
+func TestDaemonEndpointsAndReload(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	cfgPath, ledger := filepath.Join(dir, "c.yml"), filepath.Join(dir, "ledger.jsonl")
+	writeConfig(t, cfgPath, simURL, 5, ledger)
+	d := startDaemon(t, "--config.file="+cfgPath, "--web.enable-lifecycle")
+
+	for _, p := range []string{"/-/healthy", "/-/ready", "/", "/api/v1/results"} {
+		if code, body := get(t, http.MethodGet, d.url(p)); code != 200 {
+			t.Errorf("GET %s: %d %s", p, code, body)
+		}
+	}
+	waitFor(t, "accepted requests", func() bool {
+		return metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"}`) &&
+			!metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"} 0`)
+	})
+	for _, m := range []string{"vllm_prober_build_info", "go_goroutines", "vllm_prober_config_last_reload_successful 1"} {
+		if !metricsContain(t, d, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+	if code, _ := get(t, http.MethodGet, d.url("/-/reload")); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /-/reload: %d, want 405", code)
+	}
+
+	t.Run("good reload over HTTP", func(t *testing.T) {
+		writeConfig(t, cfgPath, simURL, 4, ledger)
+		if code, body := get(t, http.MethodPost, d.url("/-/reload")); code != 200 {
+			t.Fatalf("POST /-/reload: %d %s", code, body)
+		}
+		if !metricsContain(t, d, "vllm_prober_config_last_reload_successful 1") {
+			t.Error("reload gauge not 1")
+		}
+	})
+	t.Run("bad reload over HTTP keeps the old config", func(t *testing.T) {
+		if err := os.WriteFile(cfgPath, []byte("targets: [{name: x, url: ftp://x}]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, http.MethodPost, d.url("/-/reload"))
+		if code != http.StatusInternalServerError || !strings.Contains(body, "c.yml:") {
+			t.Fatalf("POST /-/reload: %d %s", code, body)
+		}
+		if !metricsContain(t, d, "vllm_prober_config_last_reload_successful 0") {
+			t.Error("reload gauge not 0 after a bad reload")
+		}
+		if code, _ := get(t, http.MethodGet, d.url("/probe?target=sim&probe=chat")); code != 200 {
+			t.Errorf("old config not kept: /probe answered %d", code)
+		}
+	})
+	t.Run("good reload by SIGHUP", func(t *testing.T) {
+		writeConfig(t, cfgPath, simURL, 3, ledger)
+		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "reload by SIGHUP", func() bool { return metricsContain(t, d, "vllm_prober_config_last_reload_successful 1") })
+	})
+	t.Run("probe endpoint", func(t *testing.T) {
+		code, body := get(t, http.MethodGet, d.url("/probe?target=sim&probe=chat"))
+		if code != 200 || !strings.Contains(body, "vllm_probe_") {
+			t.Errorf("/probe: %d %s", code, body)
+		}
+		for _, q := range []string{"?target=sim", "?target=http://example.com&probe=chat", "?target=sim&probe=nope"} {
+			if code, _ := get(t, http.MethodGet, d.url("/probe"+q)); code != http.StatusBadRequest {
+				t.Errorf("/probe%s: %d, want 400", q, code)
+			}
+		}
+	})
+	t.Run("SIGTERM exits 0 and flushes the ledger", func(t *testing.T) {
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		<-d.done
+		if err := d.cmd.Wait(); err != nil {
+			t.Fatalf("exit: %v; logs:\n%s", err, d.Logs())
+		}
+		b, err := os.ReadFile(ledger)
+		if err != nil || !strings.Contains(string(b), `"disposition":"accepted"`) {
+			t.Errorf("ledger not written: %v %.200s", err, b)
+		}
+	})
+}
+
+func TestDaemonLifecycleOff(t *testing.T) {
+	simURL := startSimulator(t)
+	cfgPath := filepath.Join(t.TempDir(), "c.yml")
+	writeConfig(t, cfgPath, simURL, 1, "")
+	d := startDaemon(t, "--config.file="+cfgPath)
+	if code, _ := get(t, http.MethodPost, d.url("/-/reload")); code != http.StatusForbidden {
+		t.Errorf("POST /-/reload without --web.enable-lifecycle: %d, want 403", code)
+	}
+}
+
+func TestDaemonBasicAuth(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	cfgPath, webPath := filepath.Join(dir, "c.yml"), filepath.Join(dir, "web.yml")
+	writeConfig(t, cfgPath, simURL, 1, "")
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(webPath, []byte("basic_auth_users:\n  alice: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "--config.file="+cfgPath, "--web.config.file="+webPath, "--web.enable-lifecycle")
+	for _, p := range []string{"/metrics", "/", "/-/healthy", "/api/v1/results", "/probe?target=sim&probe=chat"} {
+		if code, _ := get(t, http.MethodGet, d.url(p)); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without credentials: %d, want 401", p, code)
+		}
+		if code, _ := get(t, http.MethodGet, d.url(p), "alice", "wrong"); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong password: %d, want 401", p, code)
+		}
+		if code, _ := get(t, http.MethodGet, d.url(p), "alice", "s3cret"); code != 200 {
+			t.Errorf("GET %s with credentials: %d, want 200", p, code)
+		}
+	}
+	if code, _ := get(t, http.MethodPost, d.url("/-/reload")); code != http.StatusUnauthorized {
+		t.Errorf("POST /-/reload without credentials: %d, want 401", code)
+	}
+}

@@ -1,0 +1,64 @@
+package status
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+//go:embed page.html
+var pageFS embed.FS
+
+var pageTmpl = template.Must(template.New("page.html").Funcs(template.FuncMap{
+	"ms":      FormatMs,
+	"pct":     FormatPct,
+	"rate":    func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"ago":     func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
+	"disp":    func(m map[probe.Disposition]uint64, d string) uint64 { return m[probe.Disposition(d)] },
+	"dispall": func() []probe.Disposition { return probe.Dispositions },
+}).ParseFS(pageFS, "page.html"))
+
+// TargetState is one target's row on the status page.
+type TargetState struct {
+	Name   string
+	Scrape collector.ScrapeState
+}
+
+// Page is everything the status page shows. It holds no configuration
+// values beyond names, so no secret can reach it.
+type Page struct {
+	Version   string
+	Now       time.Time
+	Window    time.Duration // the span of the windowed columns
+	Targets   []TargetState
+	Pairs     []PairStats
+	Failures  []probe.Record
+	LedgerOK  bool
+	LedgerErr uint64
+}
+
+// Render writes the status page as HTML.
+func Render(w io.Writer, p Page) error {
+	return pageTmpl.Execute(w, p)
+}
+
+// FormatMs formats a duration in milliseconds, or a dash when unmeasured.
+func FormatMs(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// FormatPct formats a ratio as a percentage, or a dash when unknown.
+func FormatPct(v float64) string {
+	if v < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f%%", 100*v)
+}

@@ -1,0 +1,237 @@
+// Package status keeps the short-term view of every (target, probe) pair
+// that the status page and the demo's terminal summary show: counts since
+// start and rates and percentiles over a recent window.
+package status
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// TrackerOptions configures a Tracker.
+type TrackerOptions struct {
+	// Window is how far back rates and percentiles look; 0 means 5m.
+	Window time.Duration
+	// MaxSamples bounds the samples kept per pair and quantity; 0 = 20000.
+	MaxSamples int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Tracker is a probe.Listener that keeps per-pair statistics.
+type Tracker struct {
+	opts  TrackerOptions
+	mu    sync.Mutex
+	pairs map[pairKey]*pairState
+	order []pairKey
+}
+
+type pairKey struct{ target, probe string }
+
+type sample struct {
+	at time.Time
+	v  time.Duration
+}
+
+type pairState struct {
+	objective    float64
+	offered      uint64
+	inFlight     int64
+	dispositions map[probe.Disposition]uint64
+	finished     []finish // within the window
+	ttft, itl    []sample // within the window
+}
+
+type finish struct {
+	at time.Time
+	d  probe.Disposition
+}
+
+// PairStats is a snapshot of one pair.
+type PairStats struct {
+	Target, Probe string
+	Objective     float64
+	Offered       uint64
+	InFlight      int64
+	// Dispositions counts every finished request since start.
+	Dispositions map[probe.Disposition]uint64
+	// Window is the span the fields below cover.
+	Window time.Duration
+	// Goodput is accepted requests per second over the window.
+	Goodput float64
+	// Completed is finished requests per second over the window, excluding
+	// cancelled ones (which the prober, not the server, decided).
+	Completed float64
+	// Acceptance is accepted / completed over the window; -1 when nothing
+	// completed.
+	Acceptance         float64
+	TTFTP50, TTFTP99   time.Duration
+	ITLP50, ITLP99     time.Duration
+	WindowSamplesTTFT  int
+	WindowSamplesITL   int
+	AcceptedSinceStart uint64
+}
+
+// NewTracker returns an empty Tracker; call Sync with the config.
+func NewTracker(o TrackerOptions) *Tracker {
+	if o.Window <= 0 {
+		o.Window = 5 * time.Minute
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 20000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Tracker{opts: o, pairs: map[pairKey]*pairState{}}
+}
+
+// Sync makes the tracked pairs those of cfg, keeping the state of pairs
+// that stay.
+func (t *Tracker) Sync(cfg *config.Config) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keep := map[pairKey]*pairState{}
+	var order []pairKey
+	for _, tg := range cfg.Targets {
+		for _, p := range cfg.ProbesFor(tg) {
+			k := pairKey{tg.Name, p.Name}
+			st := t.pairs[k]
+			if st == nil {
+				st = &pairState{dispositions: map[probe.Disposition]uint64{}}
+			}
+			st.objective = p.Objective
+			keep[k] = st
+			order = append(order, k)
+		}
+	}
+	t.pairs, t.order = keep, order
+}
+
+// Window returns the span of the windowed statistics.
+func (t *Tracker) Window() time.Duration { return t.opts.Window }
+
+// Offered implements probe.Listener.
+func (t *Tracker) Offered(target, probeName string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.pairs[pairKey{target, probeName}]; st != nil {
+		st.offered++
+		st.inFlight++
+	}
+}
+
+// Finished implements probe.Listener.
+func (t *Tracker) Finished(r *probe.Result) {
+	now := t.opts.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.pairs[pairKey{r.Target, r.Probe}]
+	if st == nil {
+		return // a pair removed by a reload; the ledger still has it
+	}
+	st.inFlight--
+	st.dispositions[r.Disposition]++
+	st.finished = t.bounded(append(st.finished, finish{now, r.Disposition}))
+	if r.TTFT > 0 {
+		st.ttft = t.boundedSamples(append(st.ttft, sample{now, r.TTFT}))
+	}
+	for _, g := range r.ITLs {
+		st.itl = append(st.itl, sample{now, g})
+	}
+	st.itl = t.boundedSamples(st.itl)
+}
+
+func (t *Tracker) bounded(f []finish) []finish {
+	if len(f) > t.opts.MaxSamples {
+		f = slices.Delete(f, 0, len(f)-t.opts.MaxSamples)
+	}
+	return f
+}
+
+func (t *Tracker) boundedSamples(s []sample) []sample {
+	if len(s) > t.opts.MaxSamples {
+		s = slices.Delete(s, 0, len(s)-t.opts.MaxSamples)
+	}
+	return s
+}
+
+// Snapshot returns every pair's statistics in config order.
+func (t *Tracker) Snapshot() []PairStats {
+	now := t.opts.Now()
+	since := now.Add(-t.opts.Window)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]PairStats, 0, len(t.order))
+	for _, k := range t.order {
+		st := t.pairs[k]
+		st.prune(since)
+		ps := PairStats{
+			Target: k.target, Probe: k.probe, Objective: st.objective,
+			Offered: st.offered, InFlight: st.inFlight,
+			Dispositions:       maps.Clone(st.dispositions),
+			Window:             t.opts.Window,
+			Acceptance:         -1,
+			AcceptedSinceStart: st.dispositions[probe.Accepted],
+		}
+		var accepted, completed int
+		for _, f := range st.finished {
+			if f.d == probe.Cancelled {
+				continue
+			}
+			completed++
+			if f.d == probe.Accepted {
+				accepted++
+			}
+		}
+		secs := t.opts.Window.Seconds()
+		ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs
+		if completed > 0 {
+			ps.Acceptance = float64(accepted) / float64(completed)
+		}
+		ps.TTFTP50, ps.TTFTP99 = quantile(st.ttft, 0.5), quantile(st.ttft, 0.99)
+		ps.ITLP50, ps.ITLP99 = quantile(st.itl, 0.5), quantile(st.itl, 0.99)
+		ps.WindowSamplesTTFT, ps.WindowSamplesITL = len(st.ttft), len(st.itl)
+		out = append(out, ps)
+	}
+	return out
+}
+
+func (st *pairState) prune(since time.Time) {
+	i := 0
+	for i < len(st.finished) && st.finished[i].at.Before(since) {
+		i++
+	}
+	st.finished = st.finished[i:]
+	st.ttft = pruneSamples(st.ttft, since)
+	st.itl = pruneSamples(st.itl, since)
+}
+
+func pruneSamples(s []sample, since time.Time) []sample {
+	i := 0
+	for i < len(s) && s[i].at.Before(since) {
+		i++
+	}
+	return s[i:]
+}
+
+// quantile returns the q-quantile (nearest rank) of the samples, or 0.
+func quantile(s []sample, q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	vs := make([]time.Duration, len(s))
+	for i, x := range s {
+		vs[i] = x.v
+	}
+	slices.Sort(vs)
+	idx := int(math.Ceil(q*float64(len(vs)))) - 1
+	idx = min(max(idx, 0), len(vs)-1)
+	return vs[idx]
+}

@@ -1,0 +1,160 @@
+//go:build wiring
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+
+	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/status"
+)
+
+// maxResultsLimit bounds /api/v1/results?limit=.
+const maxResultsLimit = 1000
+
+// routes returns the daemon's HTTP handler.
+func (d *daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(d.flags.telemetryPath, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+		EnableOpenMetrics: true,
+		ErrorLog:          errorLogger{d.logger},
+	}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy")
+	})
+	mux.HandleFunc("/-/ready", d.handleReady)
+	mux.HandleFunc("/-/reload", d.handleReload)
+	mux.HandleFunc("/api/v1/results", d.handleResults)
+	mux.HandleFunc("/probe", d.handleProbe)
+	mux.HandleFunc("/{$}", d.handleStatus)
+	return mux
+}
+
+func (d *daemon) handleReady(w http.ResponseWriter, _ *http.Request) {
+	select {
+	case <-d.ready:
+		fmt.Fprintln(w, "Ready")
+	default:
+		http.Error(w, "Not ready", http.StatusServiceUnavailable)
+	}
+}
+
+func (d *daemon) handleReload(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost && r.Method != http.MethodPut {
+		w.Header().Set("Allow", "POST, PUT")
+		http.Error(w, "Only POST or PUT requests allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !d.flags.enableLifecycle {
+		http.Error(w, "Lifecycle API is not enabled", http.StatusForbidden)
+		return
+	}
+	if err := d.reload(); err != nil {
+		http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "Reloaded")
+}
+
+// pairParams reads target= and probe= and checks that each, when given,
+// names a configured target or probe.
+func (d *daemon) pairParams(r *http.Request, required bool) (target, probeName string, err error) {
+	cfg := d.safe.Get()
+	target, probeName = r.URL.Query().Get("target"), r.URL.Query().Get("probe")
+	if required && (target == "" || probeName == "") {
+		return "", "", errors.New("target and probe parameters are required")
+	}
+	if _, ok := cfg.Target(target); target != "" && !ok {
+		return "", "", fmt.Errorf("unknown target %q", truncate(target, 64))
+	}
+	if _, ok := cfg.Probe(probeName); probeName != "" && !ok {
+		return "", "", fmt.Errorf("unknown probe %q", truncate(probeName, 64))
+	}
+	return target, probeName, nil
+}
+
+func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
+	target, probeName, err := d.pairParams(r, false)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	limit := 100
+	if s := r.URL.Query().Get("limit"); s != "" {
+		limit, err = strconv.Atoi(s)
+		if err != nil || limit < 1 || limit > maxResultsLimit {
+			http.Error(w, fmt.Sprintf("limit must be an integer from 1 to %d", maxResultsLimit), http.StatusBadRequest)
+			return
+		}
+	}
+	recs := d.history.Recent(target, probeName, limit)
+	if recs == nil {
+		recs = []probe.Record{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": recs})
+}
+
+func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
+	target, probeName, err := d.pairParams(r, true)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cfg := d.safe.Get()
+	p, _ := cfg.Probe(probeName)
+	ctx := r.Context()
+	res, err := d.engine.ProbeOnce(ctx, target, probeName)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, probe.ErrUnknownPair) {
+			status = http.StatusBadRequest
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	reg := collector.ResultRegistry(res, p)
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	cfg := d.safe.Get()
+	page := status.Page{
+		Version:   version.Info(),
+		Now:       time.Now(),
+		Window:    d.tracker.Window(),
+		Pairs:     d.tracker.Snapshot(),
+		Failures:  d.history.LastFailures("", "", 10),
+		LedgerOK:  d.ledger.Healthy(),
+		LedgerErr: d.ledger.WriteErrors(),
+	}
+	for _, t := range cfg.Targets {
+		page.Targets = append(page.Targets, status.TargetState{Name: t.Name, Scrape: d.scraper.State(t.Name)})
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := status.Render(w, page); err != nil {
+		d.logger.Error("Error rendering status page", "err", err)
+	}
+}
+
+// truncate bounds user input echoed in error messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// errorLogger adapts slog to promhttp's error log.
+type errorLogger struct{ logger interface{ Error(string, ...any) } }
+
+func (l errorLogger) Println(v ...any) { l.logger.Error("Error serving metrics", "err", fmt.Sprint(v...)) }
