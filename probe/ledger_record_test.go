@@ -1,0 +1,176 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// ledgerFields are the ledger fields of DESIGN.md section 6, in order.
+var ledgerFields = []string{
+	"seq", "target", "probe", "request_id", "scheduled", "sent", "lag_s", "disposition", "reason", "flags",
+	"http_status", "ttft_s", "tpot_s", "e2el_s", "itl_max_s", "prompt_tokens", "output_tokens", "chunks",
+	"finish_reason", "model", "server", "error",
+}
+
+var testEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fullResult returns a Result with every field set.
+func fullResult() *Result {
+	return &Result{
+		Seq: 7, Target: "llama-8b", Probe: "chat-short", RequestID: "req-7",
+		Scheduled: testEpoch, Sent: testEpoch.Add(1500 * time.Microsecond), Lag: 1500 * time.Microsecond,
+		Disposition: LatencyFailure, Reason: ReasonLatency,
+		SLOViolations: []string{SLOTTFT}, QualityFailures: []string{CheckRegex}, Flags: []string{"no_usage"},
+		HTTPStatus: 200, TTFT: 1250 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: 2500 * time.Millisecond,
+		ITLs: []time.Duration{10 * time.Millisecond, 45 * time.Millisecond}, ITLTokens: []int{1, 2},
+		PromptTokens: 128, OutputTokens: 64, Chunks: 63, FinishReason: "length", Model: "llama",
+		Server: &ServerTiming{QueueTime: 250 * time.Millisecond, TTFT: 900 * time.Millisecond},
+		Error:  "", Text: "hello",
+	}
+}
+
+func TestRecordFieldNames(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		recordText string
+		want       []string
+	}{
+		{"without text", config.RecordTextNone, ledgerFields},
+		{"with text", config.RecordTextAll, append(slices.Clone(ledgerFields), "text")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line, err := json.Marshal(NewRecord(fullResult(), tc.recordText))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.Token() // {
+			for dec.More() {
+				k, _ := dec.Token()
+				keys = append(keys, k.(string))
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(keys, tc.want) {
+				t.Errorf("keys\n got %v\nwant %v", keys, tc.want)
+			}
+		})
+	}
+}
+
+func TestRecordGolden(t *testing.T) {
+	unsent := &Result{Seq: 8, Target: "llama-8b", Probe: "chat-short", Scheduled: testEpoch.Add(time.Second),
+		Disposition: Cancelled, Reason: ReasonInFlightCap}
+	accepted := fullResult()
+	accepted.Disposition, accepted.Reason = Accepted, ""
+	accepted.SLOViolations, accepted.QualityFailures, accepted.Flags, accepted.Server = nil, nil, nil, nil
+	failed := &Result{Seq: 9, Target: "t", Probe: "p", RequestID: "req-9", Scheduled: testEpoch,
+		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: ServerFailure,
+		Reason: ReasonHTTP5xx, HTTPStatus: 503, Error: "http status 503", Text: "overloaded"}
+	cases := []struct {
+		res        *Result
+		recordText string
+	}{
+		{fullResult(), config.RecordTextNone},
+		{unsent, config.RecordTextFailures},
+		{accepted, config.RecordTextFailures},
+		{accepted, config.RecordTextAll},
+		{failed, config.RecordTextFailures},
+	}
+	var got bytes.Buffer
+	for _, c := range cases {
+		line, err := json.Marshal(NewRecord(c.res, c.recordText))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(append(line, '\n'))
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "ledger_golden.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotLines, wantLines := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(gotLines), len(wantLines)) {
+		g, w := lineAt(gotLines, i), lineAt(wantLines, i)
+		if g != w {
+			t.Errorf("line %d\n got %s\nwant %s", i+1, g, w)
+		}
+	}
+}
+
+func lineAt(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "<missing>"
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	want := NewRecord(fullResult(), config.RecordTextAll)
+	line, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, torn, err := readRecords(bytes.NewReader(append(line, '\n')))
+	if err != nil || torn != 0 || len(recs) != 1 {
+		t.Fatalf("readRecords = %d records, %d torn, %v", len(recs), torn, err)
+	}
+	again, _ := json.Marshal(recs[0])
+	if !bytes.Equal(again, line) {
+		t.Errorf("round trip changed the record\n got %s\nwant %s", again, line)
+	}
+}
+
+func TestReadLedgerTorn(t *testing.T) {
+	good := func(seq int) string {
+		line, _ := json.Marshal(Record{Seq: uint64(seq), Target: "t", Probe: "p", Disposition: Accepted})
+		return string(line) + "\n"
+	}
+	for _, tc := range []struct {
+		name     string
+		content  string
+		wantSeqs []uint64
+		wantTorn int
+	}{
+		{"empty file", "", nil, 0},
+		{"whole records", good(1) + good(2), []uint64{1, 2}, 0},
+		{"torn last line", good(1) + good(2) + `{"seq":3,"tar`, []uint64{1, 2}, 1},
+		{"last line without newline", good(1) + strings.TrimSuffix(good(2), "\n"), []uint64{1}, 1},
+		{"partial line ended by recovery", good(1) + `{"seq":2` + "\n" + good(3), []uint64{1, 3}, 1},
+		{"blank lines", good(1) + "\n\n" + good(2), []uint64{1, 2}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.jsonl")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			recs, torn, err := ReadLedger(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs []uint64
+			for _, r := range recs {
+				seqs = append(seqs, r.Seq)
+			}
+			if !slices.Equal(seqs, tc.wantSeqs) || torn != tc.wantTorn {
+				t.Errorf("seqs %v torn %d, want %v torn %d", seqs, torn, tc.wantSeqs, tc.wantTorn)
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		if _, _, err := ReadLedger(filepath.Join(t.TempDir(), "nope")); err == nil {
+			t.Error("no error for a missing file")
+		}
+	})
+}
