@@ -1,0 +1,131 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// Judge sets res's Disposition, Reason, SLOViolations and QualityFailures
+// from its measured fields, in the order of DESIGN.md section 6. A
+// server_failure, client_timeout or cancelled disposition already set by
+// the requester is kept; SLO violations are still listed for what was
+// measured. Quality checks run only on responses that completed, since a
+// broken stream says nothing about the model's answer. Every failing check
+// and SLO is listed even when another disposition wins.
+//
+// expect holds the per-prompt checks (nil for none). The model check
+// compares with p.Quality.Model; the requester fills it from the target's
+// model when the probe does not name one.
+func Judge(p config.Probe, expect *config.Expect, res *Result) {
+	res.SLOViolations = sloViolations(p.SLO, res)
+	completed := res.Disposition == ""
+	if completed {
+		res.QualityFailures = qualityFailures(p.Quality, expect, res)
+	}
+	if !completed {
+		return
+	}
+	switch {
+	case len(res.QualityFailures) > 0:
+		res.Disposition, res.Reason = QualityFailure, ReasonQuality
+	case len(res.SLOViolations) > 0:
+		res.Disposition, res.Reason = LatencyFailure, ReasonLatency
+	default:
+		res.Disposition, res.Reason = Accepted, ""
+	}
+}
+
+// sloViolations lists the SLOs whose measured value exceeds its threshold;
+// a zero threshold or an unmeasured value is no violation.
+func sloViolations(s config.SLO, res *Result) []string {
+	var out []string
+	check := func(name string, limit, got time.Duration) {
+		if limit > 0 && got > limit {
+			out = append(out, name)
+		}
+	}
+	check(SLOTTFT, time.Duration(s.TTFT), res.TTFT)
+	check(SLOTPOT, time.Duration(s.TPOT), res.TPOT)
+	check(SLOE2EL, time.Duration(s.E2EL), res.E2EL)
+	return out
+}
+
+// qualityFailures lists the checks the response fails.
+func qualityFailures(q config.Quality, expect *config.Expect, res *Result) []string {
+	var out []string
+	if q.Model != "" && res.Model != q.Model {
+		out = append(out, CheckModel)
+	}
+	if len(q.FinishReasons) > 0 && !slices.Contains(q.FinishReasons, res.FinishReason) {
+		out = append(out, CheckFinishReason)
+	}
+	if q.MinOutputTokens > 0 && res.OutputTokens < q.MinOutputTokens {
+		out = append(out, CheckMinOutputTokens)
+	}
+	if q.MaxOutputTokens > 0 && res.OutputTokens > q.MaxOutputTokens {
+		out = append(out, CheckMaxOutputTokens)
+	}
+	if q.Regex.Regexp != nil && !q.Regex.MatchString(res.Text) {
+		out = append(out, CheckRegex)
+	}
+	if q.JSON && !json.Valid([]byte(res.Text)) {
+		out = append(out, CheckJSON)
+	}
+	if q.JSONSchema != "" && !matchesSchema(q.JSONSchema, res.Text) {
+		out = append(out, CheckJSONSchema)
+	}
+	if expect != nil && !expectMatches(expect, res.Text) {
+		out = append(out, CheckExpect)
+	}
+	return out
+}
+
+func expectMatches(e *config.Expect, text string) bool {
+	if e.Regex.Regexp != nil && !e.Regex.MatchString(text) {
+		return false
+	}
+	return e.Contains == "" || strings.Contains(text, e.Contains)
+}
+
+// schemas caches compiled JSON schemas by path. NewRequester compiles (and
+// replaces) a probe's schema, so a reload picks up an edited file; Judge
+// compiles on first use when called without a requester (bench).
+var schemas sync.Map // path -> *jsonschema.Schema
+
+// compileSchema compiles the JSON schema file at path and caches it.
+func compileSchema(path string) (*jsonschema.Schema, error) {
+	s, err := jsonschema.NewCompiler().Compile(path)
+	if err != nil {
+		return nil, fmt.Errorf("compile json schema %s: %w", path, err)
+	}
+	schemas.Store(path, s)
+	return s, nil
+}
+
+// matchesSchema reports whether text is JSON that satisfies the schema at
+// path. A schema that does not compile fails every response.
+func matchesSchema(path, text string) bool {
+	var s *jsonschema.Schema
+	if v, ok := schemas.Load(path); ok {
+		s = v.(*jsonschema.Schema)
+	} else {
+		var err error
+		if s, err = compileSchema(path); err != nil {
+			return false
+		}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(text)))
+	if err != nil {
+		return false
+	}
+	return s.Validate(doc) == nil
+}

@@ -1,0 +1,120 @@
+package probe
+
+import (
+	"strings"
+	"time"
+)
+
+// FlagNoUsage marks a Result whose token counts were estimated because the
+// server sent no usage object.
+const FlagNoUsage = "no_usage"
+
+// measurement accumulates the client's view of one stream, event by event,
+// as DESIGN.md section 5 defines it.
+type measurement struct {
+	start   time.Time // immediately before the request was written
+	headers time.Time // response headers received
+
+	first, last time.Time // first and last token-carrying events
+	chunks      int
+	itls        []time.Duration
+	itlTokens   []int
+
+	hasUsage   bool
+	usage      chunkUsage // the last usage object seen
+	contTokens int        // running completion_tokens of choice chunks
+
+	finish string
+	model  string
+	server *ServerTiming
+	text   strings.Builder
+}
+
+// observe applies one decoded event that arrived at at.
+func (m *measurement) observe(c *chunk, at time.Time) {
+	if m.model == "" {
+		m.model = c.Model
+	}
+	carried := false
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.Reasoning != "" {
+			carried = true
+			m.text.WriteString(ch.Delta.Reasoning)
+			m.text.WriteString(ch.Text)
+			m.text.WriteString(ch.Delta.Content)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			m.finish = *ch.FinishReason
+		}
+	}
+	tokens := 0
+	if c.Usage != nil {
+		m.hasUsage = true
+		m.usage = *c.Usage
+		// Continuous usage on a choice chunk: a rising completion count
+		// means the event carried tokens even when their text is empty.
+		if len(c.Choices) > 0 && c.Usage.CompletionTokens > m.contTokens {
+			tokens = c.Usage.CompletionTokens - m.contTokens
+			m.contTokens = c.Usage.CompletionTokens
+			carried = true
+		}
+	}
+	if st := c.Metrics.serverTiming(); st != nil {
+		m.server = st
+	}
+	if !carried {
+		return
+	}
+	if m.chunks == 0 {
+		m.first = at
+	} else {
+		m.itls = append(m.itls, at.Sub(m.last))
+		m.itlTokens = append(m.itlTokens, tokens)
+	}
+	m.last = at
+	m.chunks++
+}
+
+// fill writes the measurement into res. complete says the stream ended
+// with [DONE]: only then is a missing usage object flagged.
+// knownPromptTokens is the workload's own count, used without usage.
+func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
+	res.Model = m.model
+	res.FinishReason = m.finish
+	res.Server = m.server
+	res.Text = m.text.String()
+	res.Chunks = m.chunks
+	res.ITLs = m.itls
+	res.ITLTokens = m.itlTokens
+	if m.chunks > 0 {
+		res.TTFT = m.first.Sub(m.start)
+		res.E2EL = m.last.Sub(m.start)
+		if !m.headers.IsZero() {
+			res.setPhase(PhaseFirstToken, m.first.Sub(m.headers))
+		}
+		res.setPhase(PhaseDecode, m.last.Sub(m.first))
+	}
+	if m.hasUsage {
+		res.UsageFromServer = true
+		res.PromptTokens = m.usage.PromptTokens
+		res.OutputTokens = m.usage.CompletionTokens
+	} else {
+		res.PromptTokens = knownPromptTokens
+		res.OutputTokens = m.chunks
+		if complete {
+			res.Flags = append(res.Flags, FlagNoUsage)
+		}
+	}
+	if res.OutputTokens > 1 && m.chunks > 0 {
+		res.TPOT = (res.E2EL - res.TTFT) / time.Duration(res.OutputTokens-1)
+	}
+}
+
+// setPhase records a phase duration, creating the map on first use.
+func (r *Result) setPhase(name string, d time.Duration) {
+	if r.Phases == nil {
+		r.Phases = PhaseTimes{}
+	}
+	r.Phases[name] = d
+}

@@ -1,0 +1,181 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// DefaultUserAgent is sent when RequesterOptions.UserAgent is empty.
+const DefaultUserAgent = "vllm-prober"
+
+// RequesterOptions tunes a Requester; the zero value is usable.
+type RequesterOptions struct {
+	Logger *slog.Logger
+	// MaxBodyBytes bounds one response body; 0 = DefaultMaxBodyBytes.
+	// Past it the request ends server_failure/protocol.
+	MaxBodyBytes int64
+	// MaxLineBytes bounds one SSE line (and one event's data); 0 =
+	// DefaultMaxLineBytes. Past it: server_failure/protocol.
+	MaxLineBytes int
+	UserAgent    string
+	// Now is the clock; nil = time.Now. Its monotonic readings are what
+	// is measured.
+	Now func() time.Time
+}
+
+// Requester sends, times, parses and judges the requests of one (target,
+// probe) pair. It is safe for concurrent use.
+type Requester struct {
+	target  config.Target
+	probe   config.Probe // Quality.Model defaults to the target's model
+	opts    RequesterOptions
+	client  *http.Client
+	url     string // the endpoint requests are posted to
+	base    string // the target URL without a trailing slash
+	timeout time.Duration
+	models  *modelSource
+	work    workload
+}
+
+// errProbeTimeout is the cause of a request context that hit the probe's
+// own timeout.
+var errProbeTimeout = errors.New("probe timeout")
+
+// NewRequester prepares the requests of probe p against target t: it builds
+// the HTTP client from t.HTTPClientConfig, loads the workload (dataset
+// errors name file and line) and compiles the JSON schema of the quality
+// checks.
+func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Requester, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Logger = o.Logger.With("target", t.Name, "probe", p.Name)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	client, err := promconfig.NewClientFromConfig(t.HTTPClientConfig, "vllm_prober_"+t.Name,
+		promconfig.WithUserAgent(o.UserAgent))
+	if err != nil {
+		return nil, fmt.Errorf("http client of target %q: %w", t.Name, err)
+	}
+	r := &Requester{target: t, probe: p, opts: o, client: client, timeout: time.Duration(p.Timeout)}
+	if r.timeout <= 0 {
+		r.timeout = 30 * time.Second
+	}
+	if r.probe.Quality.Model == "" {
+		r.probe.Quality.Model = t.Model
+	}
+	r.base = strings.TrimRight(t.URL, "/")
+	r.url = r.base + "/v1/completions"
+	if p.API == config.APIChat {
+		r.url = r.base + "/v1/chat/completions"
+	}
+	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
+	if p.Quality.JSONSchema != "" {
+		if _, err := compileSchema(p.Quality.JSONSchema); err != nil {
+			client.CloseIdleConnections()
+			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
+		}
+	}
+	r.work, err = newWorkload(p, r.countTokens)
+	if err != nil {
+		client.CloseIdleConnections()
+		return nil, fmt.Errorf("probe %q workload: %w", p.Name, err)
+	}
+	return r, nil
+}
+
+// countTokens asks the target's tokenizer, for chat prompt calibration.
+func (r *Requester) countTokens(ctx context.Context, model, text string) (int, error) {
+	n, err := countTokens(ctx, r.client, r.base, model, text)
+	if err != nil {
+		r.opts.Logger.Info("tokenizer unavailable, estimating one token per word", "err", err)
+	}
+	return n, err
+}
+
+// Close closes idle connections.
+func (r *Requester) Close() {
+	r.client.CloseIdleConnections()
+}
+
+// Do sends one request and fills res. The caller sets res.Seq, Target,
+// Probe and Scheduled; Do fills everything else: RequestID (when empty),
+// Sent, Lag, the measurement and the judged disposition. When ctx ends with
+// cause ErrShutdown or ErrRemoved the request is cancelled with reason
+// shutdown or removed; the probe's timeout gives client_timeout/timeout.
+// It never blocks past the probe timeout.
+func (r *Requester) Do(ctx context.Context, res *Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.opts.Logger.Error("request failed unexpectedly", "err", fmt.Sprint(v))
+			res.Disposition, res.Reason, res.Error = ServerFailure, ReasonProtocol, "internal error handling the response"
+		}
+	}()
+	if res.RequestID == "" {
+		res.RequestID = r.requestID(res.Seq)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
+	defer cancel()
+	var item workItem
+	model, err := r.models.get(ctx)
+	if err != nil {
+		if !endedByContext(ctx, res) {
+			res.Disposition, res.Reason = ServerFailure, ReasonModelDiscovery
+			res.Error = truncate(err.Error(), maxErrorLen)
+		}
+	} else {
+		item = r.work.next(ctx, model)
+		if !endedByContext(ctx, res) {
+			r.send(ctx, res, model, item)
+		}
+	}
+	Judge(r.probe, item.expect, res)
+	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
+		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
+}
+
+// requestID makes the X-Request-Id of a request: readable, and unique
+// across restarts thanks to the random suffix.
+func (r *Requester) requestID(seq uint64) string {
+	return fmt.Sprintf("%s-%s-%d-%08x", r.target.Name, r.probe.Name, seq, rand.Uint32())
+}
+
+// endedByContext sets the cancelled or client_timeout disposition when ctx
+// has ended, and reports whether it had.
+func endedByContext(ctx context.Context, res *Result) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrShutdown):
+		res.Disposition, res.Reason = Cancelled, ReasonShutdown
+	case errors.Is(cause, ErrRemoved):
+		res.Disposition, res.Reason = Cancelled, ReasonRemoved
+	case errors.Is(cause, errProbeTimeout), errors.Is(cause, context.DeadlineExceeded):
+		res.Disposition, res.Reason = ClientTimeout, ReasonTimeout
+	default:
+		res.Disposition, res.Reason = Cancelled, ReasonShutdown
+	}
+	res.Error = truncate(context.Cause(ctx).Error(), maxErrorLen)
+	return true
+}

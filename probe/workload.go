@@ -1,0 +1,85 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// workItem is what one request sends.
+type workItem struct {
+	prompt    any              // completions: a string or a []int of token ids
+	messages  []config.Message // chat
+	maxTokens int
+	expect    *config.Expect // per-prompt checks, nil when none
+	// promptTokens is the exact prompt length when the workload knows it
+	// (token-id prompts), else 0; used only when the server sends no usage.
+	promptTokens int
+}
+
+// workload hands out the prompts of a probe. Implementations are safe for
+// concurrent use.
+type workload interface {
+	next(ctx context.Context, model string) workItem
+}
+
+// tokenCounter counts the tokens of a text on the target (POST /tokenize).
+type tokenCounter func(ctx context.Context, model, text string) (int, error)
+
+// newWorkload builds the probe's workload. Dataset files are read here, so
+// a bad line stops the probe from starting.
+func newWorkload(p config.Probe, count tokenCounter) (workload, error) {
+	w := p.Workload
+	switch {
+	case w.Random != nil:
+		return newRandomWorkload(p, count), nil
+	case len(w.Prompts) > 0:
+		items := make([]workItem, len(w.Prompts))
+		for i := range w.Prompts {
+			items[i] = promptItem(p, w.Prompts[i].Prompt, w.Prompts[i].Messages)
+			if e := &w.Prompts[i].Expect; e.Regex.Regexp != nil || e.Contains != "" {
+				items[i].expect = e
+			}
+		}
+		return &listWorkload{items: items}, nil
+	case w.File != "":
+		return loadFileWorkload(p, w.File)
+	}
+	return nil, errors.New("probe has no workload")
+}
+
+// promptItem makes a fixed prompt fit the probe's API: chat gets a user
+// message from a bare prompt, completions get the messages' contents.
+func promptItem(p config.Probe, prompt string, messages []config.Message) workItem {
+	it := workItem{maxTokens: p.Request.MaxTokens}
+	if p.API == config.APIChat {
+		if len(messages) == 0 {
+			messages = []config.Message{{Role: "user", Content: prompt}}
+		}
+		it.messages = messages
+		return it
+	}
+	if prompt == "" {
+		parts := make([]string, 0, len(messages))
+		for _, m := range messages {
+			parts = append(parts, m.Content)
+		}
+		prompt = strings.Join(parts, "\n")
+	}
+	it.prompt = prompt
+	return it
+}
+
+// listWorkload serves fixed items round robin.
+type listWorkload struct {
+	items []workItem
+	n     atomic.Uint64
+}
+
+func (l *listWorkload) next(context.Context, string) workItem {
+	i := l.n.Add(1) - 1
+	return l.items[i%uint64(len(l.items))]
+}
