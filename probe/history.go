@@ -1,0 +1,158 @@
+package probe
+
+import (
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+const (
+	// defaultHistoryLimit is config's global.history_limit default, used
+	// when NewHistory is given no positive limit.
+	defaultHistoryLimit = 200
+	// maxKeptFailures bounds the failures kept per pair beyond the ring.
+	maxKeptFailures = 50
+	// historyTextBytes bounds the generated text kept per failure.
+	historyTextBytes = 1024
+)
+
+// History keeps the most recent records of every (target, probe) pair in
+// memory for the status page and the results API: a ring of the last
+// limit records per pair, plus the last failures (up to min(limit, 50))
+// kept even after they leave the ring. Text is kept only for failures and
+// cut to 1 KiB. It is safe for concurrent use; a nil *History ignores Add.
+type History struct {
+	mu        sync.Mutex
+	limit     int
+	failLimit int
+	ord       uint64 // insertion order across pairs, for newest-first merges
+	pairs     map[pairKey]*pairHistory
+}
+
+type pairHistory struct {
+	recent, failures ring
+}
+
+type historyEntry struct {
+	ord uint64
+	rec Record
+}
+
+// ring is a fixed-capacity buffer that overwrites its oldest entry.
+type ring struct {
+	buf  []historyEntry
+	size int
+	next int
+}
+
+func (r *ring) add(e historyEntry) {
+	if len(r.buf) < r.size {
+		r.buf = append(r.buf, e)
+		return
+	}
+	r.buf[r.next] = e
+	r.next = (r.next + 1) % r.size
+}
+
+// NewHistory returns a History keeping limit records per pair; a limit
+// that is not positive means the default of 200.
+func NewHistory(limit int) *History {
+	if limit <= 0 {
+		limit = defaultHistoryLimit
+	}
+	return &History{
+		limit:     limit,
+		failLimit: min(limit, maxKeptFailures),
+		pairs:     map[pairKey]*pairHistory{},
+	}
+}
+
+// Add records a finished request.
+func (h *History) Add(r *Result) {
+	if h == nil {
+		return
+	}
+	rec := NewRecord(r, config.RecordTextFailures)
+	if rec.Text != nil && len(*rec.Text) > historyTextBytes {
+		cut := truncateUTF8(*rec.Text, historyTextBytes)
+		rec.Text = &cut
+	}
+	key := pairKey{r.Target, r.Probe}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.pairs[key]
+	if p == nil {
+		p = &pairHistory{recent: ring{size: h.limit}, failures: ring{size: h.failLimit}}
+		h.pairs[key] = p
+	}
+	h.ord++
+	e := historyEntry{ord: h.ord, rec: rec}
+	p.recent.add(e)
+	if r.Disposition != Accepted {
+		p.failures.add(e)
+	}
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a rune.
+func truncateUTF8(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Recent returns up to limit records, newest first, of the pairs matching
+// target and probe ("" matches any); limit <= 0 returns all kept.
+func (h *History) Recent(target, probe string, limit int) []Record {
+	return h.collect(target, probe, limit, func(p *pairHistory) *ring { return &p.recent })
+}
+
+// LastFailures returns up to n records that were not accepted, newest
+// first, of the pairs matching target and probe ("" matches any); n <= 0
+// returns all kept.
+func (h *History) LastFailures(target, probe string, n int) []Record {
+	return h.collect(target, probe, n, func(p *pairHistory) *ring { return &p.failures })
+}
+
+// Forget drops the records of one pair, for pairs removed from the config.
+func (h *History) Forget(target, probe string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.pairs, pairKey{target, probe})
+}
+
+func (h *History) collect(target, probe string, limit int, which func(*pairHistory) *ring) []Record {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	var entries []historyEntry
+	for key, p := range h.pairs {
+		if (target == "" || key.target == target) && (probe == "" || key.probe == probe) {
+			entries = append(entries, which(p).buf...)
+		}
+	}
+	h.mu.Unlock()
+	slices.SortFunc(entries, func(a, b historyEntry) int {
+		switch {
+		case a.ord > b.ord:
+			return -1
+		case a.ord < b.ord:
+			return 1
+		}
+		return 0
+	})
+	if limit > 0 && len(entries) > limit {
+		entries = entries[:limit]
+	}
+	out := make([]Record, len(entries))
+	for i, e := range entries {
+		out[i] = e.rec
+	}
+	return out
+}
