@@ -1,0 +1,61 @@
+package collector
+
+import (
+	"slices"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// vLLM's own histogram boundaries (vllm/v1/metrics/loggers.py), so client
+// and server views of the same quantity can be compared bucket by bucket.
+var (
+	// ttftBuckets are vllm:time_to_first_token_seconds' boundaries.
+	ttftBuckets = []float64{
+		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+	}
+	// itlBuckets are vllm:inter_token_latency_seconds' boundaries, also used
+	// by vllm:request_time_per_output_token_seconds.
+	itlBuckets = []float64{
+		0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+	}
+	// requestLatencyBuckets are vLLM's "request_latency" boundaries used by
+	// e2e, queue, prefill, decode and inference time histograms.
+	requestLatencyBuckets = []float64{
+		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0,
+		50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+	}
+	// fineBuckets cover quantities vLLM has no histogram for (HTTP phases,
+	// schedule lag): a 1-2.5-5 ladder from 100µs to 100s.
+	fineBuckets = []float64{
+		0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+		0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100,
+	}
+)
+
+// Native histogram settings shared by every latency histogram: a growth
+// factor of 1.1 (schema 3) keeps relative error near 5%; at most 160 buckets
+// per series, after which the resolution halves, and a reset at most hourly.
+const (
+	nativeBucketFactor    = 1.1
+	nativeMaxBucketNumber = 160
+	nativeMinResetPeriod  = time.Hour
+	nativeMaxExemplars    = 10
+	nativeExemplarTTL     = 10 * time.Minute
+)
+
+// withThresholds returns base plus every positive SLO threshold, sorted and
+// without duplicates, so a threshold is always an exact bucket boundary and
+// "fraction of requests under the SLO" is a plain bucket ratio.
+func withThresholds(base []float64, thresholds ...model.Duration) []float64 {
+	out := slices.Clone(base)
+	for _, t := range thresholds {
+		if s := time.Duration(t).Seconds(); s > 0 {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

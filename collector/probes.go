@@ -1,0 +1,274 @@
+// Package collector turns what the prober learns into Prometheus metrics. It
+// is the only place a metric name is spelled.
+//
+// Three collectors live here, one per file: Collector (probes.go) turns
+// probe.Results into the vllm_probe_* series of every configured (target,
+// probe) pair; ServerScraper (server.go) scrapes each target's own /metrics in
+// the background and re-exposes the vllm:* families with a target label; and
+// SelfMetrics (self.go) describes the prober itself. ResultRegistry
+// (result.go) builds the one-request registry served by /probe.
+//
+// Which results feed which histogram: TTFT, ITL, the dns, connect, tls,
+// headers and first_token phases, schedule lag and the server's own timings
+// are observed for every request that measured them, whatever its
+// disposition, so slow requests that failed an SLO show in the histograms.
+// TPOT, E2EL and the decode phase describe a whole stream and are observed
+// only for requests whose stream completed (accepted, latency_failure,
+// quality_failure): a stream cut by a timeout or an error would report a
+// misleadingly short duration.
+package collector
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Probe metric names and help texts (DESIGN.md section 7).
+const (
+	offeredName = "vllm_probe_requests_offered_total"
+	offeredHelp = "Requests whose planned send time has come, counted before they are sent or refused."
+
+	requestsName = "vllm_probe_requests_total"
+	requestsHelp = "Finished requests by terminal disposition; offered = sum of dispositions + in flight."
+
+	failuresName = "vllm_probe_failures_total"
+	failuresHelp = "Requests that were not accepted, by finer reason."
+
+	sloViolationsName = "vllm_probe_slo_violations_total"
+	sloViolationsHelp = "Requests that violated a latency SLO, by SLO; one request can violate several."
+
+	qualityFailuresName = "vllm_probe_quality_failures_total"
+	qualityFailuresHelp = "Requests that failed a quality check, by check; one request can fail several."
+
+	inFlightName = "vllm_probe_requests_in_flight"
+	inFlightHelp = "Requests offered and not yet finished."
+
+	promptTokensName = "vllm_probe_prompt_tokens_total"
+	promptTokensHelp = "Prompt tokens of finished requests, as reported by the server's usage."
+
+	outputTokensName = "vllm_probe_output_tokens_total"
+	outputTokensHelp = "Output tokens of finished requests, as reported by the server's usage."
+
+	ttftName = "vllm_probe_time_to_first_token_seconds"
+	ttftHelp = "Client-side time from sending the request to the first token-carrying event."
+
+	itlName = "vllm_probe_inter_token_latency_seconds"
+	itlHelp = "Client-side gap between consecutive token-carrying events, one observation per gap."
+
+	tpotName = "vllm_probe_time_per_output_token_seconds"
+	tpotHelp = "Client-side (E2EL - TTFT) / (output tokens - 1) of completed streams."
+
+	e2elName = "vllm_probe_e2e_request_latency_seconds"
+	e2elHelp = "Client-side time from sending the request to the last token-carrying event of completed streams."
+
+	phaseName = "vllm_probe_http_phase_seconds"
+	phaseHelp = "Duration of each HTTP phase of a request (dns, connect, tls, headers, first_token, decode)."
+
+	lagName = "vllm_probe_schedule_lag_seconds"
+	lagHelp = "Actual send time minus planned send time of sent requests."
+
+	serverTTFTName = "vllm_probe_server_time_to_first_token_seconds"
+	serverTTFTHelp = "The server's own TTFT for probe requests, from vLLM's per-request metrics."
+
+	serverQueueName = "vllm_probe_server_queue_time_seconds"
+	serverQueueHelp = "The server's queue time for probe requests, from vLLM's per-request metrics."
+)
+
+// Label names of probe series.
+const (
+	labelTarget      = "target"
+	labelProbe       = "probe"
+	labelDisposition = "disposition"
+	labelReason      = "reason"
+	labelSLO         = "slo"
+	labelCheck       = "check"
+	labelPhase       = "phase"
+	labelRequestID   = "request_id"
+)
+
+// Options configures a Collector.
+type Options struct {
+	// Logger receives warnings about results that cannot be counted; nil
+	// discards them.
+	Logger *slog.Logger
+	// Now stamps the creation time of each pair's counters (exposed as
+	// OpenMetrics _created); nil means time.Now.
+	Now func() time.Time
+}
+
+// Collector turns probe.Results into the vllm_probe_* metrics. It implements
+// probe.Listener and prometheus.Collector. Results for pairs that Sync does
+// not know (not configured yet, or removed) are ignored, so call Sync before
+// the engine starts a new configuration.
+type Collector struct {
+	logger *slog.Logger
+	now    func() time.Time
+	descs  probeDescs
+	warned onceSet
+
+	mu    sync.RWMutex
+	pairs map[pairKey]*pairMetrics
+}
+
+type pairKey struct{ target, probe string }
+
+// probeDescs are the fixed descriptors of the counters and the gauge;
+// histogram descriptors come from each pair's own histograms.
+type probeDescs struct {
+	offered, requests, failures, slo, quality, inFlight, prompt, output *prometheus.Desc
+}
+
+var (
+	_ probe.Listener       = (*Collector)(nil)
+	_ prometheus.Collector = (*Collector)(nil)
+)
+
+// New returns a Collector with no pairs; call Sync to add them.
+func New(o Options) *Collector {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	pair := []string{labelTarget, labelProbe}
+	with := func(l string) []string { return []string{labelTarget, labelProbe, l} }
+	return &Collector{
+		logger: o.Logger,
+		now:    o.Now,
+		warned: onceSet{max: 256},
+		pairs:  map[pairKey]*pairMetrics{},
+		descs: probeDescs{
+			offered:  prometheus.NewDesc(offeredName, offeredHelp, pair, nil),
+			requests: prometheus.NewDesc(requestsName, requestsHelp, with(labelDisposition), nil),
+			failures: prometheus.NewDesc(failuresName, failuresHelp, with(labelReason), nil),
+			slo:      prometheus.NewDesc(sloViolationsName, sloViolationsHelp, with(labelSLO), nil),
+			quality:  prometheus.NewDesc(qualityFailuresName, qualityFailuresHelp, with(labelCheck), nil),
+			inFlight: prometheus.NewDesc(inFlightName, inFlightHelp, pair, nil),
+			prompt:   prometheus.NewDesc(promptTokensName, promptTokensHelp, pair, nil),
+			output:   prometheus.NewDesc(outputTokensName, outputTokensHelp, pair, nil),
+		},
+	}
+}
+
+// Sync makes the set of pairs match cfg: new (target, probe) pairs get every
+// counter at 0, removed pairs' series disappear, unchanged pairs keep their
+// values. A pair whose SLO thresholds changed keeps its counters but gets new
+// histograms, because its bucket boundaries changed.
+func (c *Collector) Sync(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[pairKey]*pairMetrics, len(c.pairs))
+	for _, t := range cfg.Targets {
+		for _, p := range probesFor(cfg, t) {
+			k := pairKey{t.Name, p.Name}
+			if _, dup := next[k]; dup {
+				continue
+			}
+			if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) {
+				c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe)
+				continue
+			}
+			if old, ok := c.pairs[k]; ok {
+				if old.slo != p.SLO {
+					old.slo = p.SLO
+					old.hists.Store(newPairHistograms(k, p.SLO))
+				}
+				next[k] = old
+				continue
+			}
+			next[k] = newPairMetrics(k, p.SLO, c.now())
+		}
+	}
+	c.pairs = next
+}
+
+// probesFor returns the probes target t runs: the named ones, or every probe
+// when t names none. Unknown names are skipped (config validation reports
+// them).
+func probesFor(cfg *config.Config, t config.Target) []config.Probe {
+	if len(t.Probes) == 0 {
+		return cfg.Probes
+	}
+	var out []config.Probe
+	for _, name := range t.Probes {
+		for _, p := range cfg.Probes {
+			if p.Name == name {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (c *Collector) pair(target, probeName string) *pairMetrics {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.pairs[pairKey{target, probeName}]
+}
+
+// Offered implements probe.Listener.
+func (c *Collector) Offered(target, probeName string) {
+	p := c.pair(target, probeName)
+	if p == nil {
+		c.warnOnce("unknown pair", target+"\x00"+probeName, "target", target, "probe", probeName)
+		return
+	}
+	p.offered.Add(1)
+	p.inFlight.Add(1)
+}
+
+// Finished implements probe.Listener.
+func (c *Collector) Finished(r *probe.Result) {
+	if r == nil {
+		return
+	}
+	p := c.pair(r.Target, r.Probe)
+	if p == nil {
+		c.warnOnce("unknown pair", r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
+		return
+	}
+	p.inFlight.Add(-1)
+	for _, bad := range p.count(r) {
+		c.warnOnce("unknown label value", bad, "target", r.Target, "probe", r.Probe, "value", bad)
+	}
+	p.hists.Load().observe(r)
+}
+
+func (c *Collector) warnOnce(msg, key string, args ...any) {
+	if c.warned.first(msg + "\x00" + key) {
+		c.logger.Warn("result not counted: "+msg, args...)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	d := c.descs
+	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output} {
+		ch <- desc
+	}
+	for _, desc := range histogramDescs() {
+		ch <- desc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, p := range c.pairs {
+		p.collectCounters(c.descs, ch)
+		p.hists.Load().collect(ch)
+	}
+}

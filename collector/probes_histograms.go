@@ -1,0 +1,158 @@
+package collector
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// pairHistograms are the latency histograms of one pair. Their buckets
+// depend on the probe's SLOs, so a pair gets a new set when those change.
+type pairHistograms struct {
+	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram
+	phases                                              map[string]prometheus.Histogram
+}
+
+// histogramDescs returns the descriptors every pair's histograms share:
+// same name, help and label names, hence the same descriptor identity.
+func histogramDescs() []*prometheus.Desc {
+	pair := []string{labelTarget, labelProbe}
+	return []*prometheus.Desc{
+		prometheus.NewDesc(ttftName, ttftHelp, pair, nil),
+		prometheus.NewDesc(itlName, itlHelp, pair, nil),
+		prometheus.NewDesc(tpotName, tpotHelp, pair, nil),
+		prometheus.NewDesc(e2elName, e2elHelp, pair, nil),
+		prometheus.NewDesc(phaseName, phaseHelp, []string{labelTarget, labelProbe, labelPhase}, nil),
+		prometheus.NewDesc(lagName, lagHelp, pair, nil),
+		prometheus.NewDesc(serverTTFTName, serverTTFTHelp, pair, nil),
+		prometheus.NewDesc(serverQueueName, serverQueueHelp, pair, nil),
+	}
+}
+
+func newPairHistograms(k pairKey, slo config.SLO) *pairHistograms {
+	h := &pairHistograms{
+		ttft:        newHistogram(k, ttftName, ttftHelp, withThresholds(ttftBuckets, slo.TTFT)),
+		itl:         newHistogram(k, itlName, itlHelp, withThresholds(itlBuckets, slo.TPOT)),
+		tpot:        newHistogram(k, tpotName, tpotHelp, withThresholds(itlBuckets, slo.TPOT)),
+		e2el:        newHistogram(k, e2elName, e2elHelp, withThresholds(requestLatencyBuckets, slo.E2EL)),
+		lag:         newHistogram(k, lagName, lagHelp, fineBuckets),
+		serverTTFT:  newHistogram(k, serverTTFTName, serverTTFTHelp, withThresholds(ttftBuckets, slo.TTFT)),
+		serverQueue: newHistogram(k, serverQueueName, serverQueueHelp, requestLatencyBuckets),
+		phases:      make(map[string]prometheus.Histogram, len(probe.Phases)),
+	}
+	for _, ph := range probe.Phases {
+		h.phases[ph] = newHistogram(k, phaseName, phaseHelp, fineBuckets, ph)
+	}
+	return h
+}
+
+// newHistogram returns one classic+native histogram series labelled with
+// the pair (and phase, when given). Label values were checked in Sync.
+func newHistogram(k pairKey, name, help string, buckets []float64, phase ...string) prometheus.Histogram {
+	labels := []string{labelTarget, labelProbe}
+	values := []string{k.target, k.probe}
+	if len(phase) > 0 {
+		labels = append(labels, labelPhase)
+		values = append(values, phase[0])
+	}
+	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:                            name,
+		Help:                            help,
+		Buckets:                         buckets,
+		NativeHistogramBucketFactor:     nativeBucketFactor,
+		NativeHistogramMaxBucketNumber:  nativeMaxBucketNumber,
+		NativeHistogramMinResetDuration: nativeMinResetPeriod,
+		NativeHistogramMaxExemplars:     nativeMaxExemplars,
+		NativeHistogramExemplarTTL:      nativeExemplarTTL,
+	}, labels)
+	return vec.WithLabelValues(values...).(prometheus.Histogram)
+}
+
+// completed reports whether r's stream ran to its end, so whole-stream
+// durations (E2EL, TPOT, decode) are meaningful.
+func completed(r *probe.Result) bool {
+	switch r.Disposition {
+	case probe.Accepted, probe.LatencyFailure, probe.QualityFailure:
+		return true
+	}
+	return false
+}
+
+// observe records every latency r measured (see the package comment for
+// which dispositions feed which histogram).
+func (h *pairHistograms) observe(r *probe.Result) {
+	ex := exemplar(r.RequestID)
+	whole := completed(r)
+	if r.TTFT > 0 {
+		observe(h.ttft, r.TTFT, ex)
+	}
+	for _, d := range r.ITLs {
+		if d >= 0 {
+			observe(h.itl, d, ex)
+		}
+	}
+	if whole && r.TPOT > 0 {
+		observe(h.tpot, r.TPOT, ex)
+	}
+	if whole && r.E2EL > 0 {
+		observe(h.e2el, r.E2EL, ex)
+	}
+	for name, d := range r.Phases {
+		ph, ok := h.phases[name]
+		if !ok || d < 0 || (name == probe.PhaseDecode && !whole) {
+			continue
+		}
+		observe(ph, d, ex)
+	}
+	if !r.Sent.IsZero() {
+		observe(h.lag, max(r.Lag, 0), ex)
+	}
+	if r.Server != nil {
+		if r.Server.TTFT > 0 {
+			observe(h.serverTTFT, r.Server.TTFT, ex)
+		}
+		if r.Server.QueueTime >= 0 {
+			observe(h.serverQueue, r.Server.QueueTime, ex)
+		}
+	}
+}
+
+func observe(h prometheus.Histogram, d time.Duration, ex prometheus.Labels) {
+	if eo, ok := h.(prometheus.ExemplarObserver); ok && ex != nil {
+		eo.ObserveWithExemplar(d.Seconds(), ex)
+		return
+	}
+	h.Observe(d.Seconds())
+}
+
+// exemplarMaxRunes is the OpenMetrics limit on an exemplar's label set;
+// client_golang panics past it, so request ids are cut to fit.
+const exemplarMaxRunes = 128
+
+// exemplar returns the {request_id="..."} exemplar for id, or nil when id is
+// empty. Invalid UTF-8 is replaced and long ids are truncated.
+func exemplar(id string) prometheus.Labels {
+	if id == "" {
+		return nil
+	}
+	id = strings.ToValidUTF8(id, "?")
+	room := exemplarMaxRunes - utf8.RuneCountInString(labelRequestID)
+	if utf8.RuneCountInString(id) > room {
+		id = string([]rune(id)[:room])
+	}
+	return prometheus.Labels{labelRequestID: id}
+}
+
+func (h *pairHistograms) collect(ch chan<- prometheus.Metric) {
+	for _, m := range []prometheus.Histogram{h.ttft, h.itl, h.tpot, h.e2el, h.lag, h.serverTTFT, h.serverQueue} {
+		ch <- m
+	}
+	for _, ph := range probe.Phases {
+		ch <- h.phases[ph]
+	}
+}

@@ -1,0 +1,152 @@
+package collector
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Indexes of the known label values, so a pair's counters are plain arrays.
+var (
+	dispositionIndex = indexOf(probe.Dispositions)
+	reasonIndex      = indexOf(probe.Reasons)
+	sloIndex         = indexOf(probe.SLOs)
+	checkIndex       = indexOf(probe.Checks)
+)
+
+func indexOf[T comparable](values []T) map[T]int {
+	m := make(map[T]int, len(values))
+	for i, v := range values {
+		m[v] = i
+	}
+	return m
+}
+
+// pairMetrics holds the series of one (target, probe) pair. Counters are
+// atomics so Finished never waits for a scrape.
+type pairMetrics struct {
+	key     pairKey
+	slo     config.SLO // guarded by Collector.mu
+	created time.Time
+
+	offered      atomic.Uint64
+	inFlight     atomic.Int64
+	dispositions []atomic.Uint64
+	reasons      []atomic.Uint64
+	slos         []atomic.Uint64
+	checks       []atomic.Uint64
+	promptTokens atomic.Uint64
+	outputTokens atomic.Uint64
+
+	hists atomic.Pointer[pairHistograms]
+}
+
+func newPairMetrics(k pairKey, slo config.SLO, created time.Time) *pairMetrics {
+	p := &pairMetrics{
+		key:          k,
+		slo:          slo,
+		created:      created,
+		dispositions: make([]atomic.Uint64, len(probe.Dispositions)),
+		reasons:      make([]atomic.Uint64, len(probe.Reasons)),
+		slos:         make([]atomic.Uint64, len(probe.SLOs)),
+		checks:       make([]atomic.Uint64, len(probe.Checks)),
+	}
+	p.hists.Store(newPairHistograms(k, slo))
+	return p
+}
+
+// count adds r to the counters and returns the label values it could not
+// count because they are not in the known sets.
+func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
+	if i, ok := dispositionIndex[r.Disposition]; ok {
+		p.dispositions[i].Add(1)
+	} else {
+		unknown = append(unknown, "disposition="+string(r.Disposition))
+	}
+	if r.Disposition != probe.Accepted && r.Reason != "" {
+		if i, ok := reasonIndex[r.Reason]; ok {
+			p.reasons[i].Add(1)
+		} else {
+			unknown = append(unknown, "reason="+r.Reason)
+		}
+	}
+	for _, s := range r.SLOViolations {
+		if i, ok := sloIndex[s]; ok {
+			p.slos[i].Add(1)
+		} else {
+			unknown = append(unknown, "slo="+s)
+		}
+	}
+	for _, s := range r.QualityFailures {
+		if i, ok := checkIndex[s]; ok {
+			p.checks[i].Add(1)
+		} else {
+			unknown = append(unknown, "check="+s)
+		}
+	}
+	if r.PromptTokens > 0 {
+		p.promptTokens.Add(uint64(r.PromptTokens))
+	}
+	if r.OutputTokens > 0 {
+		p.outputTokens.Add(uint64(r.OutputTokens))
+	}
+	return unknown
+}
+
+func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric) {
+	t, pr := p.key.target, p.key.probe
+	counter := func(desc *prometheus.Desc, v uint64, extra ...string) {
+		m, err := prometheus.NewConstMetricWithCreatedTimestamp(desc, prometheus.CounterValue, float64(v), p.created, append([]string{t, pr}, extra...)...)
+		if err == nil {
+			ch <- m
+		}
+	}
+	counter(d.offered, p.offered.Load())
+	for i, v := range probe.Dispositions {
+		counter(d.requests, p.dispositions[i].Load(), string(v))
+	}
+	for i, v := range probe.Reasons {
+		counter(d.failures, p.reasons[i].Load(), v)
+	}
+	for i, v := range probe.SLOs {
+		counter(d.slo, p.slos[i].Load(), v)
+	}
+	for i, v := range probe.Checks {
+		counter(d.quality, p.checks[i].Load(), v)
+	}
+	counter(d.prompt, p.promptTokens.Load())
+	counter(d.output, p.outputTokens.Load())
+	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(p.inFlight.Load()), t, pr); err == nil {
+		ch <- m
+	}
+}
+
+// onceSet remembers up to max keys, so a repeated warning is logged once
+// without unbounded memory.
+type onceSet struct {
+	max  int
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+// first reports whether key is new (and records it while there is room).
+func (s *onceSet) first(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seen[key]; ok {
+		return false
+	}
+	if s.seen == nil {
+		s.seen = map[string]struct{}{}
+	}
+	if len(s.seen) >= s.max {
+		return false
+	}
+	s.seen[key] = struct{}{}
+	return true
+}

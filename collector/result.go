@@ -1,0 +1,68 @@
+package collector
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Metric names and help texts of the one-request /probe registry, after
+// blackbox_exporter's probe_success and probe_duration_seconds.
+const (
+	successName = "vllm_probe_success"
+	successHelp = "Whether this one probe request was accepted (1) or not (0)."
+
+	durationName = "vllm_probe_duration_seconds"
+	durationHelp = "Client-side duration of this one probe request: its E2EL when a token arrived, else the sum of its HTTP phases."
+)
+
+// ResultRegistry returns a fresh registry holding the metrics of one
+// request, for /probe: every vllm_probe_* series of the pair (counters at 0
+// or 1, histograms with one observation, buckets from p's SLOs) plus
+// vllm_probe_success and vllm_probe_duration_seconds. The pair's labels are
+// r.Target and r.Probe.
+func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	if r == nil {
+		return reg
+	}
+	p.Name = r.Probe
+	c := New(Options{})
+	c.Sync(&config.Config{
+		Targets: []config.Target{{Name: r.Target, Probes: []string{r.Probe}}},
+		Probes:  []config.Probe{p},
+	})
+	c.Offered(r.Target, r.Probe)
+	c.Finished(r)
+	reg.MustRegister(c)
+
+	labels := prometheus.Labels{labelTarget: r.Target, labelProbe: r.Probe}
+	success := prometheus.NewGauge(prometheus.GaugeOpts{Name: successName, Help: successHelp, ConstLabels: labels})
+	if r.Disposition == probe.Accepted {
+		success.Set(1)
+	}
+	duration := prometheus.NewGauge(prometheus.GaugeOpts{Name: durationName, Help: durationHelp, ConstLabels: labels})
+	duration.Set(resultDuration(r).Seconds())
+	// Registration of these fixed descriptors in a fresh registry can only
+	// fail on invalid label values, which Sync already refused; then the
+	// registry simply lacks them.
+	_ = reg.Register(success)
+	_ = reg.Register(duration)
+	return reg
+}
+
+// resultDuration is E2EL when measured, otherwise the time the HTTP phases
+// took before the request ended without a token.
+func resultDuration(r *probe.Result) time.Duration {
+	if r.E2EL > 0 {
+		return r.E2EL
+	}
+	var sum time.Duration
+	for _, d := range r.Phases {
+		sum += max(d, 0)
+	}
+	return sum
+}

@@ -1,0 +1,358 @@
+package collector
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// Server scrape metric names and help texts.
+const (
+	scrapeSuccessName = "vllm_probe_server_scrape_success"
+	scrapeSuccessHelp = "Whether the last scrape of the target's own /metrics succeeded (1) or not (0)."
+
+	scrapeDurationName = "vllm_probe_server_scrape_duration_seconds"
+	scrapeDurationHelp = "Duration of the last scrape of the target's own /metrics."
+
+	targetInfoName = "vllm_probe_target_info"
+	targetInfoHelp = "The model a target serves (configured, or the first id of GET /v1/models) and its vLLM version (GET /version)."
+
+	seriesDroppedName = "vllm_prober_server_series_dropped_total"
+	seriesDroppedHelp = "Scraped server series not re-exported, by reason (limit, invalid_name, invalid_label, duplicate, conflict, reserved, unsupported_type)."
+
+	labelModel         = "model"
+	labelServerVersion = "server_version"
+)
+
+// Defaults of ScraperOptions and of an unset server_metrics config.
+const (
+	DefaultMaxSeriesPerTarget = 10000
+	DefaultMaxBodyBytes       = 32 << 20
+	defaultInterval           = 15 * time.Second
+	defaultTimeout            = 5 * time.Second
+)
+
+// ScraperOptions configures a ServerScraper.
+type ScraperOptions struct {
+	Logger *slog.Logger
+	// Now is the clock for ScrapeState.Last and scrape durations; nil = time.Now.
+	Now func() time.Time
+	// NewTicker returns a channel that delivers a tick every d and a function
+	// that stops it; nil uses time.NewTicker. Tests inject a manual ticker.
+	NewTicker func(d time.Duration) (<-chan time.Time, func())
+	// MaxSeriesPerTarget caps the series re-exported per target (a
+	// histogram or summary counts once); 0 = DefaultMaxSeriesPerTarget.
+	MaxSeriesPerTarget int
+	// MaxBodyBytes bounds one /metrics response; 0 = DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// UserAgent is sent with every request; "" = "vllm-prober".
+	UserAgent string
+}
+
+// ScrapeState is the server scrape state of one target, for the status page.
+type ScrapeState struct {
+	Success       bool      // the last /metrics scrape succeeded
+	Last          time.Time // when the last scrape ended; zero before the first
+	Err           string    // why the last scrape failed; "" on success
+	Model         string    // configured model, or the first id of /v1/models
+	ServerVersion string    // from /version; "" until known
+	Duration      time.Duration
+	Series        int // series re-exported from the last scrape
+}
+
+// ServerScraper scrapes each target's own /metrics in the background (never
+// at our scrape time, so /metrics stays fast) and re-exposes the allowed
+// families with their own names plus a target label. It implements
+// prometheus.Collector as an unchecked collector, since the families it
+// exports depend on the servers.
+type ServerScraper struct {
+	opts   ScraperOptions
+	logger *slog.Logger
+	warned onceSet
+	descs  struct{ success, duration, info, dropped *prometheus.Desc }
+
+	applyMu sync.Mutex // serialises Apply and Stop
+	mu      sync.RWMutex
+	loops   map[string]*targetLoop
+	stopped bool
+}
+
+// loopConfig is everything a target's scrape loop depends on; a loop is
+// restarted only when it changes.
+type loopConfig struct {
+	target   config.Target
+	interval time.Duration
+	timeout  time.Duration
+	allow    string
+}
+
+// targetLoop is one target's scrape goroutine and what it last published.
+type targetLoop struct {
+	cfg    loopConfig
+	allow  *regexp.Regexp
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Guarded by ServerScraper.mu.
+	state    ScrapeState
+	attempts int // metrics scrapes attempted
+	families []*family
+	dropped  map[string]float64
+}
+
+var _ prometheus.Collector = (*ServerScraper)(nil)
+
+// NewServerScraper returns a scraper with no targets; call Apply.
+func NewServerScraper(o ScraperOptions) *ServerScraper {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewTicker == nil {
+		o.NewTicker = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	if o.MaxSeriesPerTarget <= 0 {
+		o.MaxSeriesPerTarget = DefaultMaxSeriesPerTarget
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "vllm-prober"
+	}
+	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, loops: map[string]*targetLoop{}}
+	s.descs.success = prometheus.NewDesc(scrapeSuccessName, scrapeSuccessHelp, []string{labelTarget}, nil)
+	s.descs.duration = prometheus.NewDesc(scrapeDurationName, scrapeDurationHelp, []string{labelTarget}, nil)
+	s.descs.info = prometheus.NewDesc(targetInfoName, targetInfoHelp, []string{labelTarget, labelModel, labelServerVersion}, nil)
+	s.descs.dropped = prometheus.NewDesc(seriesDroppedName, seriesDroppedHelp, []string{labelTarget, labelReason}, nil)
+	return s
+}
+
+// Apply starts a scrape loop for every target of cfg, stops the loops of
+// removed targets (dropping their series) and restarts the loops whose
+// target or server_metrics settings changed. Every target gets a loop for
+// target_info; only targets with a metrics_path scrape /metrics.
+func (s *ServerScraper) Apply(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	want := loopConfigs(cfg)
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	var stale []*targetLoop
+	for name, l := range s.loops {
+		if w, ok := want[name]; !ok || !reflect.DeepEqual(w, l.cfg) {
+			stale = append(stale, l)
+			delete(s.loops, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range stale {
+		l.cancel()
+		<-l.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, w := range want {
+		if _, ok := s.loops[name]; !ok {
+			s.loops[name] = s.start(w)
+		}
+	}
+}
+
+// loopConfigs derives each target's loop config, with defaults for unset
+// server_metrics fields.
+func loopConfigs(cfg *config.Config) map[string]loopConfig {
+	sm := cfg.Global.ServerMetrics
+	interval, timeout := time.Duration(sm.Interval), time.Duration(sm.Timeout)
+	if interval <= 0 {
+		interval = defaultInterval
+	}
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	timeout = min(timeout, interval)
+	allow := sm.Allow.Source
+	if allow == "" && sm.Allow.Regexp != nil {
+		allow = sm.Allow.String()
+	}
+	if allow == "" {
+		allow = DefaultAllow
+	}
+	out := make(map[string]loopConfig, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		t.Probes, t.Line = nil, 0 // the probe list does not affect scraping
+		out[t.Name] = loopConfig{target: t, interval: interval, timeout: timeout, allow: allow}
+	}
+	return out
+}
+
+// start launches one loop; s.mu is held.
+func (s *ServerScraper) start(w loopConfig) *targetLoop {
+	allow, err := regexp.Compile("^(?:" + w.allow + ")$")
+	if err != nil {
+		s.logger.Warn("invalid server_metrics.allow, using the default", "err", err)
+		allow = regexp.MustCompile("^(?:" + DefaultAllow + ")$")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, done: make(chan struct{}), dropped: map[string]float64{}}
+	if w.target.Model != "" {
+		l.state.Model = w.target.Model
+	}
+	go s.run(ctx, l)
+	return l
+}
+
+// Stop stops every loop and waits for them; the scraper exports nothing
+// afterwards and Apply does nothing.
+func (s *ServerScraper) Stop() {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.mu.Lock()
+	s.stopped = true
+	loops := s.loops
+	s.loops = map[string]*targetLoop{}
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.cancel()
+		<-l.done
+	}
+}
+
+// State returns the scrape state of target (the zero value when unknown).
+func (s *ServerScraper) State(target string) ScrapeState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if l, ok := s.loops[target]; ok {
+		return l.state
+	}
+	return ScrapeState{}
+}
+
+// others returns what every target except name exports; s.mu is held.
+func (s *ServerScraper) others(name string) map[string]familyInfo {
+	out := map[string]familyInfo{}
+	for n, l := range s.loops {
+		if n == name {
+			continue
+		}
+		for _, f := range l.families {
+			out[f.name] = familyInfo{f.typ, f.help}
+		}
+	}
+	return out
+}
+
+// Describe implements prometheus.Collector. It sends nothing: the scraper
+// is an unchecked collector.
+func (s *ServerScraper) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (s *ServerScraper) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for name, l := range s.loops {
+		s.collectLoop(ch, name, l)
+	}
+}
+
+func (s *ServerScraper) collectLoop(ch chan<- prometheus.Metric, name string, l *targetLoop) {
+	emit := func(desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) {
+		if m, err := prometheus.NewConstMetric(desc, typ, v, labels...); err == nil {
+			ch <- m
+		}
+	}
+	if st := l.state; st.Model != "" || st.ServerVersion != "" {
+		emit(s.descs.info, prometheus.GaugeValue, 1, name, st.Model, st.ServerVersion)
+	}
+	if l.cfg.target.MetricsPath == "" || l.attempts == 0 {
+		return
+	}
+	success := 0.0
+	if l.state.Success {
+		success = 1
+	}
+	emit(s.descs.success, prometheus.GaugeValue, success, name)
+	emit(s.descs.duration, prometheus.GaugeValue, l.state.Duration.Seconds(), name)
+	for _, reason := range dropReasons {
+		emit(s.descs.dropped, prometheus.CounterValue, l.dropped[reason], name, reason)
+	}
+	for _, f := range l.families {
+		for _, m := range f.metrics {
+			ch <- serverMetric{desc: f.desc, m: m}
+		}
+	}
+}
+
+// publish records one scrape's outcome if l is still the live loop of its
+// target (a stopped loop's late result is discarded).
+func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := l.cfg.target.Name
+	if s.loops[name] != l {
+		return
+	}
+	l.state.Last, l.state.Duration = res.end, res.end.Sub(res.start)
+	if res.model != "" {
+		l.state.Model = res.model
+	}
+	if res.version != "" {
+		l.state.ServerVersion = res.version
+	}
+	if l.cfg.target.MetricsPath == "" {
+		return
+	}
+	l.attempts++
+	wasUp := l.attempts == 1 || l.state.Success
+	l.families, l.state.Series, l.state.Success, l.state.Err = nil, 0, false, ""
+	if res.err != nil {
+		l.state.Err = res.err.Error()
+		if wasUp {
+			s.logger.Warn("server metrics scrape failed", "target", name, "err", res.err)
+		}
+		return
+	}
+	b := newFamilyBuilder(name, l.allow, s.opts.MaxSeriesPerTarget, s.others(name))
+	for _, mf := range res.families {
+		b.add(mf)
+	}
+	l.families, l.state.Series, l.state.Success = b.out, b.series, true
+	if !wasUp {
+		s.logger.Warn("server metrics scrape recovered", "target", name)
+	}
+	for reason, n := range b.dropped {
+		l.dropped[reason] += float64(n)
+	}
+	for _, n := range b.notes {
+		if s.warned.first(name + "\x00" + n.name + "\x00" + n.reason) {
+			s.logger.Warn("dropping scraped server series", "target", name, "metric", n.name, "reason", n.reason)
+		}
+	}
+}
+
+// scrapeResult is what one loop iteration learned, before publication.
+type scrapeResult struct {
+	start, end     time.Time
+	families       []*dto.MetricFamily
+	err            error
+	model, version string
+}

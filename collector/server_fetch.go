@@ -1,0 +1,163 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/expfmt"
+)
+
+// acceptHeader asks for the classic text format. It deliberately does not
+// list OpenMetrics: Python's prometheus_client (vLLM) answers OpenMetrics
+// whenever the header names it, whatever its q-value, and expfmt's
+// OpenMetrics parser is far slower. A server that answers OpenMetrics or
+// protobuf anyway is still parsed, by its Content-Type.
+const acceptHeader = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
+
+// maxInfoBytes bounds the /v1/models and /version bodies.
+const maxInfoBytes = 1 << 20
+
+var errBodyTooLarge = errors.New("response body too large")
+
+// run is one target's loop: scrape at once, then on every tick, until ctx
+// ends. The HTTP client is built lazily so a missing credentials or TLS file
+// is retried on the next tick.
+func (s *ServerScraper) run(ctx context.Context, l *targetLoop) {
+	defer close(l.done)
+	tick, stopTicker := s.opts.NewTicker(l.cfg.interval)
+	defer stopTicker()
+	var client *http.Client
+	defer func() {
+		if client != nil {
+			client.CloseIdleConnections()
+		}
+	}()
+	for {
+		res := scrapeResult{start: s.opts.Now()}
+		if client == nil {
+			c, err := promconfig.NewClientFromConfig(l.cfg.target.HTTPClientConfig, "vllm-prober")
+			if err != nil {
+				res.err = fmt.Errorf("build http client: %w", err)
+			}
+			client = c
+		}
+		if client != nil {
+			s.scrapeOnce(ctx, client, l.cfg, &res)
+		}
+		res.end = s.opts.Now()
+		if ctx.Err() != nil {
+			return
+		}
+		s.publish(l, res)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
+}
+
+// scrapeOnce fetches /metrics (when configured), then the model and version.
+func (s *ServerScraper) scrapeOnce(ctx context.Context, client *http.Client, cfg loopConfig, res *scrapeResult) {
+	if cfg.target.MetricsPath != "" {
+		res.families, res.err = s.fetchMetrics(ctx, client, cfg)
+	}
+	if cfg.target.Model == "" {
+		res.model = s.fetchModel(ctx, client, cfg)
+	}
+	res.version = s.fetchVersion(ctx, client, cfg)
+}
+
+func joinURL(base, path string) string {
+	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
+}
+
+// get performs one GET bounded by cfg.timeout and returns the body (at most
+// limit bytes) and the response headers.
+func (s *ServerScraper) get(ctx context.Context, client *http.Client, cfg loopConfig, path, accept string, limit int64) ([]byte, http.Header, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	url := joinURL(cfg.target.URL, path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build request for %s: %w", path, err)
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", s.opts.UserAgent)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(cfg.timeout.Seconds(), 'f', -1, 64))
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get %s: %w", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, nil, fmt.Errorf("get %s: server returned HTTP status %s", path, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, nil, fmt.Errorf("read %s: %w (limit %d bytes)", path, errBodyTooLarge, limit)
+	}
+	return body, resp.Header, nil
+}
+
+func (s *ServerScraper) fetchMetrics(ctx context.Context, client *http.Client, cfg loopConfig) ([]*dto.MetricFamily, error) {
+	body, header, err := s.get(ctx, client, cfg, cfg.target.MetricsPath, acceptHeader, s.opts.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	format := expfmt.ResponseFormat(header)
+	if format.FormatType() == expfmt.TypeUnknown {
+		format = expfmt.NewFormat(expfmt.TypeTextPlain)
+	}
+	return decodeFamilies(bytes.NewReader(body), format)
+}
+
+// fetchModel returns the first model id of /v1/models, or "" (the error is
+// logged at debug: model discovery is best effort here).
+func (s *ServerScraper) fetchModel(ctx context.Context, client *http.Client, cfg loopConfig) string {
+	body, _, err := s.get(ctx, client, cfg, "/v1/models", "application/json", maxInfoBytes)
+	if err != nil {
+		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
+		return ""
+	}
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &models); err != nil || len(models.Data) == 0 {
+		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
+		return ""
+	}
+	return strings.ToValidUTF8(models.Data[0].ID, "?")
+}
+
+// fetchVersion returns the server's vLLM version from /version, or "".
+func (s *ServerScraper) fetchVersion(ctx context.Context, client *http.Client, cfg loopConfig) string {
+	body, _, err := s.get(ctx, client, cfg, "/version", "application/json", maxInfoBytes)
+	if err != nil {
+		s.logger.Debug("version discovery failed", "target", cfg.target.Name, "err", err)
+		return ""
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		s.logger.Debug("version discovery failed", "target", cfg.target.Name, "err", err)
+		return ""
+	}
+	return strings.ToValidUTF8(v.Version, "?")
+}
