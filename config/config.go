@@ -95,9 +95,9 @@ type Request struct {
 
 // Workload says what prompts a probe sends; exactly one kind is set.
 type Workload struct {
-	Random  *RandomWorkload `yaml:"random"`
-	Prompts []Prompt        `yaml:"prompts"`
-	File    string          `yaml:"file"` // resolved relative to the config file
+	Random  *RandomWorkload `yaml:"random,omitempty"`
+	Prompts []Prompt        `yaml:"prompts,omitempty"`
+	File    string          `yaml:"file,omitempty"` // resolved relative to the config file
 }
 
 // RandomWorkload generates prompts of a given token length, as vLLM's

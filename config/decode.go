@@ -1,0 +1,355 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"gopkg.in/yaml.v3"
+)
+
+// maxNodes bounds the nodes one decode visits, so aliases that expand
+// exponentially cannot exhaust memory or time.
+const maxNodes = 1 << 20
+
+var (
+	httpConfigType = reflect.TypeFor[promconfig.HTTPClientConfig]()
+	durationType   = reflect.TypeFor[model.Duration]()
+	regexpType     = reflect.TypeFor[Regexp]()
+	secretType     = reflect.TypeFor[promconfig.Secret]()
+	urlType        = reflect.TypeFor[promconfig.URL]()
+	probeType      = reflect.TypeFor[Probe]()
+	targetType     = reflect.TypeFor[Target]()
+	v3Unmarshaler  = reflect.TypeFor[yaml.Unmarshaler]()
+	v2Unmarshaler  = reflect.TypeFor[interface {
+		UnmarshalYAML(func(any) error) error
+	}]()
+)
+
+// decoder walks a yaml.Node tree into a Go value strictly: unknown and
+// duplicate keys and type mismatches are problems with file, line and
+// field path. Fields absent from the file keep the value already in place
+// (the defaults); so does an explicit null.
+type decoder struct {
+	p       *problems
+	dir     string   // directory of the file, for relative paths
+	secrets []string // secret values seen, scrubbed from messages
+	nodes   int
+}
+
+// decode sets v from n; path names v in messages.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	d.nodes++
+	if d.nodes == maxNodes {
+		d.p.add(n.Line, path, "document too large or too many aliases")
+	}
+	if d.nodes >= maxNodes || isNull(n) {
+		return
+	}
+	t := v.Type()
+	switch {
+	case t == httpConfigType:
+		d.decodeHTTP(n, v, path)
+	case n.Kind == yaml.MappingNode && walkable(t):
+		d.decodeMapping(n, v, path)
+	case t.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		d.decode(n, v.Elem(), path)
+	case isLeaf(t):
+		d.decodeLeaf(n, v, path)
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		d.decodeSequence(n, v, path)
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		d.decodeMapping(n, v, path)
+	default:
+		d.p.add(n.Line, path, "must be %s, got %s", describe(t), d.shown(n, t))
+	}
+}
+
+// isLeaf reports whether values of t are decoded by yaml itself: scalars,
+// free-form values and types with their own unmarshaler (other than
+// structs that only add defaults, which the decoder walks).
+func isLeaf(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32,
+		reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Interface:
+		return true
+	}
+	return hasUnmarshaler(t)
+}
+
+func hasUnmarshaler(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return pt.Implements(v3Unmarshaler) || pt.Implements(v2Unmarshaler)
+}
+
+// walkable reports whether the decoder walks a mapping into t field by
+// field: plain structs, and the prometheus/common/config structs whose
+// unmarshalers only add defaults and checks (the library decodes those
+// again afterwards).
+func walkable(t reflect.Type) bool {
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	return !hasUnmarshaler(t) || t.PkgPath() == httpConfigType.PkgPath() && t != urlType
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" || n.Kind == 0
+}
+
+// decodeLeaf lets yaml decode one value and turns its error into a
+// problem that names the field and (unless secret) the value.
+func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	if t == secretType && n.Kind == yaml.ScalarNode && n.Value != "" {
+		d.secrets = append(d.secrets, n.Value)
+	}
+	if (t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32) && n.Kind == yaml.ScalarNode {
+		switch strings.ToLower(strings.TrimPrefix(n.Value, "+")) {
+		case "inf", ".inf", "infinity":
+			v.SetFloat(math.Inf(1))
+			return
+		}
+	}
+	ptr := reflect.New(t)
+	ptr.Elem().Set(v)
+	err := n.Decode(ptr.Interface())
+	if err == nil {
+		v.Set(ptr.Elem())
+		return
+	}
+	var te *yaml.TypeError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &te) || t == durationType:
+		d.p.add(n.Line, path, "must be %s, got %s", describe(t), d.shown(n, t))
+	case errors.As(err, &ue):
+		// url.Error repeats the whole URL, password included.
+		d.p.add(n.Line, path, "invalid URL: %s, got %s", d.scrub(ue.Err.Error()), d.shown(n, t))
+	default:
+		d.p.add(n.Line, path, "%s, got %s", d.scrub(err.Error()), d.shown(n, t))
+	}
+}
+
+// decodeSequence decodes a list into a fresh slice; elements that are
+// probes or targets start from their defaults and remember their line.
+func (d *decoder) decodeSequence(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+	for i, c := range n.Content {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		d.p.lines[ep] = c.Line
+		e := s.Index(i)
+		switch t.Elem() {
+		case probeType:
+			p := DefaultProbe
+			p.Quality.FinishReasons = append([]string(nil), DefaultProbe.Quality.FinishReasons...)
+			p.Line = c.Line
+			e.Set(reflect.ValueOf(p))
+		case targetType:
+			tg := DefaultTarget
+			tg.Line = c.Line
+			e.Set(reflect.ValueOf(tg))
+		}
+		d.decode(c, e, ep)
+	}
+	v.Set(s)
+}
+
+// decodeMapping decodes a mapping into a struct (by yaml tags, including
+// inline fields) or a map, rejecting unknown and duplicate keys.
+func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
+	if v.Kind() == reflect.Map && v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.p.add(k.Line, path, "keys must be strings, got %s", kindName(k))
+			continue
+		}
+		kp := joinPath(path, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			d.p.add(k.Line, kp, "duplicate key, first defined at line %d", first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		d.p.lines[kp] = k.Line
+		if v.Kind() == reflect.Map {
+			d.decodeMapEntry(k, val, v, kp)
+			continue
+		}
+		f, inline, ok := fieldByName(v, k.Value)
+		switch {
+		case !ok:
+			d.p.add(k.Line, path, "unknown field %s", quote(k.Value))
+		case inline.IsValid():
+			d.decodeMapEntry(k, val, inline, kp)
+		default:
+			d.decode(val, f, kp)
+		}
+	}
+}
+
+func (d *decoder) decodeMapEntry(k, val *yaml.Node, m reflect.Value, path string) {
+	key := reflect.New(m.Type().Key()).Elem()
+	if key.Kind() != reflect.String {
+		d.p.add(k.Line, path, "unsupported key type")
+		return
+	}
+	key.SetString(k.Value)
+	e := reflect.New(m.Type().Elem()).Elem()
+	if old := m.MapIndex(key); old.IsValid() {
+		e.Set(old)
+	}
+	d.decode(val, e, path)
+	m.SetMapIndex(key, e)
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fieldByName finds the field of struct v with yaml name key, looking into
+// inline structs; failing that it returns the inline map that takes any key.
+func fieldByName(v reflect.Value, key string) (field, inlineMap reflect.Value, ok bool) {
+	info := fieldsOf(v.Type())
+	if idx, ok := info.fields[key]; ok {
+		return v.FieldByIndex(idx), reflect.Value{}, true
+	}
+	if info.inlineMap == nil {
+		return reflect.Value{}, reflect.Value{}, false
+	}
+	m := v.FieldByIndex(info.inlineMap)
+	if m.IsNil() {
+		m.Set(reflect.MakeMap(m.Type()))
+	}
+	return reflect.Value{}, m, true
+}
+
+// structInfo maps the yaml names of a struct's fields to field indexes.
+type structInfo struct {
+	fields    map[string][]int
+	inlineMap []int
+}
+
+var structInfos sync.Map // reflect.Type → *structInfo
+
+func fieldsOf(t reflect.Type) *structInfo {
+	if si, ok := structInfos.Load(t); ok {
+		return si.(*structInfo)
+	}
+	si := &structInfo{fields: map[string][]int{}}
+	collectFields(t, nil, si)
+	structInfos.Store(t, si)
+	return si
+}
+
+func collectFields(t reflect.Type, prefix []int, si *structInfo) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		idx := append(append([]int(nil), prefix...), i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if tag == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			switch f.Type.Kind() {
+			case reflect.Struct:
+				collectFields(f.Type, idx, si)
+			case reflect.Map:
+				si.inlineMap = idx
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		si.fields[name] = idx
+	}
+}
+
+// describe names the YAML shape expected for values of t.
+func describe(t reflect.Type) string {
+	switch t {
+	case durationType:
+		return "a duration such as 30s or 1m30s"
+	case regexpType:
+		return "a regular expression string"
+	case urlType:
+		return "a URL string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	case reflect.Pointer:
+		return describe(t.Elem())
+	}
+	return "a " + t.String()
+}
+
+// shown formats the value of n for a message; secrets are never shown.
+func (d *decoder) shown(n *yaml.Node, t reflect.Type) string {
+	if n.Kind != yaml.ScalarNode {
+		return kindName(n)
+	}
+	switch t {
+	case secretType:
+		return "<secret>"
+	case urlType:
+		return quote(redactURL(n.Value))
+	}
+	return quote(d.scrub(n.Value))
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "a scalar"
+}
+
+// scrub replaces every secret value seen so far with <secret>.
+func (d *decoder) scrub(s string) string {
+	for _, sec := range d.secrets {
+		s = strings.ReplaceAll(s, sec, "<secret>")
+	}
+	return s
+}

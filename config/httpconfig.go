@@ -1,0 +1,58 @@
+package config
+
+import (
+	"net/url"
+	"reflect"
+	"strings"
+
+	promconfig "github.com/prometheus/common/config"
+	"gopkg.in/yaml.v3"
+)
+
+// decodeHTTP decodes a target's http_client_config. yaml.v3's Node.Decode
+// is not strict, so the subtree is first walked field by field into a
+// scratch value (unknown keys, types and secret-safe messages with lines),
+// then decoded by the library itself so its defaults and checks apply.
+func (d *decoder) decodeHTTP(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.p.add(d.p.lineOf(path), path, "must be a mapping, got %s", d.shown(n, v.Type()))
+		return
+	}
+	before := len(d.p.list)
+	scratch := promconfig.DefaultHTTPClientConfig
+	d.decodeMapping(n, reflect.ValueOf(&scratch).Elem(), path)
+	if len(d.p.list) > before {
+		return
+	}
+	hc := promconfig.DefaultHTTPClientConfig
+	if err := n.Decode(&hc); err != nil {
+		d.p.add(d.p.lineOf(path), path, "%s", d.scrub(err.Error()))
+		return
+	}
+	hc.SetDirectory(d.dir)
+	if err := hc.Validate(); err != nil {
+		d.p.add(d.p.lineOf(path), path, "%s", d.scrub(err.Error()))
+		return
+	}
+	v.Set(reflect.ValueOf(hc))
+}
+
+// redactURL hides the password of a URL, also when it does not parse.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return s
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return s
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}

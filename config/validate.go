@@ -1,0 +1,146 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/prometheus/common/model"
+)
+
+// NamePattern is the rule for target and probe names: they become label
+// values, URL query values and parts of alert names, so they stay short
+// and plain.
+var NamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$`)
+
+// validator checks a decoded Config; problems carry the line of the field
+// (or of its closest written ancestor).
+type validator struct {
+	p   *problems
+	dir string
+}
+
+func (v *validator) config(c *Config) {
+	v.global(&c.Global)
+	if len(c.Targets) == 0 {
+		v.p.fail("targets", "at least one target is required, got none")
+	}
+	if len(c.Probes) == 0 {
+		v.p.fail("probes", "at least one probe is required, got none")
+	}
+	targets := map[string]int{}
+	for i := range c.Targets {
+		v.target(&c.Targets[i], fmt.Sprintf("targets[%d]", i), targets)
+	}
+	probes := map[string]int{}
+	for i := range c.Probes {
+		v.probe(&c.Probes[i], fmt.Sprintf("probes[%d]", i), probes)
+	}
+	for i, t := range c.Targets {
+		v.references(t, fmt.Sprintf("targets[%d].probes", i), probes)
+	}
+}
+
+func (v *validator) global(g *Global) {
+	l := g.Ledger
+	v.atLeast("global.ledger.max_size_mb", l.MaxSizeMB, 1)
+	v.atLeast("global.ledger.max_files", l.MaxFiles, 1)
+	switch l.RecordText {
+	case RecordTextNone, RecordTextFailures, RecordTextAll:
+	default:
+		v.p.fail("global.ledger.record_text", "must be one of none, failures, all, got %s", quote(l.RecordText))
+	}
+	v.atLeast("global.history_limit", g.HistoryLimit, 1)
+	sm := &g.ServerMetrics
+	v.positive("global.server_metrics.interval", sm.Interval)
+	v.positive("global.server_metrics.timeout", sm.Timeout)
+	if sm.Timeout > sm.Interval && sm.Interval > 0 {
+		v.p.fail("global.server_metrics.timeout", "must be <= interval (%s), got %s", sm.Interval, sm.Timeout)
+	}
+	re, err := anchored(sm.Allow.Source)
+	if err != nil {
+		v.p.fail("global.server_metrics.allow", "%v, got %s", err, quote(sm.Allow.Source))
+		return
+	}
+	sm.Allow = re
+}
+
+// name checks a target or probe name: label-safe and unique.
+func (v *validator) name(path, name string, seen map[string]int) {
+	if !NamePattern.MatchString(name) {
+		v.p.fail(path, "must match %s, got %s", NamePattern, quote(name))
+		return
+	}
+	if first, dup := seen[name]; dup {
+		v.p.fail(path, "duplicate name, first used at line %d, got %s", first, quote(name))
+		return
+	}
+	seen[name] = v.p.lineOf(path)
+}
+
+func (v *validator) target(t *Target, path string, seen map[string]int) {
+	v.name(path+".name", t.Name, seen)
+	if u, msg := checkBaseURL(t.URL); msg != "" {
+		v.p.fail(path+".url", "%s, got %s", msg, quote(redactURL(t.URL)))
+	} else {
+		t.URL = u
+	}
+	if t.MetricsPath != "" && !strings.HasPrefix(t.MetricsPath, "/") {
+		v.p.fail(path+".metrics_path", "must start with / (or be \"\" to disable scraping), got %s", quote(t.MetricsPath))
+	}
+}
+
+// checkBaseURL returns the normalised base URL (no trailing slash) or a
+// reason it is unusable.
+func checkBaseURL(s string) (string, string) {
+	u, err := url.Parse(s)
+	switch {
+	case s == "":
+		return "", "is required"
+	case err != nil:
+		return "", "must be a valid URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "must be an absolute http:// or https:// URL"
+	case u.Host == "" || u.Hostname() == "":
+		return "", "must have a host"
+	case u.User != nil:
+		return "", "must not contain credentials (use http_client_config)"
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", "must not have a query or fragment"
+	}
+	return strings.TrimRight(s, "/"), ""
+}
+
+func (v *validator) references(t Target, path string, probes map[string]int) {
+	seen := map[string]bool{}
+	for i, name := range t.Probes {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case seen[name]:
+			v.p.fail(ep, "probe listed twice, got %s", quote(name))
+		case probes[name] == 0:
+			v.p.fail(ep, "no probe with this name, got %s", quote(name))
+		}
+		seen[name] = true
+	}
+}
+
+func (v *validator) atLeast(path string, got, min int) {
+	if got < min {
+		v.p.fail(path, "must be >= %d, got %d", min, got)
+	}
+}
+
+func (v *validator) positive(path string, d model.Duration) {
+	if d <= 0 {
+		v.p.fail(path, "must be > 0, got %s", d)
+	}
+}
+
+// finite reports whether f is a real number (not NaN or infinite).
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// fmtFloat formats a number as it would be written in the file.
+func fmtFloat(f float64) string { return fmt.Sprintf("%g", f) }

@@ -1,0 +1,184 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ReservedExtraKeys are request body keys the prober sets itself; setting
+// them in request.extra would change what is measured.
+var ReservedExtraKeys = []string{
+	"model", "prompt", "messages", "stream", "stream_options",
+	"max_tokens", "max_completion_tokens", "temperature", "ignore_eos", "n",
+}
+
+func (v *validator) probe(p *Probe, path string, seen map[string]int) {
+	v.name(path+".name", p.Name, seen)
+	if p.API != APIChat && p.API != APICompletions {
+		v.p.fail(path+".api", "must be one of chat, completions, got %s", quote(p.API))
+	}
+	if !(p.Rate > 0) || !finite(p.Rate) {
+		v.p.fail(path+".rate", "must be a finite number > 0, got %s", fmtFloat(p.Rate))
+	}
+	if !(p.Burstiness > 0) {
+		v.p.fail(path+".burstiness", "must be > 0 (or inf for constant gaps), got %s", fmtFloat(p.Burstiness))
+	}
+	v.atLeast(path+".max_in_flight", p.MaxInFlight, 1)
+	v.positive(path+".timeout", p.Timeout)
+	v.request(&p.Request, path+".request")
+	v.workload(p, path+".workload")
+	for _, s := range []struct {
+		name string
+		d    *model.Duration
+	}{{"ttft", &p.SLO.TTFT}, {"tpot", &p.SLO.TPOT}, {"e2el", &p.SLO.E2EL}} {
+		if *s.d < 0 {
+			v.p.fail(path+".slo."+s.name, "must be >= 0 (0 = no objective), got %s", *s.d)
+		}
+	}
+	v.quality(&p.Quality, path+".quality")
+	if !(p.Objective > 0 && p.Objective < 1) {
+		v.p.fail(path+".objective", "must be between 0 and 1 (exclusive), got %s", fmtFloat(p.Objective))
+	}
+}
+
+func (v *validator) request(r *Request, path string) {
+	v.atLeast(path+".max_tokens", r.MaxTokens, 1)
+	if !(r.Temperature >= 0) || !finite(r.Temperature) {
+		v.p.fail(path+".temperature", "must be a finite number >= 0, got %s", fmtFloat(r.Temperature))
+	}
+	keys := make([]string, 0, len(r.Extra))
+	for k := range r.Extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(ReservedExtraKeys, k) {
+			v.p.fail(path+".extra."+k, "is set by the prober and cannot be overridden, got %s", quote(k))
+		}
+	}
+}
+
+func (v *validator) workload(p *Probe, path string) {
+	w := &p.Workload
+	var kinds []string
+	if w.Random != nil {
+		kinds = append(kinds, "random")
+	}
+	if len(w.Prompts) > 0 {
+		kinds = append(kinds, "prompts")
+	}
+	if w.File != "" {
+		kinds = append(kinds, "file")
+	}
+	if len(kinds) != 1 {
+		got := "none"
+		if len(kinds) > 1 {
+			got = strings.Join(kinds, ", ")
+		}
+		v.p.fail(path, "exactly one of random, prompts, file must be set, got %s", got)
+		return
+	}
+	switch kinds[0] {
+	case "random":
+		r := w.Random
+		v.atLeast(path+".random.input_tokens", r.InputTokens, 1)
+		v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
+		if !(r.RangeRatio >= 0 && r.RangeRatio < 1) {
+			v.p.fail(path+".random.range_ratio", "must be >= 0 and < 1, got %s", fmtFloat(r.RangeRatio))
+		}
+	case "prompts":
+		for i := range w.Prompts {
+			v.prompt(&w.Prompts[i], p.API, fmt.Sprintf("%s.prompts[%d]", path, i))
+		}
+	case "file":
+		if abs, ok := v.file(path+".file", w.File); ok {
+			w.File = abs
+		}
+	}
+}
+
+func (v *validator) prompt(pr *Prompt, api, path string) {
+	switch api {
+	case APIChat:
+		if len(pr.Messages) == 0 {
+			v.p.fail(path+".messages", "api chat needs messages, got none")
+		}
+		if pr.Prompt != "" {
+			v.p.fail(path+".prompt", "api chat takes messages, not prompt, got %s", quote(pr.Prompt))
+		}
+	case APICompletions:
+		if pr.Prompt == "" {
+			v.p.fail(path+".prompt", "api completions needs a non-empty prompt, got \"\"")
+		}
+		if len(pr.Messages) > 0 {
+			v.p.fail(path+".messages", "api completions takes prompt, not messages, got %d messages", len(pr.Messages))
+		}
+	}
+	for i, m := range pr.Messages {
+		if m.Role == "" {
+			v.p.fail(fmt.Sprintf("%s.messages[%d].role", path, i), "must not be empty, got \"\"")
+		}
+	}
+}
+
+func (v *validator) quality(q *Quality, path string) {
+	for i, r := range q.FinishReasons {
+		if r == "" {
+			v.p.fail(fmt.Sprintf("%s.finish_reasons[%d]", path, i), "must not be empty, got \"\"")
+		}
+	}
+	v.atLeast(path+".min_output_tokens", q.MinOutputTokens, 0)
+	v.atLeast(path+".max_output_tokens", q.MaxOutputTokens, 0)
+	if q.MaxOutputTokens > 0 && q.MaxOutputTokens < q.MinOutputTokens {
+		v.p.fail(path+".max_output_tokens", "must be >= min_output_tokens (%d) when set, got %d", q.MinOutputTokens, q.MaxOutputTokens)
+	}
+	if q.JSONSchema == "" {
+		return
+	}
+	abs, ok := v.file(path+".json_schema", q.JSONSchema)
+	if !ok {
+		return
+	}
+	if _, err := jsonschema.NewCompiler().Compile(abs); err != nil {
+		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
+		v.p.fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, quote(q.JSONSchema))
+		return
+	}
+	q.JSONSchema = abs
+}
+
+// file resolves a path relative to the config file's directory and checks
+// that it names an existing regular file. It returns the absolute path,
+// or false after reporting a problem.
+func (v *validator) file(path, name string) (string, bool) {
+	if name == "" {
+		v.p.fail(path, "must name a file, got \"\"")
+		return "", false
+	}
+	abs := name
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(v.dir, name)
+	}
+	st, err := os.Stat(abs)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		v.p.fail(path, "cannot read file: %v, got %s", pe.Err, quote(name))
+		return "", false
+	case err != nil:
+		v.p.fail(path, "cannot read file: %v, got %s", err, quote(name))
+		return "", false
+	case !st.Mode().IsRegular():
+		v.p.fail(path, "must be a regular file, got %s", quote(name))
+		return "", false
+	}
+	return abs, true
+}
