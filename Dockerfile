@@ -1,0 +1,54 @@
+# syntax=docker/dockerfile:1
+#
+# vllm-prober container image: a static Go binary on a distroless runtime.
+#
+#   docker build -t vllm-prober \
+#     --build-arg VERSION=$(git describe --tags --always) \
+#     --build-arg REVISION=$(git rev-parse HEAD) \
+#     --build-arg BRANCH=$(git rev-parse --abbrev-ref HEAD) \
+#     --build-arg BUILD_DATE=$(date -u +%Y%m%d-%H:%M:%S) .
+#
+# deploy/check.sh runs the same `go build` command outside Docker in CI; keep
+# the two in step (deploy/deploytest checks the flags of both).
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    go mod download
+COPY . .
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG BRANCH=unknown
+ARG BUILD_USER=docker
+ARG BUILD_DATE=unknown
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath \
+      -ldflags "-s -w \
+        -X github.com/prometheus/common/version.Version=${VERSION} \
+        -X github.com/prometheus/common/version.Revision=${REVISION} \
+        -X github.com/prometheus/common/version.Branch=${BRANCH} \
+        -X github.com/prometheus/common/version.BuildUser=${BUILD_USER} \
+        -X github.com/prometheus/common/version.BuildDate=${BUILD_DATE}" \
+      -o /out/vllm-prober .
+
+# distroless/static carries CA certificates, tzdata and /etc/passwd with the
+# nonroot user (65532); no shell, no package manager.
+FROM gcr.io/distroless/static-debian12:nonroot
+LABEL org.opencontainers.image.title="vllm-prober" \
+      org.opencontainers.image.description="Client-side SLO prober and Prometheus exporter for vLLM" \
+      org.opencontainers.image.source="https://github.com/vllm-prober/vllm-prober" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /out/vllm-prober /vllm-prober
+COPY deploy/docker/vllm-prober.yml /etc/vllm-prober/vllm-prober.yml
+WORKDIR /etc/vllm-prober
+USER 65532:65532
+EXPOSE 9478
+ENTRYPOINT ["/vllm-prober"]
+CMD ["run", "--config.file=/etc/vllm-prober/vllm-prober.yml"]
