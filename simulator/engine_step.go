@@ -1,0 +1,236 @@
+package simulator
+
+import (
+	"hash/fnv"
+	"time"
+)
+
+// plan drops aborted sequences, preempts when the KV cache would overflow,
+// admits waiting sequences and returns the step to run.
+func (e *engine) plan() step {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running = e.dropAborted(e.running, true)
+	e.waiting = e.dropAborted(e.waiting, false)
+
+	// Every decoding sequence grows by one token this step.
+	for len(e.running) > 1 && e.kvUsed+len(e.running) > e.o.KVCacheTokens {
+		e.preemptLast()
+	}
+	var st step
+	for _, s := range e.running {
+		st.seqs = append(st.seqs, s)
+		st.decodes++
+	}
+	for len(e.waiting) > 0 && len(e.running) < e.o.MaxNumSeqs {
+		s := e.waiting[0]
+		need := s.kvTokens() + 1
+		if e.kvUsed+len(e.running)+need > e.o.KVCacheTokens && len(e.running) > 0 {
+			break
+		}
+		e.waiting = e.waiting[1:]
+		e.running = append(e.running, s)
+		e.kvUsed += s.kvTokens()
+		st.prefillTokens += e.prefillCost(s)
+		st.seqs = append(st.seqs, s)
+	}
+	e.setGauges()
+	return st
+}
+
+// prefillCost is the number of tokens a sequence computes when admitted.
+func (e *engine) prefillCost(s *seq) int {
+	if s.generated > 0 {
+		return s.kvTokens() // recompute after preemption, no cache credit
+	}
+	hits := e.prefix.lookup(s.promptIDs)
+	e.met.prefixQueries.Add(float64(len(s.promptIDs)))
+	e.met.prefixHits.Add(float64(hits))
+	e.met.promptCached.Add(float64(hits))
+	return len(s.promptIDs) - hits
+}
+
+func (e *engine) dropAborted(ss []*seq, running bool) []*seq {
+	kept := ss[:0]
+	for _, s := range ss {
+		if !s.aborted.Load() {
+			kept = append(kept, s)
+			continue
+		}
+		if running {
+			e.kvUsed -= s.kvTokens()
+		}
+	}
+	clear(ss[len(kept):])
+	return kept
+}
+
+// preemptLast moves the most recently admitted sequence back to the front
+// of the queue; it recomputes its KV when readmitted (vLLM's recompute
+// preemption).
+func (e *engine) preemptLast() {
+	s := e.running[len(e.running)-1]
+	e.running = e.running[:len(e.running)-1]
+	e.kvUsed -= s.kvTokens()
+	s.prefilled = false
+	e.waiting = append([]*seq{s}, e.waiting...)
+	e.met.preemptions.Inc()
+}
+
+func (e *engine) setGauges() {
+	e.met.running.Set(float64(len(e.running)))
+	e.met.waiting.Set(float64(len(e.waiting)))
+	e.met.waitingReason.WithLabelValues("capacity").Set(float64(len(e.waiting)))
+	e.met.kvUsage.Set(float64(e.kvUsed) / float64(e.o.KVCacheTokens))
+}
+
+// complete gives every live sequence of the step its token, streams
+// outputs and retires finished sequences.
+func (e *engine) complete(st step, now time.Time) {
+	e.met.iterationTokens.Observe(float64(st.prefillTokens + st.decodes))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var finished []*seq
+	for _, s := range st.seqs {
+		if s.aborted.Load() {
+			continue
+		}
+		if !s.prefilled {
+			s.prefilled = true
+			if s.generated == 0 {
+				e.met.promptTokens.Add(float64(len(s.promptIDs)))
+			}
+		}
+		e.kvUsed++
+		e.emitToken(s, now)
+		if s.generated == s.target {
+			finished = append(finished, s)
+		}
+	}
+	for _, s := range finished {
+		e.retire(s)
+	}
+	e.setGauges()
+}
+
+// emitToken appends one token to s and pushes an output when the stream
+// interval, the first token or the finish says so.
+func (e *engine) emitToken(s *seq, now time.Time) {
+	i := s.generated
+	s.generated++
+	e.met.generationTokens.Inc()
+	if s.timing.firstToken.IsZero() {
+		s.timing.firstToken = now
+		e.met.ttft.Observe(now.Sub(s.timing.arrival).Seconds())
+	} else {
+		e.met.itl.Observe(now.Sub(s.timing.lastToken).Seconds())
+	}
+	s.timing.lastToken = now
+	last := s.generated == s.target
+	if !(last && s.finishReason == "stop") { // EOS has no text
+		s.pendingText = append(s.pendingText, s.gen.token(i)...)
+	}
+	s.pendingCount++
+	if s.generated > 1 && s.pendingCount < e.o.StreamInterval && !last {
+		return
+	}
+	o := output{choice: s.choice, text: string(s.pendingText), tokens: s.pendingCount, total: s.generated, at: now}
+	if last {
+		o.finish = s.finishReason
+		o.timing = s.timing
+	}
+	s.pendingText, s.pendingCount = nil, 0
+	s.sink.push(o)
+}
+
+// retire removes a finished sequence and records its request metrics.
+func (e *engine) retire(s *seq) {
+	for i, r := range e.running {
+		if r == s {
+			e.running = append(e.running[:i], e.running[i+1:]...)
+			break
+		}
+	}
+	e.kvUsed -= s.kvTokens()
+	e.prefix.insert(s.promptIDs)
+	t := s.timing
+	m := e.met
+	m.success.WithLabelValues(s.finishReason).Inc()
+	m.e2e.Observe(t.lastToken.Sub(t.arrival).Seconds())
+	m.prefillTime.Observe(t.firstToken.Sub(t.scheduled).Seconds())
+	decode := t.lastToken.Sub(t.firstToken).Seconds()
+	m.decodeTime.Observe(decode)
+	m.inferenceTime.Observe(t.lastToken.Sub(t.scheduled).Seconds())
+	tpot := 0.0
+	if s.generated > 1 {
+		tpot = decode / float64(s.generated-1)
+	}
+	m.tpot.Observe(tpot)
+	m.promptLen.Observe(float64(len(s.promptIDs)))
+	m.genLen.Observe(float64(s.generated))
+	m.maxGenLen.Observe(float64(s.generated))
+	m.paramsMaxTokens.Observe(float64(s.maxTokens))
+	m.paramsN.Observe(1)
+}
+
+// prefixBlock is the block size of the prefix cache, as vLLM's default.
+const prefixBlock = 16
+
+// prefixCacheCap bounds the number of cached block hashes.
+const prefixCacheCap = 1 << 16
+
+// prefixCache remembers hashes of full prompt blocks (each hash covers the
+// whole prefix up to that block). Engine goroutine only.
+type prefixCache struct {
+	on     bool
+	blocks map[uint64]struct{}
+}
+
+func newPrefixCache(on bool) *prefixCache {
+	return &prefixCache{on: on, blocks: map[uint64]struct{}{}}
+}
+
+func blockHashes(ids []int) []uint64 {
+	h := fnv.New64a()
+	var out []uint64
+	var buf [8]byte
+	for i, id := range ids {
+		for b := range 8 {
+			buf[b] = byte(uint64(id) >> (8 * b))
+		}
+		h.Write(buf[:])
+		if (i+1)%prefixBlock == 0 {
+			out = append(out, h.Sum64())
+		}
+	}
+	return out
+}
+
+// lookup returns the cached prompt tokens; the last token is always
+// recomputed, as in vLLM.
+func (c *prefixCache) lookup(ids []int) int {
+	if !c.on {
+		return 0
+	}
+	hits := 0
+	for _, h := range blockHashes(ids) {
+		if _, ok := c.blocks[h]; !ok {
+			break
+		}
+		hits += prefixBlock
+	}
+	return min(hits, len(ids)-1)
+}
+
+func (c *prefixCache) insert(ids []int) {
+	if !c.on {
+		return
+	}
+	hs := blockHashes(ids)
+	if len(c.blocks)+len(hs) > prefixCacheCap {
+		clear(c.blocks)
+	}
+	for _, h := range hs {
+		c.blocks[h] = struct{}{}
+	}
+}

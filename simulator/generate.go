@@ -1,0 +1,232 @@
+package simulator
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultCompletionMaxTokens is the OpenAI legacy default of /v1/completions.
+const defaultCompletionMaxTokens = 16
+
+// call is one accepted generation request.
+type call struct {
+	chat         bool
+	stream       bool
+	includeUsage bool
+	continuous   bool
+	id           string
+	model        string
+	created      int64
+	seqs         []*seq
+	sink         *sink
+	plan         faultPlan
+	rc           *recorder
+}
+
+func (c *call) promptTokens() int {
+	n := 0
+	for _, s := range c.seqs {
+		n += len(s.promptIDs)
+	}
+	return n
+}
+
+// handleGenerate serves /v1/completions and /v1/chat/completions.
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	rc := &recorder{on: s.o.Trace, rec: TraceRecord{RequestID: r.Header.Get("X-Request-Id"), Path: r.URL.Path, Arrival: time.Now()}}
+	defer s.finishTrace(rc)
+	c, e := s.newCall(r, chat)
+	if e != nil {
+		rc.rec.Status = e.status
+		s.log.Debug("simulator refused request", "path", r.URL.Path, "status", e.status, "err", e.info.Message)
+		writeError(w, e)
+		return
+	}
+	c.rc = rc
+	rc.rec.ID, rc.rec.Stream, rc.rec.PromptTokens = c.id, c.stream, c.promptTokens()
+	rc.rec.Faults = c.plan.kinds()
+	if s.o.EnableRequestIDHeaders {
+		w.Header().Set("X-Request-Id", requestIDHeader(r, c))
+	}
+	if !s.sleepCtx(r.Context(), c.plan.slowHeaders) {
+		return
+	}
+	switch c.plan.terminal {
+	case fault500:
+		rc.rec.Status = 500
+		writeError(w, internalError())
+		return
+	case fault503:
+		rc.rec.Status = 503
+		writeError(w, statusError(503, "Service Unavailable"))
+		return
+	case fault429:
+		rc.rec.Status = 429
+		w.Header().Set("Retry-After", "1")
+		writeError(w, statusError(429, "Too Many Requests"))
+		return
+	}
+	if c.plan.wrongModel {
+		c.model = s.o.Model + "-wrong"
+	}
+	s.log.Debug("simulator request", "id", c.id, "path", r.URL.Path, "stream", c.stream, "prompt_tokens", c.promptTokens())
+	s.eng.submit(c.seqs...)
+	if c.stream {
+		s.stream(w, r, c)
+	} else {
+		s.respond(w, r, c)
+	}
+}
+
+func requestIDHeader(r *http.Request, c *call) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" {
+		return id
+	}
+	return c.id[strings.IndexByte(c.id, '-')+1:]
+}
+
+// newCall validates the request and builds its sequences.
+func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
+	var req genRequest
+	if e := decodeBody(r, s.o.MaxBodyBytes, &req); e != nil {
+		return nil, e
+	}
+	arrival := time.Now()
+	if e := s.checkModel(req.Model); e != nil {
+		return nil, e
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, badRequest("n", "n=%d is not supported by the simulator; use n=1", *req.N)
+	}
+	c := &call{chat: chat, stream: req.Stream != nil && *req.Stream, model: s.o.Model, created: time.Now().Unix(), sink: newSink()}
+	if req.StreamOptions != nil {
+		if !c.stream {
+			return nil, validationError("[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, Stream options can only be defined when `stream=True`.'}]")
+		}
+		c.includeUsage = req.StreamOptions.IncludeUsage != nil && *req.StreamOptions.IncludeUsage
+		c.continuous = c.includeUsage && req.StreamOptions.ContinuousUsageStats != nil && *req.StreamOptions.ContinuousUsageStats
+	}
+	prompts, questions, e := s.requestPrompts(&req, chat)
+	if e != nil {
+		return nil, e
+	}
+	c.id = s.responseID(r, &req, chat)
+	var seqs []*seq
+	for i, p := range prompts {
+		sq, e := s.newSeq(&req, chat, p, questions[i])
+		if e != nil {
+			return nil, e
+		}
+		sq.choice, sq.sink, sq.timing.arrival = i, c.sink, arrival
+		seqs = append(seqs, sq)
+	}
+	// Faults are drawn for valid requests only, in arrival order.
+	c.plan = s.faults.draw()
+	for _, sq := range seqs {
+		if c.plan.badAnswer {
+			sq.gen = newGeneration(s.o.Seed, sq.question, true)
+			sq.target, sq.finishReason = sq.gen.plan(sq.maxTokens, sq.minTokens, sq.ignoreEOS)
+		}
+	}
+	c.seqs = seqs
+	return c, nil
+}
+
+// requestPrompts returns the prompts and, for each, the text the answer
+// rule reads.
+func (s *Server) requestPrompts(req *genRequest, chat bool) ([]prompt, []string, *apiError) {
+	if chat {
+		text, lastUser, e := renderChat(req.Messages)
+		if e != nil {
+			return nil, nil, e
+		}
+		return []prompt{{text: text, ids: s.tok.encode(text)}}, []string{lastUser}, nil
+	}
+	prompts, e := s.parsePrompts(req.Prompt)
+	if e != nil {
+		return nil, nil, e
+	}
+	questions := make([]string, len(prompts))
+	for i, p := range prompts {
+		questions[i] = p.text
+	}
+	return prompts, questions, nil
+}
+
+func (s *Server) responseID(r *http.Request, req *genRequest, chat bool) string {
+	prefix := "cmpl-"
+	if chat {
+		prefix = "chatcmpl-"
+	}
+	if id := r.Header.Get("X-Request-Id"); id != "" {
+		return prefix + id
+	}
+	if req.RequestID != nil && *req.RequestID != "" {
+		return prefix + *req.RequestID
+	}
+	return prefix + s.randomHex(16)
+}
+
+// newSeq checks the token limits of one prompt and plans its output.
+func (s *Server) newSeq(req *genRequest, chat bool, p prompt, question string) (*seq, *apiError) {
+	maxTokens, e := s.maxTokens(req, chat, len(p.ids))
+	if e != nil {
+		return nil, e
+	}
+	minTokens := 0
+	if req.MinTokens != nil {
+		minTokens = *req.MinTokens
+	}
+	if minTokens < 0 || minTokens > maxTokens {
+		return nil, badRequest("min_tokens", "min_tokens must be greater than or equal to 0 and less than or equal to max_tokens=%d, got %d.", maxTokens, minTokens)
+	}
+	if question == "" && p.text == "" {
+		question = idsKey(p.ids)
+	}
+	sq := &seq{promptIDs: p.ids, maxTokens: maxTokens, minTokens: minTokens, question: question,
+		ignoreEOS: req.IgnoreEOS != nil && *req.IgnoreEOS}
+	sq.gen = newGeneration(s.o.Seed, question, false)
+	sq.target, sq.finishReason = sq.gen.plan(maxTokens, minTokens, sq.ignoreEOS)
+	return sq, nil
+}
+
+// maxTokens returns the effective max_tokens of a prompt, refusing limits
+// the way vLLM does.
+func (s *Server) maxTokens(req *genRequest, chat bool, promptLen int) (int, *apiError) {
+	limit := s.o.MaxModelLen
+	if promptLen >= limit {
+		return 0, badRequest("input_tokens", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=%d)", limit, promptLen, promptLen)
+	}
+	param, requested := "max_tokens", req.MaxTokens
+	if chat && req.MaxCompletionTokens != nil {
+		param, requested = "max_completion_tokens", req.MaxCompletionTokens
+	}
+	if requested == nil {
+		if chat {
+			return limit - promptLen, nil
+		}
+		return min(defaultCompletionMaxTokens, limit-promptLen), nil
+	}
+	n := *requested
+	switch {
+	case n < 1:
+		return 0, badRequest(param, "%s must be at least 1, got %d. (parameter=%s, value=%d)", param, n, param, n)
+	case n > limit:
+		return 0, badRequest(param, "%s=%d cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=%s, value=%d)", param, n, limit, param, n)
+	case promptLen+n > limit:
+		return 0, badRequest("input_tokens", "This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains %d input tokens, for a total of %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)", limit, n, promptLen, promptLen+n, promptLen)
+	}
+	return n, nil
+}
+
+// idsKey stands for a token-id prompt in the answer rule's seed.
+func idsKey(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(strconv.Itoa(id))
+		b.WriteByte(',')
+	}
+	return b.String()
+}

@@ -1,0 +1,144 @@
+// Package simulator is an in-process stand-in for a vLLM OpenAI-compatible
+// server. It speaks vLLM's exact wire formats (SSE chunks, error bodies,
+// /metrics names, types, labels and buckets), runs a step-based batch
+// scheduler as a latency model, injects faults on demand and can record the
+// true write time of every streamed event as ground truth for the prober's
+// accuracy.
+//
+// It is used by `vllm-prober simulate`, `vllm-prober demo`, the tests of the
+// other packages and the accuracy benchmarks. It never imports probe or
+// collector.
+package simulator
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configures a Server. Start from DefaultOptions.
+type Options struct {
+	// Model is the served model name (vLLM's --served-model-name).
+	Model string
+	// MaxModelLen bounds prompt plus output tokens of one sequence.
+	MaxModelLen int
+	// Seed makes ids, generated text, jitter and fault decisions deterministic.
+	Seed int64
+	// MaxNumSeqs bounds the running batch; further requests wait in a queue.
+	MaxNumSeqs int
+	// StreamInterval is the number of tokens buffered per streamed event.
+	StreamInterval int
+	// APIKey, when set, is required as a Bearer token on /v1 paths.
+	APIKey string
+
+	// PrefillBase and PrefillPerToken give the duration of an engine step
+	// that prefills: PrefillBase + PrefillPerToken * uncached prompt tokens.
+	PrefillBase, PrefillPerToken time.Duration
+	// DecodeBase and DecodePerSeq give the duration of an engine step that
+	// decodes: DecodeBase + DecodePerSeq * decoding sequences. A step that
+	// both prefills and decodes takes the sum of both parts.
+	DecodeBase, DecodePerSeq time.Duration
+	// Jitter scales every step duration by a uniform factor in
+	// [1-Jitter, 1+Jitter]; 0 turns it off.
+	Jitter float64
+
+	// PerRequestMetrics attaches vLLM's per-request `metrics` object
+	// (--enable-per-request-metrics) to the final usage chunk and to
+	// non-streaming responses.
+	PerRequestMetrics bool
+	// PrefixCaching reuses the KV of identical leading 16-token blocks, which
+	// shortens prefill (vLLM V1's default).
+	PrefixCaching bool
+	// KVCacheTokens is the KV cache capacity in tokens; sequences are
+	// preempted when the running batch outgrows it.
+	KVCacheTokens int
+	// EnableRequestIDHeaders echoes X-Request-Id on responses
+	// (vLLM's --enable-request-id-headers).
+	EnableRequestIDHeaders bool
+	// MaxBodyBytes bounds a request body; larger bodies get a 400.
+	MaxBodyBytes int64
+
+	// Trace records, per request, its arrival and the write time of every
+	// event, readable through GET /sim/trace and Server.Trace.
+	Trace bool
+	// TraceLimit bounds the number of trace records kept (oldest dropped).
+	TraceLimit int
+
+	// Faults are the initial fault rates; SetFaults and POST /sim/faults
+	// change them at runtime.
+	Faults Faults
+	// Version is reported by GET /version and in system_fingerprint.
+	Version string
+	// Logger receives the simulator's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns a latency model that looks like a small model on
+// one GPU: idle TTFT of about 20 ms for a 100-token prompt, ITL of about
+// 13 ms growing with the batch, 32 concurrent sequences.
+func DefaultOptions() Options {
+	return Options{
+		Model:             "sim-llama",
+		MaxModelLen:       8192,
+		Seed:              0,
+		MaxNumSeqs:        32,
+		StreamInterval:    1,
+		PrefillBase:       15 * time.Millisecond,
+		PrefillPerToken:   50 * time.Microsecond,
+		DecodeBase:        12 * time.Millisecond,
+		DecodePerSeq:      500 * time.Microsecond,
+		Jitter:            0.05,
+		PerRequestMetrics: true,
+		PrefixCaching:     true,
+		KVCacheTokens:     262144,
+		MaxBodyBytes:      16 << 20,
+		TraceLimit:        10000,
+		Version:           "0.26.0",
+	}
+}
+
+// validate checks o and fills zero values that have safe defaults.
+func (o *Options) validate() error {
+	d := DefaultOptions()
+	if o.Model == "" {
+		o.Model = d.Model
+	}
+	if o.Version == "" {
+		o.Version = d.Version
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.TraceLimit <= 0 {
+		o.TraceLimit = d.TraceLimit
+	}
+	if o.StreamInterval <= 0 {
+		o.StreamInterval = 1
+	}
+	var errs []error
+	if o.MaxModelLen < 2 {
+		errs = append(errs, fmt.Errorf("max model len %d: must be at least 2", o.MaxModelLen))
+	}
+	if o.MaxNumSeqs < 1 {
+		errs = append(errs, fmt.Errorf("max num seqs %d: must be at least 1", o.MaxNumSeqs))
+	}
+	if o.KVCacheTokens <= 0 {
+		o.KVCacheTokens = max(d.KVCacheTokens, o.MaxModelLen)
+	}
+	if o.KVCacheTokens < o.MaxModelLen {
+		errs = append(errs, fmt.Errorf("kv cache tokens %d: must hold one sequence of max model len %d", o.KVCacheTokens, o.MaxModelLen))
+	}
+	if o.Jitter < 0 || o.Jitter >= 1 {
+		errs = append(errs, fmt.Errorf("jitter %g: must be in [0, 1)", o.Jitter))
+	}
+	for name, v := range map[string]time.Duration{"prefill base": o.PrefillBase, "prefill per token": o.PrefillPerToken, "decode base": o.DecodeBase, "decode per seq": o.DecodePerSeq} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %s: must not be negative", name, v))
+		}
+	}
+	if err := o.Faults.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

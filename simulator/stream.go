@@ -1,0 +1,210 @@
+package simulator
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// sse writes events to one streaming response and records their flush times.
+type sse struct {
+	w   http.ResponseWriter
+	rcn *http.ResponseController
+	rc  *recorder
+	buf bytes.Buffer
+	evs []pendingEvent
+}
+
+type pendingEvent struct {
+	kind   string
+	tokens int
+}
+
+// add buffers one `data: ...` event; flush writes all buffered events at once.
+func (x *sse) add(kind string, tokens int, data []byte) {
+	x.buf.WriteString("data: ")
+	x.buf.Write(data)
+	x.buf.WriteString("\n\n")
+	x.evs = append(x.evs, pendingEvent{kind, tokens})
+}
+
+func (x *sse) addRaw(kind string, event []byte) {
+	x.buf.Write(event)
+	x.evs = append(x.evs, pendingEvent{kind, 0})
+}
+
+func (x *sse) flush() error {
+	_, err := x.w.Write(x.buf.Bytes())
+	if err == nil {
+		err = x.rcn.Flush()
+	}
+	at := time.Now()
+	x.buf.Reset()
+	for _, e := range x.evs {
+		x.rc.event(e.kind, e.tokens, at)
+	}
+	x.evs = x.evs[:0]
+	if err != nil {
+		return fmt.Errorf("write event: %w", err)
+	}
+	return nil
+}
+
+// expectedEvents is the number of content events the call will stream.
+func (c *call) expectedEvents(interval int) int {
+	n := 0
+	for _, s := range c.seqs {
+		n += 1 + (s.target-1+interval-1)/interval
+	}
+	return n
+}
+
+// stream writes the SSE response of c as outputs arrive from the engine.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	x := &sse{w: w, rcn: http.NewResponseController(w), rc: c.rc}
+	c.rc.rec.Status = http.StatusOK
+	if x.rcn.Flush() != nil {
+		s.eng.abort(c.seqs...)
+		return
+	}
+	faultAt := max(c.expectedEvents(s.o.StreamInterval)/2, min(1, c.expectedEvents(s.o.StreamInterval)-1))
+	st := &streamState{totals: make([]int, len(c.seqs)), timings: make([]seqTiming, len(c.seqs))}
+	for st.finished < len(c.seqs) {
+		select {
+		case <-c.sink.notify:
+		case <-r.Context().Done():
+			s.eng.abort(c.seqs...)
+			return
+		case <-s.done:
+			return
+		}
+		for _, o := range c.sink.take() {
+			if st.events == faultAt && !s.midStreamFault(w, r, c, x) {
+				s.eng.abort(c.seqs...)
+				return
+			}
+			delay := c.plan.extraTTFT + time.Duration(st.events)*c.plan.extraITL
+			if !s.sleepUntil(r, o.at.Add(delay)) {
+				s.eng.abort(c.seqs...)
+				return
+			}
+			s.addOutput(x, c, st, o)
+			if x.flush() != nil {
+				s.eng.abort(c.seqs...)
+				return
+			}
+		}
+	}
+	s.endStream(x, c, st)
+}
+
+// streamState tracks a stream's progress across outputs.
+type streamState struct {
+	events   int // content events written
+	finished int
+	roleSent bool
+	totals   []int
+	timings  []seqTiming
+}
+
+// sleepUntil waits for an absolute deadline; false when the client left.
+func (s *Server) sleepUntil(r *http.Request, t time.Time) bool {
+	return s.sleepCtx(r.Context(), time.Until(t))
+}
+
+// midStreamFault applies the call's mid-stream fault before the event
+// where it is planned; false means the stream is over.
+func (s *Server) midStreamFault(w http.ResponseWriter, r *http.Request, c *call, x *sse) bool {
+	switch c.plan.terminal {
+	case faultStall:
+		return s.sleepCtx(r.Context(), c.plan.stall)
+	case faultDisconnect:
+		abortConnection(w)
+		c.rc.rec.Status = 0
+		return false
+	case faultErrorEvent:
+		s.met.success.WithLabelValues("error").Inc()
+		x.addRaw("error", streamErrorEvent(internalError().info))
+		x.addRaw("done", []byte("data: [DONE]\n\n"))
+		x.flush()
+		return false
+	case faultMalformed:
+		x.addRaw("malformed", fmt.Appendf(nil, `data: {"id":"%s","object":"%s","created":%d,"model":"%s","choices":[{"index":0,`+"\n\n",
+			c.id, c.object(), c.created, c.model))
+		return x.flush() == nil
+	}
+	return true
+}
+
+// abortConnection drops the connection without the terminating chunk.
+func abortConnection(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+		return
+	}
+	// Connections that cannot be hijacked (HTTP/2) are reset by the server
+	// when a handler aborts; this is net/http's documented way to do it.
+	panic(http.ErrAbortHandler)
+}
+
+func (c *call) object() string {
+	if c.chat {
+		return "chat.completion.chunk"
+	}
+	return "text_completion"
+}
+
+// addOutput buffers the chunk(s) of one engine output.
+func (s *Server) addOutput(x *sse, c *call, st *streamState, o output) {
+	st.totals[o.choice] = o.total
+	if o.finish != "" {
+		st.finished++
+		st.timings[o.choice] = o.timing
+	}
+	final := o.finish != "" && st.finished == len(c.seqs) && !c.includeUsage
+	if c.chat && !st.roleSent {
+		st.roleSent = true
+		x.add("role", 0, compact(s.roleChunk(c)))
+	}
+	kind := "content"
+	if o.finish != "" {
+		kind = "finish"
+	}
+	if c.chat {
+		x.add(kind, o.tokens, compact(s.chatContentChunk(c, o, final)))
+	} else {
+		x.add(kind, o.tokens, compact(s.cmplContentChunk(c, o, final)))
+	}
+	st.events++
+}
+
+// endStream writes the usage chunk (when asked) and [DONE].
+func (s *Server) endStream(x *sse, c *call, st *streamState) {
+	completion := 0
+	for _, n := range st.totals {
+		completion += n
+	}
+	c.rc.rec.CompletionTokens = completion
+	if c.includeUsage {
+		u := &usageStream{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion}
+		var m *perRequestMetrics
+		if s.o.PerRequestMetrics && len(c.seqs) == 1 {
+			m = perRequest(st.timings[0], completion)
+		}
+		if c.chat {
+			x.add("usage", 0, compact(chatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+				Choices: []chatChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
+		} else {
+			x.add("usage", 0, compact(cmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+				Choices: []cmplChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
+		}
+	}
+	if c.plan.terminal != faultNoDone {
+		x.addRaw("done", []byte("data: [DONE]\n\n"))
+	}
+	x.flush()
+}

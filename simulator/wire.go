@@ -1,0 +1,220 @@
+package simulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// JSON shapes of vLLM's responses. Field order is vLLM's (pydantic dumps
+// fields in declaration order); json.RawMessage fields with omitempty are
+// keys that are present (as null) only on some chunks.
+
+var jsonNull = json.RawMessage("null")
+
+type usageStream struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+type usageFull struct {
+	PromptTokens        int             `json:"prompt_tokens"`
+	TotalTokens         int             `json:"total_tokens"`
+	CompletionTokens    int             `json:"completion_tokens"`
+	PromptTokensDetails json.RawMessage `json:"prompt_tokens_details"`
+}
+
+// perRequestMetrics is vLLM's PerRequestTimingMetrics (milliseconds).
+type perRequestMetrics struct {
+	TimeToFirstTokenMs *float64 `json:"time_to_first_token_ms"`
+	QueueTimeMs        *float64 `json:"queue_time_ms"`
+	GenerationTimeMs   *float64 `json:"generation_time_ms"`
+	MeanITLMs          *float64 `json:"mean_itl_ms"`
+	TokensPerSecond    *float64 `json:"tokens_per_second"`
+}
+
+type cmplChunk struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	Choices           []cmplChunkChoice  `json:"choices"`
+	Usage             *usageStream       `json:"usage,omitempty"`
+	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
+	Metrics           *perRequestMetrics `json:"metrics,omitempty"`
+}
+
+type cmplChunkChoice struct {
+	Index          int             `json:"index"`
+	Text           string          `json:"text"`
+	Logprobs       json.RawMessage `json:"logprobs"`
+	FinishReason   *string         `json:"finish_reason"`
+	StopReason     json.RawMessage `json:"stop_reason"`
+	PromptTokenIDs json.RawMessage `json:"prompt_token_ids"`
+	TokenIDs       json.RawMessage `json:"token_ids"`
+}
+
+type chatChunk struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	Choices           []chatChunkChoice  `json:"choices"`
+	Usage             *usageStream       `json:"usage,omitempty"`
+	PromptTokenIDs    json.RawMessage    `json:"prompt_token_ids,omitempty"`
+	PromptText        json.RawMessage    `json:"prompt_text,omitempty"`
+	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
+	Metrics           *perRequestMetrics `json:"metrics,omitempty"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatChunkChoice struct {
+	Index        int             `json:"index"`
+	Delta        chatDelta       `json:"delta"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+	StopReason   json.RawMessage `json:"stop_reason,omitempty"`
+	TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
+}
+
+type cmplResponse struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	Choices           []cmplChoice       `json:"choices"`
+	ServiceTier       json.RawMessage    `json:"service_tier"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Usage             usageFull          `json:"usage"`
+	KVTransferParams  json.RawMessage    `json:"kv_transfer_params"`
+	Metrics           *perRequestMetrics `json:"metrics"`
+}
+
+type cmplChoice struct {
+	Index          int             `json:"index"`
+	Text           string          `json:"text"`
+	Logprobs       json.RawMessage `json:"logprobs"`
+	FinishReason   string          `json:"finish_reason"`
+	StopReason     json.RawMessage `json:"stop_reason"`
+	TokenIDs       json.RawMessage `json:"token_ids"`
+	PromptLogprobs json.RawMessage `json:"prompt_logprobs"`
+	PromptTokenIDs json.RawMessage `json:"prompt_token_ids"`
+}
+
+type chatResponse struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	Choices           []chatChoice       `json:"choices"`
+	ServiceTier       json.RawMessage    `json:"service_tier"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Usage             usageFull          `json:"usage"`
+	PromptLogprobs    json.RawMessage    `json:"prompt_logprobs"`
+	PromptTokenIDs    json.RawMessage    `json:"prompt_token_ids"`
+	PromptText        json.RawMessage    `json:"prompt_text"`
+	KVTransferParams  json.RawMessage    `json:"kv_transfer_params"`
+	Metrics           *perRequestMetrics `json:"metrics"`
+}
+
+type chatMessageOut struct {
+	Role         string          `json:"role"`
+	Content      string          `json:"content"`
+	Refusal      json.RawMessage `json:"refusal"`
+	Annotations  json.RawMessage `json:"annotations"`
+	Audio        json.RawMessage `json:"audio"`
+	FunctionCall json.RawMessage `json:"function_call"`
+	ToolCalls    []struct{}      `json:"tool_calls"`
+	Reasoning    json.RawMessage `json:"reasoning"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      chatMessageOut  `json:"message"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
+	StopReason   json.RawMessage `json:"stop_reason"`
+	TokenIDs     json.RawMessage `json:"token_ids"`
+}
+
+// errorBody is vLLM's ErrorResponse.
+type errorBody struct {
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+// compact encodes v like pydantic's model_dump_json: no spaces, no HTML
+// escaping, no trailing newline.
+func compact(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Every value passed here is a plain struct of strings and numbers.
+		return []byte(`{}`)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// streamErrorEvent renders an in-stream error the way vLLM does, with
+// Python's json.dumps (spaces after ':' and ',', non-ASCII escaped).
+func streamErrorEvent(e errorInfo) []byte {
+	param := "null"
+	if e.Param != nil {
+		param = pyQuote(*e.Param)
+	}
+	return fmt.Appendf(nil, `data: {"error": {"message": %s, "type": %s, "param": %s, "code": %d}}`+"\n\n",
+		pyQuote(e.Message), pyQuote(e.Type), param, e.Code)
+}
+
+// pyQuote quotes s like Python's json.dumps with ensure_ascii=True.
+func pyQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || (r > 0x7f && r <= 0xffff):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case r > 0xffff:
+			r1, r2 := utf16Pair(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func utf16Pair(r rune) (rune, rune) {
+	if r > utf8.MaxRune {
+		r = utf8.RuneError
+	}
+	r -= 0x10000
+	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}
+
+func strPtr(s string) *string { return &s }
