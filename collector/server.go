@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,10 @@ type ServerScraper struct {
 	logger *slog.Logger
 	warned onceSet
 	descs  struct{ success, duration, info, dropped *prometheus.Desc }
+
+	// onPublish, when set (tests), is called with s.mu held after every
+	// published scrape.
+	onPublish func(target string)
 
 	applyMu sync.Mutex // serialises Apply and Stop
 	mu      sync.RWMutex
@@ -311,6 +317,9 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 	if s.loops[name] != l {
 		return
 	}
+	if s.onPublish != nil {
+		defer s.onPublish(name)
+	}
 	l.state.Last, l.state.Duration = res.end, res.end.Sub(res.start)
 	if res.model != "" {
 		l.state.Model = res.model
@@ -332,6 +341,8 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 		return
 	}
 	b := newFamilyBuilder(name, l.allow, s.opts.MaxSeriesPerTarget, s.others(name))
+	// Sorted, so the series cap and collisions always drop the same series.
+	slices.SortFunc(res.families, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	for _, mf := range res.families {
 		b.add(mf)
 	}

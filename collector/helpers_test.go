@@ -1,0 +1,173 @@
+package collector
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// fixedNow is the clock of every test: durations are 0, timestamps exact.
+var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func clock() time.Time { return fixedNow }
+
+func dur(s string) model.Duration {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// testConfig builds a config with the given targets (name -> probes; nil =
+// all) and probes (name -> SLO).
+func testConfig(targets map[string][]string, probes map[string]config.SLO) *config.Config {
+	cfg := &config.Config{}
+	for name, slo := range probes {
+		cfg.Probes = append(cfg.Probes, config.Probe{Name: name, API: config.APIChat, Rate: 1, SLO: slo})
+	}
+	for name, ps := range targets {
+		cfg.Targets = append(cfg.Targets, config.Target{Name: name, URL: "http://127.0.0.1:1", Probes: ps})
+	}
+	return cfg
+}
+
+// manualTicker replaces time.NewTicker: Tick wakes every live loop once.
+type manualTicker struct {
+	mu    sync.Mutex
+	chans []chan time.Time
+}
+
+func (m *manualTicker) New(time.Duration) (<-chan time.Time, func()) {
+	ch := make(chan time.Time, 1)
+	m.mu.Lock()
+	m.chans = append(m.chans, ch)
+	m.mu.Unlock()
+	return ch, func() {}
+}
+
+func (m *manualTicker) Tick() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ch := range m.chans {
+		select {
+		case ch <- fixedNow:
+		default:
+		}
+	}
+}
+
+// fakeServer is a vLLM stand-in serving /metrics, /v1/models and /version.
+type fakeServer struct {
+	*httptest.Server
+	mu          sync.Mutex
+	metrics     string
+	contentType string
+	status      int
+	accept      string
+}
+
+func newFakeServer(t *testing.T, metrics string) *fakeServer {
+	t.Helper()
+	f := &fakeServer{metrics: metrics, contentType: "text/plain; version=0.0.4; charset=utf-8", status: http.StatusOK}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.accept = r.Header.Get("Accept")
+		w.Header().Set("Content-Type", f.contentType)
+		w.WriteHeader(f.status)
+		_, _ = w.Write([]byte(f.metrics))
+	})
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"meta-llama/Llama-3.1-8B-Instruct","object":"model"},{"id":"lora-a"}]}`))
+	})
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"version":"0.26.0"}`))
+	})
+	f.Server = httptest.NewServer(mux)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeServer) set(status int, contentType, metrics string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status, f.contentType, f.metrics = status, contentType, metrics
+}
+
+// sample returns the parseable vLLM metrics sample (the reference sample
+// without the ellipses its authors used to abbreviate it).
+func sample(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/vllm-metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// scraperHarness runs a ServerScraper with a manual ticker and lets a test
+// wait for each target's next published scrape.
+type scraperHarness struct {
+	*ServerScraper
+	ticker    *manualTicker
+	published chan string
+}
+
+func newHarness(t *testing.T, o ScraperOptions) *scraperHarness {
+	t.Helper()
+	h := &scraperHarness{ticker: &manualTicker{}, published: make(chan string, 64)}
+	o.Now, o.NewTicker = clock, h.ticker.New
+	h.ServerScraper = NewServerScraper(o)
+	h.onPublish = func(target string) {
+		select {
+		case h.published <- target:
+		default:
+		}
+	}
+	t.Cleanup(h.Stop)
+	return h
+}
+
+// wait blocks until every named target published a scrape.
+func (h *scraperHarness) wait(t *testing.T, targets ...string) {
+	t.Helper()
+	want := map[string]int{}
+	for _, n := range targets {
+		want[n]++
+	}
+	deadline := time.After(5 * time.Second)
+	for len(want) > 0 {
+		select {
+		case n := <-h.published:
+			if want[n]--; want[n] <= 0 {
+				delete(want, n)
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for scrapes of %v", want)
+		}
+	}
+}
+
+// tick triggers one scrape of every loop and waits for the named targets.
+func (h *scraperHarness) tick(t *testing.T, targets ...string) {
+	t.Helper()
+	h.ticker.Tick()
+	h.wait(t, targets...)
+}
+
+// serverTarget returns a target config scraping f.
+func serverTarget(name string, f *fakeServer) config.Target {
+	return config.Target{Name: name, URL: f.URL, MetricsPath: "/metrics"}
+}
+
+func lines(s ...string) string { return strings.Join(s, "\n") + "\n" }

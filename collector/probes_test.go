@@ -1,0 +1,364 @@
+package collector
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// finish reports one offered and finished result to c.
+func finish(c *Collector, r *probe.Result) {
+	c.Offered(r.Target, r.Probe)
+	c.Finished(r)
+}
+
+func TestCollectorPreInitialisesCounters(t *testing.T) {
+	c := New(Options{Now: clock})
+	c.Sync(testConfig(map[string][]string{"t1": {"chat"}}, map[string]config.SLO{"chat": {}, "other": {}}))
+	var want strings.Builder
+	want.WriteString(lines("# HELP vllm_probe_requests_total "+requestsHelp, "# TYPE vllm_probe_requests_total counter"))
+	for _, d := range probe.Dispositions {
+		fmt.Fprintf(&want, "vllm_probe_requests_total{disposition=%q,probe=\"chat\",target=\"t1\"} 0\n", d)
+	}
+	want.WriteString(lines("# HELP vllm_probe_failures_total "+failuresHelp, "# TYPE vllm_probe_failures_total counter"))
+	for _, r := range probe.Reasons {
+		fmt.Fprintf(&want, "vllm_probe_failures_total{probe=\"chat\",reason=%q,target=\"t1\"} 0\n", r)
+	}
+	want.WriteString(lines("# HELP vllm_probe_slo_violations_total "+sloViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter"))
+	for _, s := range probe.SLOs {
+		fmt.Fprintf(&want, "vllm_probe_slo_violations_total{probe=\"chat\",slo=%q,target=\"t1\"} 0\n", s)
+	}
+	want.WriteString(lines("# HELP vllm_probe_quality_failures_total "+qualityFailuresHelp, "# TYPE vllm_probe_quality_failures_total counter"))
+	for _, s := range probe.Checks {
+		fmt.Fprintf(&want, "vllm_probe_quality_failures_total{check=%q,probe=\"chat\",target=\"t1\"} 0\n", s)
+	}
+	want.WriteString(lines(
+		"# HELP vllm_probe_requests_offered_total "+offeredHelp,
+		"# TYPE vllm_probe_requests_offered_total counter",
+		`vllm_probe_requests_offered_total{probe="chat",target="t1"} 0`,
+		"# HELP vllm_probe_requests_in_flight "+inFlightHelp,
+		"# TYPE vllm_probe_requests_in_flight gauge",
+		`vllm_probe_requests_in_flight{probe="chat",target="t1"} 0`,
+		"# HELP vllm_probe_prompt_tokens_total "+promptTokensHelp,
+		"# TYPE vllm_probe_prompt_tokens_total counter",
+		`vllm_probe_prompt_tokens_total{probe="chat",target="t1"} 0`,
+	))
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want.String()),
+		requestsName, failuresName, sloViolationsName, qualityFailuresName, offeredName, inFlightName, promptTokensName); err != nil {
+		t.Error(err)
+	}
+	// 6 + 17 + 3 + 8 counters, offered, in flight, 2 token counters and 13
+	// histograms for the one configured pair; "other" is not run by t1.
+	if got, want := testutil.CollectAndCount(c), len(probe.Dispositions)+len(probe.Reasons)+len(probe.SLOs)+len(probe.Checks)+4+7+len(probe.Phases); got != want {
+		t.Errorf("series: got %d, want %d", got, want)
+	}
+}
+
+func TestCollectorCountsResults(t *testing.T) {
+	results := []*probe.Result{
+		{Disposition: probe.Accepted, PromptTokens: 10, OutputTokens: 5},
+		{Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency, SLOViolations: []string{probe.SLOTTFT, probe.SLOE2EL}, PromptTokens: 10, OutputTokens: 7},
+		{Disposition: probe.QualityFailure, Reason: probe.ReasonQuality, QualityFailures: []string{probe.CheckRegex, probe.CheckFinishReason}, SLOViolations: []string{probe.SLOTTFT}},
+		{Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap},
+		{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx},
+		{Disposition: "bogus", Reason: "bogus"}, // not counted, never a panic
+	}
+	tests := []struct {
+		name, metric, want string
+	}{
+		{"dispositions", requestsName, lines(
+			"# HELP vllm_probe_requests_total "+requestsHelp, "# TYPE vllm_probe_requests_total counter",
+			`vllm_probe_requests_total{disposition="accepted",probe="p",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="cancelled",probe="p",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="client_timeout",probe="p",target="t"} 0`,
+			`vllm_probe_requests_total{disposition="latency_failure",probe="p",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="quality_failure",probe="p",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="server_failure",probe="p",target="t"} 1`)},
+		{"offered counts every request, in flight returns to 0", offeredName, lines(
+			"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+			`vllm_probe_requests_offered_total{probe="p",target="t"} 6`)},
+		{"in flight", inFlightName, lines(
+			"# HELP vllm_probe_requests_in_flight "+inFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
+			`vllm_probe_requests_in_flight{probe="p",target="t"} 0`)},
+		{"slo violations", sloViolationsName, lines(
+			"# HELP vllm_probe_slo_violations_total "+sloViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter",
+			`vllm_probe_slo_violations_total{probe="p",slo="e2el",target="t"} 1`,
+			`vllm_probe_slo_violations_total{probe="p",slo="tpot",target="t"} 0`,
+			`vllm_probe_slo_violations_total{probe="p",slo="ttft",target="t"} 2`)},
+		{"output tokens", outputTokensName, lines(
+			"# HELP vllm_probe_output_tokens_total "+outputTokensHelp, "# TYPE vllm_probe_output_tokens_total counter",
+			`vllm_probe_output_tokens_total{probe="p",target="t"} 12`)},
+	}
+	c := New(Options{Now: clock})
+	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}}))
+	for _, r := range results {
+		r.Target, r.Probe = "t", "p"
+		finish(c, r)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tc.metric); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Run("failures by reason", func(t *testing.T) {
+		for reason, want := range map[string]float64{probe.ReasonLatency: 1, probe.ReasonQuality: 1, probe.ReasonInFlightCap: 1, probe.ReasonHTTP5xx: 1, probe.ReasonTimeout: 0} {
+			if got := counterValue(t, c, failuresName, "reason", reason); got != want {
+				t.Errorf("reason %s: got %v, want %v", reason, got, want)
+			}
+		}
+	})
+	t.Run("quality failures by check", func(t *testing.T) {
+		for check, want := range map[string]float64{probe.CheckRegex: 1, probe.CheckFinishReason: 1, probe.CheckJSON: 0} {
+			if got := counterValue(t, c, qualityFailuresName, "check", check); got != want {
+				t.Errorf("check %s: got %v, want %v", check, got, want)
+			}
+		}
+	})
+}
+
+// gather registers cs in a fresh registry and gathers it.
+func gather(t testing.TB, cs ...prometheus.Collector) map[string]*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cs...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// series returns the series of family name whose labels include every
+// name=value pair of match.
+func series(t testing.TB, mfs map[string]*dto.MetricFamily, name string, match ...string) *dto.Metric {
+	t.Helper()
+	for _, m := range mfs[name].GetMetric() {
+		ok := true
+		for i := 0; i+1 < len(match); i += 2 {
+			found := false
+			for _, lp := range m.GetLabel() {
+				found = found || lp.GetName() == match[i] && lp.GetValue() == match[i+1]
+			}
+			ok = ok && found
+		}
+		if ok {
+			return m
+		}
+	}
+	t.Fatalf("no series %s%v", name, match)
+	return nil
+}
+
+func counterValue(t *testing.T, c prometheus.Collector, name string, match ...string) float64 {
+	t.Helper()
+	return series(t, gather(t, c), name, match...).GetCounter().GetValue()
+}
+
+func upperBounds(h *dto.Histogram) []float64 {
+	var out []float64
+	for _, b := range h.GetBucket() {
+		out = append(out, b.GetUpperBound())
+	}
+	return out
+}
+
+func TestCollectorHistogramBuckets(t *testing.T) {
+	slo := config.SLO{TTFT: dur("300ms"), TPOT: dur("33ms"), E2EL: dur("20s")}
+	c := New(Options{Now: clock})
+	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": slo}))
+	mfs := gather(t, c)
+	tests := []struct {
+		name   string
+		metric string
+		want   []float64
+	}{
+		{"ttft gets the ttft threshold", ttftName, withThresholds(ttftBuckets, dur("300ms"))},
+		{"server ttft gets the ttft threshold", serverTTFTName, withThresholds(ttftBuckets, dur("300ms"))},
+		{"tpot gets the tpot threshold", tpotName, withThresholds(itlBuckets, dur("33ms"))},
+		{"itl gets the tpot threshold", itlName, withThresholds(itlBuckets, dur("33ms"))},
+		{"e2el threshold already a vLLM boundary", e2elName, requestLatencyBuckets},
+		{"queue time uses vLLM's request latency buckets", serverQueueName, requestLatencyBuckets},
+		{"schedule lag", lagName, fineBuckets},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := upperBounds(series(t, mfs, tc.metric).GetHistogram())
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("buckets\n got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("threshold inserted in order", func(t *testing.T) {
+		got := withThresholds([]float64{0.1, 0.5}, dur("300ms"), dur("500ms"), 0)
+		if fmt.Sprint(got) != "[0.1 0.3 0.5]" {
+			t.Errorf("got %v", got)
+		}
+	})
+}
+
+func TestCollectorObservations(t *testing.T) {
+	c := New(Options{Now: clock})
+	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {TTFT: dur("300ms")}}))
+	sent := fixedNow
+	finish(c, &probe.Result{
+		Target: "t", Probe: "p", RequestID: "req-1", Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
+		Sent: sent, Lag: 2 * time.Millisecond, TTFT: 400 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: time.Second,
+		ITLs:   []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 0},
+		Phases: probe.PhaseTimes{probe.PhaseHeaders: 5 * time.Millisecond, probe.PhaseDecode: 600 * time.Millisecond},
+		Server: &probe.ServerTiming{QueueTime: 0, TTFT: 350 * time.Millisecond},
+	})
+	finish(c, &probe.Result{ // cut stream: TTFT and ITL count, E2EL/TPOT/decode do not
+		Target: "t", Probe: "p", RequestID: "req-2", Disposition: probe.ServerFailure, Reason: probe.ReasonDisconnect,
+		Sent: sent, TTFT: 100 * time.Millisecond, TPOT: time.Millisecond, E2EL: 150 * time.Millisecond,
+		ITLs: []time.Duration{50 * time.Millisecond}, Phases: probe.PhaseTimes{probe.PhaseDecode: 50 * time.Millisecond},
+	})
+	finish(c, &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // never sent
+	mfs := gather(t, c)
+	tests := []struct {
+		metric string
+		match  []string
+		count  uint64
+		sum    float64
+	}{
+		{ttftName, nil, 2, 0.5},
+		{itlName, nil, 4, 0.09},
+		{tpotName, nil, 1, 0.02},
+		{e2elName, nil, 1, 1},
+		{lagName, nil, 2, 0.002},
+		{phaseName, []string{"phase", "headers"}, 1, 0.005},
+		{phaseName, []string{"phase", "decode"}, 1, 0.6},
+		{phaseName, []string{"phase", "dns"}, 0, 0},
+		{serverTTFTName, nil, 1, 0.35},
+		{serverQueueName, nil, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.metric+fmt.Sprint(tc.match), func(t *testing.T) {
+			h := series(t, mfs, tc.metric, tc.match...).GetHistogram()
+			if h.GetSampleCount() != tc.count || fmt.Sprintf("%.6f", h.GetSampleSum()) != fmt.Sprintf("%.6f", tc.sum) {
+				t.Errorf("count %d sum %v, want %d %v", h.GetSampleCount(), h.GetSampleSum(), tc.count, tc.sum)
+			}
+		})
+	}
+	t.Run("native histogram alongside classic buckets", func(t *testing.T) {
+		h := series(t, mfs, ttftName).GetHistogram()
+		if h.Schema == nil || len(h.GetPositiveSpan()) == 0 || len(h.GetBucket()) == 0 {
+			t.Errorf("want native schema, spans and classic buckets, got schema=%v spans=%d buckets=%d", h.Schema, len(h.GetPositiveSpan()), len(h.GetBucket()))
+		}
+	})
+	t.Run("exemplar carries the request id", func(t *testing.T) {
+		var ids []string
+		for _, b := range series(t, mfs, ttftName).GetHistogram().GetBucket() {
+			for _, lp := range b.GetExemplar().GetLabel() {
+				ids = append(ids, lp.GetName()+"="+lp.GetValue())
+			}
+		}
+		if fmt.Sprint(ids) != "[request_id=req-2 request_id=req-1]" {
+			t.Errorf("exemplars %v", ids)
+		}
+	})
+}
+
+func TestExemplarLimits(t *testing.T) {
+	tests := []struct {
+		name, id, want string
+	}{
+		{"empty id has no exemplar", "", ""},
+		{"short id kept", "chatcmpl-1", "chatcmpl-1"},
+		{"long id cut to the OpenMetrics limit", strings.Repeat("x", 300), strings.Repeat("x", 118)},
+		{"invalid utf-8 replaced", "a\xffb", "a?b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := exemplar(tc.id)[labelRequestID]; got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			h := newHistogram(pairKey{"t", "p"}, ttftName, ttftHelp, ttftBuckets)
+			observe(h, time.Second, exemplar(tc.id)) // must not panic
+		})
+	}
+}
+
+func TestCollectorSync(t *testing.T) {
+	slo := config.SLO{TTFT: dur("1s")}
+	c := New(Options{Now: clock})
+	c.Sync(testConfig(map[string][]string{"t1": nil}, map[string]config.SLO{"keep": slo, "change": slo, "drop": slo}))
+	for _, p := range []string{"keep", "change", "drop"} {
+		finish(c, &probe.Result{Target: "t1", Probe: p, Disposition: probe.Accepted, TTFT: time.Second / 2})
+	}
+	c.Sync(testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": slo, "change": {TTFT: dur("700ms")}, "drop": slo}))
+	finish(c, &probe.Result{Target: "t1", Probe: "drop", Disposition: probe.Accepted}) // removed pair: ignored
+
+	want := lines(
+		"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+		`vllm_probe_requests_offered_total{probe="change",target="t1"} 1`,
+		`vllm_probe_requests_offered_total{probe="keep",target="t1"} 1`,
+		`vllm_probe_requests_offered_total{probe="keep",target="t2"} 0`,
+	)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), offeredName); err != nil {
+		t.Error(err)
+	}
+	mfs := gather(t, c)
+	tests := []struct {
+		name, probe, target string
+		count               uint64
+		hasBound            float64
+	}{
+		{"unchanged pair keeps its histogram", "keep", "t1", 1, 1},
+		{"changed SLO gets new buckets", "change", "t1", 0, 0.7},
+		{"new pair starts empty", "keep", "t2", 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := series(t, mfs, ttftName, "target", tc.target, "probe", tc.probe).GetHistogram()
+			if h.GetSampleCount() != tc.count {
+				t.Errorf("count %d, want %d", h.GetSampleCount(), tc.count)
+			}
+			if !strings.Contains(fmt.Sprint(upperBounds(h)), fmt.Sprint(tc.hasBound)) {
+				t.Errorf("buckets %v lack %v", upperBounds(h), tc.hasBound)
+			}
+		})
+	}
+}
+
+func TestCollectorConcurrentUse(t *testing.T) {
+	c := New(Options{Now: clock})
+	cfg := testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}})
+	c.Sync(cfg)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				finish(c, &probe.Result{Target: "t", Probe: "p", RequestID: "r", Disposition: probe.Accepted, TTFT: time.Millisecond, ITLs: []time.Duration{time.Millisecond}})
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			if _, err := reg.Gather(); err != nil {
+				t.Error(err)
+			}
+			c.Sync(cfg)
+		}
+	})
+	wg.Wait()
+	if got := counterValue(t, c, requestsName, "disposition", "accepted"); got != 800 {
+		t.Errorf("accepted %v, want 800", got)
+	}
+}

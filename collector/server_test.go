@@ -1,0 +1,245 @@
+package collector
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+const (
+	successHelpLines  = "# HELP vllm_probe_server_scrape_success " + scrapeSuccessHelp + "\n# TYPE vllm_probe_server_scrape_success gauge\n"
+	infoHelpLines     = "# HELP vllm_probe_target_info " + targetInfoHelp + "\n# TYPE vllm_probe_target_info gauge\n"
+	runningHelpLines  = "# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\n"
+	successTotalLines = "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n"
+)
+
+func TestServerScraperReexports(t *testing.T) {
+	srv := newFakeServer(t, sample(t))
+	h := newHarness(t, ScraperOptions{})
+	h.Apply(&config.Config{Targets: []config.Target{serverTarget("llama", srv)}})
+	h.wait(t, "llama")
+
+	tests := []struct {
+		name    string
+		metrics []string
+		want    string
+	}{
+		{"gauge keeps its vllm name and gains target", []string{"vllm:num_requests_running"}, runningHelpLines +
+			`vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 8` + "\n"},
+		{"counter", []string{"vllm:request_success_total"}, successTotalLines + lines(
+			`vllm:request_success_total{finished_reason="abort",model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 0`,
+			`vllm:request_success_total{finished_reason="length",model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 131`,
+			`vllm:request_success_total{finished_reason="stop",model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 1`)},
+		{"histogram", []string{"vllm:time_to_first_token_seconds"}, lines(
+			"# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.",
+			"# TYPE vllm:time_to_first_token_seconds histogram",
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.001"} 0`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.005"} 0`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.01"} 0`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.02"} 13`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.04"} 97`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.06"} 123`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.08"} 138`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="0.1"} 140`,
+			`vllm:time_to_first_token_seconds_bucket{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama",le="+Inf"} 140`,
+			`vllm:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 0`,
+			`vllm:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 140`)},
+		{"families outside allow are not exported", []string{"http_requests_total", "vllm:iteration_tokens_total", "vllm:request_queue_time_seconds_bucket"}, ""},
+		{"scrape success", []string{scrapeSuccessName}, successHelpLines + `vllm_probe_server_scrape_success{target="llama"} 1` + "\n"},
+		{"target info from /v1/models and /version", []string{targetInfoName}, infoHelpLines +
+			`vllm_probe_target_info{model="meta-llama/Llama-3.1-8B-Instruct",server_version="0.26.0",target="llama"} 1` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := testutil.CollectAndCompare(h, strings.NewReader(tc.want), tc.metrics...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	st := h.State("llama")
+	if !st.Success || st.Err != "" || st.Model != "meta-llama/Llama-3.1-8B-Instruct" || st.ServerVersion != "0.26.0" || st.Series != 6 || !st.Last.Equal(fixedNow) {
+		t.Errorf("state %+v", st)
+	}
+	if !strings.HasPrefix(srv.accept, "text/plain;version=0.0.4") {
+		t.Errorf("accept header %q", srv.accept)
+	}
+}
+
+func TestServerScraperFailureDropsStaleSeries(t *testing.T) {
+	srv := newFakeServer(t, sample(t))
+	h := newHarness(t, ScraperOptions{})
+	target := serverTarget("llama", srv)
+	target.Model = "configured-model"
+	h.Apply(&config.Config{Targets: []config.Target{target}})
+	h.wait(t, "llama")
+
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		success string
+		running bool
+		errPart string
+	}{
+		{"http error", http.StatusInternalServerError, "oops", "0", false, "HTTP status 500"},
+		{"recovers", http.StatusOK, sample(t), "1", true, ""},
+		{"parse error", http.StatusOK, "not a metric line {{{\n", "0", false, "parse metrics"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.set(tc.status, "text/plain; version=0.0.4", tc.body)
+			h.tick(t, "llama")
+			want := successHelpLines + `vllm_probe_server_scrape_success{target="llama"} ` + tc.success + "\n"
+			if tc.running {
+				want += runningHelpLines + `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 8` + "\n"
+			}
+			if err := testutil.CollectAndCompare(h, strings.NewReader(want), scrapeSuccessName, "vllm:num_requests_running"); err != nil {
+				t.Error(err)
+			}
+			st := h.State("llama")
+			if !strings.Contains(st.Err, tc.errPart) || (tc.errPart == "") != st.Success {
+				t.Errorf("state %+v, want error containing %q", st, tc.errPart)
+			}
+			if st.Model != "configured-model" {
+				t.Errorf("model %q, want the configured one", st.Model)
+			}
+		})
+	}
+	t.Run("server gone", func(t *testing.T) {
+		srv.Close()
+		h.tick(t, "llama")
+		if n := testutil.CollectAndCount(h, "vllm:num_requests_running", "vllm:request_success_total", "vllm:time_to_first_token_seconds"); n != 0 {
+			t.Errorf("%d stale server series", n)
+		}
+		if st := h.State("llama"); st.Success {
+			t.Errorf("state %+v", st)
+		}
+	})
+}
+
+func TestServerScraperRelabelling(t *testing.T) {
+	body := lines(
+		"# TYPE vllm:num_requests_waiting gauge",
+		`vllm:num_requests_waiting 1`,
+		"# TYPE vllm:kv_cache_usage_perc gauge",
+		`vllm:kv_cache_usage_perc{engine="0"} 0.5`,
+		`vllm:kv_cache_usage_perc{engine="1"} 0.25`,
+		`vllm:kv_cache_usage_perc{engine="2"} 0.75`,
+		"# TYPE vllm:num_requests_running gauge",
+		`vllm:num_requests_running{target="inner",exported_target="x"} 3`,
+	)
+	srv := newFakeServer(t, body)
+	h := newHarness(t, ScraperOptions{MaxSeriesPerTarget: 4})
+	h.Apply(&config.Config{Targets: []config.Target{serverTarget("a", srv)}})
+	h.wait(t, "a")
+	want := lines(
+		"# HELP vllm:kv_cache_usage_perc ", "# TYPE vllm:kv_cache_usage_perc gauge",
+		`vllm:kv_cache_usage_perc{engine="0",target="a"} 0.5`,
+		`vllm:kv_cache_usage_perc{engine="1",target="a"} 0.25`,
+		`vllm:kv_cache_usage_perc{engine="2",target="a"} 0.75`,
+		"# HELP vllm:num_requests_running ", "# TYPE vllm:num_requests_running gauge",
+		`vllm:num_requests_running{exported_exported_target="inner",exported_target="x",target="a"} 3`,
+		"# HELP vllm_prober_server_series_dropped_total "+seriesDroppedHelp, "# TYPE vllm_prober_server_series_dropped_total counter",
+		`vllm_prober_server_series_dropped_total{reason="conflict",target="a"} 0`,
+		`vllm_prober_server_series_dropped_total{reason="duplicate",target="a"} 0`,
+		`vllm_prober_server_series_dropped_total{reason="invalid_label",target="a"} 0`,
+		`vllm_prober_server_series_dropped_total{reason="invalid_name",target="a"} 0`,
+		`vllm_prober_server_series_dropped_total{reason="limit",target="a"} 1`,
+		`vllm_prober_server_series_dropped_total{reason="reserved",target="a"} 0`,
+		`vllm_prober_server_series_dropped_total{reason="unsupported_type",target="a"} 0`,
+	)
+	if err := testutil.CollectAndCompare(h, strings.NewReader(want), "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:num_requests_running", seriesDroppedName); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestServerScraperCollisions(t *testing.T) {
+	gauge := lines("# TYPE vllm:thing gauge", "vllm:thing 1", "# TYPE vllm:hist histogram", `vllm:hist_bucket{le="+Inf"} 1`, "vllm:hist_count 1", "vllm:hist_sum 1")
+	counter := lines("# TYPE vllm:thing counter", "vllm:thing 2", "# TYPE vllm:hist_count gauge", "vllm:hist_count 5",
+		"# TYPE vllm_probe_requests_total counter", "vllm_probe_requests_total 9")
+	a, b := newFakeServer(t, gauge), newFakeServer(t, counter)
+	h := newHarness(t, ScraperOptions{})
+	cfg := &config.Config{Targets: []config.Target{serverTarget("a", a)}}
+	cfg.Global.ServerMetrics.Allow = config.Regexp{Source: ".*"}
+	h.Apply(cfg)
+	h.wait(t, "a")
+	cfg.Targets = append(cfg.Targets, serverTarget("b", b))
+	h.Apply(cfg)
+	h.wait(t, "b")
+
+	mfs := gather(t, h) // a pedantic registry: any inconsistency is an error
+	if got := len(mfs["vllm:thing"].GetMetric()); got != 1 {
+		t.Errorf("vllm:thing has %d series, want only target a's", got)
+	}
+	if _, ok := mfs["vllm:hist_count"]; ok {
+		t.Error("vllm:hist_count collides with histogram vllm:hist and must be dropped")
+	}
+	for reason, want := range map[string]float64{dropConflict: 2, dropReserved: 1} {
+		if got := series(t, mfs, seriesDroppedName, "target", "b", "reason", reason).GetCounter().GetValue(); got != want {
+			t.Errorf("dropped %s: got %v, want %v", reason, got, want)
+		}
+	}
+}
+
+func TestServerScraperOpenMetrics(t *testing.T) {
+	body := lines(
+		"# TYPE vllm:request_success counter",
+		"# HELP vllm:request_success Count of successfully processed requests.",
+		`vllm:request_success_total{finished_reason="stop"} 4.0`,
+		`vllm:request_success_created{finished_reason="stop"} 1.7e9`,
+		"# EOF",
+	)
+	srv := newFakeServer(t, body)
+	srv.set(http.StatusOK, "application/openmetrics-text; version=1.0.0; charset=utf-8", body)
+	h := newHarness(t, ScraperOptions{})
+	h.Apply(&config.Config{Targets: []config.Target{serverTarget("om", srv)}})
+	h.wait(t, "om")
+	want := successTotalLines + `vllm:request_success_total{finished_reason="stop",target="om"} 4` + "\n"
+	if err := testutil.CollectAndCompare(h, strings.NewReader(want), "vllm:request_success_total"); err != nil {
+		t.Errorf("%v (state %+v)", err, h.State("om"))
+	}
+}
+
+func TestServerScraperApply(t *testing.T) {
+	srv := newFakeServer(t, sample(t))
+	h := newHarness(t, ScraperOptions{})
+	noMetrics := serverTarget("info-only", srv)
+	noMetrics.MetricsPath = ""
+	h.Apply(&config.Config{Targets: []config.Target{serverTarget("a", srv), serverTarget("b", srv), noMetrics}})
+	h.wait(t, "a", "b", "info-only")
+
+	tests := []struct {
+		name    string
+		targets []config.Target
+		want    string
+	}{
+		{"metrics_path \"\" exports target_info but no scrape series", nil, successHelpLines + lines(
+			`vllm_probe_server_scrape_success{target="a"} 1`, `vllm_probe_server_scrape_success{target="b"} 1`)},
+		{"removed target's series disappear", []config.Target{serverTarget("a", srv)}, successHelpLines + lines(
+			`vllm_probe_server_scrape_success{target="a"} 1`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.targets != nil {
+				h.Apply(&config.Config{Targets: tc.targets})
+			}
+			if err := testutil.CollectAndCompare(h, strings.NewReader(tc.want), scrapeSuccessName); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if n := testutil.CollectAndCount(h, "vllm:num_requests_running"); n != 1 {
+		t.Errorf("%d vllm:num_requests_running series, want target a's only", n)
+	}
+	if st := h.State("b"); st != (ScrapeState{}) {
+		t.Errorf("removed target state %+v", st)
+	}
+	h.Stop()
+	if n := testutil.CollectAndCount(h); n != 0 {
+		t.Errorf("%d series after Stop", n)
+	}
+}
