@@ -45,9 +45,7 @@ type decoder struct {
 
 // decode sets v from n; path names v in messages.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n = resolve(n)
 	d.nodes++
 	if d.nodes == maxNodes {
 		d.p.add(n.Line, path, "document too large or too many aliases")
@@ -175,9 +173,13 @@ func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
 	if v.Kind() == reflect.Map && v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
+	d.merge(n, v, path)
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			continue
+		}
 		if k.Kind != yaml.ScalarNode {
 			d.p.add(k.Line, path, "keys must be strings, got %s", kindName(k))
 			continue
@@ -203,6 +205,45 @@ func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(val, f, kp)
 		}
 	}
+}
+
+// merge applies YAML merge keys (<<: *base) before the mapping's own keys,
+// which therefore override merged ones; in a list of merged mappings the
+// first one wins.
+func (d *decoder) merge(n *yaml.Node, v reflect.Value, path string) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !isMergeKey(n.Content[i]) {
+			continue
+		}
+		val := resolve(n.Content[i+1])
+		srcs := []*yaml.Node{val}
+		if val.Kind == yaml.SequenceNode {
+			srcs = val.Content
+		}
+		for j := len(srcs) - 1; j >= 0; j-- {
+			src := resolve(srcs[j])
+			if d.nodes >= maxNodes {
+				return
+			}
+			if src.Kind != yaml.MappingNode {
+				d.p.add(src.Line, path, "merge key << needs a mapping, got %s", kindName(src))
+				continue
+			}
+			d.decodeMapping(src, v, path)
+		}
+	}
+}
+
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+}
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
 }
 
 func (d *decoder) decodeMapEntry(k, val *yaml.Node, m reflect.Value, path string) {
@@ -290,66 +331,3 @@ func collectFields(t reflect.Type, prefix []int, si *structInfo) {
 	}
 }
 
-// describe names the YAML shape expected for values of t.
-func describe(t reflect.Type) string {
-	switch t {
-	case durationType:
-		return "a duration such as 30s or 1m30s"
-	case regexpType:
-		return "a regular expression string"
-	case urlType:
-		return "a URL string"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Struct, reflect.Map:
-		return "a mapping"
-	case reflect.Pointer:
-		return describe(t.Elem())
-	}
-	return "a " + t.String()
-}
-
-// shown formats the value of n for a message; secrets are never shown.
-func (d *decoder) shown(n *yaml.Node, t reflect.Type) string {
-	if n.Kind != yaml.ScalarNode {
-		return kindName(n)
-	}
-	switch t {
-	case secretType:
-		return "<secret>"
-	case urlType:
-		return quote(redactURL(n.Value))
-	}
-	return quote(d.scrub(n.Value))
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "a scalar"
-}
-
-// scrub replaces every secret value seen so far with <secret>.
-func (d *decoder) scrub(s string) string {
-	for _, sec := range d.secrets {
-		s = strings.ReplaceAll(s, sec, "<secret>")
-	}
-	return s
-}

@@ -59,6 +59,9 @@ func (v *validator) global(g *Global) {
 	if sm.Timeout > sm.Interval && sm.Interval > 0 {
 		v.p.fail("global.server_metrics.timeout", "must be <= interval (%s), got %s", sm.Interval, sm.Timeout)
 	}
+	if sm.Allow.Source == "" {
+		sm.Allow.Source = DefaultServerMetricsAllow
+	}
 	re, err := anchored(sm.Allow.Source)
 	if err != nil {
 		v.p.fail("global.server_metrics.allow", "%v, got %s", err, quote(sm.Allow.Source))

@@ -1,0 +1,340 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// invalidCases lists every testdata/invalid-*.yml file with the exact
+// error text it must produce.
+var invalidCases = []struct {
+	file string
+	want []string
+}{
+	{
+		file: "invalid-allow-regex.yml",
+		want: []string{
+			`testdata/invalid-allow-regex.yml:2: global.server_metrics.allow: invalid regular expression: missing closing ), got "vllm:(.*"`,
+		},
+	},
+	{
+		file: "invalid-api.yml",
+		want: []string{
+			`testdata/invalid-api.yml:6: probes[0].api: must be one of chat, completions, got "embeddings"`,
+		},
+	},
+	{
+		file: "invalid-bad-duration.yml",
+		want: []string{
+			`testdata/invalid-bad-duration.yml:8: probes[0].timeout: must be a duration such as 30s or 1m30s, got "30 seconds"`,
+		},
+	},
+	{
+		file: "invalid-bad-regex.yml",
+		want: []string{
+			`testdata/invalid-bad-regex.yml:8: probes[0].quality.regex: invalid regular expression: missing closing ), got "(a"`,
+		},
+	},
+	{
+		file: "invalid-bad-url.yml",
+		want: []string{
+			`testdata/invalid-bad-url.yml:3: targets[0].url: must be a valid URL, got "http://[::1"`,
+		},
+	},
+	{
+		file: "invalid-burstiness-text.yml",
+		want: []string{
+			`testdata/invalid-burstiness-text.yml:8: probes[0].burstiness: must be a number, got "infinite"`,
+		},
+	},
+	{
+		file: "invalid-burstiness.yml",
+		want: []string{
+			`testdata/invalid-burstiness.yml:8: probes[0].burstiness: must be > 0 (or inf for constant gaps), got 0`,
+		},
+	},
+	{
+		file: "invalid-chat-prompt.yml",
+		want: []string{
+			`testdata/invalid-chat-prompt.yml:10: probes[0].workload.prompts[0].messages: api chat needs messages, got none`,
+			`testdata/invalid-chat-prompt.yml:10: probes[0].workload.prompts[0].prompt: api chat takes messages, not prompt, got "What is 12*12?"`,
+		},
+	},
+	{
+		file: "invalid-completions-messages.yml",
+		want: []string{
+			`testdata/invalid-completions-messages.yml:10: probes[0].workload.prompts[0].prompt: api completions needs a non-empty prompt, got ""`,
+			`testdata/invalid-completions-messages.yml:10: probes[0].workload.prompts[0].messages: api completions takes prompt, not messages, got 1 messages`,
+		},
+	},
+	{
+		file: "invalid-duplicate-key.yml",
+		want: []string{
+			`testdata/invalid-duplicate-key.yml:8: probes[0].rate: duplicate key, first defined at line 7`,
+		},
+	},
+	{
+		file: "invalid-duplicate-probe.yml",
+		want: []string{
+			`testdata/invalid-duplicate-probe.yml:11: probes[1].name: duplicate name, first used at line 5, got "chat-short"`,
+		},
+	},
+	{
+		file: "invalid-duplicate-target.yml",
+		want: []string{
+			`testdata/invalid-duplicate-target.yml:4: targets[1].name: duplicate name, first used at line 2, got "llama-8b"`,
+		},
+	},
+	{
+		file: "invalid-empty-role.yml",
+		want: []string{
+			`testdata/invalid-empty-role.yml:10: probes[0].workload.prompts[0].messages[0].role: must not be empty, got ""`,
+		},
+	},
+	{
+		file: "invalid-extra-reserved.yml",
+		want: []string{
+			`testdata/invalid-extra-reserved.yml:8: probes[0].request.extra.stream: is set by the prober and cannot be overridden, got "stream"`,
+		},
+	},
+	{
+		file: "invalid-http-bearer.yml",
+		want: []string{
+			`testdata/invalid-http-bearer.yml:4: targets[0].http_client_config: at most one of bearer_token & bearer_token_file must be configured`,
+		},
+	},
+	{
+		file: "invalid-http-client-config.yml",
+		want: []string{
+			`testdata/invalid-http-client-config.yml:4: targets[0].http_client_config: at most one of authorization credentials & credentials_file must be configured`,
+		},
+	},
+	{
+		file: "invalid-http-proxy-url.yml",
+		want: []string{
+			`testdata/invalid-http-proxy-url.yml:5: targets[0].http_client_config.proxy_url: invalid URL: invalid character " " in host name, got "http://user:xxxxx@proxy host:3128"`,
+		},
+	},
+	{
+		file: "invalid-http-secret-type.yml",
+		want: []string{
+			`testdata/invalid-http-secret-type.yml:7: targets[0].http_client_config.basic_auth.password: must be a string, got a list`,
+		},
+	},
+	{
+		file: "invalid-http-tls-version.yml",
+		want: []string{
+			`testdata/invalid-http-tls-version.yml:5: targets[0].http_client_config.tls_config.min_version: unknown TLS version: TLS14, got "TLS14"`,
+		},
+	},
+	{
+		file: "invalid-http-unknown-key.yml",
+		want: []string{
+			`testdata/invalid-http-unknown-key.yml:6: targets[0].http_client_config.tls_config: unknown field "insecure_skip_verfy"`,
+		},
+	},
+	{
+		file: "invalid-many.yml",
+		want: []string{
+			`testdata/invalid-many.yml:4: probes[0].rate: must be a finite number > 0, got 0`,
+			`testdata/invalid-many.yml:6: probes[0].objective: must be between 0 and 1 (exclusive), got 2`,
+			`testdata/invalid-many.yml:9: targets[0].url: must be an absolute http:// or https:// URL, got "ftp://127.0.0.1"`,
+			`testdata/invalid-many.yml:11: global.history_limit: must be >= 1, got 0`,
+		},
+	},
+	{
+		file: "invalid-max-in-flight.yml",
+		want: []string{
+			`testdata/invalid-max-in-flight.yml:8: probes[0].max_in_flight: must be >= 1, got 0`,
+		},
+	},
+	{
+		file: "invalid-max-output-tokens.yml",
+		want: []string{
+			`testdata/invalid-max-output-tokens.yml:8: probes[0].quality.max_output_tokens: must be >= min_output_tokens (10) when set, got 5`,
+		},
+	},
+	{
+		file: "invalid-metrics-path.yml",
+		want: []string{
+			`testdata/invalid-metrics-path.yml:4: targets[0].metrics_path: must start with / (or be "" to disable scraping), got "metrics"`,
+		},
+	},
+	{
+		file: "invalid-missing-dataset.yml",
+		want: []string{
+			`testdata/invalid-missing-dataset.yml:9: probes[0].workload.file: cannot read file: no such file or directory, got "missing.jsonl"`,
+		},
+	},
+	{
+		file: "invalid-missing-schema.yml",
+		want: []string{
+			`testdata/invalid-missing-schema.yml:8: probes[0].quality.json_schema: cannot read file: no such file or directory, got "missing.schema.json"`,
+		},
+	},
+	{
+		file: "invalid-negative-rate.yml",
+		want: []string{
+			`testdata/invalid-negative-rate.yml:7: probes[0].rate: must be a finite number > 0, got -1`,
+		},
+	},
+	{
+		file: "invalid-negative-slo.yml",
+		want: []string{
+			`testdata/invalid-negative-slo.yml:8: probes[0].slo.ttft: must be a duration such as 30s or 1m30s, got "-1s"`,
+		},
+	},
+	{
+		file: "invalid-no-targets.yml",
+		want: []string{
+			`testdata/invalid-no-targets.yml:1: targets: at least one target is required, got none`,
+		},
+	},
+	{
+		file: "invalid-no-workload.yml",
+		want: []string{
+			`testdata/invalid-no-workload.yml:5: probes[0].workload: exactly one of random, prompts, file must be set, got none`,
+		},
+	},
+	{
+		file: "invalid-not-mapping.yml",
+		want: []string{
+			`testdata/invalid-not-mapping.yml:1: the file must be a mapping, got a list`,
+		},
+	},
+	{
+		file: "invalid-objective-high.yml",
+		want: []string{
+			`testdata/invalid-objective-high.yml:8: probes[0].objective: must be between 0 and 1 (exclusive), got 1.5`,
+		},
+	},
+	{
+		file: "invalid-objective-zero.yml",
+		want: []string{
+			`testdata/invalid-objective-zero.yml:8: probes[0].objective: must be between 0 and 1 (exclusive), got 0`,
+		},
+	},
+	{
+		file: "invalid-random-workload.yml",
+		want: []string{
+			`testdata/invalid-random-workload.yml:10: probes[0].workload.random.input_tokens: must be >= 1, got 0`,
+			`testdata/invalid-random-workload.yml:12: probes[0].workload.random.range_ratio: must be >= 0 and < 1, got 1`,
+		},
+	},
+	{
+		file: "invalid-record-text.yml",
+		want: []string{
+			`testdata/invalid-record-text.yml:2: global.ledger.record_text: must be one of none, failures, all, got "sometimes"`,
+		},
+	},
+	{
+		file: "invalid-relative-url.yml",
+		want: []string{
+			`testdata/invalid-relative-url.yml:3: targets[0].url: must be an absolute http:// or https:// URL, got "/v1"`,
+		},
+	},
+	{
+		file: "invalid-schema.yml",
+		want: []string{
+			`testdata/invalid-schema.yml:8: probes[0].quality.json_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+		},
+	},
+	{
+		file: "invalid-scrape-timeout.yml",
+		want: []string{
+			`testdata/invalid-scrape-timeout.yml:2: global.server_metrics.timeout: must be <= interval (15s), got 20s`,
+		},
+	},
+	{
+		file: "invalid-two-workloads.yml",
+		want: []string{
+			`testdata/invalid-two-workloads.yml:8: probes[0].workload: exactly one of random, prompts, file must be set, got random, file`,
+		},
+	},
+	{
+		file: "invalid-unknown-key.yml",
+		want: []string{
+			`testdata/invalid-unknown-key.yml:8: probes[0]: unknown field "rtae"`,
+		},
+	},
+	{
+		file: "invalid-unknown-probe-ref.yml",
+		want: []string{
+			`testdata/invalid-unknown-probe-ref.yml:4: targets[0].probes[1]: no probe with this name, got "chat-lng"`,
+		},
+	},
+	{
+		file: "invalid-unsafe-name.yml",
+		want: []string{
+			`testdata/invalid-unsafe-name.yml:2: targets[0].name: must match ^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$, got "llama 8b"`,
+		},
+	},
+	{
+		file: "invalid-url-credentials.yml",
+		want: []string{
+			`testdata/invalid-url-credentials.yml:3: targets[0].url: must not contain credentials (use http_client_config), got "http://admin:xxxxx@127.0.0.1:8000"`,
+		},
+	},
+	{
+		file: "invalid-wrong-type.yml",
+		want: []string{
+			`testdata/invalid-wrong-type.yml:8: probes[0].max_in_flight: must be an integer, got "many"`,
+		},
+	},
+	{
+		file: "invalid-yaml-syntax.yml",
+		want: []string{
+			`testdata/invalid-yaml-syntax.yml:4: invalid YAML: did not find expected '-' indicator`,
+		},
+	},
+	{
+		file: "invalid-zero-rate.yml",
+		want: []string{
+			`testdata/invalid-zero-rate.yml:7: probes[0].rate: must be a finite number > 0, got 0`,
+		},
+	},
+}
+
+func TestLoadInvalid(t *testing.T) {
+	for _, tc := range invalidCases {
+		t.Run(tc.file, func(t *testing.T) {
+			cfg, err := Load(filepath.Join("testdata", tc.file))
+			if err == nil {
+				t.Fatalf("Load succeeded, want error:\n%s", strings.Join(tc.want, "\n"))
+			}
+			if cfg != nil {
+				t.Errorf("Load returned a config with its error")
+			}
+			if got, want := err.Error(), strings.Join(tc.want, "\n"); got != want {
+				t.Errorf("error text:\ngot:\n%s\nwant:\n%s", got, want)
+			}
+			for _, secret := range []string{"s3cr3t", "hunter2"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error text shows the secret %q: %s", secret, err)
+				}
+			}
+		})
+	}
+}
+
+// TestInvalidCasesCoverTestdata keeps the table and the files in step: a
+// file without a case would never be checked.
+func TestInvalidCasesCoverTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid-*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, tc := range invalidCases {
+		listed[tc.file] = true
+	}
+	for _, f := range files {
+		if !listed[filepath.Base(f)] {
+			t.Errorf("%s has no case in invalidCases", f)
+		}
+	}
+	if len(files) < 24 {
+		t.Errorf("only %d invalid-*.yml files, want at least 24", len(files))
+	}
+}

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// describe names the YAML shape expected for values of t.
+func describe(t reflect.Type) string {
+	switch t {
+	case durationType:
+		return "a duration such as 30s or 1m30s"
+	case regexpType:
+		return "a regular expression string"
+	case urlType:
+		return "a URL string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	case reflect.Pointer:
+		return describe(t.Elem())
+	}
+	return "a " + t.String()
+}
+
+// shown formats the value of n for a message; secrets are never shown.
+func (d *decoder) shown(n *yaml.Node, t reflect.Type) string {
+	if n.Kind != yaml.ScalarNode {
+		return kindName(n)
+	}
+	switch t {
+	case secretType:
+		return "<secret>"
+	case urlType:
+		return quote(redactURL(n.Value))
+	}
+	return quote(d.scrub(n.Value))
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "a scalar"
+}
+
+// scrub replaces every secret value seen so far with <secret>.
+func (d *decoder) scrub(s string) string {
+	for _, sec := range d.secrets {
+		s = strings.ReplaceAll(s, sec, "<secret>")
+	}
+	return s
+}
