@@ -1,0 +1,95 @@
+package rules
+
+import (
+	"fmt"
+	"time"
+)
+
+// Alert names of the prober-health alerts.
+const (
+	AlertProberAbsent          = "VLLMProberAbsent"
+	AlertProberDown            = "VLLMProberDown"
+	AlertNotCompleting         = "VLLMProbeNotCompleting"
+	AlertTargetDown            = "VLLMProbeTargetDown"
+	AlertScrapeFailing         = "VLLMServerScrapeFailing"
+	AlertScheduleLag           = "VLLMProbeScheduleLagHigh"
+	AlertClientTTFTAboveServer = "VLLMProbeClientTTFTAboveServer"
+	AlertInFlightCap           = "VLLMProbeInFlightCapReached"
+	AlertReloadFailed          = "VLLMProberConfigReloadFailed"
+	AlertLedgerErrors          = "VLLMProberLedgerWriteErrors"
+)
+
+// targetDownRatio is the share of completed requests ending in
+// server_failure above which a target counts as down.
+const targetDownRatio = 0.9
+
+func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summary, description string) Rule {
+	return Rule{
+		Alert:  alert,
+		Expr:   expr,
+		For:    fmtDur(p.scale(forD)),
+		Labels: map[string]string{"severity": severity},
+		Annotations: map[string]string{
+			"summary": summary, "description": description, "runbook_url": p.runbook(alert),
+		},
+	}
+}
+
+func (p *plan) healthAlerts() []Rule {
+	o := p.o
+	w5, w30 := fmtDur(p.scale(5*time.Minute)), fmtDur(p.scale(30*time.Minute))
+	lw := fmtDur(p.scale(o.LatencyWindow))
+	rs := []Rule{
+		p.healthRule(AlertProberAbsent, SeverityTicket, fmt.Sprintf("absent(up{job=%q})", o.Job), o.HealthFor,
+			fmt.Sprintf("No %s target is scraped by Prometheus", o.Job),
+			fmt.Sprintf("Prometheus has no up series for job %q: the prober is not deployed or its scrape config is wrong. No SLO alert can fire while it is absent.", o.Job)),
+		p.healthRule(AlertProberDown, SeverityTicket, fmt.Sprintf("up{job=%q} == 0", o.Job), o.HealthFor,
+			"Prober {{ $labels.instance }} cannot be scraped",
+			"Prometheus fails to scrape the prober at {{ $labels.instance }}; its probes' SLO alerts are blind until it is back."),
+	}
+	for _, pp := range p.pairs {
+		w := fmtDur(pp.NotCompleting)
+		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+		r := p.healthRule(AlertNotCompleting, SeverityTicket,
+			fmt.Sprintf("sum by (target, probe) (rate(vllm_probe_requests_offered_total%s[%s])) > 0\nunless\nsum by (target, probe) (rate(vllm_probe_requests_total%s[%s])) > 0",
+				p.sel(ps), w, p.sel(ps+`,disposition!="cancelled"`), w), o.HealthFor,
+			fmt.Sprintf("%s/%s offers requests but none complete", pp.Target, pp.Probe),
+			fmt.Sprintf("Probe %s against target %s offered requests over the last %s but none reached a terminal disposition (cancelled ones do not count). The prober is stuck or every request is refused at max_in_flight.", pp.Probe, pp.Target, w))
+		r.Labels["target"], r.Labels["probe"] = pp.Target, pp.Probe
+		rs = append(rs, r)
+	}
+	byTarget := func(extra string) string {
+		return fmt.Sprintf("sum by (target) (rate(vllm_probe_requests_total%s[%s]))", p.sel(extra), w5)
+	}
+	rs = append(rs,
+		p.healthRule(AlertTargetDown, SeverityPage,
+			fmt.Sprintf("%s\n/\n%s\n>= %s", byTarget(`disposition="server_failure"`), byTarget(`disposition!="cancelled"`), fmtF(targetDownRatio)), o.PageFor,
+			"Target {{ $labels.target }} is down: {{ $value | humanizePercentage }} of probe requests fail",
+			fmt.Sprintf("Over the last %s at least %s%% of the completed probe requests to target {{ $labels.target }} ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.", w5, fmtF(targetDownRatio*100))),
+		p.healthRule(AlertScrapeFailing, SeverityTicket,
+			fmt.Sprintf("max by (target) (vllm_probe_server_scrape_success%s) == 0", p.sel("")), o.HealthFor,
+			"The prober cannot scrape the metrics of target {{ $labels.target }}",
+			"vllm_probe_server_scrape_success is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."),
+		p.healthRule(AlertScheduleLag, SeverityTicket,
+			fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate(vllm_probe_schedule_lag_seconds_bucket%s[%s])))\n> %s", p.sel(""), lw, fmtF(o.ScheduleLag.Seconds())), o.HealthFor,
+			"Prober sends {{ $labels.target }}/{{ $labels.probe }} requests late (p99 lag "+durationFmt+")",
+			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, fmtDur(o.ScheduleLag))),
+		p.healthRule(AlertClientTTFTAboveServer, SeverityTicket,
+			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, fmtF(o.TTFTGapMin.Seconds()), fmtF(o.TTFTGapRatio)), o.LatencyFor,
+			"Clients of {{ $labels.target }} wait "+durationFmt+" longer for the first token than the server reports",
+			fmt.Sprintf("The prober's p50 TTFT over the last %s exceeds vLLM's own p50 vllm:time_to_first_token_seconds by more than %s and %sx: the time is lost outside the engine (network, proxy, TLS, API server front end), not in prefill or queueing.", lw, fmtDur(o.TTFTGapMin), fmtF(o.TTFTGapRatio))),
+		p.healthRule(AlertInFlightCap, SeverityTicket,
+			fmt.Sprintf("sum by (target, probe) (increase(vllm_probe_failures_total%s[%s])) > 0", p.sel(`reason="in_flight_cap"`), w30), o.HealthFor,
+			"{{ $labels.target }}/{{ $labels.probe }} drops requests at max_in_flight",
+			fmt.Sprintf("Requests were cancelled in the last %s because max_in_flight requests were outstanding. They do not count against the objective; the server is too slow for the offered rate or max_in_flight is too low.", w30)),
+		p.healthRule(AlertReloadFailed, SeverityTicket,
+			fmt.Sprintf("vllm_prober_config_last_reload_successful%s == 0", p.sel("")), o.HealthFor,
+			"Prober {{ $labels.instance }} failed to reload its configuration",
+			"The last configuration reload failed; the prober keeps running the previous configuration, which may not match the generated rules."),
+		p.healthRule(AlertLedgerErrors, SeverityTicket,
+			fmt.Sprintf("increase(vllm_prober_ledger_write_errors_total%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
+			"Prober {{ $labels.instance }} fails to write its ledger",
+			"Ledger records are being lost (disk full or read-only?); metrics still count every request."),
+	)
+	return rs
+}

@@ -1,0 +1,281 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// Severities of the generated alerts.
+const (
+	SeverityPage   = "page"
+	SeverityTicket = "ticket"
+)
+
+// burnPair is one multi-window multi-burn-rate condition (SRE workbook,
+// chapter 5): the error budget burns Factor times too fast over both windows.
+type burnPair struct {
+	Severity    string
+	Factor      float64
+	Long, Short time.Duration
+}
+
+var burnPairs = []burnPair{
+	{SeverityPage, 14.4, time.Hour, 5 * time.Minute},
+	{SeverityPage, 6, 6 * time.Hour, 30 * time.Minute},
+	{SeverityTicket, 3, 24 * time.Hour, 2 * time.Hour},
+	{SeverityTicket, 1, 72 * time.Hour, 6 * time.Hour},
+}
+
+// standardWindows are always recorded (before scaling).
+var standardWindows = []time.Duration{
+	5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour,
+}
+
+// maxLatencyWindow bounds the widening of a p99 latency window (before scaling).
+const maxLatencyWindow = 6 * time.Hour
+
+// minNotCompleting is how many requests the window of the "offered but none
+// completing" alert should expect.
+const minNotCompleting = 10
+
+// burnPlan is the decided form of one burn pair for one (target, probe).
+type burnPlan struct {
+	burnPair
+	Note string // why the windows were widened; "" when not
+}
+
+// latencyPlan is one p99 latency alert of a pair.
+type latencyPlan struct {
+	SLO       string // ttft | tpot | e2el
+	Threshold time.Duration
+	Window    time.Duration
+	Note      string
+}
+
+// pairPlan is everything decided for one (target, probe).
+type pairPlan struct {
+	Target, Probe string
+	Rate          float64
+	Objective     float64
+	Burns         []burnPlan
+	Latency       []latencyPlan
+	NotCompleting time.Duration // window of the not-completing alert
+}
+
+type plan struct {
+	o        Options
+	gran     time.Duration // every window is a multiple of it
+	windows  []time.Duration
+	pairs    []pairPlan
+	warnings []Warning
+}
+
+func newPlan(cfg *config.Config, o Options) (*plan, error) {
+	if cfg == nil {
+		return nil, errors.New("generate rules: nil config")
+	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("generate rules: %w", err)
+	}
+	p := &plan{o: o, gran: time.Minute}
+	if o.WindowScale < 1 {
+		p.gran = time.Second
+	}
+	probes := map[string]config.Probe{}
+	for _, pr := range cfg.Probes {
+		if pr.Rate <= 0 || math.IsNaN(pr.Rate) || math.IsInf(pr.Rate, 0) {
+			return nil, fmt.Errorf("generate rules: probe %q: rate must be a positive number", pr.Name)
+		}
+		if !(pr.Objective > 0 && pr.Objective < 1) {
+			return nil, fmt.Errorf("generate rules: probe %q: objective %v must be between 0 and 1", pr.Name, pr.Objective)
+		}
+		probes[pr.Name] = pr
+	}
+	for _, t := range cfg.Targets {
+		names, err := probeNames(cfg, t, probes)
+		if err != nil {
+			return nil, fmt.Errorf("generate rules: %w", err)
+		}
+		for _, n := range names {
+			p.pairs = append(p.pairs, p.planPair(t.Name, probes[n]))
+		}
+	}
+	p.collectWindows()
+	return p, nil
+}
+
+// probeNames lists the probes a target runs, in config order: all probes
+// when the target names none.
+func probeNames(cfg *config.Config, t config.Target, probes map[string]config.Probe) ([]string, error) {
+	if len(t.Probes) == 0 {
+		names := make([]string, 0, len(cfg.Probes))
+		for _, pr := range cfg.Probes {
+			names = append(names, pr.Name)
+		}
+		return names, nil
+	}
+	for _, n := range t.Probes {
+		if _, ok := probes[n]; !ok {
+			return nil, fmt.Errorf("target %q: unknown probe %q", t.Name, n)
+		}
+	}
+	return t.Probes, nil
+}
+
+// scale applies WindowScale and rounds to the granularity (at least one).
+func (p *plan) scale(d time.Duration) time.Duration {
+	s := time.Duration(math.Round(float64(d)*p.o.WindowScale/float64(p.gran))) * p.gran
+	return max(s, p.gran)
+}
+
+// ceilGran rounds d up to a multiple of the granularity.
+func (p *plan) ceilGran(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d)/float64(p.gran))) * p.gran
+}
+
+func (p *plan) planPair(target string, pr config.Probe) pairPlan {
+	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective}
+	for _, bp := range burnPairs {
+		if b, ok := p.planBurn(&pp, bp); ok {
+			pp.Burns = p.addBurn(&pp, pp.Burns, b)
+		}
+	}
+	slos := []struct {
+		name string
+		d    model.Duration
+	}{{"ttft", pr.SLO.TTFT}, {"tpot", pr.SLO.TPOT}, {"e2el", pr.SLO.E2EL}}
+	for _, s := range slos {
+		if s.d <= 0 {
+			continue
+		}
+		if l, ok := p.planLatency(&pp, s.name, time.Duration(s.d)); ok {
+			pp.Latency = append(pp.Latency, l)
+		}
+	}
+	pp.NotCompleting = p.scale(standardWindows[len(standardWindows)-3])
+	for _, w := range standardWindows[:len(standardWindows)-2] {
+		if pr.Rate*p.scale(w).Seconds() >= minNotCompleting {
+			pp.NotCompleting = p.scale(w)
+			break
+		}
+	}
+	return pp
+}
+
+func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
+	msg := fmt.Sprintf(format, args...)
+	p.warnings = append(p.warnings, Warning{Target: pp.Target, Probe: pp.Probe, Alert: alert, Message: msg})
+	return msg
+}
+
+// planBurn decides one burn pair's windows. The short window must hold
+// MinRequests on average; and because both windows must exceed the
+// threshold and the long one holds more requests, one failure fires the
+// alert exactly when 1/(rate*long) > factor*(1-objective). Either way both
+// windows are multiplied by the smallest factor that fixes it; a pair whose
+// long window would then exceed the longest standard window is dropped, as
+// is one whose threshold needs more than 100% failures.
+func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
+	alert := fmt.Sprintf("%s burn %gx over %s/%s", bp.Severity, bp.Factor, fmtDur(bp.Long), fmtDur(bp.Short))
+	budget := 1 - pp.Objective
+	if bp.Factor*budget >= 1 {
+		p.warn(pp, alert, "dropped: objective %g leaves an error budget of %g, so a %gx burn would need more than 100%% failures", pp.Objective, roundF(budget), bp.Factor)
+		return burnPlan{}, false
+	}
+	long, short := p.scale(bp.Long), p.scale(bp.Short)
+	inShort := pp.Rate * short.Seconds()
+	inLong := pp.Rate * long.Seconds()
+	k := max(1, p.o.MinRequests/inShort, 1/(inLong*bp.Factor*budget))
+	b := burnPlan{burnPair: bp}
+	b.Long, b.Short = long, short
+	if k == 1 {
+		return b, true
+	}
+	why := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g) and one failure in %.1f requests of %s burns %.1fx (threshold %gx)",
+		pp.Rate, inShort, fmtDur(short), p.o.MinRequests, inLong, fmtDur(long), 1/(inLong*budget), bp.Factor)
+	maxLong := p.scale(standardWindows[len(standardWindows)-1])
+	wl, ws := p.ceilGran(time.Duration(float64(long)*k)), p.ceilGran(time.Duration(float64(short)*k))
+	if wl > maxLong {
+		p.warn(pp, alert, "dropped: %s; widening to %s/%s would exceed %s", why, fmtDur(wl), fmtDur(ws), fmtDur(maxLong))
+		return burnPlan{}, false
+	}
+	b.Long, b.Short = wl, ws
+	b.Note = p.warn(pp, alert, "windows widened from %s/%s to %s/%s: %s", fmtDur(long), fmtDur(short), fmtDur(wl), fmtDur(ws), why)
+	return b, true
+}
+
+// addBurn appends b unless widening gave it the same windows as another
+// pair of the same severity; then only the lower factor is kept, since it
+// fires whenever the higher one would.
+func (p *plan) addBurn(pp *pairPlan, burns []burnPlan, b burnPlan) []burnPlan {
+	for i, o := range burns {
+		if o.Severity != b.Severity || o.Long != b.Long || o.Short != b.Short {
+			continue
+		}
+		keep, drop := o, b
+		if b.Factor < o.Factor {
+			keep, drop = b, o
+		}
+		burns[i] = keep
+		p.warn(pp, fmt.Sprintf("%s burn %gx", drop.Severity, drop.Factor),
+			"dropped: widened to the same %s/%s windows as the %gx alert, which fires first", fmtDur(drop.Long), fmtDur(drop.Short), keep.Factor)
+		return burns
+	}
+	return append(burns, b)
+}
+
+// planLatency widens a p99 window until it holds MinLatencySamples.
+func (p *plan) planLatency(pp *pairPlan, slo string, threshold time.Duration) (latencyPlan, bool) {
+	alert := "p99 " + slo
+	w := p.scale(p.o.LatencyWindow)
+	l := latencyPlan{SLO: slo, Threshold: threshold, Window: w}
+	n := pp.Rate * w.Seconds()
+	if n >= p.o.MinLatencySamples {
+		return l, true
+	}
+	need := p.ceilGran(time.Duration(p.o.MinLatencySamples / pp.Rate * float64(time.Second)))
+	why := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g for a p99)", pp.Rate, n, fmtDur(w), p.o.MinLatencySamples)
+	if maxW := p.scale(maxLatencyWindow); need > maxW {
+		p.warn(pp, alert, "dropped: %s; it would need %s, more than %s", why, fmtDur(need), fmtDur(maxW))
+		return latencyPlan{}, false
+	}
+	l.Window = need
+	l.Note = p.warn(pp, alert, "window widened from %s to %s: %s", fmtDur(w), fmtDur(need), why)
+	return l, true
+}
+
+// collectWindows is the sorted set of recorded windows: the standard ones
+// plus every widened burn window.
+func (p *plan) collectWindows() {
+	set := map[time.Duration]bool{}
+	for _, w := range standardWindows {
+		set[p.scale(w)] = true
+	}
+	for _, pp := range p.pairs {
+		for _, b := range pp.Burns {
+			set[b.Long], set[b.Short] = true, true
+		}
+	}
+	for w := range set {
+		p.windows = append(p.windows, w)
+	}
+	sort.Slice(p.windows, func(i, j int) bool { return p.windows[i] < p.windows[j] })
+}
+
+// fmtDur formats a duration the way Prometheus writes it (1h30m, 1d, 5s).
+func fmtDur(d time.Duration) string { return model.Duration(d).String() }
+
+// roundF removes float noise such as 1-0.99 = 0.010000000000000009.
+func roundF(f float64) float64 { return math.Round(f*1e9) / 1e9 }
+
+// fmtF formats a number for PromQL and annotations.
+func fmtF(f float64) string { return strconv.FormatFloat(roundF(f), 'f', -1, 64) }

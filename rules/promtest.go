@@ -1,0 +1,206 @@
+package rules
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// TestFile is a promtool unit test file (`promtool test rules`).
+type TestFile struct {
+	RuleFiles          []string    `yaml:"rule_files"`
+	EvaluationInterval string      `yaml:"evaluation_interval"`
+	Tests              []TestGroup `yaml:"tests"`
+}
+
+// TestGroup is one scenario: input series and the alerts expected.
+type TestGroup struct {
+	Name           string        `yaml:"name,omitempty"`
+	Interval       string        `yaml:"interval"`
+	InputSeries    []InputSeries `yaml:"input_series"`
+	AlertRuleTests []AlertTest   `yaml:"alert_rule_test"`
+}
+
+// InputSeries is one series in promtool's expanding notation.
+type InputSeries struct {
+	Series string `yaml:"series"`
+	Values string `yaml:"values"`
+}
+
+// AlertTest lists every alert of one name expected at one time.
+type AlertTest struct {
+	EvalTime  string     `yaml:"eval_time"`
+	Alertname string     `yaml:"alertname"`
+	ExpAlerts []ExpAlert `yaml:"exp_alerts"`
+}
+
+// ExpAlert is one expected firing alert.
+type ExpAlert struct {
+	ExpLabels      map[string]string `yaml:"exp_labels"`
+	ExpAnnotations map[string]string `yaml:"exp_annotations"`
+}
+
+// requestsPerStep is the counter increment per test step.
+const requestsPerStep = 6
+
+// Tests builds promtool unit tests for the rules Generate makes from cfg
+// with the same options: a healthy scenario where nothing fires, a fast
+// burn that pages, a p99 latency breach, a failing server scrape and an
+// absent prober. Scenarios whose alert was dropped for low traffic are left
+// out.
+func Tests(cfg *config.Config, o Options) (*TestFile, error) {
+	p, err := newPlan(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	rf, _, err := Generate(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	tb := &testBuilder{p: p, rules: rf}
+	tf := &TestFile{RuleFiles: []string{p.o.RuleFileName}, EvaluationInterval: fmtDur(p.gran)}
+	tf.Tests = append(tf.Tests, tb.healthy())
+	if g, ok := tb.fastBurn(); ok {
+		tf.Tests = append(tf.Tests, g)
+	}
+	if g, ok := tb.latency(); ok {
+		tf.Tests = append(tf.Tests, g)
+	}
+	if len(p.pairs) > 0 {
+		tf.Tests = append(tf.Tests, tb.scrapeFailing())
+	}
+	tf.Tests = append(tf.Tests, tb.absent())
+	return tf, nil
+}
+
+type testBuilder struct {
+	p     *plan
+	rules *RuleFile
+}
+
+// steps converts a duration to test steps, rounding up.
+func (tb *testBuilder) steps(d time.Duration) int {
+	return int((d + tb.p.gran - 1) / tb.p.gran)
+}
+
+func (tb *testBuilder) at(steps int) string { return fmtDur(time.Duration(steps) * tb.p.gran) }
+
+func (tb *testBuilder) group(name string, series []InputSeries, tests ...AlertTest) TestGroup {
+	return TestGroup{Name: name, Interval: fmtDur(tb.p.gran), InputSeries: series, AlertRuleTests: tests}
+}
+
+// segment is a run of steps in which a counter grows by inc per step.
+type segment struct {
+	inc   float64
+	steps int
+}
+
+// counter renders segments in expanding notation, starting at 0.
+func counter(segs ...segment) string {
+	out, v := "", 0.0
+	for i, s := range segs {
+		if i == 0 {
+			out = fmt.Sprintf("0+%gx%d", s.inc, s.steps)
+		} else if s.steps > 0 {
+			out += fmt.Sprintf(" %g+%gx%d", v+s.inc, s.inc, s.steps-1)
+		}
+		v += s.inc * float64(s.steps)
+	}
+	return out
+}
+
+func (tb *testBuilder) series(name, labels, values string) InputSeries {
+	return InputSeries{Series: fmt.Sprintf("%s{job=%q,instance=\"prober:9478\"%s}", name, tb.p.o.Job, labels), Values: values}
+}
+
+// pairSeries are the request counters of one pair: accepted for okSteps,
+// then server_failure for failSteps.
+func (tb *testBuilder) pairSeries(pp pairPlan, okSteps, failSteps int) []InputSeries {
+	l := fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe)
+	n := float64(requestsPerStep)
+	return []InputSeries{
+		tb.series("vllm_probe_requests_offered_total", l, counter(segment{n, okSteps + failSteps})),
+		tb.series("vllm_probe_requests_total", l+`,disposition="accepted"`, counter(segment{n, okSteps}, segment{0, failSteps})),
+		tb.series("vllm_probe_requests_total", l+`,disposition="server_failure"`, counter(segment{0, okSteps}, segment{n, failSteps})),
+	}
+}
+
+// base is every pair healthy plus the prober and its server scrapes up.
+func (tb *testBuilder) base(steps int, except *pairPlan) []InputSeries {
+	var ss []InputSeries
+	for _, pp := range tb.p.pairs {
+		if except != nil && pp.Target == except.Target && pp.Probe == except.Probe {
+			continue
+		}
+		ss = append(ss, tb.pairSeries(pp, steps, 0)...)
+	}
+	ss = append(ss, InputSeries{Series: fmt.Sprintf("up{job=%q,instance=\"prober:9478\"}", tb.p.o.Job), Values: fmt.Sprintf("1+0x%d", steps)})
+	return ss
+}
+
+func (tb *testBuilder) scrapeSeries(target string, v, steps int) InputSeries {
+	return tb.series("vllm_probe_server_scrape_success", fmt.Sprintf(",target=%q", target), fmt.Sprintf("%d+0x%d", v, steps))
+}
+
+func (tb *testBuilder) healthy() TestGroup {
+	steps := tb.steps(tb.p.scale(6*time.Hour + 30*time.Minute))
+	for _, pp := range tb.p.pairs {
+		for _, b := range pp.Burns {
+			if b.Severity == SeverityPage {
+				steps = max(steps, tb.steps(b.Long+b.Short))
+			}
+		}
+	}
+	ss := tb.base(steps, nil)
+	seen := map[string]bool{}
+	for _, pp := range tb.p.pairs {
+		if !seen[pp.Target] {
+			seen[pp.Target] = true
+			ss = append(ss, tb.scrapeSeries(pp.Target, 1, steps))
+		}
+	}
+	if pp, l, ok := tb.firstLatency(); ok {
+		ss = append(ss, tb.histogram(pp, l, false, steps)...)
+	}
+	at := tb.at(steps)
+	var tests []AlertTest
+	for _, a := range []string{AlertFastBurn, AlertSlowBurn, AlertLatencyHigh, AlertNotCompleting, AlertTargetDown, AlertScrapeFailing, AlertProberAbsent, AlertProberDown} {
+		tests = append(tests, AlertTest{EvalTime: at, Alertname: a, ExpAlerts: []ExpAlert{}})
+	}
+	return tb.group("healthy: no alert fires", ss, tests...)
+}
+
+// find returns the rule of an alert whose labels include want.
+func (tb *testBuilder) find(alert string, want map[string]string) (Rule, bool) {
+	for _, g := range tb.rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != alert {
+				continue
+			}
+			ok := true
+			for k, v := range want {
+				if lv, has := r.Labels[k]; has && lv != v {
+					ok = false
+				}
+			}
+			if ok {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+// expected expands a rule's annotations the way Prometheus would for the
+// given labels and already formatted value.
+func expected(r Rule, labels map[string]string, value string) ExpAlert {
+	ann := map[string]string{}
+	for k, v := range r.Annotations {
+		ann[k] = expandTemplate(v, labels, value)
+	}
+	lbl := maps.Clone(labels)
+	maps.Copy(lbl, r.Labels)
+	return ExpAlert{ExpLabels: lbl, ExpAnnotations: ann}
+}
