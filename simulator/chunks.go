@@ -5,7 +5,7 @@ import "time"
 // roleChunk is the chat stream's first chunk, sent with the first output.
 func (s *Server) roleChunk(c *call) chatChunk {
 	ch := chatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
-		Choices: []chatChunkChoice{{Index: 0, Delta: chatDelta{Role: "assistant", Content: strPtr("")}, Logprobs: jsonNull}},
+		Choices:        []chatChunkChoice{{Index: 0, Delta: chatDelta{Role: "assistant", Content: strPtr("")}, Logprobs: jsonNull}},
 		PromptTokenIDs: jsonNull, PromptText: jsonNull}
 	if c.continuous {
 		p := c.promptTokens()

@@ -90,9 +90,6 @@ func piece(text string, i int, out *[]string, start int) int {
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-// count returns the number of tokens of text.
-func count(text string) int { return len(split(text)) }
-
 // encode returns the token ids of text.
 func (t *tokenizer) encode(text string) []int {
 	pieces := split(text)

@@ -1,0 +1,147 @@
+package simulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fastOptions is a deterministic, quick latency model for tests.
+func fastOptions() Options {
+	o := DefaultOptions()
+	o.Seed = 1
+	o.PrefillBase = 2 * time.Millisecond
+	o.PrefillPerToken = 0
+	o.DecodeBase = time.Millisecond
+	o.DecodePerSeq = 0
+	o.Jitter = 0
+	o.Trace = true
+	return o
+}
+
+// startTest runs a simulator behind an httptest server.
+func startTest(t testing.TB, o Options) (*Server, string) {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	return s, ts.URL
+}
+
+// post sends a JSON body and returns the response with its whole body.
+func post(t testing.TB, url, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return resp, b
+}
+
+// events splits an SSE body into its data payloads; it fails on any line
+// that is not vLLM's `data: ` framing.
+func events(t testing.TB, body []byte) []string {
+	t.Helper()
+	if !bytes.HasSuffix(body, []byte("\n\n")) {
+		t.Fatalf("body does not end with a blank line: %q", body)
+	}
+	var out []string
+	for _, ev := range strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok || strings.Contains(data, "\n") {
+			t.Fatalf("event is not a single data line: %q", ev)
+		}
+		out = append(out, data)
+	}
+	return out
+}
+
+var normalisers = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	{regexp.MustCompile(`"id":"(chatcmpl|cmpl)-[^"]*"`), `"id":"$1-ID"`},
+	{regexp.MustCompile(`"created":\d+`), `"created":0`},
+	{regexp.MustCompile(`"system_fingerprint":"vllm-[^"]*"`), `"system_fingerprint":"FP"`},
+	{regexp.MustCompile(`"(time_to_first_token_ms|queue_time_ms|generation_time_ms|mean_itl_ms|tokens_per_second)":[0-9.e+-]+`), `"$1":0`},
+}
+
+// normalise replaces ids, timestamps and timings so outputs compare exactly.
+func normalise(s string) string {
+	for _, n := range normalisers {
+		s = n.re.ReplaceAllString(s, n.repl)
+	}
+	return s
+}
+
+// keyOrder lists every object key of a JSON document as a dotted path, in
+// document order (array elements share their array's path).
+func keyOrder(t testing.TB, doc string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(doc))
+	var out []string
+	if err := walkKeys(dec, "", &out); err != nil {
+		t.Fatalf("parse %s: %v", doc, err)
+	}
+	return out
+}
+
+func walkKeys(dec *json.Decoder, prefix string, out *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	for dec.More() {
+		p := prefix
+		if d == '{' {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			p = prefix + k.(string)
+			*out = append(*out, p)
+			p += "."
+		}
+		if err := walkKeys(dec, p, out); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token()
+	return err
+}
+
+func decodeJSON(t testing.TB, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+}
