@@ -75,7 +75,7 @@ type fakeServer struct {
 	accept      string
 }
 
-func newFakeServer(t *testing.T, metrics string) *fakeServer {
+func newFakeServer(t testing.TB, metrics string) *fakeServer {
 	t.Helper()
 	f := &fakeServer{metrics: metrics, contentType: "text/plain; version=0.0.4; charset=utf-8", status: http.StatusOK}
 	mux := http.NewServeMux()
@@ -123,7 +123,7 @@ type scraperHarness struct {
 	published chan string
 }
 
-func newHarness(t *testing.T, o ScraperOptions) *scraperHarness {
+func newHarness(t testing.TB, o ScraperOptions) *scraperHarness {
 	t.Helper()
 	h := &scraperHarness{ticker: &manualTicker{}, published: make(chan string, 64)}
 	o.Now, o.NewTicker = clock, h.ticker.New
@@ -139,7 +139,7 @@ func newHarness(t *testing.T, o ScraperOptions) *scraperHarness {
 }
 
 // wait blocks until every named target published a scrape.
-func (h *scraperHarness) wait(t *testing.T, targets ...string) {
+func (h *scraperHarness) wait(t testing.TB, targets ...string) {
 	t.Helper()
 	want := map[string]int{}
 	for _, n := range targets {
@@ -159,7 +159,7 @@ func (h *scraperHarness) wait(t *testing.T, targets ...string) {
 }
 
 // tick triggers one scrape of every loop and waits for the named targets.
-func (h *scraperHarness) tick(t *testing.T, targets ...string) {
+func (h *scraperHarness) tick(t testing.TB, targets ...string) {
 	t.Helper()
 	h.ticker.Tick()
 	h.wait(t, targets...)

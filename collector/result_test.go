@@ -1,0 +1,65 @@
+package collector
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+func TestResultRegistry(t *testing.T) {
+	tests := []struct {
+		name     string
+		result   probe.Result
+		success  string
+		duration string
+	}{
+		{"accepted uses E2EL", probe.Result{Disposition: probe.Accepted, TTFT: 200 * time.Millisecond, E2EL: 1500 * time.Millisecond}, "1", "1.5"},
+		{"server failure sums the phases", probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx,
+			Phases: probe.PhaseTimes{probe.PhaseConnect: 10 * time.Millisecond, probe.PhaseHeaders: 40 * time.Millisecond}}, "0", "0.05"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.result
+			r.Target, r.Probe, r.RequestID = "t", "p", "id-1"
+			reg := ResultRegistry(&r, config.Probe{Name: "ignored", SLO: config.SLO{TTFT: dur("150ms")}})
+			want := lines(
+				"# HELP vllm_probe_success "+successHelp, "# TYPE vllm_probe_success gauge",
+				`vllm_probe_success{probe="p",target="t"} `+tc.success,
+				"# HELP vllm_probe_duration_seconds "+durationHelp, "# TYPE vllm_probe_duration_seconds gauge",
+				`vllm_probe_duration_seconds{probe="p",target="t"} `+tc.duration,
+				"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+				`vllm_probe_requests_offered_total{probe="p",target="t"} 1`,
+				"# HELP vllm_probe_requests_in_flight "+inFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
+				`vllm_probe_requests_in_flight{probe="p",target="t"} 0`,
+			)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), successName, durationName, offeredName, inFlightName); err != nil {
+				t.Error(err)
+			}
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() != ttftName {
+					continue
+				}
+				if got := upperBounds(mf.GetMetric()[0].GetHistogram()); !slices.Contains(got, 0.15) {
+					t.Errorf("ttft buckets %v lack the probe's SLO", got)
+				}
+			}
+		})
+	}
+	if n := testutil.CollectAndCount(New(Options{})); n != 0 {
+		t.Errorf("a fresh collector exports %d series", n)
+	}
+	if reg := ResultRegistry(nil, config.Probe{}); reg == nil {
+		t.Error("nil result must still give a registry")
+	}
+}
+
