@@ -2,15 +2,86 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
 )
 
+// rulesCommand registers `rules`: Prometheus rules (or their promtool unit
+// tests) generated from the config.
 func rulesCommand(app *kingpin.Application) action {
-	app.Command("rules", "TODO")
-	return func(ctx context.Context, logger *slog.Logger) int {
-		logger.Error("not implemented")
-		return 1
+	cmd := app.Command("rules", "Print Prometheus recording and alerting rules (or, with --tests, their promtool unit tests) generated from the config.")
+	var (
+		configFile, output string
+		tests              bool
+		o                  rules.Options
+	)
+	cmd.Flag("config.file", "Prober configuration file.").Default("vllm-prober.yml").StringVar(&configFile)
+	cmd.Flag("tests", "Print promtool unit tests for the generated rules instead of the rules.").BoolVar(&tests)
+	cmd.Flag("output", "Write to this file instead of standard output.").Short('o').StringVar(&output)
+	cmd.Flag("job", "Prometheus job label of the prober's scrape.").Default("vllm-prober").StringVar(&o.Job)
+	cmd.Flag("window-scale", "Multiply every window and for: duration by this factor (1/60 = 0.0166667 turns 1h into 1m, for tests).").Default("1").Float64Var(&o.WindowScale)
+	cmd.Flag("min-requests", "Requests the short window of a burn-rate pair must hold; fewer widen the pair.").Default("30").Float64Var(&o.MinRequests)
+	cmd.Flag("min-latency-samples", "Requests a p99 latency window must hold; fewer widen it.").Default("100").Float64Var(&o.MinLatencySamples)
+	cmd.Flag("page-for", "for: of page burn-rate alerts.").Default("2m").DurationVar(&o.PageFor)
+	cmd.Flag("ticket-for", "for: of ticket burn-rate alerts.").Default("15m").DurationVar(&o.TicketFor)
+	cmd.Flag("latency-for", "for: of p99 latency and TTFT divergence alerts.").Default("10m").DurationVar(&o.LatencyFor)
+	cmd.Flag("health-for", "for: of prober-health alerts.").Default("5m").DurationVar(&o.HealthFor)
+	cmd.Flag("latency-window", "Rate window of p99 latency alerts.").Default("30m").DurationVar(&o.LatencyWindow)
+	cmd.Flag("schedule-lag", "p99 schedule lag above which the prober is starved.").Default("1s").DurationVar(&o.ScheduleLag)
+	cmd.Flag("runbook-url", "Base URL of the runbook_url annotations.").Default(rules.DefaultRunbookURL).StringVar(&o.RunbookURL)
+	cmd.Flag("rule-file", "Rule file name the generated tests load (with --tests).").Default("rules.yml").StringVar(&o.RuleFileName)
+	return func(_ context.Context, logger *slog.Logger) int {
+		cfg, err := config.Load(configFile)
+		if err != nil {
+			logger.Error("Error loading config", "err", err)
+			return 1
+		}
+		out, err := renderRules(cfg, o, tests, logger)
+		if err != nil {
+			logger.Error("Cannot generate rules", "err", err)
+			return 1
+		}
+		if err := writeOutput(output, out); err != nil {
+			logger.Error("Cannot write rules", "err", err)
+			return 1
+		}
+		return 0
 	}
+}
+
+// renderRules generates the rules or tests and logs every low-traffic
+// warning (they also end up in the file's header and annotations).
+func renderRules(cfg *config.Config, o rules.Options, tests bool, logger *slog.Logger) ([]byte, error) {
+	rf, warnings, err := rules.Generate(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		logger.Warn("Alert rule adjusted", "target", w.Target, "probe", w.Probe, "alert", w.Alert, "detail", w.Message)
+	}
+	if !tests {
+		return rules.Marshal(rf, warnings)
+	}
+	tf, err := rules.Tests(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	return rules.Marshal(tf, nil)
+}
+
+func writeOutput(path string, b []byte) error {
+	if path == "" {
+		_, err := os.Stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -90,7 +91,6 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 	if o.WindowScale < 1 {
 		p.gran = time.Second
 	}
-	probes := map[string]config.Probe{}
 	for _, pr := range cfg.Probes {
 		if pr.Rate <= 0 || math.IsNaN(pr.Rate) || math.IsInf(pr.Rate, 0) {
 			return nil, fmt.Errorf("generate rules: probe %q: rate must be a positive number", pr.Name)
@@ -98,37 +98,14 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 		if !(pr.Objective > 0 && pr.Objective < 1) {
 			return nil, fmt.Errorf("generate rules: probe %q: objective %v must be between 0 and 1", pr.Name, pr.Objective)
 		}
-		probes[pr.Name] = pr
 	}
 	for _, t := range cfg.Targets {
-		names, err := probeNames(cfg, t, probes)
-		if err != nil {
-			return nil, fmt.Errorf("generate rules: %w", err)
-		}
-		for _, n := range names {
-			p.pairs = append(p.pairs, p.planPair(t.Name, probes[n]))
+		for _, pr := range cfg.ProbesFor(t) {
+			p.pairs = append(p.pairs, p.planPair(t.Name, pr))
 		}
 	}
 	p.collectWindows()
 	return p, nil
-}
-
-// probeNames lists the probes a target runs, in config order: all probes
-// when the target names none.
-func probeNames(cfg *config.Config, t config.Target, probes map[string]config.Probe) ([]string, error) {
-	if len(t.Probes) == 0 {
-		names := make([]string, 0, len(cfg.Probes))
-		for _, pr := range cfg.Probes {
-			names = append(names, pr.Name)
-		}
-		return names, nil
-	}
-	for _, n := range t.Probes {
-		if _, ok := probes[n]; !ok {
-			return nil, fmt.Errorf("target %q: unknown probe %q", t.Name, n)
-		}
-	}
-	return t.Probes, nil
 }
 
 // scale applies WindowScale and rounds to the granularity (at least one).
@@ -200,8 +177,14 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	if k == 1 {
 		return b, true
 	}
-	why := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g) and one failure in %.1f requests of %s burns %.1fx (threshold %gx)",
-		pp.Rate, inShort, fmtDur(short), p.o.MinRequests, inLong, fmtDur(long), 1/(inLong*budget), bp.Factor)
+	var whys []string
+	if inShort < p.o.MinRequests {
+		whys = append(whys, fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g)", pp.Rate, inShort, fmtDur(short), p.o.MinRequests))
+	}
+	if oneFails := 1 / (inLong * budget); oneFails > bp.Factor {
+		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
+	}
+	why := strings.Join(whys, " and ")
 	maxLong := p.scale(standardWindows[len(standardWindows)-1])
 	wl, ws := p.ceilGran(time.Duration(float64(long)*k)), p.ceilGran(time.Duration(float64(short)*k))
 	if wl > maxLong {
