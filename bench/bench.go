@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// ProbeName is the probe name bench runs write into results and the ledger.
+const ProbeName = "bench"
+
+// Env is where a command writes and what clock it reads.
+type Env struct {
+	Stdout   io.Writer
+	Progress io.Writer // the progress bar's terminal, usually os.Stderr
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+func (e *Env) defaults() {
+	if e.Stdout == nil {
+		e.Stdout = io.Discard
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.DiscardHandler)
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+}
+
+// Outcome is a finished bench run.
+type Outcome struct {
+	Settings   Settings
+	Metrics    Metrics
+	Run        *Run
+	ResultPath string // "" when not saved
+}
+
+// Bench runs vllm bench serve's benchmark: it waits for the server, sends
+// an initial test request, the warm-ups, then the planned requests, and
+// prints vLLM's result block followed by the ledger summary. Flag errors
+// wrap ErrUsage.
+func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
+	env.defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	prompts, err := benchPrompts(&o)
+	if err != nil {
+		return nil, err
+	}
+	client, err := prepare(ctx, &o, prompts, env)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	s := Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
+		RequestRate: o.RequestRate, Burstiness: o.Burstiness, MaxConcurrency: o.MaxConcurrency,
+		Goodput: o.Goodput, PercentileMetrics: o.PercentileMetrics, Percentiles: o.MetricPercentiles}
+	started := env.Now()
+	resultPath := ""
+	if o.SaveResult {
+		resultPath = resultFile(&o, s, started)
+		if o.LedgerPath == "" {
+			o.LedgerPath = strings.TrimSuffix(resultPath, ".json") + ".ledger.jsonl"
+		}
+	}
+	s.LedgerPath = o.LedgerPath
+	ledger, err := probe.OpenLedger(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	run := runPlanned(ctx, &o, client, ledger, env)
+	if err := ledger.Close(); err != nil {
+		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
+	}
+	m := Compute(run, o.Goodput, o.MetricPercentiles)
+	PrintFailures(env.Stdout, run)
+	PrintResult(env.Stdout, s, m)
+	PrintLedger(env.Stdout, s, m)
+	out := &Outcome{Settings: s, Metrics: m, Run: run}
+	if o.SaveResult {
+		b, err := MarshalResult(s, m, run, o.SaveDetailed, started)
+		if err == nil {
+			err = os.WriteFile(resultPath, b, 0o644)
+		}
+		if err != nil {
+			return out, fmt.Errorf("save result: %w", err)
+		}
+		out.ResultPath = resultPath
+	}
+	return out, nil
+}
+
+// benchPrompts builds the dataset; random datasets force ignore_eos, as
+// vLLM does for openai-compatible backends.
+func benchPrompts(o *Options) ([]Prompt, error) {
+	if o.DatasetName == DatasetRandom {
+		o.IgnoreEOS = true
+		return RandomPrompts(o.NumPrompts, o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio, o.Seed, o.Chat()), nil
+	}
+	p, err := LoadDataset(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --dataset-path: %w", ErrUsage, err)
+	}
+	return p, nil
+}
+
+// resultFile is where --save-result writes.
+func resultFile(o *Options, s Settings, at time.Time) string {
+	name := o.ResultFilename
+	if name == "" {
+		name = DefaultResultFilename(s, at)
+	}
+	return filepath.Join(o.ResultDir, name)
+}
+
+// prepare finds the model, waits for the server and runs the initial test
+// request, so a server that is down gives one clear error.
+func prepare(ctx context.Context, o *Options, prompts []Prompt, env Env) (*Client, error) {
+	deadline := env.Now().Add(o.ReadyCheckTimeout)
+	co := ClientOptions{URL: strings.TrimRight(o.BaseURL, "/") + o.Endpoint, Chat: o.Chat(), APIKey: o.APIKey,
+		IgnoreEOS: o.IgnoreEOS, Prompts: prompts, RequestIDPrefix: requestIDPrefix(), Timeout: o.Timeout,
+		Probe: benchProbe(o), Now: env.Now}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		lastErr = tryReady(ctx, o, &co)
+		if lastErr == nil {
+			break
+		}
+		if ctx.Err() != nil || !env.Now().Before(deadline) {
+			return nil, fmt.Errorf("server %s not ready: %w", o.BaseURL, lastErr)
+		}
+		if attempt == 0 {
+			env.Logger.Info("waiting for the server", "url", o.BaseURL, "timeout", o.ReadyCheckTimeout, "err", lastErr)
+		}
+		if sleepCtx(ctx, time.Second) != nil {
+			return nil, fmt.Errorf("server %s not ready: %w", o.BaseURL, lastErr)
+		}
+	}
+	return NewClient(co)
+}
+
+// tryReady discovers the model (when not given) and sends one test request.
+func tryReady(ctx context.Context, o *Options, co *ClientOptions) error {
+	if o.Model == "" {
+		m, err := FirstModel(ctx, http.DefaultClient, o.BaseURL, o.APIKey)
+		if err != nil {
+			return err
+		}
+		o.Model = m
+	}
+	co.Model = o.Model
+	c, err := NewClient(*co)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res := &probe.Result{Seq: 1, RequestID: co.RequestIDPrefix + "test"}
+	c.Do(ctx, res)
+	if !completed(res) {
+		return fmt.Errorf("initial test request failed: %s", res.Error)
+	}
+	return nil
+}
+
+// FirstModel returns the first model id of GET {base}/v1/models.
+func FirstModel(ctx context.Context, hc *http.Client, base, apiKey string) (string, error) {
+	u, err := url.JoinPath(base, "/v1/models")
+	if err != nil {
+		return "", fmt.Errorf("models url: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("models request: %w", err)
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("list models: http %d", resp.StatusCode)
+	}
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	if len(body.Data) == 0 || body.Data[0].ID == "" {
+		return "", errors.New("list models: the server serves no model")
+	}
+	return body.Data[0].ID, nil
+}
+
+// benchProbe is the contract bench judges by: --goodput's SLOs and the
+// daemon's default quality checks.
+func benchProbe(o *Options) config.Probe {
+	api := config.APICompletions
+	if o.Chat() {
+		api = config.APIChat
+	}
+	return config.Probe{Name: ProbeName, API: api, Rate: o.RequestRate, Burstiness: o.Burstiness,
+		SLO:     config.SLO{TTFT: modelDur(o.Goodput.TTFT), TPOT: modelDur(o.Goodput.TPOT), E2EL: modelDur(o.Goodput.E2EL)},
+		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
+}
+
+// requestIDPrefix is vLLM's "bench-<8 hex>-".
+func requestIDPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "bench-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// runPlanned sends the warm-ups, then the planned requests with a
+// progress bar.
+func runPlanned(ctx context.Context, o *Options, client *Client, ledger *probe.Ledger, env Env) *Run {
+	if o.NumWarmups > 0 {
+		warm := Execute(ctx, RunOptions{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
+			Sender: client, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
+		env.Logger.Info("warm-up done", "requests", len(warm.Results))
+	}
+	bar := NewProgress(env.Progress, o.NumPrompts, "bench")
+	defer bar.Finish()
+	var mu sync.Mutex
+	return Execute(ctx, RunOptions{
+		Target: hostOf(o.BaseURL), Probe: ProbeName,
+		Offsets:        Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
+		Sender:         client,
+		MaxConcurrency: o.MaxConcurrency,
+		Ledger:         ledger,
+		Now:            env.Now,
+		OnFinish: func(*probe.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			bar.Add(1)
+		},
+	})
+}
+
+// hostOf names the target in results: the base URL's host.
+func hostOf(base string) string {
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return base
+}
+
+func modelDur(d time.Duration) model.Duration { return model.Duration(d) }

@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrUsage marks errors in the user's flags; the command exits 2 on them.
+var ErrUsage = errors.New("invalid arguments")
+
+// usageErr wraps a flag error so callers can tell it apart with
+// errors.Is(err, ErrUsage).
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Backends of Options.Backend, as vllm bench serve names them.
+const (
+	BackendOpenAI     = "openai"
+	BackendOpenAIChat = "openai-chat"
+)
+
+// Dataset names of Options.DatasetName.
+const (
+	DatasetRandom   = "random"
+	DatasetShareGPT = "sharegpt"
+	DatasetCustom   = "custom" // JSONL of {"prompt"} or {"messages"} lines
+)
+
+// Metric names of the percentile metrics.
+const (
+	MetricTTFT = "ttft"
+	MetricTPOT = "tpot"
+	MetricITL  = "itl"
+	MetricE2EL = "e2el"
+)
+
+// metricNames lists the percentile metrics in vLLM's print order.
+var metricNames = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL}
+
+// Goodput holds the per-request objectives of --goodput; zero means unset.
+type Goodput struct {
+	TTFT, TPOT, E2EL time.Duration
+	set              bool
+}
+
+// IsSet reports whether any objective was given.
+func (g Goodput) IsSet() bool { return g.set }
+
+// Good reports whether a request's measurement meets every objective, as
+// vLLM checks it (objective >= value; TPOT is 0 for one output token).
+func (g Goodput) Good(ttft, tpot, e2el time.Duration) bool {
+	ok := func(slo, v time.Duration) bool { return slo == 0 || v <= slo }
+	return ok(g.TTFT, ttft) && ok(g.TPOT, tpot) && ok(g.E2EL, e2el)
+}
+
+// ParseGoodput parses vLLM's --goodput values: KEY:VALUE pairs separated by
+// spaces (or given as several values), keys ttft, tpot or e2el, values in
+// milliseconds, not negative.
+func ParseGoodput(values []string) (Goodput, error) {
+	var g Goodput
+	for _, v := range values {
+		for _, pair := range strings.Fields(v) {
+			key, val, ok := strings.Cut(pair, ":")
+			ms, err := strconv.ParseFloat(val, 64)
+			if !ok || err != nil || math.IsNaN(ms) || math.IsInf(ms, 0) {
+				return Goodput{}, usageErr("--goodput %q: want KEY:VALUE with a number of milliseconds, e.g. ttft:300", pair)
+			}
+			if ms < 0 {
+				return Goodput{}, usageErr("--goodput %q: the objective must not be negative", pair)
+			}
+			d := time.Duration(ms * float64(time.Millisecond))
+			switch key {
+			case MetricTTFT:
+				g.TTFT = d
+			case MetricTPOT:
+				g.TPOT = d
+			case MetricE2EL:
+				g.E2EL = d
+			default:
+				return Goodput{}, usageErr("--goodput %q: the key must be one of ttft, tpot, e2el", pair)
+			}
+			g.set = true
+		}
+	}
+	return g, nil
+}
+
+// ParsePercentiles parses --metric-percentiles: comma-separated numbers in
+// (0, 100], e.g. "50,90,99.9".
+func ParsePercentiles(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(p > 0 && p <= 100) {
+			return nil, usageErr("--metric-percentiles %q: want comma-separated percentiles in (0, 100]", s)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ParseMetrics parses --percentile-metrics: a comma-separated subset of
+// ttft, tpot, itl, e2el.
+func ParseMetrics(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		m := strings.TrimSpace(f)
+		if !slices.Contains(metricNames, m) {
+			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of ttft,tpot,itl,e2el", s)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Options are the settings of one bench run, named after vllm bench
+// serve's flags.
+type Options struct {
+	BaseURL  string // scheme://host:port, without the endpoint
+	Endpoint string // e.g. /v1/completions
+	Backend  string // openai | openai-chat
+	Model    string // "" = first id from GET /v1/models
+	Label    string // file name prefix of the saved result; "" = backend
+
+	DatasetName      string
+	DatasetPath      string
+	RandomInputLen   int
+	RandomOutputLen  int
+	RandomRangeRatio float64
+	NumPrompts       int
+
+	RequestRate    float64 // math.Inf(1) = all at once
+	Burstiness     float64
+	MaxConcurrency int // 0 = no cap
+	Seed           int64
+	IgnoreEOS      bool
+	NumWarmups     int
+
+	Goodput           Goodput
+	MetricPercentiles []float64
+	PercentileMetrics []string
+
+	ReadyCheckTimeout time.Duration // 0 = skip the ready check
+	Timeout           time.Duration // bound on one request
+	APIKey            string        // sent as a bearer token; from OPENAI_API_KEY
+
+	SaveResult     bool
+	SaveDetailed   bool
+	ResultDir      string
+	ResultFilename string
+	LedgerPath     string // "" = beside the saved result, or none
+}
+
+// Validate checks o and returns an error wrapping ErrUsage that names the
+// first bad flag.
+func (o *Options) Validate() error {
+	u, err := url.Parse(o.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErr("--base-url %q: want http(s)://host:port", o.BaseURL)
+	}
+	checks := []struct {
+		bad bool
+		msg string
+	}{
+		{!strings.HasPrefix(o.Endpoint, "/"), fmt.Sprintf("--endpoint %q must start with /", o.Endpoint)},
+		{o.Backend != BackendOpenAI && o.Backend != BackendOpenAIChat, fmt.Sprintf("--backend %q: want openai or openai-chat", o.Backend)},
+		{!slices.Contains([]string{DatasetRandom, DatasetShareGPT, DatasetCustom}, o.DatasetName), fmt.Sprintf("--dataset-name %q: want random, sharegpt or custom", o.DatasetName)},
+		{o.DatasetName != DatasetRandom && o.DatasetPath == "", fmt.Sprintf("--dataset-name %s needs --dataset-path", o.DatasetName)},
+		{o.RandomInputLen < 1, fmt.Sprintf("--random-input-len %d must be at least 1", o.RandomInputLen)},
+		{o.RandomOutputLen < 1, fmt.Sprintf("--random-output-len %d must be at least 1", o.RandomOutputLen)},
+		{!(o.RandomRangeRatio >= 0 && o.RandomRangeRatio < 1), fmt.Sprintf("--random-range-ratio %v must be in [0, 1)", o.RandomRangeRatio)},
+		{o.NumPrompts < 1, fmt.Sprintf("--num-prompts %d must be at least 1", o.NumPrompts)},
+		{!(o.RequestRate > 0), fmt.Sprintf("--request-rate %v must be positive (or inf)", o.RequestRate)},
+		{!(o.Burstiness > 0), fmt.Sprintf("--burstiness %v must be positive (or inf)", o.Burstiness)},
+		{o.MaxConcurrency < 0, fmt.Sprintf("--max-concurrency %d must not be negative", o.MaxConcurrency)},
+		{o.NumWarmups < 0, fmt.Sprintf("--num-warmups %d must not be negative", o.NumWarmups)},
+		{o.ReadyCheckTimeout < 0, "--ready-check-timeout-sec must not be negative"},
+		{o.Timeout <= 0, fmt.Sprintf("--timeout %v must be positive", o.Timeout)},
+		{len(o.MetricPercentiles) == 0, "--metric-percentiles is empty"},
+		{len(o.PercentileMetrics) == 0, "--percentile-metrics is empty"},
+	}
+	for _, c := range checks {
+		if c.bad {
+			return usageErr("%s", c.msg)
+		}
+	}
+	return nil
+}
+
+// Chat reports whether the run uses the chat completions API.
+func (o *Options) Chat() bool { return o.Backend == BackendOpenAIChat }

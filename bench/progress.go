@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// Progress is a progress bar on a terminal; on anything else it is silent.
+// A nil *Progress is valid and does nothing.
+type Progress struct {
+	bar *progressbar.ProgressBar
+}
+
+// NewProgress returns a bar of total steps written to w when w is a
+// terminal, else nil.
+func NewProgress(w io.Writer, total int, description string) *Progress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || total <= 0 {
+		return nil
+	}
+	return &Progress{bar: progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(f),
+		progressbar.OptionSetDescription(description),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+// Add advances the bar by n; it is safe for concurrent use.
+func (p *Progress) Add(n int) {
+	if p != nil {
+		_ = p.bar.Add(n)
+	}
+}
+
+// Describe changes the text before the bar.
+func (p *Progress) Describe(s string) {
+	if p != nil {
+		p.bar.Describe(s)
+	}
+}
+
+// Finish completes and clears the bar.
+func (p *Progress) Finish() {
+	if p != nil {
+		_ = p.bar.Finish()
+	}
+}

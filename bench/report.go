@@ -1,0 +1,283 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Settings are the run parameters a report repeats.
+type Settings struct {
+	Backend           string
+	Label             string
+	Model             string
+	NumPrompts        int
+	RequestRate       float64
+	Burstiness        float64
+	MaxConcurrency    int // 0 = none
+	Goodput           Goodput
+	PercentileMetrics []string
+	Percentiles       []float64
+	LedgerPath        string
+}
+
+// metricTitles are vLLM's section headers and short names per metric.
+var metricTitles = map[string][2]string{
+	MetricTTFT: {"Time to First Token", "TTFT"},
+	MetricTPOT: {"Time per Output Token (excl. 1st token)", "TPOT"},
+	MetricITL:  {"Inter-token Latency", "ITL"},
+	MetricE2EL: {"End-to-end Latency", "E2EL"},
+}
+
+// center centres s in a line of n fill characters, as Python's
+// "{s:{c}^{n}}" does (the odd character goes right).
+func center(s string, fill byte, n int) string {
+	pad := n - len(s)
+	if pad <= 0 {
+		return s
+	}
+	return strings.Repeat(string(fill), pad/2) + s + strings.Repeat(string(fill), pad-pad/2)
+}
+
+// pyFloat formats like Python's "{:.2f}" (inf, nan spelled as Python does).
+func pyFloat(v float64, prec int) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	case math.IsNaN(v):
+		return "nan"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+// lineInt and lineFloat print vLLM's "{:<40} {:<10}" and
+// "{:<40} {:<10.2f}" lines.
+func lineInt(w io.Writer, label string, v int) {
+	fmt.Fprintf(w, "%-40s %-10d\n", label, v)
+}
+
+func lineFloat(w io.Writer, label string, v float64) {
+	fmt.Fprintf(w, "%-40s %-10s\n", label, pyFloat(v, 2))
+}
+
+// percentileWord is vLLM's P label: an integer percentile without a
+// fraction, others as Python prints them.
+func percentileWord(p float64) string {
+	if p == math.Trunc(p) {
+		return strconv.Itoa(int(p))
+	}
+	return strconv.FormatFloat(p, 'f', -1, 64)
+}
+
+// PrintFailures prints up to 10 failed requests' errors, as vLLM does
+// before its result block.
+func PrintFailures(w io.Writer, run *Run) {
+	var failed []*probe.Result
+	for _, r := range run.Results {
+		if !completed(r) {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Failed requests during benchmark run detected (capping to 10):")
+	for i, r := range failed[:min(10, len(failed))] {
+		fmt.Fprintf(w, "Error %d: %s %s: %s\n", i, r.Disposition, r.Reason, r.Error)
+	}
+}
+
+// PrintResult prints vLLM's "Serving Benchmark Result" block line for line.
+func PrintResult(w io.Writer, s Settings, m Metrics) {
+	fmt.Fprintln(w, center(" Serving Benchmark Result ", '=', 50))
+	lineInt(w, "Successful requests:", m.Completed)
+	lineInt(w, "Failed requests:", m.Failed)
+	if s.MaxConcurrency > 0 {
+		lineInt(w, "Maximum request concurrency:", s.MaxConcurrency)
+	}
+	if !math.IsInf(s.RequestRate, 1) {
+		lineFloat(w, "Request rate configured (RPS):", s.RequestRate)
+	}
+	lineFloat(w, "Benchmark duration (s):", m.Duration.Seconds())
+	lineInt(w, "Total input tokens:", m.TotalInput)
+	lineInt(w, "Total generated tokens:", m.TotalOutput)
+	lineFloat(w, "Request throughput (req/s):", m.RequestThroughput)
+	if s.Goodput.IsSet() {
+		lineFloat(w, "Request goodput (req/s):", m.RequestGoodput)
+	}
+	lineFloat(w, "Output token throughput (tok/s):", m.OutputThroughput)
+	lineFloat(w, "Peak output token throughput (tok/s):", m.MaxOutputTokensPerSecond)
+	lineFloat(w, "Peak concurrent requests:", float64(m.MaxConcurrentRequests))
+	lineFloat(w, "Total token throughput (tok/s):", m.TotalTokenThroughput)
+	for _, name := range metricNames {
+		if !slices.Contains(s.PercentileMetrics, name) {
+			continue
+		}
+		t, d := metricTitles[name], m.Dists[name]
+		fmt.Fprintln(w, center(t[0], '-', 50))
+		lineFloat(w, fmt.Sprintf("Mean %s (ms):", t[1]), d.Mean)
+		lineFloat(w, fmt.Sprintf("Median %s (ms):", t[1]), d.Median)
+		for _, p := range d.Percentiles {
+			lineFloat(w, fmt.Sprintf("P%s %s (ms):", percentileWord(p.P), t[1]), p.MS)
+		}
+	}
+	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+// PrintLedger prints the prober's additions below vLLM's block: offered
+// load, throughput, goodput, acceptance and the disposition mix that
+// accounts for every offered request.
+func PrintLedger(w io.Writer, s Settings, m Metrics) {
+	fmt.Fprintln(w, center(" Prober Ledger ", '=', 50))
+	lineInt(w, "Offered requests:", m.Offered)
+	lineFloat(w, "Offered load (req/s):", m.OfferedRate)
+	lineFloat(w, "Achieved send rate (req/s):", m.SendRate)
+	lineFloat(w, "Completed throughput (req/s):", m.RequestThroughput)
+	lineFloat(w, "Goodput (accepted req/s):", m.Goodput)
+	fmt.Fprintf(w, "%-40s %-10s\n", "Acceptance ratio:", pyFloat(m.Acceptance, 4))
+	fmt.Fprintln(w, center("Dispositions", '-', 50))
+	for _, d := range AllDispositions {
+		lineInt(w, string(d)+":", m.Dispositions[d])
+	}
+	if len(m.Reasons) > 0 {
+		fmt.Fprintln(w, center("Failure reasons", '-', 50))
+		for _, r := range sortedKeys(m.Reasons) {
+			lineInt(w, r+":", m.Reasons[r])
+		}
+	}
+	if s.LedgerPath != "" {
+		fmt.Fprintf(w, "%-40s %s\n", "Ledger:", s.LedgerPath)
+	}
+	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// jsonFloat keeps infinities out of JSON numbers: Python writes the
+// string "inf" for --request-rate inf, and so do we for any infinity.
+func jsonFloat(v float64) any {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return pyFloat(v, 2)
+	}
+	return v
+}
+
+// pyRate renders a rate as Python's str(float) does: "inf", "10.0", "0.5".
+func pyRate(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+
+// DefaultResultFilename is vLLM's name for a saved result:
+// {label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json.
+func DefaultResultFilename(s Settings, at time.Time) string {
+	label := s.Label
+	if label == "" {
+		label = s.Backend
+	}
+	name := label + "-" + pyRate(s.RequestRate) + "qps"
+	if s.MaxConcurrency > 0 {
+		name += fmt.Sprintf("-concurrency%d", s.MaxConcurrency)
+	}
+	return name + "-" + path.Base(s.Model) + "-" + at.Format("20060102-150405") + ".json"
+}
+
+// MarshalResult renders the saved JSON: vLLM's keys, then the prober's.
+func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time) ([]byte, error) {
+	out := vllmKeys(s, m, at)
+	for _, name := range s.PercentileMetrics {
+		d := m.Dists[name]
+		out["mean_"+name+"_ms"], out["median_"+name+"_ms"], out["std_"+name+"_ms"] = d.Mean, d.Median, d.Std
+		for _, p := range d.Percentiles {
+			out["p"+percentileWord(p.P)+"_"+name+"_ms"] = p.MS
+		}
+	}
+	if detailed {
+		addDetailed(out, run)
+	}
+	disp := map[string]int{}
+	for d, n := range m.Dispositions {
+		disp[string(d)] = n
+	}
+	out["offered"], out["sent"], out["dispositions"], out["failure_reasons"] = m.Offered, m.Sent, disp, m.Reasons
+	out["offered_rate"], out["send_rate"] = jsonFloat(m.OfferedRate), jsonFloat(m.SendRate)
+	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.RequestThroughput, m.Goodput, m.Acceptance
+	out["ledger"] = s.LedgerPath
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// vllmKeys returns vLLM's run settings, totals and throughputs.
+func vllmKeys(s Settings, m Metrics, at time.Time) map[string]any {
+	var label, maxConc, goodput any
+	if s.Label != "" {
+		label = s.Label
+	}
+	if s.MaxConcurrency > 0 {
+		maxConc = s.MaxConcurrency
+	}
+	if s.Goodput.IsSet() {
+		goodput = m.RequestGoodput
+	}
+	return map[string]any{
+		"date": at.Format("20060102-150405"), "endpoint_type": s.Backend, "backend": s.Backend,
+		"label": label, "model_id": s.Model, "tokenizer_id": s.Model, "num_prompts": s.NumPrompts,
+		"request_rate": jsonFloat(s.RequestRate), "burstiness": jsonFloat(s.Burstiness), "max_concurrency": maxConc,
+		"duration": m.Duration.Seconds(), "completed": m.Completed, "failed": m.Failed,
+		"total_input_tokens": m.TotalInput, "total_output_tokens": m.TotalOutput,
+		"request_throughput": m.RequestThroughput, "request_goodput": goodput,
+		"output_throughput": m.OutputThroughput, "total_token_throughput": m.TotalTokenThroughput,
+		"max_output_tokens_per_s": m.MaxOutputTokensPerSecond, "max_concurrent_requests": m.MaxConcurrentRequests,
+		"rtfx": 0.0,
+	}
+}
+
+// addDetailed adds vLLM's --save-detailed per-request lists.
+func addDetailed(out map[string]any, run *Run) {
+	n := len(run.Results)
+	inLens, outLens, ttfts := make([]int, n), make([]int, n), make([]float64, n)
+	itls, starts := make([][]float64, n), make([]float64, n)
+	texts, errs := make([]string, n), make([]string, n)
+	for i, r := range run.Results {
+		inLens[i], texts[i], errs[i] = r.PromptTokens, r.Text, r.Error
+		if completed(r) {
+			outLens[i] = r.OutputTokens
+		}
+		ttfts[i] = r.TTFT.Seconds()
+		itls[i] = make([]float64, len(r.ITLs))
+		for j, d := range r.ITLs {
+			itls[i][j] = d.Seconds()
+		}
+		if !r.Sent.IsZero() {
+			starts[i] = r.Sent.Sub(run.Start).Seconds()
+		}
+	}
+	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inLens, outLens, ttfts, itls
+	out["start_times"], out["generated_texts"], out["errors"] = starts, texts, errs
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// errRunEnded is the cause of the request contexts still open when a run
+// ends (interrupted, or its drain time is over): they become unfinished.
+var errRunEnded = errors.New("run ended with the request outstanding")
+
+// RunOptions configures one open-loop run of planned requests.
+type RunOptions struct {
+	Target, Probe string // names written into every Result
+	// Offsets are the planned send times from the start of the run.
+	Offsets []time.Duration
+	Sender  Sender
+	// MaxConcurrency caps requests in flight (vLLM's --max-concurrency): a
+	// request whose time has come waits for a slot. 0 = no cap.
+	MaxConcurrency int
+	// Drain bounds how long requests may stay outstanding after the last
+	// planned send; past it they end unfinished. 0 = wait for all.
+	Drain time.Duration
+	// FirstSeq is the Seq of the first request (0 means 1).
+	FirstSeq uint64
+	Ledger   *probe.Ledger                                    // nil = none
+	OnFinish func(r *probe.Result)                            // called once per offered request; may be nil
+	Now      func() time.Time                                 // nil = time.Now
+	Sleep    func(ctx context.Context, d time.Duration) error // nil = a real timer
+}
+
+// Run is what one run produced.
+type Run struct {
+	// Results holds one Result per offered request, in planned order.
+	// Requests whose time never came (the run was interrupted) are absent.
+	Results []*probe.Result
+	Start   time.Time // the run's time zero
+	End     time.Time // when the last offered request ended
+	// Span is the planned duration: the last offset.
+	Span time.Duration
+}
+
+// Duration is the wall time of the run, vLLM's benchmark duration.
+func (r *Run) Duration() time.Duration { return r.End.Sub(r.Start) }
+
+// Execute offers the planned requests open loop: each is sent at its
+// planned time whatever the others are doing, so a slow server shows up as
+// latency and failures, not as a lower offered load. When ctx ends no more
+// requests are offered and outstanding ones end unfinished; Execute then
+// returns what was offered. Every offered Result is written to the ledger.
+func Execute(ctx context.Context, o RunOptions) *Run {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.FirstSeq == 0 {
+		o.FirstSeq = 1
+	}
+	reqCtx, endRun := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer endRun(nil)
+	stop := context.AfterFunc(ctx, func() { endRun(errRunEnded) })
+	defer stop()
+	var slots chan struct{}
+	if o.MaxConcurrency > 0 {
+		slots = make(chan struct{}, o.MaxConcurrency)
+	}
+	run := &Run{Start: o.Now()}
+	if n := len(o.Offsets); n > 0 {
+		run.Span = o.Offsets[n-1]
+	}
+	var wg sync.WaitGroup
+	for i, off := range o.Offsets {
+		planned := run.Start.Add(off)
+		if o.Sleep(ctx, planned.Sub(o.Now())) != nil {
+			break
+		}
+		res := &probe.Result{Seq: o.FirstSeq + uint64(i), Target: o.Target, Probe: o.Probe, Scheduled: planned}
+		run.Results = append(run.Results, res)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(reqCtx, o, slots, res)
+		}()
+	}
+	if o.Drain > 0 {
+		t := time.AfterFunc(o.Drain, func() { endRun(errRunEnded) })
+		defer t.Stop()
+	}
+	wg.Wait()
+	run.End = o.Now()
+	return run
+}
+
+// send waits for a concurrency slot, sends, and finishes the Result.
+func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Result) {
+	sent := true
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			sent = false
+		}
+	}
+	if sent && ctx.Err() == nil {
+		o.Sender.Do(ctx, res)
+	}
+	if ctx.Err() != nil && (res.Disposition == "" || res.Disposition == probe.Cancelled) {
+		res.Disposition, res.Reason, res.Error = probe.Unfinished, "", errRunEnded.Error()
+		res.SLOViolations, res.QualityFailures = nil, nil
+	}
+	o.Ledger.Write(res)
+	if o.OnFinish != nil {
+		o.OnFinish(res)
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,46 @@
+// Package bench runs one-shot benchmarks (`vllm-prober bench`, a Go
+// counterpart of `vllm bench serve`) and capacity searches
+// (`vllm-prober capacity`) on top of the probe package: the same judge,
+// dispositions and ledger as the daemon, vLLM's arrival process, and vLLM's
+// printed result block and saved JSON so numbers compare line by line.
+package bench
+
+import (
+	"math"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Schedule returns the planned send offsets, from the start of a run, of n
+// requests offered at rate requests per second with gamma shape
+// burstiness, drawn the way vLLM's benchmark client draws them: every
+// request (the first included) waits a gamma gap of mean 1/rate, the gaps
+// are summed into offsets, and the offsets are rescaled so the last one is
+// exactly n/rate. An infinite rate sends everything at offset 0; an
+// infinite burstiness gives constant gaps of 1/rate. The gaps come from
+// probe.NewArrivals, so the same seed gives the same schedule.
+func Schedule(n int, rate, burstiness float64, seed int64) []time.Duration {
+	if n <= 0 {
+		return nil
+	}
+	out := make([]time.Duration, n)
+	if math.IsInf(rate, 1) || !(rate > 0) {
+		return out
+	}
+	arr := probe.NewArrivals(rate, burstiness, seed)
+	sums := make([]float64, n)
+	total := 0.0
+	for i := range sums {
+		total += arr.Next().Seconds()
+		sums[i] = total
+	}
+	scale := 1.0
+	if total > 0 {
+		scale = (float64(n) / rate) / total
+	}
+	for i, s := range sums {
+		out[i] = time.Duration(math.Round(s * scale * float64(time.Second)))
+	}
+	return out
+}
