@@ -1,0 +1,66 @@
+package rules
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the checked-in deploy/prometheus files from deploy/examples/full.yml")
+
+const (
+	exampleConfig = "../deploy/examples/full.yml"
+	deployDir     = "../deploy/prometheus"
+)
+
+// checkedIn renders what `vllm-prober rules` writes for the example config:
+// the rule file and its promtool tests.
+func checkedIn(t *testing.T) map[string][]byte {
+	t.Helper()
+	cfg, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, warnings, err := Generate(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := Marshal(rf, warnings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := Tests(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Marshal(tf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]byte{"rules.yml": rb, "rules_test.yml": tb}
+}
+
+func TestCheckedInRulesMatchGenerated(t *testing.T) {
+	for name, want := range checkedIn(t) {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(deployDir, name)
+			if *update {
+				if err := os.WriteFile(path, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from what `vllm-prober rules --config.file=deploy/examples/full.yml` generates; regenerate with: go test ./rules -run TestCheckedInRulesMatchGenerated -update", path)
+			}
+		})
+	}
+}

@@ -1,0 +1,248 @@
+package rules
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+func TestGenerateLatency(t *testing.T) {
+	slo := config.SLO{TTFT: sec(time.Second), TPOT: sec(100 * time.Millisecond), E2EL: sec(20 * time.Second)}
+	cases := []struct {
+		name    string
+		rate    float64
+		slo     config.SLO
+		want    []string // slo=window>threshold
+		warning bool
+	}{
+		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=30m>1", "tpot=30m>0.1", "e2el=30m>20"}, false},
+		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=30m>0.05"}, false},
+		{"no SLO, no alert", 0.2, config.SLO{}, nil, false},
+		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h24m>1"}, true},
+		{"0.001/s drops the alert", 0.001, config.SLO{TTFT: sec(time.Second)}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rf, warnings, err := Generate(oneProbe(testProbe("chat", tc.rate, 0.9, tc.slo)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range alerts(rf, AlertLatencyHigh) {
+				w := r.Expr[strings.Index(r.Expr, "[")+1 : strings.Index(r.Expr, "]")]
+				thr := r.Expr[strings.LastIndex(r.Expr, "> ")+2:]
+				got = append(got, r.Labels["slo"]+"="+w+">"+thr)
+				if !strings.Contains(r.Expr, sloMetric[r.Labels["slo"]]+"_bucket") || r.Labels["target"] != "llama" {
+					t.Errorf("alert %v does not read its histogram: %s", r.Labels, r.Expr)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("latency alerts = %v, want %v", got, tc.want)
+			}
+			hasLatencyWarning := false
+			for _, w := range warnings {
+				hasLatencyWarning = hasLatencyWarning || strings.HasPrefix(w.Alert, "p99")
+			}
+			if hasLatencyWarning != tc.warning {
+				t.Errorf("latency warning = %v, want %v (%v)", hasLatencyWarning, tc.warning, warnings)
+			}
+		})
+	}
+}
+
+func TestGenerateHealth(t *testing.T) {
+	cases := []struct {
+		name, alert, contains, forD string
+	}{
+		{"not completing per pair", AlertNotCompleting, `unless`, "5m"},
+		{"scrape failing", AlertScrapeFailing, `max by (target) (vllm_probe_server_scrape_success{job="vllm-prober"}) == 0`, "5m"},
+		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[30m]))) > 1`, "5m"},
+		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate30m - target:vllm_time_to_first_token_seconds:p50_rate30m) > 0.5`, "10m"},
+		{"target down", AlertTargetDown, `>= 0.9`, "2m"},
+		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
+		{"in-flight cap", AlertInFlightCap, `reason="in_flight_cap"`, "5m"},
+	}
+	rf, _, err := Generate(oneProbe(testProbe("chat", 0.2, 0.99, config.SLO{})), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := alerts(rf, tc.alert)
+			if len(rs) != 1 {
+				t.Fatalf("%d %s rules, want 1", len(rs), tc.alert)
+			}
+			if !strings.Contains(strings.ReplaceAll(rs[0].Expr, "\n", " "), tc.contains) {
+				t.Errorf("expr %q does not contain %q", rs[0].Expr, tc.contains)
+			}
+			if rs[0].For != tc.forD || rs[0].Annotations["runbook_url"] == "" || rs[0].Labels["severity"] == "" {
+				t.Errorf("for = %s, labels %v, annotations %v", rs[0].For, rs[0].Labels, rs[0].Annotations)
+			}
+		})
+	}
+}
+
+func TestGenerateScaledDurations(t *testing.T) {
+	rf, _, err := Generate(oneProbe(testProbe("chat", 5, 0.99, config.SLO{TTFT: sec(time.Second)})), Options{WindowScale: 1.0 / 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, alert, forD, window string
+	}{
+		{"page for and windows", AlertFastBurn, "2s", "1m"},
+		{"ticket for", AlertSlowBurn, "15s", "24m"},
+		{"latency for and window", AlertLatencyHigh, "10s", "[30s]"},
+		{"health for", AlertScrapeFailing, "5s", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := alerts(rf, tc.alert)[0]
+			if r.For != tc.forD {
+				t.Errorf("for = %s, want %s", r.For, tc.forD)
+			}
+			if tc.window != "" && r.Labels["long_window"] != tc.window && !strings.Contains(r.Expr, tc.window) {
+				t.Errorf("window %s not in %v / %s", tc.window, r.Labels, r.Expr)
+			}
+		})
+	}
+}
+
+func TestGenerateDeterministic(t *testing.T) {
+	cfg := &config.Config{
+		Targets: []config.Target{{Name: "b"}, {Name: "a", Probes: []string{"z"}}},
+		Probes: []config.Probe{
+			testProbe("z", 0.01, 0.999, config.SLO{E2EL: sec(time.Minute)}),
+			testProbe("y", 1, 0.99, config.SLO{TTFT: sec(time.Second), TPOT: sec(time.Millisecond)}),
+		},
+	}
+	render := func() []byte {
+		rf, w, err := Generate(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Marshal(rf, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tf, err := Tests(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := Marshal(tf, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(b, tb...)
+	}
+	first := render()
+	for i := range 20 {
+		if !bytes.Equal(first, render()) {
+			t.Fatalf("render %d differs from the first", i)
+		}
+	}
+	t.Run("config order of pairs", func(t *testing.T) {
+		var pairs []string
+		rf, _, _ := Generate(cfg, Options{})
+		for _, r := range alerts(rf, AlertNotCompleting) {
+			pairs = append(pairs, r.Labels["target"]+"/"+r.Labels["probe"])
+		}
+		if got := strings.Join(pairs, ","); got != "b/z,b/y,a/z" {
+			t.Errorf("pairs = %s", got)
+		}
+	})
+	t.Run("warnings in the header", func(t *testing.T) {
+		if !bytes.Contains(first, []byte("# warning: target \"b\" probe \"z\"")) {
+			t.Errorf("header has no warning:\n%s", first[:300])
+		}
+	})
+}
+
+func TestGenerateErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		o    Options
+		want string
+	}{
+		{"nil config", nil, Options{}, "nil config"},
+		{"zero rate", oneProbe(testProbe("p", 0, 0.99, config.SLO{})), Options{}, `probe "p": rate`},
+		{"infinite rate", oneProbe(testProbe("p", math.Inf(1), 0.99, config.SLO{})), Options{}, `probe "p": rate`},
+		{"objective 1", oneProbe(testProbe("p", 1, 1, config.SLO{})), Options{}, `probe "p": objective 1`},
+		{"negative scale", oneProbe(testProbe("p", 1, 0.99, config.SLO{})), Options{WindowScale: -1}, "must not be negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Generate(tc.cfg, tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if _, err := Tests(tc.cfg, tc.o); err == nil {
+				t.Errorf("Tests accepted what Generate refused")
+			}
+		})
+	}
+}
+
+func TestTestsScenarios(t *testing.T) {
+	cfg := oneProbe(testProbe("chat", 0.2, 0.99, config.SLO{TTFT: sec(time.Second)}))
+	tf, err := Tests(cfg, Options{RuleFileName: "r.yml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tf.RuleFiles) != 1 || tf.RuleFiles[0] != "r.yml" {
+		t.Errorf("rule_files = %v", tf.RuleFiles)
+	}
+	cases := []struct {
+		group, alert string
+		firing       int
+		value        string
+	}{
+		{"healthy: no alert fires", AlertFastBurn, 0, ""},
+		{"healthy: no alert fires", AlertLatencyHigh, 0, ""},
+		{"fast burn: llama/chat fails every request", AlertFastBurn, 1, "25.0x"},
+		{"latency: llama/chat p99 ttft above its SLO", AlertLatencyHigh, 1, "1.99s"},
+		{"scrape failing: target llama", AlertScrapeFailing, 1, "target llama"},
+		{"prober absent", AlertProberAbsent, 1, "vllm-prober"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.group+"/"+tc.alert, func(t *testing.T) {
+			for _, g := range tf.Tests {
+				if g.Name != tc.group {
+					continue
+				}
+				for _, at := range g.AlertRuleTests {
+					if at.Alertname != tc.alert {
+						continue
+					}
+					if len(at.ExpAlerts) != tc.firing {
+						t.Fatalf("%d expected alerts, want %d", len(at.ExpAlerts), tc.firing)
+					}
+					if tc.firing > 0 && !strings.Contains(at.ExpAlerts[0].ExpAnnotations["summary"], tc.value) {
+						t.Errorf("summary %q does not contain %q", at.ExpAlerts[0].ExpAnnotations["summary"], tc.value)
+					}
+					return
+				}
+			}
+			t.Fatalf("no %s test in group %q", tc.alert, tc.group)
+		})
+	}
+}
+
+func TestHumanizeDuration(t *testing.T) {
+	cases := []struct {
+		v    float64
+		want string
+	}{{0, "0s"}, {0.199, "199ms"}, {1.99, "1.99s"}, {90, "1m 30s"}, {3700, "1h 1m 40s"}, {90000, "1d 1h 0m 0s"}, {0.0000015, "1.5us"}}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := humanizeDuration(tc.v); got != tc.want {
+				t.Errorf("humanizeDuration(%v) = %q, want %q", tc.v, got, tc.want)
+			}
+		})
+	}
+}

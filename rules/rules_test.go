@@ -1,0 +1,189 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+func testProbe(name string, rate, objective float64, slo config.SLO) config.Probe {
+	return config.Probe{Name: name, API: config.APIChat, Rate: rate, Objective: objective, SLO: slo}
+}
+
+func oneProbe(p config.Probe) *config.Config {
+	return &config.Config{Targets: []config.Target{{Name: "llama"}}, Probes: []config.Probe{p}}
+}
+
+func sec(d time.Duration) model.Duration { return model.Duration(d) }
+
+// alerts returns the alerting rules named name, in file order.
+func alerts(rf *RuleFile, name string) []Rule {
+	var out []Rule
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == name {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func records(rf *RuleFile) map[string]Rule {
+	out := map[string]Rule{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				out[r.Record] = r
+			}
+		}
+	}
+	return out
+}
+
+func windowsOf(rs []Rule) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Labels["long_window"]+"/"+r.Labels["short_window"])
+	}
+	return out
+}
+
+func TestGenerateBurnWindows(t *testing.T) {
+	cases := []struct {
+		name      string
+		rate, obj float64
+		opts      Options
+		page      []string
+		ticket    []string
+		warnings  int
+		lowTraffy bool
+	}{
+		{name: "standard windows at 0.2/s", rate: 0.2, obj: 0.99, page: []string{"1h/5m", "6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}},
+		{name: "0.05/s widens the 5m short window to hold 30 requests", rate: 0.05, obj: 0.99,
+			page: []string{"2h/10m", "6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}, warnings: 1, lowTraffy: true},
+		{name: "loose objective drops the 14.4x page", rate: 0.2, obj: 0.9,
+			page: []string{"6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}, warnings: 1},
+		{name: "strict objective: one failure would page, windows widen", rate: 0.2, obj: 0.99999,
+			page: []string{"9h39m/49m", "23h9m/1h56m"}, ticket: []string{"1d22h18m/3h52m"}, warnings: 4, lowTraffy: true},
+		{name: "very low rate drops ticket pairs it cannot widen", rate: 0.0005, obj: 0.99,
+			page: nil, ticket: nil, warnings: 4},
+		{name: "min requests option", rate: 0.2, obj: 0.99, opts: Options{MinRequests: 120},
+			page: []string{"2h/10m", "6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}, warnings: 1, lowTraffy: true},
+		{name: "window scale 1/60", rate: 2, obj: 0.99, opts: Options{WindowScale: 1.0 / 60, MinRequests: 5},
+			page: []string{"1m/5s", "6m/30s"}, ticket: []string{"24m/2m", "1h12m/6m"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rf, warnings, err := Generate(oneProbe(testProbe("chat", tc.rate, tc.obj, config.SLO{})), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := windowsOf(alerts(rf, AlertFastBurn)); strings.Join(got, ",") != strings.Join(tc.page, ",") {
+				t.Errorf("page windows = %v, want %v", got, tc.page)
+			}
+			if got := windowsOf(alerts(rf, AlertSlowBurn)); strings.Join(got, ",") != strings.Join(tc.ticket, ",") {
+				t.Errorf("ticket windows = %v, want %v", got, tc.ticket)
+			}
+			if len(warnings) != tc.warnings {
+				t.Errorf("warnings = %d %v, want %d", len(warnings), warnings, tc.warnings)
+			}
+			annotated := false
+			for _, r := range append(alerts(rf, AlertFastBurn), alerts(rf, AlertSlowBurn)...) {
+				annotated = annotated || r.Annotations["low_traffic"] != ""
+				for _, w := range []string{r.Labels["long_window"], r.Labels["short_window"]} {
+					if _, ok := records(rf)[RecordAcceptance+w]; !ok {
+						t.Errorf("alert uses window %s that is not recorded", w)
+					}
+				}
+			}
+			if annotated != tc.lowTraffy {
+				t.Errorf("low_traffic annotation present = %v, want %v", annotated, tc.lowTraffy)
+			}
+		})
+	}
+}
+
+func TestGenerateBurnThresholds(t *testing.T) {
+	rf, _, err := Generate(oneProbe(testProbe("chat", 0.2, 0.995, config.SLO{})), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		alert    string
+		idx      int
+		severity string
+		expr     string
+		forD     string
+	}{
+		{"14.4x page", AlertFastBurn, 0, SeverityPage,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1h{target=\"llama\",probe=\"chat\"}) / 0.005 > 14.4\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 14.4", "2m"},
+		{"6x page", AlertFastBurn, 1, SeverityPage,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate30m{target=\"llama\",probe=\"chat\"}) / 0.005 > 6", "2m"},
+		{"3x ticket", AlertSlowBurn, 0, SeverityTicket,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1d{target=\"llama\",probe=\"chat\"}) / 0.005 > 3\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate2h{target=\"llama\",probe=\"chat\"}) / 0.005 > 3", "15m"},
+		{"1x ticket", AlertSlowBurn, 1, SeverityTicket,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate3d{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 1", "15m"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := alerts(rf, tc.alert)[tc.idx]
+			if r.Expr != tc.expr {
+				t.Errorf("expr =\n%s\nwant\n%s", r.Expr, tc.expr)
+			}
+			if r.Labels["severity"] != tc.severity || r.Labels["target"] != "llama" || r.Labels["probe"] != "chat" {
+				t.Errorf("labels = %v", r.Labels)
+			}
+			if r.For != tc.forD {
+				t.Errorf("for = %s, want %s", r.For, tc.forD)
+			}
+			if !strings.Contains(r.Annotations["description"], "99.5%") || !strings.Contains(r.Annotations["summary"], valueFmt) {
+				t.Errorf("annotations do not say the objective and burn rate: %v", r.Annotations)
+			}
+		})
+	}
+}
+
+func TestGenerateRecording(t *testing.T) {
+	rf, _, err := Generate(oneProbe(testProbe("chat", 0.2, 0.99, config.SLO{})), Options{Job: "probers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(rf)
+	cases := []struct {
+		name, record, expr string
+	}{
+		{"completed excludes cancelled", RecordCompleted + "5m", `sum by (target, probe) (rate(vllm_probe_requests_total{job="probers",disposition!="cancelled"}[5m]))`},
+		{"goodput", RecordGoodput + "3d", `sum by (target, probe) (rate(vllm_probe_requests_total{job="probers",disposition="accepted"}[3d]))`},
+		{"offered", RecordOffered + "2h", `sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="probers"}[2h]))`},
+		{"acceptance", RecordAcceptance + "1d", "sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition=\"accepted\"}[1d]))\n/\nsum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition!=\"cancelled\"}[1d]))"},
+		{"objective", RecordObjective, "vector(0.99)"},
+		{"server ttft", RecordServerTTFT + "30m", `histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket{job="probers",target!=""}[30m])))`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recs[tc.record].Expr; got != tc.expr {
+				t.Errorf("%s expr =\n%s\nwant\n%s", tc.record, got, tc.expr)
+			}
+		})
+	}
+	t.Run("every standard window", func(t *testing.T) {
+		for _, w := range []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"} {
+			for _, prefix := range []string{RecordOffered, RecordCompleted, RecordGoodput, RecordAcceptance} {
+				if _, ok := recs[prefix+w]; !ok {
+					t.Errorf("missing %s%s", prefix, w)
+				}
+			}
+		}
+	})
+	t.Run("absent uses the job option", func(t *testing.T) {
+		if got := alerts(rf, AlertProberAbsent)[0].Expr; got != `absent(up{job="probers"})` {
+			t.Errorf("absent expr = %s", got)
+		}
+	})
+}
