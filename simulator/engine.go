@@ -201,7 +201,6 @@ func (e *engine) markScheduled(st step, start time.Time) {
 	for _, s := range st.seqs {
 		if s.timing.scheduled.IsZero() {
 			s.timing.scheduled = start
-			e.met.queueTime.Observe(start.Sub(s.timing.queued).Seconds())
 		}
 	}
 }

@@ -157,6 +157,7 @@ func (e *engine) retire(s *seq) {
 	m := e.met
 	m.success.WithLabelValues(s.finishReason).Inc()
 	m.e2e.Observe(t.lastToken.Sub(t.arrival).Seconds())
+	m.queueTime.Observe(t.scheduled.Sub(t.queued).Seconds())
 	m.prefillTime.Observe(t.firstToken.Sub(t.scheduled).Seconds())
 	decode := t.lastToken.Sub(t.firstToken).Seconds()
 	m.decodeTime.Observe(decode)
