@@ -16,7 +16,7 @@ import (
 
 // maxNodes bounds the nodes one decode visits, so aliases that expand
 // exponentially cannot exhaust memory or time.
-const maxNodes = 1 << 20
+const maxNodes = 100_000
 
 var (
 	httpConfigType = reflect.TypeFor[promconfig.HTTPClientConfig]()
@@ -330,4 +330,3 @@ func collectFields(t reflect.Type, prefix []int, si *structInfo) {
 		si.fields[name] = idx
 	}
 }
-

@@ -42,9 +42,10 @@ func (e *Error) Error() string {
 // problems collects Errors of one file and remembers the line of every
 // field path seen while decoding.
 type problems struct {
-	file  string
-	list  []*Error
-	lines map[string]int
+	file    string
+	list    []*Error
+	dropped int // problems past the bound of list, counted only
+	lines   map[string]int
 }
 
 func newProblems(file string) *problems {
@@ -53,6 +54,10 @@ func newProblems(file string) *problems {
 
 // add records a problem at an explicit line.
 func (p *problems) add(line int, path, format string, args ...any) {
+	if len(p.list) >= 10*maxErrors {
+		p.dropped++
+		return
+	}
 	p.list = append(p.list, &Error{File: p.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -85,7 +90,7 @@ func (p *problems) err() error {
 	errs := make([]error, 0, min(len(list), maxErrors)+1)
 	for i, e := range list {
 		if i == maxErrors {
-			errs = append(errs, &Error{File: p.file, Msg: fmt.Sprintf("%d more errors not shown", len(list)-maxErrors)})
+			errs = append(errs, &Error{File: p.file, Msg: fmt.Sprintf("%d more errors not shown", len(list)-maxErrors+p.dropped)})
 			break
 		}
 		errs = append(errs, e)

@@ -40,6 +40,9 @@ func (d *decoder) decodeHTTP(n *yaml.Node, v reflect.Value, path string) {
 // redactURL hides the password of a URL, also when it does not parse.
 func redactURL(s string) string {
 	if u, err := url.Parse(s); err == nil {
+		if _, has := u.User.Password(); !has {
+			return s
+		}
 		return u.Redacted()
 	}
 	scheme, rest, ok := strings.Cut(s, "://")

@@ -172,7 +172,7 @@ func TestBurstiness(t *testing.T) {
 
 func TestTargetSettings(t *testing.T) {
 	tests := []struct {
-		name, extra, url      string
+		name, extra, url     string
 		wantURL, wantMetrics string
 	}{
 		{"metrics_path absent", "", "http://h:8000", "http://h:8000", "/metrics"},
