@@ -294,6 +294,27 @@ var invalidCases = []struct {
 			`testdata/invalid-zero-rate.yml:7: probes[0].rate: must be a finite number > 0, got 0`,
 		},
 	},
+	{
+		file: "invalid-schema-syntax.yml",
+		want: []string{
+			`testdata/invalid-schema-syntax.yml:8: probes[0].quality.json_schema: invalid JSON Schema: failing loading "file://truncated.schema.json": unexpected EOF, got "truncated.schema.json"`,
+		},
+	},
+	{
+		file: "invalid-list-types.yml",
+		want: []string{
+			`testdata/invalid-list-types.yml:2: targets: must be a list, got a mapping`,
+			`testdata/invalid-list-types.yml:5: probes[0]: must be a mapping, got "chat-short"`,
+			`testdata/invalid-list-types.yml:9: probes[1].quality.finish_reasons: must be a list, got "stop"`,
+		},
+	},
+	{
+		file: "invalid-http-secret-mapping.yml",
+		want: []string{
+			`testdata/invalid-http-secret-mapping.yml:5: targets[0].http_client_config.authorization.credentials: must be a string, got a mapping`,
+			`testdata/invalid-http-secret-mapping.yml:7: targets[0].http_client_config.http_headers.X-Api-Key: unknown field "file"`,
+		},
+	},
 }
 
 func TestLoadInvalid(t *testing.T) {

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -370,5 +371,27 @@ func TestProbesForUnknownNamesSkipped(t *testing.T) {
 	all[0].Name = "changed"
 	if !slices.ContainsFunc(cfg.Probes, func(p Probe) bool { return p.Name == "chat-short" }) {
 		t.Errorf("ProbesFor result aliases cfg.Probes")
+	}
+}
+
+func TestErrorListIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(validTarget + "probes:\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "  - {name: p%d, api: chat, rate: 0, workload: {random: {input_tokens: 1, output_tokens: 1}}}\n", i)
+	}
+	_, err := Parse([]byte(b.String()), "c.yml")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != maxErrors+1 {
+		t.Errorf("%d lines, want %d", len(lines), maxErrors+1)
+	}
+	if got, want := lines[0], "c.yml:6: probes[0].rate: must be a finite number > 0, got 0"; got != want {
+		t.Errorf("first line %q, want %q", got, want)
+	}
+	if got, want := lines[len(lines)-1], "c.yml: 10 more errors not shown"; got != want {
+		t.Errorf("last line %q, want %q", got, want)
 	}
 }
