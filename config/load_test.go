@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -307,6 +308,9 @@ func TestRegexpMarshal(t *testing.T) {
 	if err := json.Unmarshal(j, &back); err != nil || !back.R.MatchString("x 144 y") {
 		t.Errorf("json round trip: %v", err)
 	}
+	if got := (Regexp{Regexp: regexp.MustCompile("a+")}).String(); got != "a+" {
+		t.Errorf("String of a Regexp without Source = %q, want a+", got)
+	}
 	var zero Regexp
 	if zero.String() != "" || !zero.IsZero() || re.IsZero() {
 		t.Errorf("zero Regexp: String %q IsZero %v", zero.String(), zero.IsZero())
@@ -393,5 +397,34 @@ func TestErrorListIsBounded(t *testing.T) {
 	}
 	if got, want := lines[len(lines)-1], "c.yml: 10 more errors not shown"; got != want {
 		t.Errorf("last line %q, want %q", got, want)
+	}
+}
+
+func TestRequestExtraIsJSON(t *testing.T) {
+	tests := []struct {
+		name, extra, want, wantErr string
+	}{
+		{"integer keys become strings", "{logit_bias: {50256: -100}}", `{"logit_bias":{"50256":-100}}`, ""},
+		{"nested lists", "{stop: [a, {b: [1, 2.5]}]}", `{"stop":["a",{"b":[1,2.5]}]}`, ""},
+		{"infinity cannot be sent", "{top_p: .inf}", "", "c.yml:10: probes[0].request.extra: cannot be sent as JSON: json: unsupported value: +Inf"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := validTarget + strings.Replace(validProbe, "rate: 0.2", "rate: 0.2\n    request: {extra: "+tc.extra+"}", 1)
+			cfg, err := Parse([]byte(doc), "c.yml")
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(cfg.Probes[0].Request.Extra)
+			if err != nil || string(got) != tc.want {
+				t.Errorf("extra as JSON = %s (%v), want %s", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -69,10 +69,10 @@ func (r *Regexp) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // MarshalYAML writes the Regexp back as its source text.
-func (r Regexp) MarshalYAML() (any, error) { return r.Source, nil }
+func (r Regexp) MarshalYAML() (any, error) { return r.String(), nil }
 
 // MarshalText writes the Regexp as its source text (used by encoding/json).
-func (r Regexp) MarshalText() ([]byte, error) { return []byte(r.Source), nil }
+func (r Regexp) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText compiles text into the Regexp (used by encoding/json).
 func (r *Regexp) UnmarshalText(text []byte) error {
@@ -84,5 +84,11 @@ func (r *Regexp) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// String returns the source text; it is safe on the zero Regexp.
-func (r Regexp) String() string { return r.Source }
+// String returns the source text (the compiled expression when a Regexp
+// was built without one); it is "" for the zero Regexp.
+func (r Regexp) String() string {
+	if r.Source == "" && r.Regexp != nil {
+		return r.Regexp.String()
+	}
+	return r.Source
+}

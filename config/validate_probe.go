@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,6 +55,12 @@ func (v *validator) request(r *Request, path string) {
 	if !(r.Temperature >= 0) || !finite(r.Temperature) {
 		v.p.fail(path+".temperature", "must be a finite number >= 0, got %s", fmtFloat(r.Temperature))
 	}
+	if r.Extra != nil {
+		r.Extra = jsonValue(r.Extra).(map[string]any)
+		if _, err := json.Marshal(r.Extra); err != nil {
+			v.p.fail(path+".extra", "cannot be sent as JSON: %v", err)
+		}
+	}
 	keys := make([]string, 0, len(r.Extra))
 	for k := range r.Extra {
 		keys = append(keys, k)
@@ -64,6 +71,31 @@ func (v *validator) request(r *Request, path string) {
 			v.p.fail(path+".extra."+k, "is set by the prober and cannot be overridden, got %s", quote(k))
 		}
 	}
+}
+
+// jsonValue turns what yaml decoded into an interface value into what
+// encoding/json can write: YAML allows non-string map keys (such as the
+// token ids of logit_bias), JSON objects need strings.
+func jsonValue(x any) any {
+	switch x := x.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonValue(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonValue(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = jsonValue(e)
+		}
+		return x
+	}
+	return x
 }
 
 func (v *validator) workload(p *Probe, path string) {
