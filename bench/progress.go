@@ -16,13 +16,13 @@ type Progress struct {
 }
 
 // NewProgress returns a bar of total steps written to w when w is a
-// terminal, else nil.
+// terminal, else nil. A negative total gives a spinner with a count.
 func NewProgress(w io.Writer, total int, description string) *Progress {
 	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || total <= 0 {
+	if !ok || !term.IsTerminal(int(f.Fd())) || total == 0 {
 		return nil
 	}
-	return &Progress{bar: progressbar.NewOptions(total,
+	return &Progress{bar: progressbar.NewOptions(max(total, -1),
 		progressbar.OptionSetWriter(f),
 		progressbar.OptionSetDescription(description),
 		progressbar.OptionShowCount(),

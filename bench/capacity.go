@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// PassRule is the written rule a capacity level must meet on every repeat:
+// the acceptance ratio at least MinAcceptance, and the Percentile of each
+// latency with an objective at or below it.
+type PassRule struct {
+	MinAcceptance    float64
+	Percentile       float64 // e.g. 99
+	TTFT, TPOT, E2EL time.Duration
+}
+
+// String writes the rule out, for the report.
+func (r PassRule) String() string {
+	parts := []string{fmt.Sprintf("acceptance >= %s", pyFloat(r.MinAcceptance, 4))}
+	p := "p" + percentileWord(r.Percentile)
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{{MetricTTFT, r.TTFT}, {MetricTPOT, r.TPOT}, {MetricE2EL, r.E2EL}} {
+		if s.d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s <= %s", p, s.name, s.d))
+		}
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Check applies the rule to a repeat's metrics and says why it failed.
+func (r PassRule) Check(m Metrics) (bool, []string) {
+	var why []string
+	if m.Acceptance < r.MinAcceptance {
+		why = append(why, fmt.Sprintf("acceptance %s < %s", pyFloat(m.Acceptance, 4), pyFloat(r.MinAcceptance, 4)))
+	}
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{{MetricTTFT, r.TTFT}, {MetricTPOT, r.TPOT}, {MetricE2EL, r.E2EL}} {
+		if s.d <= 0 {
+			continue
+		}
+		if v := percentileOf(m, s.name, r.Percentile); v > ms(s.d) {
+			why = append(why, fmt.Sprintf("p%s %s %.2fms > %s", percentileWord(r.Percentile), s.name, v, s.d))
+		}
+	}
+	return len(why) == 0, why
+}
+
+// percentileOf returns percentile p of a metric's Dist, in ms.
+func percentileOf(m Metrics, name string, p float64) float64 {
+	for _, q := range m.Dists[name].Percentiles {
+		if q.P == p {
+			return q.MS
+		}
+	}
+	return math.NaN()
+}
+
+// Repeat is one run of one level.
+type Repeat struct {
+	Rate    float64
+	Index   int
+	Metrics Metrics
+	Pass    bool
+	Why     []string
+	// Level duration figures: completed and accepted requests per second
+	// of the level's planned duration.
+	Throughput float64
+	Goodput    float64
+}
+
+// LevelFunc runs one repeat of the level at rate; repeat counts from 0.
+type LevelFunc func(ctx context.Context, rate float64, repeat int) (Metrics, time.Duration, error)
+
+// SearchOptions configures a capacity search.
+type SearchOptions struct {
+	Rates      []float64 // the staircase, ascending
+	Repeats    int       // per level, at least 1
+	Resolution float64   // bisect until lowest fail - highest pass <= this; 0 = a quarter of that gap
+	Rule       PassRule
+	OnRepeat   func(Repeat) // progress; may be nil
+}
+
+// Search is the outcome of a capacity search.
+type Search struct {
+	Rule        string
+	Repeats     []Repeat // in the order they ran
+	HighestPass float64  // 0 when no level passed
+	LowestFail  float64  // +Inf when no level failed
+	// Rated is the highest offered load for which every repeat passed, and
+	// every lower level run as well: 0 when none passed.
+	Rated float64
+	// Saturated is false when no level failed: the staircase ended first.
+	Saturated bool
+}
+
+// RunSearch climbs the staircase, stops after the first failing level,
+// then bisects between the highest passing and the lowest failing load.
+func RunSearch(ctx context.Context, o SearchOptions, level LevelFunc) (*Search, error) {
+	s := &Search{Rule: o.Rule.String(), LowestFail: math.Inf(1)}
+	for _, rate := range o.Rates {
+		pass, err := s.level(ctx, o, level, rate)
+		if err != nil {
+			return s, err
+		}
+		if !pass {
+			s.LowestFail = rate
+			break
+		}
+		s.HighestPass = rate
+	}
+	s.Saturated = !math.IsInf(s.LowestFail, 1)
+	if s.Saturated && s.HighestPass > 0 {
+		res := o.Resolution
+		if res <= 0 {
+			res = (s.LowestFail - s.HighestPass) / 4
+		}
+		for s.LowestFail-s.HighestPass > res*(1+1e-9) {
+			mid := (s.HighestPass + s.LowestFail) / 2
+			pass, err := s.level(ctx, o, level, mid)
+			if err != nil {
+				return s, err
+			}
+			if pass {
+				s.HighestPass = mid
+			} else {
+				s.LowestFail = mid
+			}
+		}
+	}
+	s.Rated = s.HighestPass
+	return s, nil
+}
+
+// level runs every repeat of one level; it passes when every repeat does.
+func (s *Search) level(ctx context.Context, o SearchOptions, level LevelFunc, rate float64) (bool, error) {
+	pass := true
+	for i := range max(1, o.Repeats) {
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("capacity search interrupted: %w", err)
+		}
+		m, span, err := level(ctx, rate, i)
+		if err != nil {
+			return false, fmt.Errorf("level %s req/s repeat %d: %w", pyRate(rate), i+1, err)
+		}
+		r := Repeat{Rate: rate, Index: i, Metrics: m}
+		r.Pass, r.Why = o.Rule.Check(m)
+		if sec := span.Seconds(); sec > 0 {
+			r.Throughput = float64(m.Completed) / sec
+			r.Goodput = float64(m.Dispositions[probe.Accepted]) / sec
+		}
+		s.Repeats = append(s.Repeats, r)
+		if o.OnRepeat != nil {
+			o.OnRepeat(r)
+		}
+		pass = pass && r.Pass
+	}
+	return pass, nil
+}
+
+// Staircase builds the offered rates: the given list (sorted), or from
+// start up to max multiplying by factor (> 1) or adding step (> 0).
+func Staircase(list []float64, start, maxRate, factor, step float64) ([]float64, error) {
+	if len(list) > 0 {
+		out := slices.Clone(list)
+		slices.Sort(out)
+		for _, r := range out {
+			if !(r > 0) || math.IsInf(r, 0) {
+				return nil, usageErr("--rates: every rate must be a positive number, got %v", r)
+			}
+		}
+		return slices.Compact(out), nil
+	}
+	switch {
+	case !(start > 0) || math.IsInf(start, 0):
+		return nil, usageErr("--start-rate %v must be positive", start)
+	case !(maxRate >= start) || math.IsInf(maxRate, 0):
+		return nil, usageErr("--max-rate %v must be at least --start-rate %v", maxRate, start)
+	case step < 0 || (step == 0 && !(factor > 1)):
+		return nil, usageErr("need --factor > 1 (geometric) or --step > 0 (linear)")
+	}
+	var out []float64
+	for r := start; r <= maxRate*(1+1e-9) && len(out) < 1000; {
+		out = append(out, r)
+		if step > 0 {
+			r += step
+		} else {
+			r *= factor
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// CapacityOptions configures a capacity search. The workload is either a
+// configured probe (Config, ProbeName, TargetName) sent by the probe
+// package's Requester and judged by the probe's own contract, or the
+// bench workload flags (Workload) sent as vllm bench serve sends them.
+type CapacityOptions struct {
+	Config     *config.Config // nil = use Workload
+	ProbeName  string
+	TargetName string // "" = the first target that runs the probe
+	Workload   Options
+
+	Rates      []float64
+	Repeats    int
+	Resolution float64
+	Duration   time.Duration // measured part of each level
+	Warmup     time.Duration
+	Drain      time.Duration
+	Burstiness float64 // flag mode only; probes use their own
+	Seed       int64
+	Rule       PassRule
+	// RuleFromProbe fills the rule's objectives from the probe's SLO when
+	// the rule names none.
+	RuleFromProbe bool
+
+	OutputDir string // where the JSON, SVG and ledger go
+	Stamp     string // file name stamp; "" = the start time
+}
+
+// CapacityOutcome is a finished search and where its files went.
+type CapacityOutcome struct {
+	Search                      *Search
+	JSONPath, SVGPath, LedgerOf string
+}
+
+// Validate checks the search settings; errors wrap ErrUsage.
+func (o *CapacityOptions) Validate() error {
+	switch {
+	case len(o.Rates) == 0:
+		return usageErr("no offered rates to run")
+	case o.Repeats < 1:
+		return usageErr("--repeats %d must be at least 1", o.Repeats)
+	case o.Duration <= 0:
+		return usageErr("--level-duration %v must be positive", o.Duration)
+	case o.Warmup < 0 || o.Drain < 0 || o.Resolution < 0:
+		return usageErr("--warmup, --drain and --resolution must not be negative")
+	case !(o.Rule.MinAcceptance >= 0 && o.Rule.MinAcceptance <= 1):
+		return usageErr("--pass-acceptance %v must be in [0, 1]", o.Rule.MinAcceptance)
+	case !(o.Rule.Percentile > 0 && o.Rule.Percentile <= 100):
+		return usageErr("--pass-percentile %v must be in (0, 100]", o.Rule.Percentile)
+	case o.Config == nil && !(o.Burstiness > 0):
+		return usageErr("--burstiness %v must be positive (or inf)", o.Burstiness)
+	}
+	return nil
+}
+
+// Capacity runs the search, prints the table and the rated capacity, and
+// writes the JSON report, the SVG chart and the ledger into OutputDir.
+func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome, error) {
+	env.defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	target, probeName, sender, burst, err := capacitySender(ctx, &o, env)
+	if err != nil {
+		return nil, err
+	}
+	defer sender.Close()
+	if o.Stamp == "" {
+		o.Stamp = env.Now().Format("20060102-150405")
+	}
+	base := filepath.Join(o.OutputDir, "capacity-"+o.Stamp)
+	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
+	ledger, err := probe.OpenLedger(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	bar := NewProgress(env.Progress, -1, "capacity")
+	var finished atomic.Int64
+	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: sender, Burstiness: burst,
+		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
+		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
+		OnFinish:    func(*probe.Result) { finished.Add(1); bar.Add(1) }})
+	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
+		OnRepeat: func(r Repeat) {
+			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyFloat(r.Rate, 2), r.Index+1, passWord(r.Pass)))
+			env.Logger.Info("level repeat done", "offered_rate", r.Rate, "repeat", r.Index+1, "pass", r.Pass,
+				"acceptance", r.Metrics.Acceptance, "why", strings.Join(r.Why, "; "))
+		}}, level)
+	bar.Finish()
+	if cerr := ledger.Close(); cerr != nil {
+		env.Logger.Warn("ledger incomplete", "path", out.LedgerOf, "err", cerr)
+	}
+	out.Search = search
+	if search != nil && len(search.Repeats) > 0 {
+		PrintTable(env.Stdout, search, o.Rule)
+		PrintVerdict(env.Stdout, search)
+		if werr := writeCapacityFiles(out, o, target, probeName); werr != nil {
+			return out, errors.Join(err, werr)
+		}
+		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, finished.Load())
+	}
+	return out, err
+}
+
+func passWord(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// writeCapacityFiles writes the JSON report and the chart.
+func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeName string) error {
+	settings := map[string]any{"target": target, "probe": probeName, "rates": o.Rates, "repeats": o.Repeats,
+		"level_duration_s": o.Duration.Seconds(), "warmup_s": o.Warmup.Seconds(), "drain_s": o.Drain.Seconds(),
+		"resolution": o.Resolution, "seed": o.Seed}
+	b, err := MarshalSearch(out.Search, settings)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out.JSONPath, b, 0o644); err != nil {
+		return fmt.Errorf("write capacity report: %w", err)
+	}
+	f, err := os.Create(out.SVGPath)
+	if err != nil {
+		return fmt.Errorf("write chart: %w", err)
+	}
+	err = WriteChart(f, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", target, probeName))
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write chart: %w", cerr)
+	}
+	return err
+}

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// CapacityFlags holds the raw values of the capacity command's flags.
+type CapacityFlags struct {
+	o          CapacityOptions
+	configFile string
+	host       string
+	port       int
+	goodput    []string
+	rates      string
+	start      float64
+	maxRate    float64
+	factor     float64
+	step       float64
+	readySec   int
+}
+
+// RegisterCapacityFlags adds capacity's flags to cmd.
+func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
+	f := &CapacityFlags{}
+	o, w := &f.o, &f.o.Workload
+	cmd.Flag("config.file", "Config file holding the probe to rate (else the bench workload flags are used).").StringVar(&f.configFile)
+	cmd.Flag("probe", "Name of the probe in --config.file.").StringVar(&o.ProbeName)
+	cmd.Flag("target", "Name of the target in --config.file; default: the first that runs the probe.").StringVar(&o.TargetName)
+	cmd.Flag("base-url", "Server base URL (overrides --host/--port), without --config.file.").StringVar(&w.BaseURL)
+	cmd.Flag("host", "Server host when --base-url is not given.").Default("127.0.0.1").StringVar(&f.host)
+	cmd.Flag("port", "Server port when --base-url is not given.").Default("8000").IntVar(&f.port)
+	cmd.Flag("endpoint", "API endpoint.").Default("/v1/completions").StringVar(&w.Endpoint)
+	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(BackendOpenAI).EnumVar(&w.Backend, BackendOpenAI, BackendOpenAIChat)
+	cmd.Flag("model", "Model name; default: the first id from /v1/models.").StringVar(&w.Model)
+	registerWorkloadFlags(cmd, w)
+	cmd.Flag("ignore-eos", "Send ignore_eos (always on for the random dataset).").BoolVar(&w.IgnoreEOS)
+	cmd.Flag("goodput", `Per-request objectives "KEY:VALUE" in ms (ttft, tpot, e2el): the judge's SLOs.`).StringsVar(&f.goodput)
+	cmd.Flag("timeout", "Bound on one request (flag mode).").Default("30s").DurationVar(&w.Timeout)
+	cmd.Flag("ready-check-timeout-sec", "Seconds to wait for the server to answer; 0 = one try.").Default("0").IntVar(&f.readySec)
+	cmd.Flag("burstiness", "Gamma shape of the arrival gaps in flag mode (probes use their own).").Default("1.0").Float64Var(&o.Burstiness)
+	cmd.Flag("seed", "Seed of the arrival times and the dataset.").Default("0").Int64Var(&o.Seed)
+	cmd.Flag("rates", "Comma-separated offered rates (req/s); overrides the staircase flags.").StringVar(&f.rates)
+	cmd.Flag("start-rate", "First offered rate of the staircase (req/s).").Default("1").Float64Var(&f.start)
+	cmd.Flag("max-rate", "Highest offered rate of the staircase (req/s).").Default("64").Float64Var(&f.maxRate)
+	cmd.Flag("factor", "Geometric staircase: each level multiplies the rate by this.").Default("2").Float64Var(&f.factor)
+	cmd.Flag("step", "Linear staircase: each level adds this rate (overrides --factor).").Default("0").Float64Var(&f.step)
+	cmd.Flag("level-duration", "Measured duration of each level.").Default("30s").DurationVar(&o.Duration)
+	cmd.Flag("warmup", "Warm-up at the level's rate before it is measured.").Default("5s").DurationVar(&o.Warmup)
+	cmd.Flag("drain", "How long requests may stay outstanding after a level's last send; 0 = each until its timeout.").Default("0s").DurationVar(&o.Drain)
+	cmd.Flag("repeats", "Repeats per level; a level passes when every repeat does.").Default("2").IntVar(&o.Repeats)
+	cmd.Flag("resolution", "Bisect until lowest fail - highest pass <= this (req/s); 0 = a quarter of the first gap.").Default("0").Float64Var(&o.Resolution)
+	cmd.Flag("pass-acceptance", "Pass rule: minimum acceptance ratio.").Default("0.99").Float64Var(&o.Rule.MinAcceptance)
+	cmd.Flag("pass-percentile", "Pass rule: the latency percentile that must meet each SLO.").Default("99").Float64Var(&o.Rule.Percentile)
+	cmd.Flag("output-dir", "Directory of the JSON report, SVG chart and ledger.").Default(".").StringVar(&o.OutputDir)
+	return f
+}
+
+// ConfigFile returns --config.file ("" in flag mode).
+func (f *CapacityFlags) ConfigFile() string { return f.configFile }
+
+// Options converts and checks the parsed flags; errors wrap ErrUsage. The
+// caller loads ConfigFile into Config when it is set.
+func (f *CapacityFlags) Options() (CapacityOptions, error) {
+	o := f.o
+	o.RuleFromProbe = true
+	w := &o.Workload
+	if w.BaseURL == "" {
+		w.BaseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
+	}
+	if f.configFile != "" && o.ProbeName == "" {
+		return o, usageErr("--config.file needs --probe")
+	}
+	if f.configFile == "" && (o.ProbeName != "" || o.TargetName != "") {
+		return o, usageErr("--probe and --target need --config.file")
+	}
+	var err error
+	if w.Goodput, err = ParseGoodput(f.goodput); err != nil {
+		return o, err
+	}
+	if f.readySec < 0 {
+		return o, usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
+	}
+	w.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
+	w.MetricPercentiles, w.PercentileMetrics = []float64{50, o.Rule.Percentile}, metricNames
+	w.APIKey = os.Getenv("OPENAI_API_KEY")
+	var list []float64
+	if strings.TrimSpace(f.rates) != "" {
+		for _, s := range strings.Split(f.rates, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil {
+				return o, usageErr("--rates %q: want comma-separated numbers", f.rates)
+			}
+			list = append(list, r)
+		}
+	}
+	if o.Rates, err = Staircase(list, f.start, f.maxRate, f.factor, f.step); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
