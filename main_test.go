@@ -3,22 +3,19 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -27,35 +24,20 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "vllm-prober-test-")
+	bin, cleanup, err := daemontest.Build(".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "vllm-prober")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	binary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
-// runBinary runs the binary to completion and returns its exit code and
-// combined output.
 func runBinary(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return 0, string(out)
+	return daemontest.Run(t, binary, args...)
 }
 
 func TestCommandLine(t *testing.T) {
@@ -111,83 +93,14 @@ func TestConfigCheckInvalidFiles(t *testing.T) {
 	}
 }
 
-// daemonProc is a running daemon binary.
-type daemonProc struct {
-	cmd  *exec.Cmd
-	addr string
-	mu   sync.Mutex
-	logs strings.Builder
-	done chan struct{}
-}
-
-var listeningRE = regexp.MustCompile(`msg=Listening address=(\S+)`)
-
-// startDaemon runs the binary with args and waits for its listen address.
-func startDaemon(t *testing.T, args ...string) *daemonProc {
+func startDaemon(t *testing.T, args ...string) *daemontest.Proc {
 	t.Helper()
-	d := &daemonProc{cmd: exec.Command(binary, append([]string{"--web.listen-address=127.0.0.1:0"}, args...)...), done: make(chan struct{})}
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			d.mu.Lock()
-			d.logs.WriteString(line + "\n")
-			d.mu.Unlock()
-			if m := listeningRE.FindStringSubmatch(line); m != nil {
-				select {
-				case addrCh <- m[1]:
-				default:
-				}
-			}
-		}
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		_ = d.cmd.Process.Kill()
-		_ = d.cmd.Wait()
-	})
-	select {
-	case d.addr = <-addrCh:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("daemon did not listen; logs:\n%s", d.Logs())
-	}
-	return d
+	return daemontest.Start(t, binary, args...)
 }
 
-// Logs returns what the daemon logged so far.
-func (d *daemonProc) Logs() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
-}
-
-func (d *daemonProc) url(path string) string { return "http://" + d.addr + path }
-
-// get fetches path and returns status and body.
 func get(t *testing.T, method, url string, auth ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(auth) == 2 {
-		req.SetBasicAuth(auth[0], auth[1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return daemontest.Do(t, method, url, auth...)
 }
 
 // startSimulator runs the simulator in-process on a loopback port.
@@ -230,21 +143,13 @@ probes:
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	daemontest.WaitFor(t, 15*time.Second, what, cond)
 }
 
-func metricsContain(t *testing.T, d *daemonProc, s string) bool {
-	_, body := get(t, http.MethodGet, d.url("/metrics"))
+func metricsContain(t *testing.T, d *daemontest.Proc, s string) bool {
+	_, body := get(t, http.MethodGet, d.URL("/metrics"))
 	return strings.Contains(body, s)
 }
 
@@ -256,7 +161,7 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 	d := startDaemon(t, "--config.file="+cfgPath, "--web.enable-lifecycle")
 
 	for _, p := range []string{"/-/healthy", "/-/ready", "/", "/api/v1/results"} {
-		if code, body := get(t, http.MethodGet, d.url(p)); code != 200 {
+		if code, body := get(t, http.MethodGet, d.URL(p)); code != 200 {
 			t.Errorf("GET %s: %d %s", p, code, body)
 		}
 	}
@@ -269,13 +174,13 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 			t.Errorf("/metrics lacks %s", m)
 		}
 	}
-	if code, _ := get(t, http.MethodGet, d.url("/-/reload")); code != http.StatusMethodNotAllowed {
+	if code, _ := get(t, http.MethodGet, d.URL("/-/reload")); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /-/reload: %d, want 405", code)
 	}
 
 	t.Run("good reload over HTTP", func(t *testing.T) {
 		writeConfig(t, cfgPath, simURL, 4, ledger)
-		if code, body := get(t, http.MethodPost, d.url("/-/reload")); code != 200 {
+		if code, body := get(t, http.MethodPost, d.URL("/-/reload")); code != 200 {
 			t.Fatalf("POST /-/reload: %d %s", code, body)
 		}
 		if !metricsContain(t, d, "vllm_prober_config_last_reload_successful 1") {
@@ -286,41 +191,41 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 		if err := os.WriteFile(cfgPath, []byte("targets: [{name: x, url: ftp://x}]\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		code, body := get(t, http.MethodPost, d.url("/-/reload"))
+		code, body := get(t, http.MethodPost, d.URL("/-/reload"))
 		if code != http.StatusInternalServerError || !strings.Contains(body, "c.yml:") {
 			t.Fatalf("POST /-/reload: %d %s", code, body)
 		}
 		if !metricsContain(t, d, "vllm_prober_config_last_reload_successful 0") {
 			t.Error("reload gauge not 0 after a bad reload")
 		}
-		if code, _ := get(t, http.MethodGet, d.url("/probe?target=sim&probe=chat")); code != 200 {
+		if code, _ := get(t, http.MethodGet, d.URL("/probe?target=sim&probe=chat")); code != 200 {
 			t.Errorf("old config not kept: /probe answered %d", code)
 		}
 	})
 	t.Run("good reload by SIGHUP", func(t *testing.T) {
 		writeConfig(t, cfgPath, simURL, 3, ledger)
-		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "reload by SIGHUP", func() bool { return metricsContain(t, d, "vllm_prober_config_last_reload_successful 1") })
 	})
 	t.Run("probe endpoint", func(t *testing.T) {
-		code, body := get(t, http.MethodGet, d.url("/probe?target=sim&probe=chat"))
+		code, body := get(t, http.MethodGet, d.URL("/probe?target=sim&probe=chat"))
 		if code != 200 || !strings.Contains(body, "vllm_probe_") {
 			t.Errorf("/probe: %d %s", code, body)
 		}
 		for _, q := range []string{"?target=sim", "?target=http://example.com&probe=chat", "?target=sim&probe=nope"} {
-			if code, _ := get(t, http.MethodGet, d.url("/probe"+q)); code != http.StatusBadRequest {
+			if code, _ := get(t, http.MethodGet, d.URL("/probe"+q)); code != http.StatusBadRequest {
 				t.Errorf("/probe%s: %d, want 400", q, code)
 			}
 		}
 	})
 	t.Run("SIGTERM exits 0 and flushes the ledger", func(t *testing.T) {
-		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		<-d.done
-		if err := d.cmd.Wait(); err != nil {
+		<-d.Done
+		if err := d.Cmd.Wait(); err != nil {
 			t.Fatalf("exit: %v; logs:\n%s", err, d.Logs())
 		}
 		b, err := os.ReadFile(ledger)
@@ -335,7 +240,7 @@ func TestDaemonLifecycleOff(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "c.yml")
 	writeConfig(t, cfgPath, simURL, 1, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
-	if code, _ := get(t, http.MethodPost, d.url("/-/reload")); code != http.StatusForbidden {
+	if code, _ := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusForbidden {
 		t.Errorf("POST /-/reload without --web.enable-lifecycle: %d, want 403", code)
 	}
 }
@@ -354,17 +259,17 @@ func TestDaemonBasicAuth(t *testing.T) {
 	}
 	d := startDaemon(t, "--config.file="+cfgPath, "--web.config.file="+webPath, "--web.enable-lifecycle")
 	for _, p := range []string{"/metrics", "/", "/-/healthy", "/api/v1/results", "/probe?target=sim&probe=chat"} {
-		if code, _ := get(t, http.MethodGet, d.url(p)); code != http.StatusUnauthorized {
+		if code, _ := get(t, http.MethodGet, d.URL(p)); code != http.StatusUnauthorized {
 			t.Errorf("GET %s without credentials: %d, want 401", p, code)
 		}
-		if code, _ := get(t, http.MethodGet, d.url(p), "alice", "wrong"); code != http.StatusUnauthorized {
+		if code, _ := get(t, http.MethodGet, d.URL(p), "alice", "wrong"); code != http.StatusUnauthorized {
 			t.Errorf("GET %s with a wrong password: %d, want 401", p, code)
 		}
-		if code, _ := get(t, http.MethodGet, d.url(p), "alice", "s3cret"); code != 200 {
+		if code, _ := get(t, http.MethodGet, d.URL(p), "alice", "s3cret"); code != 200 {
 			t.Errorf("GET %s with credentials: %d, want 200", p, code)
 		}
 	}
-	if code, _ := get(t, http.MethodPost, d.url("/-/reload")); code != http.StatusUnauthorized {
+	if code, _ := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusUnauthorized {
 		t.Errorf("POST /-/reload without credentials: %d, want 401", code)
 	}
 }

@@ -155,6 +155,10 @@ func truncate(s string, n int) string {
 }
 
 // errorLogger adapts slog to promhttp's error log.
-type errorLogger struct{ logger interface{ Error(string, ...any) } }
+type errorLogger struct {
+	logger interface{ Error(string, ...any) }
+}
 
-func (l errorLogger) Println(v ...any) { l.logger.Error("Error serving metrics", "err", fmt.Sprint(v...)) }
+func (l errorLogger) Println(v ...any) {
+	l.logger.Error("Error serving metrics", "err", fmt.Sprint(v...))
+}

@@ -1,0 +1,58 @@
+//go:build e2e
+
+// Package e2e holds the end-to-end tests that run the vllm-prober binary
+// against the simulator with real Prometheus, promtool, Alertmanager,
+// amtool and Chromium from Debian's packages.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// binary is the vllm-prober binary under test.
+var binary string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := daemontest.Build("..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// requireTool fails the test when a binary the e2e tests need is missing:
+// .ci/run installs them, so a missing one is a broken environment, not a
+// reason to skip.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found on PATH: install it (see .ci/run): %v", name, err)
+	}
+	return p
+}
+
+// startSimulator runs the simulator in-process on a loopback port.
+func startSimulator(t *testing.T, o simulator.Options) (*simulator.Server, string) {
+	t.Helper()
+	sim, err := simulator.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	return sim, u
+}

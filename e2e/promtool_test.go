@@ -1,0 +1,101 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+)
+
+// TestPromtoolCheckMetricsOnDemo runs the demo with faults and checks its
+// /metrics output with promtool's linter.
+func TestPromtoolCheckMetricsOnDemo(t *testing.T) {
+	promtool := requireTool(t, "promtool")
+	cmd := exec.Command(binary, "demo", "--faults", "--duration=60s", "--summary.interval=1s", "--web.listen-address=127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var metricsURL string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && metricsURL == "" {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "metrics:" {
+			metricsURL = f[1]
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if metricsURL == "" {
+		t.Fatal("demo printed no metrics URL")
+	}
+	time.Sleep(7 * time.Second) // requests finish and a server scrape happens
+	_, body := daemontest.Do(t, http.MethodGet, metricsURL)
+	for _, want := range []string{"vllm_probe_requests_total", "vllm:time_to_first_token_seconds_bucket"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// Our own series must lint clean.
+	code, out := promtoolCheck(t, promtool, ownSeries(body))
+	if code != 0 {
+		t.Errorf("promtool check metrics on vllm-prober's own series: exit %d\n%s", code, out)
+	}
+	// The whole page must parse; the only lint findings allowed are those
+	// vLLM's own names carry (colons, a histogram named *_total), which the
+	// re-export must keep unchanged (DESIGN.md section 7).
+	code, out = promtoolCheck(t, promtool, body)
+	if code != 0 && code != 3 {
+		t.Fatalf("promtool check metrics on the whole page: exit %d\n%s", code, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, "vllm:") {
+			t.Errorf("unexpected promtool finding: %s", line)
+		}
+	}
+}
+
+// ownSeries drops the re-exported vllm:* server families from an
+// exposition page.
+func ownSeries(page string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(page, "\n") {
+		f := strings.Fields(line)
+		if strings.HasPrefix(line, "vllm:") || (len(f) > 2 && f[0] == "#" && strings.HasPrefix(f[2], "vllm:")) {
+			continue
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// promtoolCheck runs `promtool check metrics` on page and returns the exit
+// code and the output.
+func promtoolCheck(t *testing.T, promtool, page string) (int, string) {
+	t.Helper()
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(page)
+	var out bytes.Buffer
+	check.Stdout, check.Stderr = &out, &out
+	err := check.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	}
+	if err != nil {
+		t.Fatalf("promtool: %v", err)
+	}
+	return 0, out.String()
+}

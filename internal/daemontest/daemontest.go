@@ -1,0 +1,147 @@
+// Package daemontest builds the vllm-prober binary and runs it as a user
+// would, for the tests of the main package and the end-to-end tests.
+package daemontest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Build compiles the module's main package (at dir) into a temporary
+// directory and returns the binary's path and a cleanup function. It is
+// meant for TestMain.
+func Build(dir string) (binary string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "vllm-prober-test-")
+	if err != nil {
+		return "", nil, err
+	}
+	binary = filepath.Join(tmp, "vllm-prober")
+	cmd := exec.Command("go", "build", "-o", binary, ".")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return binary, func() { os.RemoveAll(tmp) }, nil
+}
+
+// Run runs the binary to completion and returns its exit code and combined
+// output.
+func Run(t testing.TB, binary string, args ...string) (int, string) {
+	t.Helper()
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return 0, string(out)
+}
+
+// Proc is a running daemon.
+type Proc struct {
+	Cmd  *exec.Cmd
+	Addr string
+	Done chan struct{} // closed when stderr ends
+	mu   sync.Mutex
+	logs strings.Builder
+}
+
+var listeningRE = regexp.MustCompile(`msg=Listening address=(\S+)`)
+
+// Start runs the binary with args plus a loopback listen address and waits
+// until it logs where it listens. The process is killed at cleanup.
+func Start(t testing.TB, binary string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: exec.Command(binary, append([]string{"--web.listen-address=127.0.0.1:0"}, args...)...), Done: make(chan struct{})}
+	stderr, err := p.Cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.logs.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case addrCh <- m[1]:
+				default:
+				}
+			}
+		}
+		close(p.Done)
+	}()
+	t.Cleanup(func() {
+		_ = p.Cmd.Process.Kill()
+		<-p.Done
+		_ = p.Cmd.Wait()
+	})
+	select {
+	case p.Addr = <-addrCh:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("daemon did not listen; logs:\n%s", p.Logs())
+	}
+	return p
+}
+
+// Logs returns what the daemon logged so far.
+func (p *Proc) Logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// URL returns the daemon's URL for path.
+func (p *Proc) URL(path string) string { return "http://" + p.Addr + path }
+
+// Do sends a request and returns status and body; auth, when given, is
+// user and password for basic auth.
+func Do(t testing.TB, method, url string, auth ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(auth) == 2 {
+		req.SetBasicAuth(auth[0], auth[1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// WaitFor polls cond every 100ms until it holds or timeout passes.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
