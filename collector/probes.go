@@ -170,7 +170,7 @@ func (c *Collector) Sync(cfg *config.Config) {
 	defer c.mu.Unlock()
 	next := make(map[pairKey]*pairMetrics, len(c.pairs))
 	for _, t := range cfg.Targets {
-		for _, p := range probesFor(cfg, t) {
+		for _, p := range cfg.ProbesFor(t) {
 			k := pairKey{t.Name, p.Name}
 			if _, dup := next[k]; dup {
 				continue
@@ -191,25 +191,6 @@ func (c *Collector) Sync(cfg *config.Config) {
 		}
 	}
 	c.pairs = next
-}
-
-// probesFor returns the probes target t runs: the named ones, or every probe
-// when t names none. Unknown names are skipped (config validation reports
-// them).
-func probesFor(cfg *config.Config, t config.Target) []config.Probe {
-	if len(t.Probes) == 0 {
-		return cfg.Probes
-	}
-	var out []config.Probe
-	for _, name := range t.Probes {
-		for _, p := range cfg.Probes {
-			if p.Name == name {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
 }
 
 func (c *Collector) pair(target, probeName string) *pairMetrics {

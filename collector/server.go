@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,10 +103,11 @@ type loopConfig struct {
 
 // targetLoop is one target's scrape goroutine and what it last published.
 type targetLoop struct {
-	cfg    loopConfig
-	allow  *regexp.Regexp
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg     loopConfig
+	allow   *regexp.Regexp
+	cancel  context.CancelFunc
+	done    chan struct{}
+	parsing atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
 
 	// Guarded by ServerScraper.mu.
 	state    ScrapeState

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	promconfig "github.com/prometheus/common/config"
@@ -25,6 +27,12 @@ const acceptHeader = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
 
 // maxInfoBytes bounds the /v1/models and /version bodies.
 const maxInfoBytes = 1 << 20
+
+// maxOpenMetricsBytes bounds an OpenMetrics body: expfmt's OpenMetrics
+// parser costs milliseconds per line (an ABNF parse each), so a large body
+// would burn seconds of CPU per scrape. Servers answer the text format we
+// ask for; this only guards against one that insists on OpenMetrics.
+const maxOpenMetricsBytes = 1 << 20
 
 var errBodyTooLarge = errors.New("response body too large")
 
@@ -51,7 +59,7 @@ func (s *ServerScraper) run(ctx context.Context, l *targetLoop) {
 			client = c
 		}
 		if client != nil {
-			s.scrapeOnce(ctx, client, l.cfg, &res)
+			s.scrapeOnce(ctx, client, l, &res)
 		}
 		res.end = s.opts.Now()
 		if ctx.Err() != nil {
@@ -67,9 +75,10 @@ func (s *ServerScraper) run(ctx context.Context, l *targetLoop) {
 }
 
 // scrapeOnce fetches /metrics (when configured), then the model and version.
-func (s *ServerScraper) scrapeOnce(ctx context.Context, client *http.Client, cfg loopConfig, res *scrapeResult) {
+func (s *ServerScraper) scrapeOnce(ctx context.Context, client *http.Client, l *targetLoop, res *scrapeResult) {
+	cfg := l.cfg
 	if cfg.target.MetricsPath != "" {
-		res.families, res.err = s.fetchMetrics(ctx, client, cfg)
+		res.families, res.err = s.fetchMetrics(ctx, client, l)
 	}
 	if cfg.target.Model == "" {
 		res.model = s.fetchModel(ctx, client, cfg)
@@ -113,16 +122,51 @@ func (s *ServerScraper) get(ctx context.Context, client *http.Client, cfg loopCo
 	return body, resp.Header, nil
 }
 
-func (s *ServerScraper) fetchMetrics(ctx context.Context, client *http.Client, cfg loopConfig) ([]*dto.MetricFamily, error) {
+func (s *ServerScraper) fetchMetrics(ctx context.Context, client *http.Client, l *targetLoop) ([]*dto.MetricFamily, error) {
+	cfg := l.cfg
 	body, header, err := s.get(ctx, client, cfg, cfg.target.MetricsPath, acceptHeader, s.opts.MaxBodyBytes)
 	if err != nil {
 		return nil, err
 	}
 	format := expfmt.ResponseFormat(header)
-	if format.FormatType() == expfmt.TypeUnknown {
+	switch format.FormatType() {
+	case expfmt.TypeUnknown:
 		format = expfmt.NewFormat(expfmt.TypeTextPlain)
+	case expfmt.TypeOpenMetrics:
+		return decodeOpenMetrics(ctx, body, format, &l.parsing, cfg.timeout)
 	}
 	return decodeFamilies(bytes.NewReader(body), format)
+}
+
+// decodeOpenMetrics parses an OpenMetrics body within the scrape timeout.
+// The parse cannot be interrupted, so it runs in its own goroutine; busy
+// allows at most one such parse per target, bounding the CPU a slow body
+// can take after its scrape gave up.
+func decodeOpenMetrics(ctx context.Context, body []byte, format expfmt.Format, busy *atomic.Bool, timeout time.Duration) ([]*dto.MetricFamily, error) {
+	if len(body) > maxOpenMetricsBytes {
+		return nil, fmt.Errorf("parse metrics: openmetrics body of %d bytes is over the %d byte limit for that format", len(body), maxOpenMetricsBytes)
+	}
+	if !busy.CompareAndSwap(false, true) {
+		return nil, errors.New("parse metrics: the previous openmetrics parse is still running")
+	}
+	type result struct {
+		mfs []*dto.MetricFamily
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer busy.Store(false)
+		mfs, err := decodeFamilies(bytes.NewReader(body), format)
+		done <- result{mfs, err}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case r := <-done:
+		return r.mfs, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("parse metrics: openmetrics: %w", ctx.Err())
+	}
 }
 
 // fetchModel returns the first model id of /v1/models, or "" (the error is

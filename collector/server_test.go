@@ -202,6 +202,15 @@ func TestServerScraperOpenMetrics(t *testing.T) {
 	if err := testutil.CollectAndCompare(h, strings.NewReader(want), "vllm:request_success_total"); err != nil {
 		t.Errorf("%v (state %+v)", err, h.State("om"))
 	}
+
+	t.Run("oversized openmetrics body refused", func(t *testing.T) {
+		big := "# HELP vllm:x " + strings.Repeat("a", maxOpenMetricsBytes) + "\n" + body
+		srv.set(http.StatusOK, "application/openmetrics-text; version=1.0.0; charset=utf-8", big)
+		h.tick(t, "om")
+		if st := h.State("om"); st.Success || !strings.Contains(st.Err, "byte limit") {
+			t.Errorf("state %+v", st)
+		}
+	})
 }
 
 func TestServerScraperApply(t *testing.T) {
