@@ -315,6 +315,16 @@ var invalidCases = []struct {
 			`testdata/invalid-http-secret-mapping.yml:7: targets[0].http_client_config.http_headers.X-Api-Key: unknown field "file"`,
 		},
 	},
+	{
+		file: "invalid-http-secret-shapes.yml",
+		want: []string{
+			`testdata/invalid-http-secret-shapes.yml:5: targets[0].http_client_config.authorization: must be a mapping, got <secret>`,
+			`testdata/invalid-http-secret-shapes.yml:7: targets[0].http_client_config.http_headers.X-Api-Key.secrets: must be a list, got <secret>`,
+			`testdata/invalid-http-secret-shapes.yml:8: targets[0].http_client_config.proxy_connect_header: must be a mapping, got <secret>`,
+			`testdata/invalid-http-secret-shapes.yml:9: targets[0].http_client_config.tls_config.server_name: must be a string, got a list`,
+			`testdata/invalid-http-secret-shapes.yml:9: targets[0].http_client_config.tls_config.insecure_skip_verify: must be true or false, got "maybe"`,
+		},
+	},
 }
 
 func TestLoadInvalid(t *testing.T) {

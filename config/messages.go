@@ -42,13 +42,40 @@ func (d *decoder) shown(n *yaml.Node, t reflect.Type) string {
 	if n.Kind != yaml.ScalarNode {
 		return kindName(n)
 	}
-	switch t {
-	case secretType:
+	switch {
+	case holdsSecret(t, nil):
 		return "<secret>"
-	case urlType:
+	case t == urlType:
 		return quote(redactURL(n.Value))
 	}
 	return quote(d.scrub(n.Value))
+}
+
+// holdsSecret reports whether a value of type t is or contains a Secret, so
+// that a scalar written where such a value belongs (for example
+// "authorization: Bearer xyz") is never echoed.
+func holdsSecret(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == secretType {
+		return true
+	}
+	if seen[t] || t.PkgPath() == regexpType.PkgPath() {
+		return false // this package's types hold secrets only in http_client_config
+	}
+	if seen == nil {
+		seen = map[reflect.Type]bool{}
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return holdsSecret(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsSecret(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func kindName(n *yaml.Node) string {

@@ -22,15 +22,6 @@ func NewRegexp(src string) (Regexp, error) {
 	return Regexp{Regexp: re, Source: src}, nil
 }
 
-// MustNewRegexp is NewRegexp for sources known at compile time; it panics
-// on an invalid source and is meant for package-level defaults only.
-func MustNewRegexp(src string) Regexp {
-	re, err := NewRegexp(src)
-	if err != nil {
-		panic(err)
-	}
-	return re
-}
 
 // anchored returns src compiled as ^(?:src)$, keeping src as Source.
 func anchored(src string) (Regexp, error) {
