@@ -81,9 +81,9 @@ type seq struct {
 func (s *seq) kvTokens() int { return len(s.promptIDs) + s.generated }
 
 // engine is the step-based batch scheduler: a single goroutine that admits
-// waiting sequences into a bounded running batch and sleeps each step's
-// duration until an absolute deadline, then hands out one token to every
-// sequence of the step.
+// waiting sequences into a bounded running batch, gives every sequence of
+// the step one token stamped with the step's absolute deadline, and sleeps
+// until that deadline before planning the next step.
 type engine struct {
 	o       Options
 	met     *serverMetrics
@@ -171,13 +171,16 @@ func (e *engine) run() {
 		}
 		e.markScheduled(st, start)
 		deadline := start.Add(e.duration(st))
+		// The step's tokens are known now; they carry the deadline and each
+		// handler sleeps until it on its own timer, which saves a goroutine
+		// hand-off on the path from timer to write.
+		e.complete(st, deadline)
 		timer.Reset(time.Until(deadline))
 		select {
 		case <-timer.C:
 		case <-e.stop:
 			return
 		}
-		e.complete(st, time.Now())
 		next = deadline
 	}
 }

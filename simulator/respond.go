@@ -6,33 +6,49 @@ import (
 	"time"
 )
 
-// respond waits for every sequence of c and writes one JSON response.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
-	texts := make([]strings.Builder, len(c.seqs))
-	finishes := make([]string, len(c.seqs))
-	totals := make([]int, len(c.seqs))
-	var timing seqTiming
-	var last time.Time
+// collected is the whole output of a non-streaming call.
+type collected struct {
+	texts    []strings.Builder
+	finishes []string
+	totals   []int
+	timing   seqTiming
+	last     time.Time
+}
+
+// collect waits for every sequence of c to finish; false when the client
+// left or the server closed first.
+func (s *Server) collect(r *http.Request, c *call) (*collected, bool) {
+	out := &collected{texts: make([]strings.Builder, len(c.seqs)), finishes: make([]string, len(c.seqs)), totals: make([]int, len(c.seqs))}
 	for done := 0; done < len(c.seqs); {
 		select {
 		case <-c.sink.notify:
 		case <-r.Context().Done():
 			s.eng.abort(c.seqs...)
-			return
+			return nil, false
 		case <-s.done:
-			return
+			return nil, false
 		}
 		for _, o := range c.sink.take() {
-			texts[o.choice].WriteString(o.text)
-			totals[o.choice] = o.total
-			last = o.at
+			out.texts[o.choice].WriteString(o.text)
+			out.totals[o.choice] = o.total
+			out.last = o.at
 			if o.finish != "" {
-				finishes[o.choice] = o.finish
-				timing = o.timing
+				out.finishes[o.choice] = o.finish
+				out.timing = o.timing
 				done++
 			}
 		}
 	}
+	return out, true
+}
+
+// respond waits for every sequence of c and writes one JSON response.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
+	col, ok := s.collect(r, c)
+	if !ok {
+		return
+	}
+	texts, finishes, totals, timing, last := col.texts, col.finishes, col.totals, col.timing, col.last
 	completion := 0
 	for _, n := range totals {
 		completion += n

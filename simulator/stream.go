@@ -82,12 +82,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 		for _, o := range c.sink.take() {
-			if st.events == faultAt && !s.midStreamFault(w, r, c, x) {
+			delay := c.plan.extraTTFT + time.Duration(st.events)*c.plan.extraITL
+			if !s.sleepUntil(r, o.at.Add(delay)) {
 				s.eng.abort(c.seqs...)
 				return
 			}
-			delay := c.plan.extraTTFT + time.Duration(st.events)*c.plan.extraITL
-			if !s.sleepUntil(r, o.at.Add(delay)) {
+			if st.events == faultAt && !s.midStreamFault(w, r, c, x) {
 				s.eng.abort(c.seqs...)
 				return
 			}
