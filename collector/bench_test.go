@@ -69,7 +69,9 @@ func BenchmarkScrape(b *testing.B) {
 // fill finishes 1000 varied results per pair.
 func fill(c *Collector, cfg *config.Config) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	ms := func(mean float64) time.Duration { return time.Duration(rng.ExpFloat64() * mean * float64(time.Millisecond)) }
+	ms := func(mean float64) time.Duration {
+		return time.Duration(rng.ExpFloat64() * mean * float64(time.Millisecond))
+	}
 	for _, t := range cfg.Targets {
 		for _, p := range cfg.Probes {
 			for i := range 1000 {

@@ -62,4 +62,3 @@ func TestResultRegistry(t *testing.T) {
 		t.Error("nil result must still give a registry")
 	}
 }
-
