@@ -22,7 +22,6 @@ func NewRegexp(src string) (Regexp, error) {
 	return Regexp{Regexp: re, Source: src}, nil
 }
 
-
 // anchored returns src compiled as ^(?:src)$, keeping src as Source.
 func anchored(src string) (Regexp, error) {
 	re, err := regexp.Compile("^(?:" + src + ")$")
