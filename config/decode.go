@@ -198,7 +198,7 @@ func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
 		f, inline, ok := fieldByName(v, k.Value)
 		switch {
 		case !ok:
-			d.p.add(k.Line, path, "unknown field %s", quote(k.Value))
+			d.p.add(k.Line, path, "unknown field %s%s", quote(k.Value), suggest(k.Value, fieldsOf(v.Type())))
 		case inline.IsValid():
 			d.decodeMapEntry(k, val, inline, kp)
 		default:

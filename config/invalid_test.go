@@ -131,7 +131,7 @@ var invalidCases = []struct {
 	{
 		file: "invalid-http-unknown-key.yml",
 		want: []string{
-			`testdata/invalid-http-unknown-key.yml:6: targets[0].http_client_config.tls_config: unknown field "insecure_skip_verfy"`,
+			`testdata/invalid-http-unknown-key.yml:6: targets[0].http_client_config.tls_config: unknown field "insecure_skip_verfy" (did you mean "insecure_skip_verify"?)`,
 		},
 	},
 	{
@@ -255,7 +255,7 @@ var invalidCases = []struct {
 	{
 		file: "invalid-unknown-key.yml",
 		want: []string{
-			`testdata/invalid-unknown-key.yml:8: probes[0]: unknown field "rtae"`,
+			`testdata/invalid-unknown-key.yml:8: probes[0]: unknown field "rtae" (did you mean "rate"?)`,
 		},
 	},
 	{
@@ -312,7 +312,13 @@ var invalidCases = []struct {
 		file: "invalid-http-secret-mapping.yml",
 		want: []string{
 			`testdata/invalid-http-secret-mapping.yml:5: targets[0].http_client_config.authorization.credentials: must be a string, got a mapping`,
-			`testdata/invalid-http-secret-mapping.yml:7: targets[0].http_client_config.http_headers.X-Api-Key: unknown field "file"`,
+			`testdata/invalid-http-secret-mapping.yml:7: targets[0].http_client_config.http_headers.X-Api-Key: unknown field "file" (did you mean "files"?)`,
+		},
+	},
+	{
+		file: "invalid-unknown-section.yml",
+		want: []string{
+			`testdata/invalid-unknown-section.yml:1: unknown field "alerting"`,
 		},
 	},
 	{

@@ -97,3 +97,39 @@ func (d *decoder) scrub(s string) string {
 	}
 	return s
 }
+
+// suggest names the known field closest to an unknown key, when it is
+// close enough to be a typo.
+func suggest(key string, si *structInfo) string {
+	best, bestDist := "", 3
+	for name := range si.fields {
+		if dist := editDistance(key, name); dist < bestDist || dist == bestDist && name < best {
+			best, bestDist = name, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + quote(best) + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
