@@ -36,13 +36,26 @@ func BenchmarkScrape(b *testing.B) {
 	h := newHarness(b, ScraperOptions{})
 	h.Apply(cfg)
 	h.wait(b, targets...)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c, h, NewSelfMetrics(nil))
+	for _, bc := range []struct {
+		name string
+		cs   []prometheus.Collector
+	}{
+		{"all", []prometheus.Collector{c, h, NewSelfMetrics(nil)}},
+		{"probes", []prometheus.Collector{c}},
+		{"server", []prometheus.Collector{h}},
+	} {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(bc.cs...)
+		b.Run(bc.name, func(b *testing.B) { benchmarkGather(b, reg) })
+	}
+}
 
+// benchmarkGather gathers and encodes reg as /metrics does (uncompressed
+// text), reporting the size of one exposition.
+func benchmarkGather(b *testing.B, reg prometheus.Gatherer) {
 	var buf bytes.Buffer
 	series := 0
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
 		buf.Reset()
 		mfs, err := reg.Gather()
