@@ -101,27 +101,29 @@ func usesImage(m *manifests, name string) bool {
 	return false
 }
 
-// checkManifests runs every wiring check on a set of objects: sidecar
-// selects the sidecar checks, else the central ones; external names Secrets
-// created outside the manifests.
-func checkManifests(t *testing.T, m *manifests, sidecar bool, external map[string]bool) []error {
+// checkManifests runs every wiring check on a set of objects (the sidecar
+// checks when sidecar is set; external names Secrets created outside the
+// manifests) and returns the prober configs it loaded.
+func checkManifests(t *testing.T, m *manifests, sidecar bool, external map[string]bool) ([]*config.Config, []error) {
 	t.Helper()
 	if len(m.deployments) == 0 {
-		return []error{errors.New("no deployment")}
+		return nil, []error{errors.New("no deployment")}
 	}
 	errs := append(checkServices(m), checkMonitors(m)...)
+	var cfgs []*config.Config
 	for _, d := range m.deployments {
 		errs = append(errs, checkPodSpec(m, d, external)...)
 		cfg, cerrs := checkProber(m, d, t.TempDir())
 		errs = append(errs, cerrs...)
-		if cfg != nil && sidecar {
+		if cfg == nil {
+			continue
+		}
+		cfgs = append(cfgs, cfg)
+		if sidecar {
 			errs = append(errs, checkSidecar(d, cfg)...)
 		}
-		if cfg != nil && !sidecar {
-			errs = append(errs, checkCentralTargets(cfg.Targets)...)
-		}
 	}
-	return errs
+	return cfgs, errs
 }
 
 func TestSidecarManifests(t *testing.T) {
@@ -130,7 +132,8 @@ func TestSidecarManifests(t *testing.T) {
 	if len(m.deployments) != 1 || len(m.podMonitors) != 1 {
 		t.Fatalf("want one Deployment and one PodMonitor, got %d and %d", len(m.deployments), len(m.podMonitors))
 	}
-	for _, err := range checkManifests(t, m, true, nil) {
+	_, errs := checkManifests(t, m, true, nil)
+	for _, err := range errs {
 		t.Error(err)
 	}
 }
@@ -145,7 +148,11 @@ func TestCentralManifests(t *testing.T) {
 	if r := m.deployments[0].Spec.Replicas; r == nil || *r != 1 {
 		t.Errorf("central prober must run one replica per config, got %v", r)
 	}
-	for _, err := range checkManifests(t, m, false, nil) {
+	cfgs, errs := checkManifests(t, m, false, nil)
+	for _, cfg := range cfgs {
+		errs = append(errs, checkCentralTargets(cfg.Targets)...)
+	}
+	for _, err := range errs {
 		t.Error(err)
 	}
 }

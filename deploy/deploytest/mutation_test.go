@@ -86,7 +86,7 @@ func TestWiringChecksFail(t *testing.T) {
 			_, files := readKustomization(t, filepath.Join(kubeDir, "sidecar"))
 			m := decodeFiles(t, files...)
 			tc.break_(m)
-			errs := checkManifests(t, m, true, nil)
+			_, errs := checkManifests(t, m, true, nil)
 			for _, err := range errs {
 				if strings.Contains(err.Error(), tc.want) {
 					return

@@ -1,0 +1,130 @@
+package deploytest
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ignored reports whether a .dockerignore excludes name (a slash path from
+// the context root). It follows the patterns the file uses: a leading
+// slash, "**/" prefixes, globs, directory prefixes and "!" exceptions.
+func ignored(dockerignore, name string) bool {
+	out := false
+	for _, line := range strings.Split(dockerignore, "\n") {
+		p := strings.TrimSpace(line)
+		if p == "" || strings.HasPrefix(p, "#") {
+			continue
+		}
+		negate := strings.HasPrefix(p, "!")
+		p = strings.TrimPrefix(strings.TrimPrefix(p, "!"), "/")
+		if matchIgnore(p, name) {
+			out = !negate
+		}
+	}
+	return out
+}
+
+func matchIgnore(pattern, name string) bool {
+	parts := strings.Split(name, "/")
+	for i := range parts {
+		prefix := strings.Join(parts[:i+1], "/")
+		if ok, _ := path.Match(pattern, prefix); ok {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(pattern, "**/"); ok {
+			if m, _ := path.Match(rest, parts[i]); m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestDockerignore(t *testing.T) {
+	di := readRepoFile(t, ".dockerignore")
+	for _, tc := range []struct {
+		name    string
+		ignored bool
+	}{
+		{"go.mod", false},
+		{"go.sum", false},
+		{"main.go", false},
+		{"config/config.go", false},
+		{"probe/result.go", false},
+		{".git", true},
+		{"docs/deploy.md", true},
+		{"config/load_test.go", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ignored(di, tc.name); got != tc.ignored {
+				t.Errorf("ignored(%s) = %v, want %v", tc.name, got, tc.ignored)
+			}
+		})
+	}
+}
+
+// TestCheckScriptBuild requires deploy/check.sh to run the Dockerfile's
+// `go build` command with the same flags, so CI exercises the image build.
+func TestCheckScriptBuild(t *testing.T) {
+	var docker buildCommand
+	for _, in := range parseDockerfile(readRepoFile(t, "Dockerfile")) {
+		if b, ok := parseBuild(in.args); ok && in.cmd == "RUN" {
+			docker = b
+		}
+	}
+	script := strings.ReplaceAll(readRepoFile(t, "deploy/check.sh"), "\\\n", " ")
+	var found bool
+	for _, line := range strings.Split(script, "\n") {
+		b, ok := parseBuild(line)
+		if !ok || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		found = true
+		for _, err := range checkBuild(b) {
+			t.Error("check.sh:", err)
+		}
+		if b.cgoDisabled != docker.cgoDisabled || b.trimpath != docker.trimpath || !slices.Equal(b.ldflags, docker.ldflags) {
+			t.Errorf("check.sh builds with %+v, the Dockerfile with %+v", b, docker)
+		}
+	}
+	if !found {
+		t.Fatal("deploy/check.sh runs no go build")
+	}
+}
+
+// TestDockerfileChecksFail breaks the Dockerfile one way at a time and
+// requires the structure check to notice.
+func TestDockerfileChecksFail(t *testing.T) {
+	good := readRepoFile(t, "Dockerfile")
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"cgo", "CGO_ENABLED=0 ", "", "CGO_ENABLED=0"},
+		{"trimpath", "go build -trimpath", "go build", "-trimpath"},
+		{"version ldflag", "version.Revision=", "version.Rev=", "version.Revision"},
+		{"root user", "USER 65532:65532", "USER 0:0", "non-root"},
+		{"named user", "USER 65532:65532", "USER nonroot", "numeric"},
+		{"no user", "USER 65532:65532\n", "", "numeric"},
+		{"port", "EXPOSE 9478", "EXPOSE 8080", "EXPOSE"},
+		{"shell entrypoint", `ENTRYPOINT ["/vllm-prober"]`, "ENTRYPOINT /vllm-prober", "ENTRYPOINT"},
+		{"runtime base", "gcr.io/distroless/static-debian12:nonroot", "debian:bookworm-slim", "neither distroless"},
+		{"scratch without certificates", "gcr.io/distroless/static-debian12:nonroot", "scratch", "CA certificates"},
+		{"single stage", "FROM gcr.io/distroless/static-debian12:nonroot", "", "multi-stage"},
+		{"no cache mounts", "--mount=type=cache,target=/root/.cache/go-build", "", "cache mounts"},
+		{"default config", "--config.file=/etc/vllm-prober/vllm-prober.yml", "--config.file=x.yml", "default config path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			broken := strings.Replace(good, tc.old, tc.new, 1)
+			if broken == good {
+				t.Fatalf("Dockerfile has no %q", tc.old)
+			}
+			_, errs := checkDockerfile(broken)
+			for _, err := range errs {
+				if strings.Contains(err.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no error containing %q; got %v", tc.want, errs)
+		})
+	}
+}
