@@ -84,13 +84,15 @@ func (e *engine) setGauges() {
 	e.met.kvUsage.Set(float64(e.kvUsed) / float64(e.o.KVCacheTokens))
 }
 
-// complete gives every live sequence of the step its token, streams
-// outputs and retires finished sequences.
+// complete gives every live sequence of the step its token, retires
+// finished sequences and then streams the outputs, so the server's metrics
+// are updated before a client can see the last token.
 func (e *engine) complete(st step, now time.Time) {
 	e.met.iterationTokens.Observe(float64(st.prefillTokens + st.decodes))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var finished []*seq
+	var outs []output
+	var sinks []*sink
 	for _, s := range st.seqs {
 		if s.aborted.Load() {
 			continue
@@ -102,20 +104,22 @@ func (e *engine) complete(st step, now time.Time) {
 			}
 		}
 		e.kvUsed++
-		e.emitToken(s, now)
+		if o, ok := e.emitToken(s, now); ok {
+			outs, sinks = append(outs, o), append(sinks, s.sink)
+		}
 		if s.generated == s.target {
-			finished = append(finished, s)
+			e.retire(s)
 		}
 	}
-	for _, s := range finished {
-		e.retire(s)
-	}
 	e.setGauges()
+	for i, o := range outs {
+		sinks[i].push(o)
+	}
 }
 
-// emitToken appends one token to s and pushes an output when the stream
+// emitToken appends one token to s and returns an output when the stream
 // interval, the first token or the finish says so.
-func (e *engine) emitToken(s *seq, now time.Time) {
+func (e *engine) emitToken(s *seq, now time.Time) (output, bool) {
 	i := s.generated
 	s.generated++
 	e.met.generationTokens.Inc()
@@ -132,7 +136,7 @@ func (e *engine) emitToken(s *seq, now time.Time) {
 	}
 	s.pendingCount++
 	if s.generated > 1 && s.pendingCount < e.o.StreamInterval && !last {
-		return
+		return output{}, false
 	}
 	o := output{choice: s.choice, text: string(s.pendingText), tokens: s.pendingCount, total: s.generated, at: now}
 	if last {
@@ -140,7 +144,7 @@ func (e *engine) emitToken(s *seq, now time.Time) {
 		o.timing = s.timing
 	}
 	s.pendingText, s.pendingCount = nil, 0
-	s.sink.push(o)
+	return o, true
 }
 
 // retire removes a finished sequence and records its request metrics.
