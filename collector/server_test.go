@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -250,5 +251,26 @@ func TestServerScraperApply(t *testing.T) {
 	h.Stop()
 	if n := testutil.CollectAndCount(h); n != 0 {
 		t.Errorf("%d series after Stop", n)
+	}
+}
+
+func TestServerScraperLogsDropsOnce(t *testing.T) {
+	srv := newFakeServer(t, lines("# TYPE vllm_probe_fake gauge", "vllm_probe_fake 1", "# TYPE vllm:ok gauge", "vllm:ok 1"))
+	logs := &countingHandler{}
+	h := newHarness(t, ScraperOptions{Logger: slog.New(logs)})
+	cfg := &config.Config{Targets: []config.Target{serverTarget("a", srv)}}
+	cfg.Global.ServerMetrics.Allow = config.Regexp{Source: ".*"}
+	h.Apply(cfg)
+	h.wait(t, "a")
+	h.tick(t, "a")
+	h.tick(t, "a")
+	if got := counterValue(t, h, seriesDroppedName, "reason", dropReserved); got != 3 {
+		t.Errorf("dropped reserved %v, want 3 (one per scrape)", got)
+	}
+	if got := logs.count("dropping scraped server series"); got != 1 {
+		t.Errorf("logged %d times, want once", got)
+	}
+	if n := testutil.CollectAndCount(h, "vllm:ok"); n != 1 {
+		t.Errorf("vllm:ok series %d, want 1", n)
 	}
 }
