@@ -152,3 +152,34 @@ func TestStreamErrorEventMatchesReference(t *testing.T) {
 		t.Errorf("error event\n got: %s\nwant: %s", got, ref)
 	}
 }
+
+// TestGoldenErrors pins an error during streaming and the 401 body.
+func TestGoldenErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Options)
+		path string
+		body string
+	}{
+		{"error_during_stream_chat", func(o *Options) { o.Faults.ErrorEvent = 1 }, "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":"Count to ten"}],"max_tokens":4,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`},
+		{"error_during_stream_completions", func(o *Options) { o.Faults.ErrorEvent = 1 }, "/v1/completions",
+			`{"prompt":"Count to ten","max_tokens":4,"ignore_eos":true,"stream":true}`},
+		{"error_unauthorized", func(o *Options) { o.APIKey = "key" }, "/v1/completions", `{"prompt":"hi","stream":true}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fastOptions()
+			tc.mod(&o)
+			_, url := startTest(t, o)
+			resp, body := post(t, url+tc.path, tc.body)
+			got := resp.Status + "\n" + resp.Header.Get("Content-Type") + "\n"
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				got += strings.Join(normaliseAll(events(t, body)), "\n") + "\n"
+			} else {
+				got += normalise(string(body)) + "\n"
+			}
+			compareGolden(t, tc.name, got)
+		})
+	}
+}
