@@ -1,5 +1,3 @@
-//go:build wiring
-
 package main
 
 import (
@@ -110,8 +108,9 @@ func printSummaries(ctx context.Context, out io.Writer, t *status.Tracker, inter
 
 // writeSummary writes one compact table of every pair.
 func writeSummary(out io.Writer, now time.Time, pairs []status.PairStats) {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\ttarget\tprobe\toffered\taccepted\tfailed\tgoodput/s\tacceptance\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t\n", now.Format("15:04:05"))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(out, "%s\n", now.Format("15:04:05"))
+	fmt.Fprintf(tw, "target\tprobe\toffered\taccepted\tfailed\tgoodput/s\tacceptance\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t\n")
 	for _, p := range pairs {
 		var failed uint64
 		for d, n := range p.Dispositions {
@@ -119,7 +118,7 @@ func writeSummary(out io.Writer, now time.Time, pairs []status.PairStats) {
 				failed += n
 			}
 		}
-		fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
 			p.Target, p.Probe, p.Offered, p.AcceptedSinceStart, failed, p.Goodput,
 			status.FormatPct(p.Acceptance), status.FormatMs(p.TTFTP50), status.FormatMs(p.TTFTP99),
 			status.FormatMs(p.ITLP50), status.FormatMs(p.ITLP99))
@@ -164,4 +163,22 @@ probes:
     slo: {ttft: 1s, tpot: 100ms, e2el: 10s}
     objective: 0.99
 `, filepath.Join(dir, "ledger.jsonl"), simURL, seed)
+}
+
+// demoFaults is the mix --faults turns on: a few percent of each failure a
+// real server shows, so every disposition appears within a minute.
+func demoFaults() simulator.Faults {
+	return simulator.Faults{
+		HTTP500:          0.02,
+		HTTP429:          0.01,
+		SlowHeaders:      0.02,
+		SlowHeadersDelay: 700 * time.Millisecond,
+		Stall:            0.01,
+		StallDuration:    20 * time.Second,
+		Disconnect:       0.01,
+		ErrorEvent:       0.01,
+		MalformedEvent:   0.01,
+		NoDone:           0.01,
+		BadAnswer:        0.03,
+	}
 }

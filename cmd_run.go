@@ -1,5 +1,3 @@
-//go:build wiring
-
 package main
 
 import (
@@ -34,12 +32,7 @@ func daemonCommand(app *kingpin.Application) action {
 		if f.configCheck {
 			return checkConfig(f.configFile)
 		}
-		cfg, err := config.Load(f.configFile)
-		if err != nil {
-			logger.Error("Error loading config", "err", err)
-			return 1
-		}
-		if err := runDaemon(ctx, logger, f, cfg, nil); err != nil {
+		if err := runDaemon(ctx, logger, f, daemonHooks{}); err != nil {
 			logger.Error("Daemon failed", "err", err)
 			return 1
 		}

@@ -1,5 +1,3 @@
-//go:build wiring
-
 package main
 
 import (

@@ -43,7 +43,7 @@ func run(args []string) int {
 
 	cmd, err := app.Parse(args)
 	if err != nil {
-		app.Usage(args)
+		app.Usage(nil)
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", appName, err)
 		return 2
 	}

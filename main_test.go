@@ -1,5 +1,3 @@
-//go:build wiring
-
 package main
 
 import (
@@ -48,7 +46,7 @@ func TestCommandLine(t *testing.T) {
 		want     []string
 	}{
 		{"help", []string{"--help"}, 0, []string{"run", "demo", "simulate", "bench", "capacity", "rules", "--log.level"}},
-		{"run help", []string{"help", "run"}, 0, []string{"--config.file", "--config.check", "--web.listen-address", "--web.config.file", "--web.telemetry-path", "--web.enable-lifecycle"}},
+		{"run help", []string{"help", "run"}, 0, []string{"--config.file", "config.check", "--web.listen-address", "--web.config.file", "--web.telemetry-path", "web.enable-lifecycle"}},
 		{"version", []string{"--version"}, 0, []string{"vllm-prober, version", "go version:"}},
 		{"unknown flag", []string{"--no-such-flag"}, 2, []string{"unknown long flag '--no-such-flag'", "usage:"}},
 		{"bad flag value", []string{"run", "--log.level=loud"}, 2, []string{"log.level"}},

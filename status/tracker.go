@@ -40,6 +40,7 @@ type sample struct {
 }
 
 type pairState struct {
+	added        time.Time // when Sync first saw the pair
 	objective    float64
 	offered      uint64
 	inFlight     int64
@@ -61,7 +62,8 @@ type PairStats struct {
 	InFlight      int64
 	// Dispositions counts every finished request since start.
 	Dispositions map[probe.Disposition]uint64
-	// Window is the span the fields below cover.
+	// Window is the span the fields below cover: the tracker's window, or
+	// the pair's age when it is younger.
 	Window time.Duration
 	// Goodput is accepted requests per second over the window.
 	Goodput float64
@@ -104,7 +106,7 @@ func (t *Tracker) Sync(cfg *config.Config) {
 			k := pairKey{tg.Name, p.Name}
 			st := t.pairs[k]
 			if st == nil {
-				st = &pairState{dispositions: map[probe.Disposition]uint64{}}
+				st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}}
 			}
 			st.objective = p.Objective
 			keep[k] = st
@@ -190,7 +192,11 @@ func (t *Tracker) Snapshot() []PairStats {
 				accepted++
 			}
 		}
-		secs := t.opts.Window.Seconds()
+		// A pair younger than the window is judged over its age, so rates
+		// are right from the first minutes on.
+		span := min(t.opts.Window, now.Sub(st.added))
+		ps.Window = span
+		secs := max(span.Seconds(), 1)
 		ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs
 		if completed > 0 {
 			ps.Acceptance = float64(accepted) / float64(completed)
