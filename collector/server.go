@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"regexp"
@@ -29,7 +30,7 @@ const (
 	targetInfoHelp = "The model a target serves (configured, or the first id of GET /v1/models) and its vLLM version (GET /version)."
 
 	seriesDroppedName = "vllm_prober_server_series_dropped_total"
-	seriesDroppedHelp = "Scraped server series not re-exported, by reason (limit, invalid_name, invalid_label, duplicate, conflict, reserved, unsupported_type)."
+	seriesDroppedHelp = "Scraped server series not re-exported, counted at every scrape, by reason (limit, invalid_name, invalid_label, duplicate, conflict, reserved, unsupported_type)."
 
 	labelModel         = "model"
 	labelServerVersion = "server_version"
@@ -215,10 +216,10 @@ func loopConfigs(cfg *config.Config) map[string]loopConfig {
 
 // start launches one loop; s.mu is held.
 func (s *ServerScraper) start(w loopConfig) *targetLoop {
-	allow, err := regexp.Compile("^(?:" + w.allow + ")$")
+	allow, err := compileAllow(w.allow)
 	if err != nil {
 		s.logger.Warn("invalid server_metrics.allow, using the default", "err", err)
-		allow = regexp.MustCompile("^(?:" + DefaultAllow + ")$")
+		allow, _ = compileAllow(DefaultAllow)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, done: make(chan struct{}), dropped: map[string]float64{}}
@@ -227,6 +228,16 @@ func (s *ServerScraper) start(w loopConfig) *targetLoop {
 	}
 	go s.run(ctx, l)
 	return l
+}
+
+// compileAllow anchors src, whatever the config did: allow always matches
+// whole metric names.
+func compileAllow(src string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile("^(?:" + src + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("compile allow regexp: %w", err)
+	}
+	return re, nil
 }
 
 // Stop stops every loop and waits for them; the scraper exports nothing

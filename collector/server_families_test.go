@@ -71,3 +71,40 @@ func TestFamilyBuilderDrops(t *testing.T) {
 		})
 	}
 }
+
+func TestAllow(t *testing.T) {
+	tests := []struct {
+		allow, name string
+		want        bool
+	}{
+		{DefaultAllow, "vllm:time_to_first_token_seconds", true},
+		{DefaultAllow, "vllm:request_queue_time_seconds", true},
+		{DefaultAllow, "vllm:num_requests_waiting_by_reason", true},
+		{DefaultAllow, "vllm:kv_cache_usage_perc", true},
+		{DefaultAllow, "vllm:num_preemptions_total", true},
+		{DefaultAllow, "vllm:request_success_total", true},
+		{DefaultAllow, "vllm:prompt_tokens_by_source_total", true},
+		{DefaultAllow, "vllm:external_prefix_cache_hits_total", true},
+		{DefaultAllow, "vllm:spec_decode_num_accepted_tokens_per_pos_total", true},
+		{DefaultAllow, "vllm:request_success_created", false},
+		{DefaultAllow, "vllm:cache_config_info", false},
+		{DefaultAllow, "vllm:iteration_tokens_total", false},
+		{DefaultAllow, "http_requests_total", false},
+		{"vllm:num", "vllm:num_requests_running", false},
+		{"vllm:num.*|vllm:kv.*", "vllm:kv_cache_usage_perc", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.allow+" "+tc.name, func(t *testing.T) {
+			re, err := compileAllow(tc.allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := re.MatchString(tc.name); got != tc.want {
+				t.Errorf("match %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := compileAllow("vllm:("); err == nil {
+		t.Error("invalid allow must fail to compile")
+	}
+}
