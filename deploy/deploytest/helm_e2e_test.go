@@ -24,6 +24,7 @@ type helmCase struct {
 	sidecar  bool
 	external map[string]bool // Secrets the values expect to exist already
 	rules    bool            // renders a PrometheusRule from ci/<name>-rules.yml
+	shards   int             // prober Deployments expected, each with a share of the targets
 }
 
 var helmCases = []helmCase{
@@ -32,6 +33,8 @@ var helmCases = []helmCase{
 	{name: "central-created-secret", args: []string{"--set", "auth.enabled=true", "--set", "auth.apiKeys.vllm=k", "--set", "targets[0].name=vllm", "--set", "targets[0].url=http://vllm.llm.svc:8000", "--set", "targets[0].apiKeySecretKey=vllm", "--set", "targets[1].name=other", "--set", "targets[1].url=http://other.llm.svc:8000"}},
 	{name: "sidecar", values: "sidecar-values.yaml", sidecar: true, rules: true},
 	{name: "central", values: "central-values.yaml", external: map[string]bool{"vllm-api-keys": true}, rules: true},
+	{name: "central-sharded", values: "central-values.yaml", args: []string{"--set", "shards=2", "--set", "prometheusRule.enabled=false"}, external: map[string]bool{"vllm-api-keys": true}, shards: 2},
+	{name: "sidecar-ignores-shards", values: "sidecar-values.yaml", args: []string{"--set", "shards=3", "--set", "prometheusRule.enabled=false"}, sidecar: true},
 }
 
 func helm(t *testing.T, args ...string) []byte {
@@ -84,10 +87,34 @@ func TestHelmChart(t *testing.T) {
 			for _, err := range errs {
 				t.Error(err)
 			}
+			if c.shards > 0 {
+				checkShards(t, cfgs, c.shards, 3)
+			}
 			if c.rules && len(cfgs) == 1 && !*update {
 				compareRules(t, m, cfgs[0], "the chart with ci/"+c.values, nil)
 			}
 		})
+	}
+}
+
+// checkShards requires shards configs that split targets between them
+// without overlap.
+func checkShards(t *testing.T, cfgs []*config.Config, shards, targets int) {
+	t.Helper()
+	if len(cfgs) != shards {
+		t.Fatalf("%d prober configs, want %d shards", len(cfgs), shards)
+	}
+	seen := map[string]bool{}
+	for _, cfg := range cfgs {
+		for _, tg := range cfg.Targets {
+			if seen[tg.Name] {
+				t.Errorf("target %s is in two shards", tg.Name)
+			}
+			seen[tg.Name] = true
+		}
+	}
+	if len(seen) != targets {
+		t.Errorf("shards hold %d targets, want %d", len(seen), targets)
 	}
 }
 
@@ -122,6 +149,8 @@ func TestHelmChartRejects(t *testing.T) {
 		{"rules without rule file", []string{"--set", "prometheusRule.enabled=true"}},
 		{"rules not a rule file", []string{"--set", "prometheusRule.enabled=true", "--set", "prometheusRule.rules=a: b"}},
 		{"no probes", []string{"--set", "probes=null"}},
+		{"empty shard", []string{"--set", "shards=2"}},
+		{"zero shards", []string{"--set", "shards=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("helm", append([]string{"template", "release", chartDir}, tc.args...)...)

@@ -76,10 +76,28 @@ authorization:
 {{- toYaml $targets -}}
 {{- end -}}
 
-{{/* The prober config file. */}}
+{{/* The targets of one shard (dict root, shard): a target belongs to shard
+     adler32(name) mod shards, so adding a target never moves the others. */}}
+{{- define "vllm-prober.shardTargets" -}}
+{{- $all := include "vllm-prober.targets" .root | fromYamlArray -}}
+{{- $shards := int .root.Values.shards -}}
+{{- $sharded := include "vllm-prober.sharded" .root -}}
+{{- $out := list -}}
+{{- range $all -}}
+{{- if or (not $sharded) (eq (mod (int64 (adler32sum .name)) $shards) (int64 $.shard)) -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- end -}}
+{{- if not $out -}}
+{{- fail (printf "shard %d of %d has no targets: lower shards" (int .shard) $shards) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The prober config file of one shard (dict root, shard). */}}
 {{- define "vllm-prober.config" -}}
-{{- $global := deepCopy .Values.global -}}
-{{- if .Values.ledger.enabled -}}
+{{- $global := deepCopy .root.Values.global -}}
+{{- if .root.Values.ledger.enabled -}}
 {{- $ledger := default dict $global.ledger -}}
 {{- $_ := set $ledger "path" "/var/lib/vllm-prober/ledger.jsonl" -}}
 {{- $_ := set $global "ledger" $ledger -}}
@@ -87,9 +105,32 @@ authorization:
 global:
 {{- toYaml $global | nindent 2 }}
 targets:
-{{- include "vllm-prober.targets" . | nindent 2 }}
+{{- include "vllm-prober.shardTargets" . | nindent 2 }}
 probes:
-{{- toYaml .Values.probes | nindent 2 }}
+{{- toYaml .root.Values.probes | nindent 2 }}
+{{- end -}}
+
+{{/* "true" when the central prober is split into shards, else empty. */}}
+{{- define "vllm-prober.sharded" -}}
+{{- if and (eq .Values.mode "central") (gt (int .Values.shards) 1) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The shard indexes to render: 0..shards-1 when sharded, else 0. */}}
+{{- define "vllm-prober.shards" -}}
+{{- if include "vllm-prober.sharded" . -}}
+{{- toYaml (untilStep 0 (int .Values.shards) 1) -}}
+{{- else -}}
+[0]
+{{- end -}}
+{{- end -}}
+
+{{/* Name of a shard's ConfigMap and Deployment (dict root, shard). */}}
+{{- define "vllm-prober.shardName" -}}
+{{- if include "vllm-prober.sharded" .root -}}
+{{- printf "%s-shard-%d" (include "vllm-prober.fullname" .root) (int .shard) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- include "vllm-prober.fullname" .root -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The prober container, shared by both modes. */}}
@@ -152,21 +193,21 @@ probes:
     {{- end }}
 {{- end -}}
 
-{{/* The prober's volumes, shared by both modes. */}}
+{{/* The prober's volumes of one shard (dict root, shard). */}}
 {{- define "vllm-prober.volumes" -}}
 - name: prober-config
   configMap:
-    name: {{ include "vllm-prober.fullname" . }}
-{{- if .Values.auth.enabled }}
+    name: {{ include "vllm-prober.shardName" . }}
+{{- if .root.Values.auth.enabled }}
 - name: api-keys
   secret:
-    secretName: {{ include "vllm-prober.secretName" . }}
+    secretName: {{ include "vllm-prober.secretName" .root }}
     defaultMode: 0440
 {{- end }}
-{{- if .Values.ledger.enabled }}
+{{- if .root.Values.ledger.enabled }}
 - name: ledger
   emptyDir:
-    sizeLimit: {{ .Values.ledger.sizeLimit }}
+    sizeLimit: {{ .root.Values.ledger.sizeLimit }}
 {{- end }}
 {{- end -}}
 
