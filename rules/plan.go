@@ -43,6 +43,9 @@ var standardWindows = []time.Duration{
 // maxLatencyWindow bounds the widening of a p99 latency window (before scaling).
 const maxLatencyWindow = 6 * time.Hour
 
+// latencyWidenUnit is the step in which a p99 window is widened (before scaling).
+const latencyWidenUnit = 5 * time.Minute
+
 // minNotCompleting is how many requests the window of the "offered but none
 // completing" alert should expect.
 const minNotCompleting = 10
@@ -114,11 +117,6 @@ func (p *plan) scale(d time.Duration) time.Duration {
 	return max(s, p.gran)
 }
 
-// ceilGran rounds d up to a multiple of the granularity.
-func (p *plan) ceilGran(d time.Duration) time.Duration {
-	return time.Duration(math.Ceil(float64(d)/float64(p.gran))) * p.gran
-}
-
 func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective}
 	for _, bp := range burnPairs {
@@ -158,7 +156,7 @@ func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
 // MinRequests on average; and because both windows must exceed the
 // threshold and the long one holds more requests, one failure fires the
 // alert exactly when 1/(rate*long) > factor*(1-objective). Either way both
-// windows are multiplied by the smallest factor that fixes it; a pair whose
+// windows are multiplied by the smallest whole number that fixes it; a pair whose
 // long window would then exceed the longest standard window is dropped, as
 // is one whose threshold needs more than 100% failures.
 func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
@@ -171,7 +169,7 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	long, short := p.scale(bp.Long), p.scale(bp.Short)
 	inShort := pp.Rate * short.Seconds()
 	inLong := pp.Rate * long.Seconds()
-	k := max(1, p.o.MinRequests/inShort, 1/(inLong*bp.Factor*budget))
+	k := math.Ceil(max(1, p.o.MinRequests/inShort, 1/(inLong*bp.Factor*budget)))
 	b := burnPlan{burnPair: bp}
 	b.Long, b.Short = long, short
 	if k == 1 {
@@ -186,7 +184,7 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	}
 	why := strings.Join(whys, " and ")
 	maxLong := p.scale(standardWindows[len(standardWindows)-1])
-	wl, ws := p.ceilGran(time.Duration(float64(long)*k)), p.ceilGran(time.Duration(float64(short)*k))
+	wl, ws := long*time.Duration(k), short*time.Duration(k)
 	if wl > maxLong {
 		p.warn(pp, alert, "dropped: %s; widening to %s/%s would exceed %s", why, fmtDur(wl), fmtDur(ws), fmtDur(maxLong))
 		return burnPlan{}, false
@@ -216,7 +214,8 @@ func (p *plan) addBurn(pp *pairPlan, burns []burnPlan, b burnPlan) []burnPlan {
 	return append(burns, b)
 }
 
-// planLatency widens a p99 window until it holds MinLatencySamples.
+// planLatency widens a p99 window, in steps of latencyWidenUnit, until it
+// holds MinLatencySamples.
 func (p *plan) planLatency(pp *pairPlan, slo string, threshold time.Duration) (latencyPlan, bool) {
 	alert := "p99 " + slo
 	w := p.scale(p.o.LatencyWindow)
@@ -225,7 +224,8 @@ func (p *plan) planLatency(pp *pairPlan, slo string, threshold time.Duration) (l
 	if n >= p.o.MinLatencySamples {
 		return l, true
 	}
-	need := p.ceilGran(time.Duration(p.o.MinLatencySamples / pp.Rate * float64(time.Second)))
+	unit := p.scale(latencyWidenUnit)
+	need := time.Duration(math.Ceil(p.o.MinLatencySamples/pp.Rate/unit.Seconds())) * unit
 	why := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g for a p99)", pp.Rate, n, fmtDur(w), p.o.MinLatencySamples)
 	if maxW := p.scale(maxLatencyWindow); need > maxW {
 		p.warn(pp, alert, "dropped: %s; it would need %s, more than %s", why, fmtDur(need), fmtDur(maxW))

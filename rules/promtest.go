@@ -59,8 +59,8 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb := &testBuilder{p: p, rules: rf}
-	tf := &TestFile{RuleFiles: []string{p.o.RuleFileName}, EvaluationInterval: fmtDur(p.gran)}
+	tb := &testBuilder{p: p, rules: rf, step: p.testStep()}
+	tf := &TestFile{RuleFiles: []string{p.o.RuleFileName}, EvaluationInterval: fmtDur(tb.step)}
 	tf.Tests = append(tf.Tests, tb.healthy())
 	if g, ok := tb.fastBurn(); ok {
 		tf.Tests = append(tf.Tests, g)
@@ -78,17 +78,43 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 type testBuilder struct {
 	p     *plan
 	rules *RuleFile
+	step  time.Duration // sample and evaluation interval
+}
+
+// testStep is the largest interval that divides every window the rules
+// read, so the expected values are exact while promtool evaluates as few
+// steps as possible. for: durations need not be multiples of it.
+func (p *plan) testStep() time.Duration {
+	g := time.Duration(0)
+	add := func(d time.Duration) {
+		for d != 0 {
+			g, d = d, g%d
+		}
+	}
+	for _, w := range p.windows {
+		add(w)
+	}
+	for _, pp := range p.pairs {
+		add(pp.NotCompleting)
+		for _, l := range pp.Latency {
+			add(l.Window)
+		}
+	}
+	add(p.scale(5 * time.Minute))
+	add(p.scale(30 * time.Minute))
+	add(p.scale(p.o.LatencyWindow))
+	return max(g, p.gran)
 }
 
 // steps converts a duration to test steps, rounding up.
 func (tb *testBuilder) steps(d time.Duration) int {
-	return int((d + tb.p.gran - 1) / tb.p.gran)
+	return int((d + tb.step - 1) / tb.step)
 }
 
-func (tb *testBuilder) at(steps int) string { return fmtDur(time.Duration(steps) * tb.p.gran) }
+func (tb *testBuilder) at(steps int) string { return fmtDur(time.Duration(steps) * tb.step) }
 
 func (tb *testBuilder) group(name string, series []InputSeries, tests ...AlertTest) TestGroup {
-	return TestGroup{Name: name, Interval: fmtDur(tb.p.gran), InputSeries: series, AlertRuleTests: tests}
+	return TestGroup{Name: name, Interval: fmtDur(tb.step), InputSeries: series, AlertRuleTests: tests}
 }
 
 // segment is a run of steps in which a counter grows by inc per step.

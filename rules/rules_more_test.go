@@ -22,7 +22,7 @@ func TestGenerateLatency(t *testing.T) {
 		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=30m>1", "tpot=30m>0.1", "e2el=30m>20"}, false},
 		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=30m>0.05"}, false},
 		{"no SLO, no alert", 0.2, config.SLO{}, nil, false},
-		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h24m>1"}, true},
+		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h25m>1"}, true},
 		{"0.001/s drops the alert", 0.001, config.SLO{TTFT: sec(time.Second)}, nil, true},
 	}
 	for _, tc := range cases {
@@ -87,7 +87,7 @@ func TestGenerateHealth(t *testing.T) {
 }
 
 func TestGenerateScaledDurations(t *testing.T) {
-	rf, _, err := Generate(oneProbe(testProbe("chat", 5, 0.99, config.SLO{TTFT: sec(time.Second)})), Options{WindowScale: 1.0 / 60})
+	rf, _, err := Generate(oneProbe(testProbe("chat", 5, 0.99, config.SLO{TTFT: sec(time.Second)})), Options{WindowScale: 1.0 / 60, MinRequests: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTestsScenarios(t *testing.T) {
 	}{
 		{"healthy: no alert fires", AlertFastBurn, 0, ""},
 		{"healthy: no alert fires", AlertLatencyHigh, 0, ""},
-		{"fast burn: llama/chat fails every request", AlertFastBurn, 1, "25.0x"},
+		{"fast burn: llama/chat fails every request", AlertFastBurn, 1, "33.3x"},
 		{"latency: llama/chat p99 ttft above its SLO", AlertLatencyHigh, 1, "1.99s"},
 		{"scrape failing: target llama", AlertScrapeFailing, 1, "target llama"},
 		{"prober absent", AlertProberAbsent, 1, "vllm-prober"},

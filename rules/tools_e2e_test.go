@@ -1,0 +1,135 @@
+//go:build e2e
+
+package rules
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// tool runs a Prometheus tool, which these tests require.
+func tool(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is required (apt-get install prometheus prometheus-alertmanager): %v", name, err)
+	}
+	out, err := exec.Command(path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func writeGenerated(t *testing.T, dir string, cfg *config.Config, o Options) {
+	t.Helper()
+	rf, warnings, err := Generate(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := Tests(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"rules.yml": rf, "rules_test.yml": tf} {
+		b, err := Marshal(v, warnings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestPromtoolPassesGeneratedRules(t *testing.T) {
+	full, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowRate := &config.Config{
+		Targets: []config.Target{{Name: "a"}, {Name: "b", Probes: []string{"rare"}}},
+		Probes: []config.Probe{
+			testProbe("rare", 0.01, 0.999, config.SLO{E2EL: sec(20 * time.Second)}),
+			testProbe("busy", 3, 0.9999, config.SLO{TTFT: sec(500 * time.Millisecond), TPOT: sec(50 * time.Millisecond)}),
+		},
+	}
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		o    Options
+	}{
+		{"full example", full, Options{}},
+		{"full example, e2e windows", full, Options{WindowScale: 1.0 / 60, MinRequests: 5, MinLatencySamples: 10}},
+		{"low rates and strict objectives", lowRate, Options{Job: "probes"}},
+		{"low rates, e2e windows", lowRate, Options{WindowScale: 1.0 / 60}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeGenerated(t, dir, tc.cfg, tc.o)
+			tool(t, "promtool", "check", "rules", filepath.Join(dir, "rules.yml"))
+			tool(t, "promtool", "test", "rules", filepath.Join(dir, "rules_test.yml"))
+		})
+	}
+}
+
+func TestPromtoolPassesCheckedInFiles(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"check rules", []string{"check", "rules", filepath.Join(deployDir, "rules.yml")}},
+		{"test rules", []string{"test", "rules", filepath.Join(deployDir, "rules_test.yml")}},
+		{"check config", []string{"check", "config", filepath.Join(deployDir, "prometheus.yml")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tool(t, "promtool", tc.args...) })
+	}
+}
+
+const alertmanagerConfig = "../deploy/alertmanager/alertmanager.yml"
+
+func TestAmtoolRoutesEveryAlert(t *testing.T) {
+	tool(t, "amtool", "check-config", alertmanagerConfig)
+	full, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, _, err := Generate(full, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]string{} // alertname/severity -> receiver
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{SeverityPage: "page", SeverityTicket: "ticket"}[r.Labels["severity"]]
+			}
+		}
+	}
+	routes["SomethingElse/"] = "default"
+	keys := make([]string, 0, len(routes))
+	for k := range routes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		alert, severity, _ := strings.Cut(k, "/")
+		t.Run(k, func(t *testing.T) {
+			args := []string{"config", "routes", "test", "--config.file=" + alertmanagerConfig, "--verify.receivers=" + routes[k],
+				"alertname=" + alert, "target=llama-8b", "probe=chat-short"}
+			if severity != "" {
+				args = append(args, "severity="+severity)
+			}
+			tool(t, "amtool", args...)
+		})
+	}
+}
