@@ -15,12 +15,10 @@ import (
 var pageFS embed.FS
 
 var pageTmpl = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"ms":      FormatMs,
-	"pct":     FormatPct,
-	"rate":    func(v float64) string { return fmt.Sprintf("%.3f", v) },
-	"ago":     func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
-	"disp":    func(m map[probe.Disposition]uint64, d string) uint64 { return m[probe.Disposition(d)] },
-	"dispall": func() []probe.Disposition { return probe.Dispositions },
+	"ms":   FormatMs,
+	"pct":  FormatPct,
+	"rate": func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"ago":  func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
 }).ParseFS(pageFS, "page.html"))
 
 // TargetState is one target's row on the status page.

@@ -80,6 +80,24 @@ type PairStats struct {
 	AcceptedSinceStart uint64
 }
 
+// DispositionCount is a disposition with its count.
+type DispositionCount struct {
+	Disposition probe.Disposition
+	Count       uint64
+}
+
+// NotAccepted returns the non-zero counts of every disposition other than
+// accepted, in judge order.
+func (p PairStats) NotAccepted() []DispositionCount {
+	var out []DispositionCount
+	for _, d := range probe.Dispositions {
+		if n := p.Dispositions[d]; n > 0 && d != probe.Accepted {
+			out = append(out, DispositionCount{d, n})
+		}
+	}
+	return out
+}
+
 // NewTracker returns an empty Tracker; call Sync with the config.
 func NewTracker(o TrackerOptions) *Tracker {
 	if o.Window <= 0 {
