@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -18,7 +19,7 @@ func TestWiringChecksFail(t *testing.T) {
 	config := func(m *manifests) *corev1.ConfigMap { return m.configMaps["vllm-prober-sidecar"] }
 	for _, tc := range []struct {
 		name   string
-		break_ func(m *manifests)
+		mutate func(m *manifests)
 		want   string
 	}{
 		{"target is not the pod's vLLM port", func(m *manifests) {
@@ -63,6 +64,14 @@ func TestWiringChecksFail(t *testing.T) {
 			c := prober(m)
 			c.VolumeMounts = c.VolumeMounts[:2]
 		}, "no writable volume"},
+		{"ledger volume too small", func(m *manifests) {
+			for i := range m.deployments[0].Spec.Template.Spec.Volumes {
+				if v := &m.deployments[0].Spec.Template.Spec.Volumes[i]; v.Name == "ledger" {
+					q := resource.MustParse("16Mi")
+					v.EmptyDir.SizeLimit = &q
+				}
+			}
+		}, "emptyDir sizeLimit 16Mi below 48 MiB"},
 		{"podmonitor port", func(m *manifests) {
 			p := "http"
 			m.podMonitors[0].Spec.PodMetricsEndpoints[0].Port = &p
@@ -85,7 +94,7 @@ func TestWiringChecksFail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, files := readKustomization(t, filepath.Join(kubeDir, "sidecar"))
 			m := decodeFiles(t, files...)
-			tc.break_(m)
+			tc.mutate(m)
 			_, errs := checkManifests(t, m, true, nil)
 			for _, err := range errs {
 				if strings.Contains(err.Error(), tc.want) {

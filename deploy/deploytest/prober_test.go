@@ -40,13 +40,27 @@ func checkProber(m *manifests, d *appsv1.Deployment, dir string) (*config.Config
 		return nil, append(errs, fmt.Errorf("config %s: %w", file, err))
 	}
 	errs = append(errs, checkSecretFiles(m, spec, c, cfg)...)
-	if cfg.Global.Ledger.Path != "" {
-		v := mountedVolume(spec, c, path.Dir(cfg.Global.Ledger.Path))
-		if v == nil || v.EmptyDir == nil && v.PersistentVolumeClaim == nil {
-			errs = append(errs, fmt.Errorf("ledger %s: no writable volume mounted at its directory", cfg.Global.Ledger.Path))
-		}
+	return cfg, append(errs, checkLedgerVolume(spec, c, cfg.Global.Ledger)...)
+}
+
+// checkLedgerVolume requires a writable volume under the ledger, and an
+// emptyDir size limit that holds the current file and every rotated one.
+func checkLedgerVolume(spec *corev1.PodSpec, c *corev1.Container, l config.Ledger) []error {
+	if l.Path == "" {
+		return nil
 	}
-	return cfg, errs
+	v := mountedVolume(spec, c, path.Dir(l.Path))
+	if v == nil || v.EmptyDir == nil && v.PersistentVolumeClaim == nil {
+		return []error{fmt.Errorf("ledger %s: no writable volume mounted at its directory", l.Path)}
+	}
+	if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil {
+		return nil
+	}
+	need := int64(l.MaxSizeMB) * int64(l.MaxFiles+1) << 20
+	if v.EmptyDir.SizeLimit.Value() < need {
+		return []error{fmt.Errorf("ledger %s: emptyDir sizeLimit %s below %d MiB (max_size_mb x (max_files+1))", l.Path, v.EmptyDir.SizeLimit.String(), need>>20)}
+	}
+	return nil
 }
 
 func checkProberCommand(c *corev1.Container) []error {
