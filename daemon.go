@@ -191,6 +191,7 @@ func (d *daemon) apply(cfg *config.Config) error {
 func (d *daemon) reload() error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
+	old := d.safe.Get()
 	changed, err := d.safe.Reload(d.flags.configFile)
 	if err != nil {
 		d.self.SetReload(false, time.Now())
@@ -202,7 +203,11 @@ func (d *daemon) reload() error {
 		d.logger.Info("Config unchanged, nothing to reload")
 		return nil
 	}
-	if err := d.apply(d.safe.Get()); err != nil {
+	cfg := d.safe.Get()
+	if cfg.Global.Ledger != old.Global.Ledger || cfg.Global.HistoryLimit != old.Global.HistoryLimit {
+		d.logger.Warn("Ledger and history_limit changes take effect at restart; keeping the running ones")
+	}
+	if err := d.apply(cfg); err != nil {
 		d.logger.Error("Some probes could not start after reload", "err", err)
 	}
 	d.logger.Info("Reloaded config", "file", d.flags.configFile)
