@@ -34,6 +34,9 @@ func histogramDescs() []*prometheus.Desc {
 	}
 }
 
+// newPairHistograms builds a pair's histograms. ITL shares vLLM's ITL/TPOT
+// buckets and also gets the TPOT threshold: per-gap and per-request token
+// latency are judged against the same budget by people reading them.
 func newPairHistograms(k pairKey, slo config.SLO) *pairHistograms {
 	h := &pairHistograms{
 		ttft:        newHistogram(k, ttftName, ttftHelp, withThresholds(ttftBuckets, slo.TTFT)),
