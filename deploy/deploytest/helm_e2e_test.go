@@ -37,14 +37,20 @@ var helmCases = []helmCase{
 	{name: "sidecar-ignores-shards", values: "sidecar-values.yaml", args: []string{"--set", "shards=3", "--set", "prometheusRule.enabled=false"}, sidecar: true},
 }
 
-func helm(t *testing.T, args ...string) []byte {
+// helmBin is the helm binary; the chart tests fail without it.
+func helmBin(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("helm")
 	if err != nil {
 		t.Fatalf("helm is required for the chart tests (go install helm.sh/helm/v3/cmd/helm@v3.22.0): %v", err)
 	}
+	return bin
+}
+
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(helmBin(t), args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -153,9 +159,13 @@ func TestHelmChartRejects(t *testing.T) {
 		{"zero shards", []string{"--set", "shards=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command("helm", append([]string{"template", "release", chartDir}, tc.args...)...)
-			if out, err := cmd.CombinedOutput(); err == nil {
+			cmd := exec.Command(helmBin(t), append([]string{"template", "release", chartDir}, tc.args...)...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
 				t.Fatalf("helm template accepted %q:\n%s", tc.args, out)
+			}
+			if !bytes.Contains(out, []byte("Error:")) {
+				t.Fatalf("helm did not report an error: %v\n%s", err, out)
 			}
 		})
 	}
