@@ -224,9 +224,8 @@ func indexLineEnd(b []byte) int {
 // limitedBody bounds a response body: reading past max bytes fails with
 // errBodyTooLong rather than truncating silently.
 type limitedBody struct {
-	r   io.Reader
-	n   int64 // bytes left
-	max int64
+	r io.Reader
+	n int64 // bytes left
 }
 
 func (l *limitedBody) Read(p []byte) (int, error) {

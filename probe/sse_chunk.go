@@ -51,8 +51,11 @@ type apiError struct {
 
 // decode parses one event's data into c, reusing c's storage.
 func (c *chunk) decode(data []byte) error {
-	choices := c.Choices[:0]
-	*c = chunk{Choices: choices}
+	// encoding/json decodes into the reused elements in place, so stale
+	// fields of an earlier event must be cleared first.
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = chunk{Choices: choices[:0]}
 	if err := json.Unmarshal(data, c); err != nil {
 		return fmt.Errorf("malformed event: %w", err)
 	}

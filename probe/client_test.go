@@ -1,0 +1,443 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// Chat events of a good two-token answer, as vLLM streams them.
+var chatOK = []string{
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":5,"completion_tokens":0}}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"14"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":6,"completion_tokens":1}}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"4"},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}}`,
+}
+
+// writeEvents writes events as SSE, flushing each, then [DONE] if done.
+func writeEvents(w http.ResponseWriter, events []string, done bool) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+		w.(http.Flusher).Flush()
+	}
+	if done {
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}
+}
+
+func streamHandler(events []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, events, true) }
+}
+
+func testTarget(url string) config.Target {
+	return config.Target{Name: "t", URL: url, Model: "m"}
+}
+
+func testProbe(api string) config.Probe {
+	return config.Probe{
+		Name: "p", API: api, Timeout: model.Duration(2 * time.Second),
+		Request: config.Request{MaxTokens: 16},
+		Workload: config.Workload{Prompts: []config.Prompt{{
+			Prompt: "What is 12*12?", Messages: []config.Message{{Role: "user", Content: "What is 12*12?"}},
+		}}},
+		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1},
+	}
+}
+
+func newTestRequester(t *testing.T, tg config.Target, p config.Probe, o RequesterOptions) *Requester {
+	t.Helper()
+	r, err := NewRequester(tg, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func doRequest(ctx context.Context, r *Requester, seq uint64) *Result {
+	res := &Result{Seq: seq, Target: "t", Probe: "p", Scheduled: time.Now()}
+	r.Do(ctx, res)
+	return res
+}
+
+func TestRequesterFaults(t *testing.T) {
+	badRequest := `{"error":{"message":"max_tokens=99999 cannot be greater than max_model_len=4096.","type":"BadRequestError","param":"max_tokens","code":400}}`
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		edit      func(o *RequesterOptions, p *config.Probe)
+		want      Disposition
+		reason    string
+		status    int
+		errRE     string
+		wantFlags []string
+	}{
+		{name: "ok", handler: streamHandler(chatOK), want: Accepted, status: 200},
+		{name: "400 with vllm error", handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, badRequest, http.StatusBadRequest) },
+			want: ServerFailure, reason: ReasonHTTP4xx, status: 400, errRE: `^http 400: BadRequestError: max_tokens=99999 cannot`},
+		{name: "401 string error", handler: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `{"error":"Unauthorized"}`, http.StatusUnauthorized)
+		},
+			want: ServerFailure, reason: ReasonHTTP4xx, status: 401, errRE: `^http 401: Unauthorized$`},
+		{name: "429", handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) },
+			want: ServerFailure, reason: ReasonHTTP429, status: 429, errRE: `^http 429: slow down$`},
+		{name: "503 empty body", handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) },
+			want: ServerFailure, reason: ReasonHTTP5xx, status: 503, errRE: `^http 503: Service Unavailable$`},
+		{name: "error event", handler: streamHandler([]string{chatOK[0], `{"error": {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}`}),
+			want: ServerFailure, reason: ReasonStreamError, status: 200, errRE: `^InternalServerError: Internal server error$`},
+		{name: "malformed event", handler: streamHandler([]string{chatOK[0], `{"choices":[{"delta":`}),
+			want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `^malformed event: `},
+		{name: "oversized line", handler: streamHandler([]string{chatOK[0], `{"choices":[{"delta":{"content":"` + strings.Repeat("x", 5000) + `"}}]}`}),
+			edit: func(o *RequesterOptions, _ *config.Probe) { o.MaxLineBytes = 4096 },
+			want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `line longer than the limit`},
+		{name: "huge body", handler: streamHandler(slices.Repeat(chatOK[1:2], 200)),
+			edit: func(o *RequesterOptions, _ *config.Probe) { o.MaxBodyBytes = 8192 },
+			want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `body longer than the limit`},
+		{name: "no done", handler: func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, chatOK, false) },
+			want: ServerFailure, reason: ReasonNoDone, status: 200, errRE: `without \[DONE\]`},
+		{name: "text/html 200", handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html>proxy login</html>")
+		}, want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `unexpected content type "text/html"`},
+		{name: "reset mid-stream", handler: resetHandler, want: ServerFailure, reason: ReasonDisconnect, status: 200},
+		{name: "stall times out", handler: stallHandler,
+			edit: func(_ *RequesterOptions, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
+			want: ClientTimeout, reason: ReasonTimeout, status: 200, errRE: `probe timeout`},
+		{name: "slow headers time out", handler: func(_ http.ResponseWriter, r *http.Request) { waitGone(r) },
+			edit: func(_ *RequesterOptions, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
+			want: ClientTimeout, reason: ReasonTimeout, errRE: `probe timeout`},
+		{name: "wrong model", handler: streamHandler([]string{strings.ReplaceAll(chatOK[1], `"m"`, `"x"`), chatOK[3]}),
+			want: QualityFailure, reason: ReasonQuality, status: 200},
+		{name: "no usage", handler: streamHandler([]string{`{"model":"m","choices":[{"delta":{"content":"144"},"finish_reason":"stop"}]}`}),
+			want: Accepted, status: 200, wantFlags: []string{FlagNoUsage}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			o, p := RequesterOptions{}, testProbe(config.APIChat)
+			if tc.edit != nil {
+				tc.edit(&o, &p)
+			}
+			res := doRequest(context.Background(), newTestRequester(t, testTarget(srv.URL), p, o), 1)
+			if res.Disposition != tc.want || res.Reason != tc.reason || res.HTTPStatus != tc.status {
+				t.Fatalf("got %s/%s status %d (err %q), want %s/%s status %d", res.Disposition, res.Reason, res.HTTPStatus, res.Error,
+					tc.want, tc.reason, tc.status)
+			}
+			if tc.errRE != "" && !regexp.MustCompile(tc.errRE).MatchString(res.Error) {
+				t.Fatalf("error %q does not match %q", res.Error, tc.errRE)
+			}
+			if tc.errRE == "" && tc.want == Accepted && res.Error != "" {
+				t.Fatalf("unexpected error %q", res.Error)
+			}
+			if !slices.Equal(res.Flags, tc.wantFlags) {
+				t.Fatalf("flags = %v, want %v", res.Flags, tc.wantFlags)
+			}
+			if res.Sent.IsZero() {
+				t.Fatal("Sent not set")
+			}
+		})
+	}
+}
+
+// resetHandler sends one event and then resets the connection.
+func resetHandler(w http.ResponseWriter, _ *http.Request) {
+	writeEvents(w, chatOK[:2], false)
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// stallHandler sends the role chunk and then nothing until the client goes.
+func stallHandler(w http.ResponseWriter, r *http.Request) {
+	writeEvents(w, chatOK[:1], false)
+	w.(http.Flusher).Flush()
+	waitGone(r)
+}
+
+// waitGone waits until the client goes away. The server notices that only
+// once the request body has been read.
+func waitGone(r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	select {
+	case <-r.Context().Done():
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func TestRequesterConnectionErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	tlsSrv := httptest.NewUnstartedServer(streamHandler(chatOK))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	tests := []struct {
+		name   string
+		url    string
+		reason string
+	}{
+		{name: "connection refused", url: refused, reason: ReasonConnect},
+		{name: "untrusted certificate", url: tlsSrv.URL, reason: ReasonTLS},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := doRequest(context.Background(), newTestRequester(t, testTarget(tc.url), testProbe(config.APIChat), RequesterOptions{}), 1)
+			if res.Disposition != ServerFailure || res.Reason != tc.reason {
+				t.Fatalf("got %s/%s (%s), want server_failure/%s", res.Disposition, res.Reason, res.Error, tc.reason)
+			}
+			if strings.Contains(res.Error, "http://") || strings.Contains(res.Error, "https://") {
+				t.Fatalf("error repeats the URL: %q", res.Error)
+			}
+		})
+	}
+}
+
+func TestClassifyDNSError(t *testing.T) {
+	res := &Result{}
+	err := fmt.Errorf("post: %w", &net.DNSError{Err: "no such host", Name: "vllm.invalid", IsNotFound: true})
+	classifyTransportError(context.Background(), res, err, &phaseTrace{now: time.Now})
+	if res.Disposition != ServerFailure || res.Reason != ReasonDNS {
+		t.Fatalf("got %s/%s, want server_failure/dns", res.Disposition, res.Reason)
+	}
+}
+
+func TestRequesterCancellation(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(stallHandler))
+	defer srv.Close()
+	r := newTestRequester(t, testTarget(srv.URL), testProbe(config.APIChat), RequesterOptions{})
+	tests := []struct {
+		name   string
+		cause  error
+		want   Disposition
+		reason string
+	}{
+		{name: "shutdown", cause: ErrShutdown, want: Cancelled, reason: ReasonShutdown},
+		{name: "removed", cause: ErrRemoved, want: Cancelled, reason: ReasonRemoved},
+		{name: "caller deadline", cause: context.DeadlineExceeded, want: ClientTimeout, reason: ReasonTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			time.AfterFunc(100*time.Millisecond, func() { cancel(tc.cause) })
+			start := time.Now()
+			res := doRequest(ctx, r, 1)
+			if res.Disposition != tc.want || res.Reason != tc.reason {
+				t.Fatalf("got %s/%s (%s), want %s/%s", res.Disposition, res.Reason, res.Error, tc.want, tc.reason)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("Do returned after %v, want soon after cancellation", d)
+			}
+		})
+	}
+	t.Run("already cancelled before discovery", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrShutdown)
+		res := doRequest(ctx, r, 1)
+		if res.Disposition != Cancelled || res.Reason != ReasonShutdown || !res.Sent.IsZero() {
+			t.Fatalf("got %s/%s sent %v, want cancelled/shutdown never sent", res.Disposition, res.Reason, res.Sent)
+		}
+	})
+}
+
+// capture records the requests a test server received.
+type capture struct {
+	mu      sync.Mutex
+	bodies  []map[string]any
+	headers []http.Header
+	paths   []string
+}
+
+func (c *capture) record(r *http.Request) {
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bodies = append(c.bodies, body)
+	c.headers = append(c.headers, r.Header.Clone())
+	c.paths = append(c.paths, r.URL.Path)
+}
+
+func TestRequesterRequestShape(t *testing.T) {
+	tests := []struct {
+		name     string
+		api      string
+		path     string
+		wantKeys map[string]any
+	}{
+		{name: "chat", api: config.APIChat, path: "/v1/chat/completions", wantKeys: map[string]any{
+			"max_completion_tokens": 16.0, "messages": []any{map[string]any{"role": "user", "content": "What is 12*12?"}},
+		}},
+		{name: "completions", api: config.APICompletions, path: "/v1/completions", wantKeys: map[string]any{
+			"max_tokens": 16.0, "prompt": "What is 12*12?",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var c capture
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c.record(r)
+				writeEvents(w, chatOK, true)
+			}))
+			defer srv.Close()
+			p := testProbe(tc.api)
+			p.Request.IgnoreEOS = true
+			p.Request.Extra = map[string]any{"top_k": 5, "stream": false, "temperature": 0.5}
+			r := newTestRequester(t, testTarget(srv.URL+"/"), p, RequesterOptions{UserAgent: "test-agent/1"})
+			res := doRequest(context.Background(), r, 42)
+			if !regexp.MustCompile(`^t-p-42-[0-9a-f]{8}$`).MatchString(res.RequestID) {
+				t.Fatalf("request id %q", res.RequestID)
+			}
+			if c.paths[0] != tc.path {
+				t.Fatalf("path %q, want %q", c.paths[0], tc.path)
+			}
+			h := c.headers[0]
+			if h.Get("X-Request-Id") != res.RequestID || h.Get("User-Agent") != "test-agent/1" || h.Get("Content-Type") != "application/json" {
+				t.Fatalf("headers %v", h)
+			}
+			want := map[string]any{
+				"model": "m", "stream": true, "ignore_eos": true, "temperature": 0.5, "top_k": 5.0,
+				"stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true},
+			}
+			for k, v := range tc.wantKeys {
+				want[k] = v
+			}
+			if fmt.Sprint(c.bodies[0]) != fmt.Sprint(want) {
+				t.Fatalf("body\n got %v\nwant %v", c.bodies[0], want)
+			}
+		})
+	}
+}
+
+func TestRequesterModelDiscovery(t *testing.T) {
+	var (
+		mu          sync.Mutex
+		modelsOK    bool
+		modelsCalls int
+		served      = "served-model"
+		c           capture
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			modelsCalls++
+			if !modelsOK {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"},{"id":"lora"}]}`, served)
+		default:
+			c.record(r)
+			if c.bodies[len(c.bodies)-1]["model"] != served {
+				http.Error(w, `{"error":{"message":"The model does not exist.","type":"NotFoundError","code":404}}`, http.StatusNotFound)
+				return
+			}
+			events := slices.Clone(chatOK)
+			for i := range events {
+				events[i] = strings.ReplaceAll(events[i], `"m"`, fmt.Sprintf("%q", served))
+			}
+			writeEvents(w, events, true)
+		}
+	}))
+	defer srv.Close()
+	tg := testTarget(srv.URL)
+	tg.Model = ""
+	r := newTestRequester(t, tg, testProbe(config.APIChat), RequesterOptions{})
+	step := func(want Disposition, reason string, wantCalls int) {
+		t.Helper()
+		res := doRequest(context.Background(), r, 1)
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Disposition != want || res.Reason != reason || modelsCalls != wantCalls {
+			t.Fatalf("got %s/%s (%s) after %d /v1/models calls, want %s/%s after %d", res.Disposition, res.Reason, res.Error,
+				modelsCalls, want, reason, wantCalls)
+		}
+	}
+	step(ServerFailure, ReasonModelDiscovery, 1)
+	step(ServerFailure, ReasonModelDiscovery, 2) // retried on the next request
+	mu.Lock()
+	modelsOK = true
+	mu.Unlock()
+	step(Accepted, "", 3)
+	step(Accepted, "", 3) // cached
+	mu.Lock()
+	served = "new-model"
+	mu.Unlock()
+	step(ServerFailure, ReasonHTTP4xx, 3) // 404: forget the model
+	step(Accepted, "", 4)
+}
+
+func TestNewRequesterErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(p *config.Probe)
+		want string
+	}{
+		{name: "bad dataset", edit: func(p *config.Probe) {
+			p.Workload = config.Workload{File: writeDataset(t, "{\"prompt\": \"x\"}\nnot json\n")}
+		}, want: `probe "p" workload: .*prompts.jsonl:2: invalid JSON`},
+		{name: "missing schema", edit: func(p *config.Probe) { p.Quality.JSONSchema = "/nonexistent/schema.json" },
+			want: `probe "p": compile json schema /nonexistent/schema.json: `},
+		{name: "no workload", edit: func(p *config.Probe) { p.Workload = config.Workload{} }, want: `probe "p" workload: probe has no workload`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testProbe(config.APIChat)
+			tc.edit(&p)
+			_, err := NewRequester(testTarget("http://127.0.0.1:1"), p, RequesterOptions{})
+			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+				t.Fatalf("err = %v, want match %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRequesterKeepAlive(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeEvents(w, chatOK, true)
+	}))
+	defer srv.Close()
+	r := newTestRequester(t, testTarget(srv.URL), testProbe(config.APIChat), RequesterOptions{})
+	for i := range 5 {
+		if res := doRequest(context.Background(), r, uint64(i)); res.Disposition != Accepted {
+			t.Fatalf("request %d: %s/%s %s", i, res.Disposition, res.Reason, res.Error)
+		}
+	}
+	if len(conns) != 1 {
+		t.Fatalf("%d connections for 5 sequential requests, want 1 (keep-alive)", len(conns))
+	}
+}
