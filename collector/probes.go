@@ -19,6 +19,7 @@
 package collector
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -203,7 +204,7 @@ func (c *Collector) pair(target, probeName string) *pairMetrics {
 func (c *Collector) Offered(target, probeName string) {
 	p := c.pair(target, probeName)
 	if p == nil {
-		c.warnOnce("unknown pair", target+"\x00"+probeName, "target", target, "probe", probeName)
+		c.warnOnce(msgUnknownPair, target+"\x00"+probeName, "target", target, "probe", probeName)
 		return
 	}
 	p.offered.Add(1)
@@ -217,7 +218,7 @@ func (c *Collector) Finished(r *probe.Result) {
 	}
 	p := c.pair(r.Target, r.Probe)
 	if p == nil {
-		c.warnOnce("unknown pair", r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
+		c.warnOnce(msgUnknownPair, r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
 		return
 	}
 	p.inFlight.Add(-1)
@@ -227,11 +228,21 @@ func (c *Collector) Finished(r *probe.Result) {
 	p.hists.Load().observe(r)
 }
 
+// warnOnce logs an uncounted result once per key. Unknown pairs are
+// expected (a removed pair's last requests finish after Sync dropped its
+// series), so they log at debug; unknown label values are a bug, at warn.
 func (c *Collector) warnOnce(msg, key string, args ...any) {
-	if c.warned.first(msg + "\x00" + key) {
-		c.logger.Warn("result not counted: "+msg, args...)
+	if !c.warned.first(msg + "\x00" + key) {
+		return
 	}
+	level := slog.LevelWarn
+	if msg == msgUnknownPair {
+		level = slog.LevelDebug
+	}
+	c.logger.Log(context.Background(), level, "result not counted: "+msg, args...)
 }
+
+const msgUnknownPair = "unknown pair"
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
