@@ -221,6 +221,9 @@ func TestServerScraperApply(t *testing.T) {
 	noMetrics.MetricsPath = ""
 	h.Apply(&config.Config{Targets: []config.Target{serverTarget("a", srv), serverTarget("b", srv), noMetrics}})
 	h.wait(t, "a", "b", "info-only")
+	if got := series(t, gather(t, h), targetInfoName, "target", "info-only").GetGauge().GetValue(); got != 1 {
+		t.Errorf("target_info of a target without metrics_path: %v", got)
+	}
 
 	tests := []struct {
 		name    string
