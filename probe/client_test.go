@@ -46,11 +46,11 @@ func streamHandler(events []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, events, true) }
 }
 
-func testTarget(url string) config.Target {
+func rqTarget(url string) config.Target {
 	return config.Target{Name: "t", URL: url, Model: "m"}
 }
 
-func testProbe(api string) config.Probe {
+func rqProbe(api string) config.Probe {
 	return config.Probe{
 		Name: "p", API: api, Timeout: model.Duration(2 * time.Second),
 		Request: config.Request{MaxTokens: 16},
@@ -132,11 +132,11 @@ func TestRequesterFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			o, p := RequesterOptions{}, testProbe(config.APIChat)
+			o, p := RequesterOptions{}, rqProbe(config.APIChat)
 			if tc.edit != nil {
 				tc.edit(&o, &p)
 			}
-			res := doRequest(context.Background(), newTestRequester(t, testTarget(srv.URL), p, o), 1)
+			res := doRequest(context.Background(), newTestRequester(t, rqTarget(srv.URL), p, o), 1)
 			if res.Disposition != tc.want || res.Reason != tc.reason || res.HTTPStatus != tc.status {
 				t.Fatalf("got %s/%s status %d (err %q), want %s/%s status %d", res.Disposition, res.Reason, res.HTTPStatus, res.Error,
 					tc.want, tc.reason, tc.status)
@@ -208,7 +208,7 @@ func TestRequesterConnectionErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := doRequest(context.Background(), newTestRequester(t, testTarget(tc.url), testProbe(config.APIChat), RequesterOptions{}), 1)
+			res := doRequest(context.Background(), newTestRequester(t, rqTarget(tc.url), rqProbe(config.APIChat), RequesterOptions{}), 1)
 			if res.Disposition != ServerFailure || res.Reason != tc.reason {
 				t.Fatalf("got %s/%s (%s), want server_failure/%s", res.Disposition, res.Reason, res.Error, tc.reason)
 			}
@@ -231,7 +231,7 @@ func TestClassifyDNSError(t *testing.T) {
 func TestRequesterCancellation(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(stallHandler))
 	defer srv.Close()
-	r := newTestRequester(t, testTarget(srv.URL), testProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), RequesterOptions{})
 	tests := []struct {
 		name   string
 		cause  error
@@ -306,10 +306,10 @@ func TestRequesterRequestShape(t *testing.T) {
 				writeEvents(w, chatOK, true)
 			}))
 			defer srv.Close()
-			p := testProbe(tc.api)
+			p := rqProbe(tc.api)
 			p.Request.IgnoreEOS = true
 			p.Request.Extra = map[string]any{"top_k": 5, "stream": false, "temperature": 0.5}
-			r := newTestRequester(t, testTarget(srv.URL+"/"), p, RequesterOptions{UserAgent: "test-agent/1"})
+			r := newTestRequester(t, rqTarget(srv.URL+"/"), p, RequesterOptions{UserAgent: "test-agent/1"})
 			res := doRequest(context.Background(), r, 42)
 			if !regexp.MustCompile(`^t-p-42-[0-9a-f]{8}$`).MatchString(res.RequestID) {
 				t.Fatalf("request id %q", res.RequestID)
@@ -368,9 +368,9 @@ func TestRequesterModelDiscovery(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tg := testTarget(srv.URL)
+	tg := rqTarget(srv.URL)
 	tg.Model = ""
-	r := newTestRequester(t, tg, testProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, tg, rqProbe(config.APIChat), RequesterOptions{})
 	step := func(want Disposition, reason string, wantCalls int) {
 		t.Helper()
 		res := doRequest(context.Background(), r, 1)
@@ -410,9 +410,9 @@ func TestNewRequesterErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := testProbe(config.APIChat)
+			p := rqProbe(config.APIChat)
 			tc.edit(&p)
-			_, err := NewRequester(testTarget("http://127.0.0.1:1"), p, RequesterOptions{})
+			_, err := NewRequester(rqTarget("http://127.0.0.1:1"), p, RequesterOptions{})
 			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
 				t.Fatalf("err = %v, want match %q", err, tc.want)
 			}
@@ -431,7 +431,7 @@ func TestRequesterKeepAlive(t *testing.T) {
 		writeEvents(w, chatOK, true)
 	}))
 	defer srv.Close()
-	r := newTestRequester(t, testTarget(srv.URL), testProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), RequesterOptions{})
 	for i := range 5 {
 		if res := doRequest(context.Background(), r, uint64(i)); res.Disposition != Accepted {
 			t.Fatalf("request %d: %s/%s %s", i, res.Disposition, res.Reason, res.Error)

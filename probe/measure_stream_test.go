@@ -17,19 +17,19 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-// fakeClock is set by the scripted transport as bytes "arrive".
-type fakeClock struct {
+// scriptClock is set by the scripted transport as bytes "arrive".
+type scriptClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *fakeClock) now() time.Time {
+func (c *scriptClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *fakeClock) set(t time.Time) {
+func (c *scriptClock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
@@ -44,7 +44,7 @@ type scriptedPiece struct {
 // scriptedTransport answers with a stream whose bytes arrive at scripted
 // times of the fake clock, so the whole request path can be checked exactly.
 type scriptedTransport struct {
-	clock     *fakeClock
+	clock     *scriptClock
 	t0        time.Time
 	headersMS int
 	pieces    []scriptedPiece
@@ -87,7 +87,7 @@ func sse(events ...string) string {
 // an injected clock: TTFT, ITL, TPOT, E2EL and the phases must come out
 // exactly as defined.
 func TestRequesterExactTiming(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(7000, 0)}
+	clock := &scriptClock{t: time.Unix(7000, 0)}
 	second := sse(chatOK[2])
 	tr := &scriptedTransport{clock: clock, t0: clock.now(), headersMS: 20, pieces: []scriptedPiece{
 		{ms: 300, data: sse(chatOK[0])},               // role chunk: not a token
@@ -95,9 +95,9 @@ func TestRequesterExactTiming(t *testing.T) {
 		{ms: 350, data: second[20:]},
 		{ms: 360, data: sse(chatOK[3]) + "data: [DONE]\n\n"},
 	}}
-	p := testProbe(config.APIChat)
+	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, testTarget("http://127.0.0.1:1"), p, RequesterOptions{Now: clock.now})
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, RequesterOptions{Now: clock.now})
 	r.client.Transport = tr
 	res := &Result{Seq: 1, Scheduled: clock.now().Add(-5 * time.Millisecond)}
 	r.Do(context.Background(), res)
@@ -155,7 +155,7 @@ func TestRequesterRealTiming(t *testing.T) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	r := newTestRequester(t, testTarget(srv.URL), testProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), RequesterOptions{})
 	res := doRequest(context.Background(), r, 1)
 	if res.Disposition != Accepted {
 		t.Fatalf("got %s/%s %s", res.Disposition, res.Reason, res.Error)

@@ -82,7 +82,7 @@ func FuzzSSE(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in, cuts []byte) {
 		const maxLine = 24
 		want, wantErr := refSSE(in, maxLine)
-		got, err := collect(&piecesReader{pieces: splitBy(in, cuts)}, maxLine)
+		got, err := collectSSE(&piecesReader{pieces: splitBy(in, cuts)}, maxLine)
 		if !errors.Is(err, wantErr) {
 			t.Fatalf("err = %v, want %v (input %q)", err, wantErr, in)
 		}

@@ -40,7 +40,7 @@ func tickClock() func() time.Time {
 	}
 }
 
-func collect(r io.Reader, maxLine int) ([]string, error) {
+func collectSSE(r io.Reader, maxLine int) ([]string, error) {
 	s := newSSEReader(r, maxLine, tickClock())
 	var out []string
 	for {
@@ -88,7 +88,7 @@ func TestSSEReader(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pieces := append([]string(nil), tc.pieces...)
-			got, err := collect(&piecesReader{pieces: pieces, err: tc.err}, tc.maxLine)
+			got, err := collectSSE(&piecesReader{pieces: pieces, err: tc.err}, tc.maxLine)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
