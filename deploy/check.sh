@@ -5,9 +5,11 @@
 # the compose stack's Prometheus and Alertmanager configs (promtool, amtool).
 # The strict decoding of manifests and rendered charts is in
 # deploy/deploytest (`go test ./deploy/deploytest`, and `-tags e2e` for the
-# chart). Needs go, helm, promtool and amtool on PATH; CI installs them
-# (helm: go install helm.sh/helm/v3/cmd/helm@v3.22.0; promtool and amtool:
-# Debian's prometheus and prometheus-alertmanager packages).
+# chart and kustomize output). Needs go, helm, kustomize, promtool and amtool
+# on PATH; CI installs them
+# (helm: go install helm.sh/helm/v3/cmd/helm@v3.22.0; kustomize: go install
+# sigs.k8s.io/kustomize/kustomize/v5@v5.8.2; promtool and amtool: Debian's
+# prometheus and prometheus-alertmanager packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,7 @@ need() {
 }
 need go "install Go"
 need helm "go install helm.sh/helm/v3/cmd/helm@v3.22.0"
+need kustomize "go install sigs.k8s.io/kustomize/kustomize/v5@v5.8.2"
 need promtool "apt-get install prometheus"
 need amtool "apt-get install prometheus-alertmanager"
 
@@ -47,6 +50,11 @@ go version -m "$bin" | grep -q -- '-trimpath=true' || { echo "binary was not bui
 step "shipped prober configs (vllm-prober --config.check)"
 for f in deploy/docker/vllm-prober.yml deploy/compose/vllm-prober.yml; do
   "$bin" run --config.check --config.file="$f"
+done
+
+step "kustomize build"
+for dir in deploy/kubernetes/*/; do
+  kustomize build "$dir" >"$out/kustomize-$(basename "$dir").yaml"
 done
 
 step "helm lint and helm template"
