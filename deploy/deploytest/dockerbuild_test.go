@@ -1,7 +1,11 @@
 package deploytest
 
 import (
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +68,43 @@ func TestDockerignore(t *testing.T) {
 		})
 	}
 }
+
+// TestDockerignoreKeepsEmbeds requires every file a //go:embed directive
+// of the build names to reach the build context.
+func TestDockerignoreKeepsEmbeds(t *testing.T) {
+	di := readRepoFile(t, ".dockerignore")
+	embeds := 0
+	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range embedDirective.FindAllStringSubmatch(string(data), -1) {
+			for _, pattern := range strings.Fields(m[1]) {
+				files, _ := filepath.Glob(filepath.Join(filepath.Dir(p), pattern))
+				for _, f := range files {
+					rel, _ := filepath.Rel(repoRoot, f)
+					embeds++
+					if ignored(di, filepath.ToSlash(rel)) {
+						t.Errorf(".dockerignore excludes %s, embedded by %s", rel, p)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if embeds == 0 {
+		t.Fatal("found no embedded files; the walk is broken")
+	}
+}
+
+var embedDirective = regexp.MustCompile(`(?m)^//go:embed (.+)$`)
 
 // TestCheckScriptBuild requires deploy/check.sh to run the Dockerfile's
 // `go build` command with the same flags, so CI exercises the image build.
