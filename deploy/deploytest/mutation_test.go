@@ -50,6 +50,9 @@ func TestWiringChecksFail(t *testing.T) {
 			cm.Data["other.yml"] = cm.Data["vllm-prober.yml"]
 			delete(cm.Data, "vllm-prober.yml")
 		}, `has no key "vllm-prober.yml"`},
+		{"secret file unreadable", func(m *manifests) {
+			m.deployments[0].Spec.Template.Spec.SecurityContext.FSGroup = nil
+		}, "cannot read /etc/vllm-prober/secrets/api-key"},
 		{"liveness path", func(m *manifests) { prober(m).LivenessProbe.HTTPGet.Path = "/healthz" }, "liveness probe path"},
 		{"readiness on vLLM port", func(m *manifests) {
 			prober(m).ReadinessProbe.HTTPGet.Port = intstr.FromInt32(8000)

@@ -164,6 +164,9 @@ func checkSecretFiles(m *manifests, spec *corev1.PodSpec, c *corev1.Container, c
 			if files := volumeFiles(m, v); files != nil && !files[path.Base(f)] {
 				errs = append(errs, fmt.Errorf("target %s: Secret %q provides no file %s", t.Name, v.Secret.SecretName, path.Base(f)))
 			}
+			if !readable(spec, c, v.Secret, path.Base(f)) {
+				errs = append(errs, fmt.Errorf("target %s: the prober's user cannot read %s (file mode and fsGroup)", t.Name, f))
+			}
 		}
 	}
 	return errs
@@ -219,4 +222,31 @@ func checkSidecar(d *appsv1.Deployment, cfg *config.Config) []error {
 		}
 	}
 	return errs
+}
+
+// readable reports whether the prober's user can read file of a Secret
+// volume: world-readable, or group-readable with the pod's fsGroup equal to
+// the container's group.
+func readable(spec *corev1.PodSpec, c *corev1.Container, src *corev1.SecretVolumeSource, file string) bool {
+	mode := int32(corev1.SecretVolumeSourceDefaultMode)
+	if src.DefaultMode != nil {
+		mode = *src.DefaultMode
+	}
+	for _, it := range src.Items {
+		if it.Path == file && it.Mode != nil {
+			mode = *it.Mode
+		}
+	}
+	if mode&0o004 != 0 {
+		return true
+	}
+	var group *int64
+	if spec.SecurityContext != nil {
+		group = spec.SecurityContext.RunAsGroup
+	}
+	if c.SecurityContext != nil && c.SecurityContext.RunAsGroup != nil {
+		group = c.SecurityContext.RunAsGroup
+	}
+	fs := spec.SecurityContext
+	return mode&0o040 != 0 && group != nil && fs != nil && fs.FSGroup != nil && *fs.FSGroup == *group
 }
