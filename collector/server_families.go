@@ -9,24 +9,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // DefaultAllow selects the vLLM families re-exported when the config sets
-// no server_metrics.allow: latency histograms, queue/running/waiting, KV
-// cache usage, preemptions, request outcomes, token counters, prefix cache
-// and speculative decoding, including names older vLLM versions used.
-const DefaultAllow = `vllm:(` +
-	`time_to_first_token_seconds|inter_token_latency_seconds|time_per_output_token_seconds|` +
-	`request_time_per_output_token_seconds|e2e_request_latency_seconds|` +
-	`request_(queue|prefill|decode|inference)_time_seconds|` +
-	`num_requests_(running|waiting|waiting_by_reason)|kv_cache_usage_perc|gpu_cache_usage_perc|` +
-	`num_preemptions_total|request_success_total|` +
-	`(prompt|generation)_tokens_total|prompt_tokens_(by_source|cached)_total|` +
-	`(external_|gpu_)?prefix_cache_(queries|hits)_total|` +
-	`spec_decode_[a-z_]+_total)`
+// no server_metrics.allow; the config package owns the list.
+const DefaultAllow = config.DefaultServerMetricsAllow
 
 // Reasons a scraped series is not re-exported, the values of the reason
 // label of vllm_prober_server_series_dropped_total.

@@ -7,9 +7,20 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// DefaultServerMetricsAllow is the default server_metrics.allow: every
-// vLLM metric family (the vllm: prefix), anchored.
-const DefaultServerMetricsAllow = "vllm:.*"
+// DefaultServerMetricsAllow is the default server_metrics.allow (anchored):
+// vLLM's latency histograms, queue/running/waiting, KV cache usage,
+// preemptions, request outcomes, token counters, prefix cache and
+// speculative decoding, including names older vLLM versions used. Info
+// gauges and `_created` series are left out.
+const DefaultServerMetricsAllow = `vllm:(` +
+	`time_to_first_token_seconds|inter_token_latency_seconds|time_per_output_token_seconds|` +
+	`request_time_per_output_token_seconds|e2e_request_latency_seconds|` +
+	`request_(queue|prefill|decode|inference)_time_seconds|` +
+	`num_requests_(running|waiting|waiting_by_reason)|kv_cache_usage_perc|gpu_cache_usage_perc|` +
+	`num_preemptions_total|request_success_total|` +
+	`(prompt|generation)_tokens_total|prompt_tokens_(by_source|cached)_total|` +
+	`(external_|gpu_)?prefix_cache_(queries|hits)_total|` +
+	`spec_decode_[a-z_]+_total)`
 
 // Defaults applied to fields absent from the file. Lists are copied before
 // use, so these values are never aliased by a loaded Config.
