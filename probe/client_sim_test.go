@@ -1,0 +1,133 @@
+package probe
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// startSimulator serves the project's vLLM simulator on a loopback port.
+func startSimulator(t *testing.T, edit func(o *simulator.Options)) *simulator.Server {
+	t.Helper()
+	o := simulator.DefaultOptions()
+	o.Seed = 1
+	o.Jitter = 0
+	if edit != nil {
+		edit(&o)
+	}
+	sim, err := simulator.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim
+}
+
+func simProbe(api string) config.Probe {
+	p := rqProbe(api)
+	p.Timeout = model.Duration(500 * time.Millisecond)
+	p.Workload.Prompts[0].Expect = config.Expect{Regex: re(`\b144\b`)}
+	return p
+}
+
+// TestRequesterAgainstSimulator checks that every fault the simulator
+// injects ends in the right disposition and reason.
+func TestRequesterAgainstSimulator(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults simulator.Faults
+		want   Disposition
+		reason string
+		checks []string
+	}{
+		{name: "healthy", want: Accepted},
+		{name: "http 500", faults: simulator.Faults{HTTP500: 1}, want: ServerFailure, reason: ReasonHTTP5xx},
+		{name: "http 503", faults: simulator.Faults{HTTP503: 1}, want: ServerFailure, reason: ReasonHTTP5xx},
+		{name: "http 429", faults: simulator.Faults{HTTP429: 1}, want: ServerFailure, reason: ReasonHTTP429},
+		{name: "slow headers", faults: simulator.Faults{SlowHeaders: 1, SlowHeadersDelay: 5 * time.Second}, want: ClientTimeout, reason: ReasonTimeout},
+		{name: "stall", faults: simulator.Faults{Stall: 1, StallDuration: 5 * time.Second}, want: ClientTimeout, reason: ReasonTimeout},
+		{name: "disconnect", faults: simulator.Faults{Disconnect: 1}, want: ServerFailure, reason: ReasonDisconnect},
+		{name: "error event", faults: simulator.Faults{ErrorEvent: 1}, want: ServerFailure, reason: ReasonStreamError},
+		{name: "malformed event", faults: simulator.Faults{MalformedEvent: 1}, want: ServerFailure, reason: ReasonProtocol},
+		{name: "no done", faults: simulator.Faults{NoDone: 1}, want: ServerFailure, reason: ReasonNoDone},
+		{name: "wrong model", faults: simulator.Faults{WrongModel: 1}, want: QualityFailure, reason: ReasonQuality, checks: []string{CheckModel}},
+		{name: "bad answer", faults: simulator.Faults{BadAnswer: 1}, want: QualityFailure, reason: ReasonQuality, checks: []string{CheckExpect}},
+	}
+	sim := startSimulator(t, nil)
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	for _, api := range []string{config.APIChat, config.APICompletions} {
+		tg := rqTarget(srv.URL)
+		tg.Model = "sim-llama"
+		r := newTestRequester(t, tg, simProbe(api), RequesterOptions{})
+		for _, tc := range tests {
+			t.Run(api+"/"+tc.name, func(t *testing.T) {
+				sim.SetFaults(tc.faults)
+				res := doRequest(context.Background(), r, 1)
+				if res.Disposition != tc.want || res.Reason != tc.reason || !slices.Equal(res.QualityFailures, tc.checks) {
+					t.Fatalf("got %s/%s %v (%q), want %s/%s %v", res.Disposition, res.Reason, res.QualityFailures, res.Error,
+						tc.want, tc.reason, tc.checks)
+				}
+			})
+		}
+	}
+}
+
+// TestRequesterAccuracy compares the client's TTFT and ITL with the
+// simulator's ground truth: when each event was flushed.
+func TestRequesterAccuracy(t *testing.T) {
+	sim := startSimulator(t, func(o *simulator.Options) { o.Trace = true })
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	tg := rqTarget(srv.URL)
+	tg.Model = ""
+	p := rqProbe(config.APICompletions)
+	p.Workload = config.Workload{Random: &config.RandomWorkload{InputTokens: 64, OutputTokens: 16}}
+	r := newTestRequester(t, tg, p, RequesterOptions{})
+	results := map[string]*Result{}
+	for i := range 10 {
+		res := doRequest(context.Background(), r, uint64(i))
+		if res.Disposition != Accepted || res.OutputTokens != 16 || res.PromptTokens != 64 || res.Server == nil {
+			t.Fatalf("request %d: %s/%s %q, %d/%d tokens, server %v", i, res.Disposition, res.Reason, res.Error,
+				res.PromptTokens, res.OutputTokens, res.Server)
+		}
+		results[res.RequestID] = res
+	}
+	var errs []time.Duration
+	for _, rec := range sim.Trace() {
+		res := results[rec.RequestID]
+		if res == nil {
+			continue
+		}
+		var tokens []time.Time
+		for _, ev := range rec.Events {
+			if ev.Tokens > 0 {
+				tokens = append(tokens, ev.Time)
+			}
+		}
+		if len(tokens) != res.Chunks || len(tokens) < 2 {
+			t.Fatalf("%s: %d token events in the trace, %d measured", rec.RequestID, len(tokens), res.Chunks)
+		}
+		// The server stamps an event right after its flush, so the client
+		// may see it a little before that stamp: compare magnitudes.
+		errs = append(errs, res.Sent.Add(res.TTFT).Sub(tokens[0]).Abs())
+		for i, itl := range res.ITLs {
+			errs = append(errs, (itl - tokens[i+1].Sub(tokens[i])).Abs())
+		}
+	}
+	if len(errs) == 0 {
+		t.Fatal("no traced request matched")
+	}
+	slices.Sort(errs)
+	p50, p90 := errs[len(errs)/2], errs[len(errs)*9/10]
+	t.Logf("client-server timing error over %d samples: p50 %v, p90 %v, max %v", len(errs), p50, p90, errs[len(errs)-1])
+	if p90 > 2*time.Millisecond {
+		t.Fatalf("timing error p90 %v, want <= 2ms", p90)
+	}
+}
