@@ -81,9 +81,9 @@ type seq struct {
 func (s *seq) kvTokens() int { return len(s.promptIDs) + s.generated }
 
 // engine is the step-based batch scheduler: a single goroutine that admits
-// waiting sequences into a bounded running batch, gives every sequence of
-// the step one token stamped with the step's absolute deadline, and sleeps
-// until that deadline before planning the next step.
+// waiting sequences into a bounded running batch, sleeps until the step's
+// absolute deadline and then gives every sequence of the step one token
+// stamped with that deadline.
 type engine struct {
 	o       Options
 	met     *serverMetrics
@@ -165,24 +165,62 @@ func (e *engine) run() {
 				return
 			}
 		}
-		start := time.Now()
-		if !next.IsZero() && start.Sub(next) < resyncAfter {
-			start = next
-		}
+		start := stepStart(st, next, time.Now())
 		e.markScheduled(st, start)
 		deadline := start.Add(e.duration(st))
-		// The step's tokens are known now; they carry the deadline and each
-		// handler sleeps until it on its own timer, which saves a goroutine
-		// hand-off on the path from timer to write.
+		if !e.sleepUntil(deadline, timer) {
+			return
+		}
 		e.complete(st, deadline)
-		timer.Reset(time.Until(deadline))
+		next = deadline
+	}
+}
+
+// stepStart is when a step begins: the previous step's deadline while the
+// engine keeps up, or, when it was idle, the moment the newest admitted
+// request was queued, so the engine's own wake-up latency is not counted.
+func stepStart(st step, next, now time.Time) time.Time {
+	if !next.IsZero() {
+		if now.Sub(next) < resyncAfter {
+			return next
+		}
+		return now
+	}
+	start := time.Time{}
+	for _, s := range st.seqs {
+		if s.timing.queued.After(start) {
+			start = s.timing.queued
+		}
+	}
+	if start.IsZero() || start.After(now) {
+		return now
+	}
+	return start
+}
+
+// precisionWindow is the last stretch before a deadline that the engine
+// sleeps with a nanosleep syscall instead of a runtime timer: an idle Go
+// process waits for timers in epoll with millisecond granularity, which
+// would make events up to a millisecond late (two give headroom for a
+// late timer on a busy machine).
+const precisionWindow = 2 * time.Millisecond
+
+// sleepUntil waits for deadline without spinning: a runtime timer until
+// precisionWindow before it, then one short blocking syscall. It returns
+// false when the engine is stopped.
+func (e *engine) sleepUntil(deadline time.Time, timer *time.Timer) bool {
+	if d := time.Until(deadline) - precisionWindow; d > 0 {
+		timer.Reset(d)
 		select {
 		case <-timer.C:
 		case <-e.stop:
-			return
+			return false
 		}
-		next = deadline
 	}
+	if d := time.Until(deadline); d > 0 {
+		sleepShort(d)
+	}
+	return true
 }
 
 // duration is the modelled length of a step.
