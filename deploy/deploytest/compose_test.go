@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"net/url"
 	"os"
@@ -248,13 +249,50 @@ func checkComposeGrafana(t *testing.T, c composeFile) {
 	}
 	var ds struct {
 		Datasources []struct {
-			UID string `yaml:"uid"`
-			URL string `yaml:"url"`
+			UID  string `yaml:"uid"`
+			Type string `yaml:"type"`
+			URL  string `yaml:"url"`
 		} `yaml:"datasources"`
 	}
 	decodeYAMLFile(t, filepath.Join(prov, "datasources", "prometheus.yml"), &ds)
-	if len(ds.Datasources) != 1 || ds.Datasources[0].URL != "http://prometheus:9090" {
+	if len(ds.Datasources) != 1 || ds.Datasources[0].URL != "http://prometheus:9090" || ds.Datasources[0].Type != "prometheus" {
 		t.Errorf("data sources %+v, want the stack's Prometheus", ds.Datasources)
+	}
+	checkDashboardSources(t, ds.Datasources[0].UID)
+}
+
+// checkDashboardSources requires every provisioned dashboard to find the
+// provisioned data source: through a datasource variable of type
+// prometheus, or by its uid.
+func checkDashboardSources(t *testing.T, uid string) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards in dashboards/: %v", err)
+	}
+	for _, f := range files {
+		var d struct {
+			Templating struct {
+				List []struct {
+					Name  string `json:"name"`
+					Type  string `json:"type"`
+					Query any    `json:"query"`
+				} `json:"list"`
+			} `json:"templating"`
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ok := bytes.Contains(data, []byte(`"uid": "`+uid+`"`))
+		for _, v := range d.Templating.List {
+			ok = ok || (v.Type == "datasource" && v.Query == "prometheus")
+		}
+		if !ok {
+			t.Errorf("%s uses neither a prometheus datasource variable nor the data source uid %q", f, uid)
+		}
 	}
 }
 
