@@ -13,14 +13,16 @@
 
 ARG GO_VERSION=1.26
 
+# The build stage runs on the build machine and cross-compiles for the
+# target platform (docker buildx build --platform linux/amd64,linux/arm64).
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
+ARG TARGETOS
+ARG TARGETARCH
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG BRANCH=unknown
