@@ -50,7 +50,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 	}
 	resp, err := r.client.Do(req)
 	m.headers = r.opts.Now()
-	tr.fill(res, m.headers)
+	tr.fill(res, m.headers, err == nil)
 	if err != nil {
 		classifyTransportError(ctx, res, err, tr)
 		return

@@ -86,6 +86,7 @@ func TestRequesterFaults(t *testing.T) {
 		status    int
 		errRE     string
 		wantFlags []string
+		absent    []string // phases that did not complete
 	}{
 		{name: "ok", handler: streamHandler(chatOK), want: Accepted, status: 200},
 		{name: "400 with vllm error", handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, badRequest, http.StatusBadRequest) },
@@ -117,10 +118,10 @@ func TestRequesterFaults(t *testing.T) {
 		{name: "reset mid-stream", handler: resetHandler, want: ServerFailure, reason: ReasonDisconnect, status: 200},
 		{name: "stall times out", handler: stallHandler,
 			edit: func(_ *RequesterOptions, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
-			want: ClientTimeout, reason: ReasonTimeout, status: 200, errRE: `probe timeout`},
+			want: ClientTimeout, reason: ReasonTimeout, status: 200, errRE: `probe timeout`, absent: []string{PhaseFirstToken, PhaseDecode}},
 		{name: "slow headers time out", handler: func(_ http.ResponseWriter, r *http.Request) { waitGone(r) },
 			edit: func(_ *RequesterOptions, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
-			want: ClientTimeout, reason: ReasonTimeout, errRE: `probe timeout`},
+			want: ClientTimeout, reason: ReasonTimeout, errRE: `probe timeout`, absent: []string{PhaseHeaders, PhaseFirstToken}},
 		{name: "wrong model", handler: streamHandler([]string{strings.ReplaceAll(chatOK[1], `"m"`, `"x"`), chatOK[3]}),
 			want: QualityFailure, reason: ReasonQuality, status: 200},
 		{name: "no usage", handler: streamHandler([]string{`{"model":"m","choices":[{"delta":{"content":"144"},"finish_reason":"stop"}]}`}),
@@ -150,6 +151,11 @@ func TestRequesterFaults(t *testing.T) {
 			}
 			if res.Sent.IsZero() {
 				t.Fatal("Sent not set")
+			}
+			for _, ph := range tc.absent {
+				if d, ok := res.Phases[ph]; ok {
+					t.Fatalf("phase %s = %v recorded, want absent", ph, d)
+				}
 			}
 		})
 	}

@@ -58,8 +58,9 @@ func (p *phaseTrace) clientTrace() *httptrace.ClientTrace {
 	}
 }
 
-// fill records the phases that happened; headers ends at the given time.
-func (p *phaseTrace) fill(res *Result, headers time.Time) {
+// fill records the phases that completed; the headers phase ends at
+// headers when gotHeaders says the response headers arrived.
+func (p *phaseTrace) fill(res *Result, headers time.Time, gotHeaders bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	span := func(name string, from, to time.Time) {
@@ -70,7 +71,9 @@ func (p *phaseTrace) fill(res *Result, headers time.Time) {
 	span(PhaseDNS, p.dnsStart, p.dnsDone)
 	span(PhaseConnect, p.connStart, p.connDone)
 	span(PhaseTLS, p.tlsStart, p.tlsDone)
-	span(PhaseHeaders, p.wrote, headers)
+	if gotHeaders {
+		span(PhaseHeaders, p.wrote, headers)
+	}
 }
 
 // tlsFailed reports a TLS handshake that started and did not succeed.

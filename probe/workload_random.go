@@ -133,8 +133,12 @@ func (w *randomWorkload) calibrate(ctx context.Context, model string) float64 {
 		words[i] = randomWords[rng.IntN(len(randomWords))]
 	}
 	n, err := w.count(ctx, model, strings.Join(words, " "))
-	if err == nil && n > 0 {
+	switch {
+	case err == nil && n > 0:
 		w.perWord = float64(n) / calibrationWords
+	case err != nil && ctx.Err() != nil:
+		// The request ended, not the tokenizer: try again next time.
+		w.calibrated = false
 	}
 	return w.perWord
 }

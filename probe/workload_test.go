@@ -132,6 +132,29 @@ func TestRandomChatWorkloadCalibration(t *testing.T) {
 	}
 }
 
+func TestRandomChatCalibrationRetriedAfterCancel(t *testing.T) {
+	calls := 0
+	count := func(ctx context.Context, _, text string) (int, error) {
+		calls++
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return 2 * len(strings.Fields(text)), nil
+	}
+	w, err := newWorkload(randomProbe(config.APIChat, 100, 10, 0, 1), count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if it := w.next(ctx, "m"); len(strings.Fields(it.messages[0].Content)) != 100 {
+		t.Fatalf("uncalibrated prompt of %d words, want 100", len(strings.Fields(it.messages[0].Content)))
+	}
+	if it := w.next(context.Background(), "m"); len(strings.Fields(it.messages[0].Content)) != 50 || calls != 2 {
+		t.Fatalf("prompt of %d words after %d calls, want 50 after 2", len(strings.Fields(it.messages[0].Content)), calls)
+	}
+}
+
 func TestPromptsWorkload(t *testing.T) {
 	exp := config.Expect{Contains: "144"}
 	tests := []struct {
