@@ -97,6 +97,9 @@ func TestRequesterFaults(t *testing.T) {
 			want: ServerFailure, reason: ReasonHTTP4xx, status: 401, errRE: `^http 401: Unauthorized$`},
 		{name: "429", handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) },
 			want: ServerFailure, reason: ReasonHTTP429, status: 429, errRE: `^http 429: slow down$`},
+		{name: "500 with vllm error", handler: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `{"error":{"message":"Internal server error","type":"InternalServerError","param":null,"code":500}}`, http.StatusInternalServerError)
+		}, want: ServerFailure, reason: ReasonHTTP5xx, status: 500, errRE: `^http 500: InternalServerError: Internal server error$`},
 		{name: "503 empty body", handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) },
 			want: ServerFailure, reason: ReasonHTTP5xx, status: 503, errRE: `^http 503: Service Unavailable$`},
 		{name: "error event", handler: streamHandler([]string{chatOK[0], `{"error": {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}`}),
