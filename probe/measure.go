@@ -38,6 +38,9 @@ func (m *measurement) observe(c *chunk, at time.Time) {
 	carried := false
 	for i := range c.Choices {
 		ch := &c.Choices[i]
+		if ch.Delta.hasToolCall() {
+			carried = true
+		}
 		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.Reasoning != "" {
 			carried = true
 			m.text.WriteString(ch.Delta.Reasoning)

@@ -100,6 +100,20 @@ func TestMeasurement(t *testing.T) {
 			Phases: PhaseTimes{PhaseFirstToken: ms(30), PhaseDecode: 0},
 		},
 	}, {
+		name: "tool call deltas carry tokens, empty tool_calls lists do not",
+		events: []timedEvent{
+			{20, `{"model":"m","choices":[{"delta":{"role":"assistant","content":"","tool_calls":[]}}]}`},
+			{30, `{"model":"m","choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":""}}]}}]}`},
+			{45, `{"model":"m","choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`},
+			{46, `{"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":6}}`},
+		},
+		complete: true,
+		want: Result{
+			TTFT: ms(30), E2EL: ms(45), TPOT: ms(3), Chunks: 2, PromptTokens: 9, OutputTokens: 6, UsageFromServer: true,
+			FinishReason: "tool_calls", Model: "m", ITLs: []time.Duration{ms(15)}, ITLTokens: []int{0},
+			Phases: PhaseTimes{PhaseFirstToken: ms(20), PhaseDecode: ms(15)},
+		},
+	}, {
 		name:     "broken stream: no tokens, no flag",
 		events:   []timedEvent{{100, roleChunk}},
 		complete: false,

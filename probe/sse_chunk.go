@@ -27,6 +27,15 @@ type chunkChoice struct {
 type chunkDelta struct {
 	Content   string `json:"content"`
 	Reasoning string `json:"reasoning"`
+	// ToolCalls carries generated tool-call deltas when a tool parser is
+	// active; vLLM also sends an empty list on plain content deltas.
+	ToolCalls json.RawMessage `json:"tool_calls"`
+}
+
+// hasToolCall reports a non-empty tool_calls delta.
+func (d *chunkDelta) hasToolCall() bool {
+	t := bytes.TrimSpace(d.ToolCalls)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]"))
 }
 
 type chunkUsage struct {
