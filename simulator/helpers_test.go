@@ -34,8 +34,8 @@ func startTest(t testing.TB, o Options) (*Server, string) {
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
+		s.Close() // ends open streams first, so ts.Close does not wait on them
 		ts.Close()
-		s.Close()
 	})
 	return s, ts.URL
 }
