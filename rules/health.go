@@ -35,18 +35,39 @@ func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summ
 	}
 }
 
+// healthAlerts are the prober-health alerts: the prober, each pair, each target.
 func (p *plan) healthAlerts() []Rule {
+	rs := p.proberAlerts()
+	rs = append(rs, p.notCompletingAlerts()...)
+	return append(rs, p.targetAlerts()...)
+}
+
+// proberAlerts watch the prober process itself.
+func (p *plan) proberAlerts() []Rule {
 	o := p.o
-	w5, w30 := fmtDur(p.scale(5*time.Minute)), fmtDur(p.scale(30*time.Minute))
-	lw := fmtDur(p.scale(o.LatencyWindow))
-	rs := []Rule{
+	w30 := fmtDur(p.scale(30 * time.Minute))
+	return []Rule{
 		p.healthRule(AlertProberAbsent, SeverityTicket, fmt.Sprintf("absent(up{job=%q})", o.Job), o.HealthFor,
 			fmt.Sprintf("No %s target is scraped by Prometheus", o.Job),
 			fmt.Sprintf("Prometheus has no up series for job %q: the prober is not deployed or its scrape config is wrong. No SLO alert can fire while it is absent.", o.Job)),
 		p.healthRule(AlertProberDown, SeverityTicket, fmt.Sprintf("up{job=%q} == 0", o.Job), o.HealthFor,
 			"Prober {{ $labels.instance }} cannot be scraped",
 			"Prometheus fails to scrape the prober at {{ $labels.instance }}; its probes' SLO alerts are blind until it is back."),
+		p.healthRule(AlertReloadFailed, SeverityTicket,
+			fmt.Sprintf("vllm_prober_config_last_reload_successful%s == 0", p.sel("")), o.HealthFor,
+			"Prober {{ $labels.instance }} failed to reload its configuration",
+			"The last configuration reload failed; the prober keeps running the previous configuration, which may not match the generated rules."),
+		p.healthRule(AlertLedgerErrors, SeverityTicket,
+			fmt.Sprintf("increase(vllm_prober_ledger_write_errors_total%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
+			"Prober {{ $labels.instance }} fails to write its ledger",
+			"Ledger records are being lost (disk full or read-only?); metrics still count every request."),
 	}
+}
+
+// notCompletingAlerts fire per pair when requests are offered but none end.
+func (p *plan) notCompletingAlerts() []Rule {
+	var rs []Rule
+	o := p.o
 	for _, pp := range p.pairs {
 		w := fmtDur(pp.NotCompleting)
 		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
@@ -58,10 +79,19 @@ func (p *plan) healthAlerts() []Rule {
 		r.Labels["target"], r.Labels["probe"] = pp.Target, pp.Probe
 		rs = append(rs, r)
 	}
+	return rs
+}
+
+// targetAlerts judge a target from the prober's side: down, unscraped,
+// slow to reach, or too slow for the prober's schedule.
+func (p *plan) targetAlerts() []Rule {
+	o := p.o
+	w5, w30 := fmtDur(p.scale(5*time.Minute)), fmtDur(p.scale(30*time.Minute))
+	lw := fmtDur(p.scale(o.LatencyWindow))
 	byTarget := func(extra string) string {
 		return fmt.Sprintf("sum by (target) (rate(vllm_probe_requests_total%s[%s]))", p.sel(extra), w5)
 	}
-	rs = append(rs,
+	return []Rule{
 		p.healthRule(AlertTargetDown, SeverityPage,
 			fmt.Sprintf("%s\n/\n%s\n>= %s", byTarget(`disposition="server_failure"`), byTarget(`disposition!="cancelled"`), fmtF(targetDownRatio)), o.PageFor,
 			"Target {{ $labels.target }} is down: {{ $value | humanizePercentage }} of probe requests fail",
@@ -82,14 +112,5 @@ func (p *plan) healthAlerts() []Rule {
 			fmt.Sprintf("sum by (target, probe) (increase(vllm_probe_failures_total%s[%s])) > 0", p.sel(`reason="in_flight_cap"`), w30), o.HealthFor,
 			"{{ $labels.target }}/{{ $labels.probe }} drops requests at max_in_flight",
 			fmt.Sprintf("Requests were cancelled in the last %s because max_in_flight requests were outstanding. They do not count against the objective; the server is too slow for the offered rate or max_in_flight is too low.", w30)),
-		p.healthRule(AlertReloadFailed, SeverityTicket,
-			fmt.Sprintf("vllm_prober_config_last_reload_successful%s == 0", p.sel("")), o.HealthFor,
-			"Prober {{ $labels.instance }} failed to reload its configuration",
-			"The last configuration reload failed; the prober keeps running the previous configuration, which may not match the generated rules."),
-		p.healthRule(AlertLedgerErrors, SeverityTicket,
-			fmt.Sprintf("increase(vllm_prober_ledger_write_errors_total%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
-			"Prober {{ $labels.instance }} fails to write its ledger",
-			"Ledger records are being lost (disk full or read-only?); metrics still count every request."),
-	)
-	return rs
+	}
 }
