@@ -241,7 +241,12 @@ func (e *engine) duration(st step) time.Duration {
 func (e *engine) markScheduled(st step, start time.Time) {
 	for _, s := range st.seqs {
 		if s.timing.scheduled.IsZero() {
+			// A request queued just after the planned start (while the
+			// engine was waking) is scheduled when it was queued.
 			s.timing.scheduled = start
+			if s.timing.queued.After(start) {
+				s.timing.scheduled = s.timing.queued
+			}
 		}
 	}
 }
