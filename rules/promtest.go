@@ -47,8 +47,8 @@ const requestsPerStep = 6
 
 // Tests builds promtool unit tests for the rules Generate makes from cfg
 // with the same options: a healthy scenario where nothing fires, a fast
-// burn that pages, a p99 latency breach, a failing server scrape and an
-// absent prober. Scenarios whose alert was dropped for low traffic are left
+// burn that pages, a p99 latency breach, client TTFT far above the
+// server's, a failing server scrape and an absent prober. Scenarios whose alert was dropped for low traffic are left
 // out.
 func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 	p, err := newPlan(cfg, o)
@@ -69,7 +69,7 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 		tf.Tests = append(tf.Tests, g)
 	}
 	if len(p.pairs) > 0 {
-		tf.Tests = append(tf.Tests, tb.scrapeFailing())
+		tf.Tests = append(tf.Tests, tb.ttftGap(), tb.scrapeFailing())
 	}
 	tf.Tests = append(tf.Tests, tb.absent())
 	return tf, nil

@@ -108,6 +108,33 @@ func (tb *testBuilder) latency() (TestGroup, bool) {
 	return tb.group(fmt.Sprintf("latency: %s/%s p99 %s above its SLO", pp.Target, pp.Probe, l.SLO), ss, test), true
 }
 
+// ttftGap: the first pair's clients see a p50 TTFT of 1.5s while vLLM's
+// own histogram for the target (with model_name and engine labels, as the
+// prober re-exports it) has a p50 of 0.15s.
+func (tb *testBuilder) ttftGap() TestGroup {
+	pp := tb.p.pairs[0]
+	lw := tb.p.scale(tb.p.o.LatencyWindow)
+	steps := tb.steps(lw+tb.p.scale(tb.p.o.LatencyFor)) + 2
+	ss := tb.base(steps, nil)
+	n := float64(requestsPerStep)
+	buckets := func(name, labels string, les []string, incs []float64) {
+		for i, le := range les {
+			ss = append(ss, tb.series(name, fmt.Sprintf("%s,le=%q", labels, le), counter(segment{incs[i], steps})))
+		}
+	}
+	buckets("vllm_probe_time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe),
+		[]string{"1", "2", "+Inf"}, []float64{0, n, n})
+	buckets("vllm:time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,model_name=\"m\",engine=\"0\"", pp.Target),
+		[]string{"0.1", "0.2", "+Inf"}, []float64{0, n, n})
+	rate := n * float64(tb.steps(lw)) / lw.Seconds()
+	client := 1 + (2-1)*(0.5*rate/rate)
+	server := 0.1 + (0.2-0.1)*(0.5*rate/rate)
+	labels := map[string]string{"target": pp.Target}
+	r, _ := tb.find(AlertClientTTFTAboveServer, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertClientTTFTAboveServer, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(client-server))}}
+	return tb.group("client TTFT far above the server's: target "+pp.Target, ss, test)
+}
+
 func (tb *testBuilder) scrapeFailing() TestGroup {
 	steps := tb.steps(tb.p.scale(tb.p.o.HealthFor)) + 2
 	target := tb.p.pairs[0].Target

@@ -206,6 +206,7 @@ func TestTestsScenarios(t *testing.T) {
 		{"healthy: no alert fires", AlertLatencyHigh, 0, ""},
 		{"fast burn: llama/chat fails every request", AlertFastBurn, 1, "33.3x"},
 		{"latency: llama/chat p99 ttft above its SLO", AlertLatencyHigh, 1, "1.99s"},
+		{"client TTFT far above the server's: target llama", AlertClientTTFTAboveServer, 1, "1.35s"},
 		{"scrape failing: target llama", AlertScrapeFailing, 1, "target llama"},
 		{"prober absent", AlertProberAbsent, 1, "vllm-prober"},
 	}
