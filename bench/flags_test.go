@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// parseBench parses args the way main does and returns the options.
+func parseBench(args ...string) (Options, error) {
+	app := kingpin.New("test", "")
+	app.Terminate(nil)
+	flags := RegisterBenchFlags(app.Command("bench", ""))
+	if _, err := app.Parse(append([]string{"bench"}, args...)); err != nil {
+		return Options{}, err
+	}
+	return flags.Options()
+}
+
+func TestBenchFlagsDefaults(t *testing.T) {
+	o, err := parseBench()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"base-url from host and port", o.BaseURL == "http://127.0.0.1:8000"},
+		{"endpoint", o.Endpoint == "/v1/completions"},
+		{"backend", o.Backend == BackendOpenAI},
+		{"dataset", o.DatasetName == DatasetRandom},
+		{"random lens", o.RandomInputLen == 1024 && o.RandomOutputLen == 128 && o.RandomRangeRatio == 0},
+		{"num-prompts", o.NumPrompts == 1000},
+		{"request-rate inf", math.IsInf(o.RequestRate, 1)},
+		{"burstiness", o.Burstiness == 1},
+		{"percentiles", len(o.MetricPercentiles) == 1 && o.MetricPercentiles[0] == 99},
+		{"metrics", strings.Join(o.PercentileMetrics, ",") == "ttft,tpot,itl"},
+		{"no goodput", !o.Goodput.IsSet()},
+		{"no ready check", o.ReadyCheckTimeout == 0},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.ok {
+				t.Errorf("unexpected default: %+v", o)
+			}
+		})
+	}
+}
+
+func TestBenchFlagsGoodput(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want Goodput
+	}{
+		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, Goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, set: true}},
+		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, Goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, set: true}},
+		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, Goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, set: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseBench(tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Goodput != tt.want {
+				t.Errorf("goodput = %+v, want %+v", o.Goodput, tt.want)
+			}
+		})
+	}
+}
+
+func TestBenchFlagsBad(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"goodput not a number", []string{"--goodput", "ttft:abc"}, `--goodput "ttft:abc"`},
+		{"goodput no colon", []string{"--goodput", "ttft"}, "KEY:VALUE"},
+		{"goodput unknown key", []string{"--goodput", "itl:5"}, "ttft, tpot, e2el"},
+		{"goodput negative", []string{"--goodput", "ttft:-1"}, "negative"},
+		{"negative rate", []string{"--request-rate=-2"}, "--request-rate"},
+		{"zero rate", []string{"--request-rate", "0"}, "--request-rate"},
+		{"zero prompts", []string{"--num-prompts", "0"}, "--num-prompts"},
+		{"zero burstiness", []string{"--burstiness", "0"}, "--burstiness"},
+		{"bad range ratio", []string{"--random-range-ratio", "1"}, "--random-range-ratio"},
+		{"bad percentile", []string{"--metric-percentiles", "99,101"}, "--metric-percentiles"},
+		{"bad metric", []string{"--percentile-metrics", "ttft,foo"}, "--percentile-metrics"},
+		{"bad base url", []string{"--base-url", "localhost:8000"}, "--base-url"},
+		{"bad endpoint", []string{"--endpoint", "v1/completions"}, "--endpoint"},
+		{"sharegpt without path", []string{"--dataset-name", "sharegpt"}, "--dataset-path"},
+		{"stray argument", []string{"tpot:5"}, "unexpected argument"},
+		{"negative ready check", []string{"--ready-check-timeout-sec=-1"}, "--ready-check-timeout-sec"},
+		{"negative concurrency", []string{"--max-concurrency=-1"}, "--max-concurrency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseBench(tt.args...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrUsage) || ExitCode(err) != 2 {
+				t.Errorf("error %q: exit code %d, want 2", err, ExitCode(err))
+			}
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestBenchFlagsKingpinErrors(t *testing.T) {
+	for _, args := range [][]string{{"--no-such-flag"}, {"--num-prompts", "x"}, {"--backend", "tgi"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if _, err := parseBench(args...); err == nil {
+				t.Error("parse accepted bad input; main exits 2 on parse errors")
+			}
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want int
+	}{{"ok", nil, 0}, {"usage", usageErr("x"), 2}, {"runtime", errors.New("server down"), 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExitCode(tt.err); got != tt.want {
+				t.Errorf("ExitCode = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// syntheticRun is a run whose every figure is worked out by hand: two
+// completed requests (one accepted, one latency failure) and one failure.
+func syntheticRun() *Run {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	msd := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	return &Run{Start: t0, End: t0.Add(2 * time.Second), Span: time.Second, Results: []*probe.Result{
+		{Seq: 1, Sent: t0, Disposition: probe.Accepted, TTFT: msd(100), ITLs: []time.Duration{msd(10), msd(20)},
+			E2EL: msd(130), TPOT: msd(15), OutputTokens: 3, PromptTokens: 10},
+		{Seq: 2, Sent: t0.Add(500 * time.Millisecond), Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
+			TTFT: msd(200), ITLs: []time.Duration{msd(30)}, E2EL: msd(230), TPOT: msd(30), OutputTokens: 2, PromptTokens: 20},
+		{Seq: 3, Sent: t0.Add(time.Second), Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx, Error: "http 500: boom"},
+	}}
+}
+
+func syntheticSettings() Settings {
+	return Settings{Backend: BackendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
+		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, set: true},
+		PercentileMetrics: metricNames, Percentiles: []float64{99, 99.9}}
+}
+
+// TestPrintResultGolden compares with testdata/result_block.golden, which
+// was printed by Python with vLLM's own format strings for these figures.
+func TestPrintResultGolden(t *testing.T) {
+	s := syntheticSettings()
+	m := Compute(syntheticRun(), s.Goodput, s.Percentiles)
+	var buf bytes.Buffer
+	PrintResult(&buf, s, m)
+	want, err := os.ReadFile("testdata/result_block.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, wantLines := strings.Split(buf.String(), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(got), len(wantLines)) {
+		g, w := line(got, i), line(wantLines, i)
+		t.Run(strings.TrimSpace(w), func(t *testing.T) {
+			if g != w {
+				t.Errorf("line %d:\n got %q\nwant %q", i+1, g, w)
+			}
+		})
+	}
+}
+
+func line(ls []string, i int) string {
+	if i < len(ls) {
+		return ls[i]
+	}
+	return ""
+}
+
+func TestPrintResultOptionalLines(t *testing.T) {
+	s := syntheticSettings()
+	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), Goodput{}, []string{MetricTTFT}
+	var buf bytes.Buffer
+	PrintResult(&buf, s, Compute(syntheticRun(), s.Goodput, s.Percentiles))
+	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL"} {
+		t.Run(absent, func(t *testing.T) {
+			if strings.Contains(buf.String(), absent) {
+				t.Errorf("%q printed although not asked for:\n%s", absent, buf.String())
+			}
+		})
+	}
+}
+
+func TestPrintLedger(t *testing.T) {
+	s := syntheticSettings()
+	m := Compute(syntheticRun(), s.Goodput, s.Percentiles)
+	var buf bytes.Buffer
+	PrintLedger(&buf, s, m)
+	for _, want := range []string{
+		"Offered requests:                        3         ",
+		"Offered load (req/s):                    3.00      ",
+		"Completed throughput (req/s):            1.00      ",
+		"Goodput (accepted req/s):                0.50      ",
+		"Acceptance ratio:                        0.3333    ",
+		"server_failure:                          1         ",
+		"latency_failure:                         1         ",
+		"accepted:                                1         ",
+		"unfinished:                              0         ",
+		"http_5xx:                                1         ",
+	} {
+		t.Run(strings.Fields(want)[0], func(t *testing.T) {
+			if !strings.Contains(buf.String(), want+"\n") {
+				t.Errorf("missing line %q in:\n%s", want, buf.String())
+			}
+		})
+	}
+}
+
+func TestMarshalResultKeys(t *testing.T) {
+	s := syntheticSettings()
+	run := syntheticRun()
+	b, err := MarshalResult(s, Compute(run, s.Goodput, s.Percentiles), run, true, run.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"date": "20260102-030405", "backend": "openai", "endpoint_type": "openai", "label": nil,
+		"model_id": "org/sim-llama", "num_prompts": 3.0, "request_rate": 3.0, "max_concurrency": 4.0, "completed": 2.0,
+		"failed": 1.0, "request_goodput": 0.5, "p99_ttft_ms": 199.0, "p99.9_itl_ms": 29.98, "mean_e2el_ms": 180.0,
+		"std_tpot_ms": 7.5, "offered": 3.0, "acceptance_ratio": 1.0 / 3}
+	for _, k := range vllmResultKeys {
+		if _, ok := got[k]; !ok {
+			t.Errorf("saved JSON lacks vLLM key %q", k)
+		}
+	}
+	for k, v := range want {
+		t.Run(k, func(t *testing.T) {
+			g, ok := got[k]
+			if f, isF := v.(float64); isF {
+				gf, _ := g.(float64)
+				if !ok || math.Abs(gf-f) > 1e-9 {
+					t.Errorf("%s = %v, want %v", k, g, v)
+				}
+				return
+			}
+			if !ok || g != v {
+				t.Errorf("%s = %v, want %v", k, g, v)
+			}
+		})
+	}
+}
+
+// vllmResultKeys are the keys vllm bench serve saves for a generation run
+// with --save-detailed and the default metrics.
+var vllmResultKeys = []string{"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+	"request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
+	"total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+	"max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "input_lens", "output_lens", "ttfts", "itls",
+	"start_times", "generated_texts", "errors", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
+	"mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms"}
+
+func TestDefaultResultFilename(t *testing.T) {
+	at := time.Date(2026, 11, 29, 8, 9, 10, 0, time.UTC)
+	tests := []struct {
+		name string
+		s    Settings
+		want string
+	}{
+		{"inf rate", Settings{Backend: "openai", Model: "meta/llama", RequestRate: math.Inf(1)}, "openai-infqps-llama-20261129-080910.json"},
+		{"integer rate", Settings{Backend: "openai-chat", Model: "m", RequestRate: 10, MaxConcurrency: 8}, "openai-chat-10.0qps-concurrency8-m-20261129-080910.json"},
+		{"label", Settings{Backend: "openai", Label: "run1", Model: "m", RequestRate: 0.5}, "run1-0.5qps-m-20261129-080910.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DefaultResultFilename(tt.s, at); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestQuantileMatchesNumpy(t *testing.T) {
+	xs := []float64{1, 2, 3, 4}
+	tests := []struct {
+		p, want float64
+	}{{50, 2.5}, {99, 3.97}, {100, 4}, {25, 1.75}}
+	for _, tt := range tests {
+		t.Run(percentileWord(tt.p), func(t *testing.T) {
+			if got := quantile(xs, tt.p); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("quantile(%v) = %v, want %v (numpy linear)", tt.p, got, tt.want)
+			}
+		})
+	}
+	if d := distOf(xs, nil); math.Abs(d.Std-1.118033988749895) > 1e-12 || d.Mean != 2.5 {
+		t.Errorf("dist = %+v, want numpy's population std 1.1180", d)
+	}
+}
