@@ -1,0 +1,301 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// defaultGrace is how long in-flight requests may finish at shutdown or
+// removal before they are cancelled.
+const defaultGrace = 10 * time.Second
+
+// defaultMaxInFlight applies when a probe's max_in_flight is not positive.
+const defaultMaxInFlight = 16
+
+var (
+	// ErrUnknownPair is returned by ProbeOnce for a target or probe the
+	// running configuration does not pair.
+	ErrUnknownPair = errors.New("unknown target or probe")
+	// ErrEngineStopped is returned by Apply and ProbeOnce after Shutdown.
+	ErrEngineStopped = errors.New("engine stopped")
+)
+
+// Sender sends one request and fills its Result; *Requester is the
+// production Sender.
+type Sender interface {
+	// Do expects res.Seq, Target, Probe and Scheduled set, fills the rest
+	// and returns when the request has ended; it must return promptly once
+	// ctx is cancelled.
+	Do(ctx context.Context, res *Result)
+	// Close releases idle connections; no Do is running or will run.
+	Close()
+}
+
+// EngineOptions configures an Engine; the zero value is usable.
+type EngineOptions struct {
+	Logger *slog.Logger
+	// Listener gets Offered when a planned time comes and Finished once per
+	// offered request; nil = none.
+	Listener Listener
+	Ledger   *Ledger  // nil = no ledger
+	History  *History // nil = no history
+	// Grace is how long in-flight requests may finish at shutdown or when
+	// their pair is removed or changed; 0 = 10s.
+	Grace time.Duration
+	Now   func() time.Time                                 // nil = time.Now
+	Sleep func(ctx context.Context, d time.Duration) error // nil = a real timer
+	// NewRequester builds the Sender of a pair; nil = NewRequester.
+	NewRequester func(config.Target, config.Probe) (Sender, error)
+}
+
+// Engine runs one open-loop scheduling loop per configured (target, probe)
+// pair. Every offered request ends in exactly one Result that goes to the
+// Listener, the Ledger and the History, in that order.
+type Engine struct {
+	o        EngineOptions
+	logger   *slog.Logger
+	root     context.Context // parent of every request; cancelled at shutdown
+	stopRoot context.CancelCauseFunc
+
+	mu      sync.Mutex
+	loops   map[pairKey]*loop
+	states  map[pairKey]*pairState // outlive loops: seq continues across changes
+	stopped bool
+
+	requests     sync.WaitGroup // in-flight requests of every loop, old ones included
+	drains       sync.WaitGroup // retired loops finishing their requests
+	shutdownOnce sync.Once
+}
+
+// pairState is what a pair keeps across a change of its configuration.
+type pairState struct {
+	seq      atomic.Uint64
+	inFlight atomic.Int64
+}
+
+// NewEngine returns an Engine with no pairs; Apply starts them.
+func NewEngine(o EngineOptions) *Engine {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Grace <= 0 {
+		o.Grace = defaultGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepTimer
+	}
+	if o.NewRequester == nil {
+		logger := o.Logger
+		o.NewRequester = func(t config.Target, p config.Probe) (Sender, error) {
+			r, err := NewRequester(t, p, RequesterOptions{Logger: logger})
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		}
+	}
+	e := &Engine{
+		o:      o,
+		logger: o.Logger,
+		loops:  map[pairKey]*loop{},
+		states: map[pairKey]*pairState{},
+	}
+	e.root, e.stopRoot = context.WithCancelCause(context.Background())
+	return e
+}
+
+// sleepTimer waits d on a real timer, or until ctx ends.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// pairSpec is one configured pair.
+type pairSpec struct {
+	key         pairKey
+	target      config.Target
+	probe       config.Probe
+	fingerprint string
+}
+
+// pairsOf lists the configured pairs in config order.
+func pairsOf(cfg *config.Config) []pairSpec {
+	byName := make(map[string]config.Probe, len(cfg.Probes))
+	for _, p := range cfg.Probes {
+		byName[p.Name] = p
+	}
+	var specs []pairSpec
+	for _, t := range cfg.Targets {
+		probes := cfg.Probes
+		if len(t.Probes) > 0 {
+			probes = probes[:0:0]
+			for _, name := range t.Probes {
+				if p, ok := byName[name]; ok {
+					probes = append(probes, p)
+				}
+			}
+		}
+		for _, p := range probes {
+			specs = append(specs, pairSpec{key: pairKey{t.Name, p.Name}, target: t, probe: p, fingerprint: fingerprint(t, p)})
+		}
+	}
+	return specs
+}
+
+// Apply makes the running pairs those of cfg. Unchanged pairs keep running
+// with their state (sequence, arrival process); removed and changed pairs
+// stop scheduling and their in-flight requests get the grace period, then
+// end cancelled/removed; new and changed pairs start. A pair whose Sender
+// cannot be built is not started (a changed pair keeps its previous
+// configuration running) and is named in the returned joined error.
+func (e *Engine) Apply(cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("apply config: nil config")
+	}
+	specs := pairsOf(cfg)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return fmt.Errorf("apply config: %w", ErrEngineStopped)
+	}
+	wanted := make(map[pairKey]bool, len(specs))
+	for _, s := range specs {
+		wanted[s.key] = true
+	}
+	for key, l := range e.loops {
+		if !wanted[key] {
+			delete(e.loops, key)
+			e.retire(l, true)
+		}
+	}
+	var errs []error
+	start := e.o.Now()
+	for _, s := range specs {
+		old := e.loops[s.key]
+		if old != nil && old.spec.fingerprint == s.fingerprint {
+			continue
+		}
+		sender, err := e.o.NewRequester(s.target, s.probe)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("start probe %s: %w", s.key, err))
+			if old != nil {
+				e.logger.Warn("probe config change not applied, previous config keeps running", "target", s.key.target, "probe", s.key.probe, "err", err)
+			}
+			continue
+		}
+		if old != nil {
+			e.retire(old, false)
+		}
+		e.loops[s.key] = e.startLoop(s, sender, start)
+	}
+	return errors.Join(errs...)
+}
+
+// InFlight returns how many requests of the pair are outstanding, those of
+// a previous configuration of the same pair included.
+func (e *Engine) InFlight(target, probe string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.states[pairKey{target, probe}]; st != nil {
+		return int(st.inFlight.Load())
+	}
+	return 0
+}
+
+// ProbeOnce sends one request of a running pair synchronously, for the
+// /probe endpoint. It is not offered, counted, written to the ledger or
+// kept in history. Unknown names give ErrUnknownPair.
+func (e *Engine) ProbeOnce(ctx context.Context, target, probe string) (*Result, error) {
+	key := pairKey{target, probe}
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("probe %s: %w", key, ErrEngineStopped)
+	}
+	l := e.loops[key]
+	if l == nil {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("probe %s: %w", key, ErrUnknownPair)
+	}
+	// Registered before the pair can be retired, so its Sender stays open.
+	l.reqs.Add(1)
+	e.requests.Add(1)
+	e.mu.Unlock()
+	defer e.requests.Done()
+	defer l.reqs.Done()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
+	defer stop()
+	res := &Result{Target: target, Probe: probe, Scheduled: e.o.Now()}
+	sendSafely(ctx, e.logger, l.sender, res)
+	return res, nil
+}
+
+// Shutdown stops scheduling, lets in-flight requests finish for the grace
+// period (or until ctx ends), then cancels the rest with ErrShutdown and
+// waits for them. After it returns there are no more Listener, Ledger or
+// History calls; it closes no Ledger. Later calls wait for the first.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.shutdownOnce.Do(func() { e.shutdown(ctx) })
+	return nil
+}
+
+func (e *Engine) shutdown(ctx context.Context) {
+	e.mu.Lock()
+	e.stopped = true
+	loops := make([]*loop, 0, len(e.loops))
+	for key, l := range e.loops {
+		loops = append(loops, l)
+		delete(e.loops, key)
+	}
+	e.mu.Unlock()
+	for _, l := range loops {
+		l.stopSched()
+	}
+	for _, l := range loops {
+		<-l.done
+	}
+	idle := waitChan(&e.requests)
+	grace := time.NewTimer(e.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	e.stopRoot(ErrShutdown)
+	<-idle
+	e.drains.Wait()
+	for _, l := range loops {
+		l.sender.Close()
+	}
+	e.logger.Info("probe engine stopped", "pairs", len(loops))
+}
+
+// waitChan returns a channel closed when wg's counter reaches zero.
+func waitChan(wg *sync.WaitGroup) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(c)
+	}()
+	return c
+}

@@ -1,0 +1,164 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// loop is the scheduling loop of one configuration of one pair.
+type loop struct {
+	spec        pairSpec
+	sender      Sender
+	state       *pairState
+	arrivals    *Arrivals
+	maxInFlight int64
+
+	schedCtx   context.Context // ends when the loop must stop scheduling
+	stopSched  context.CancelFunc
+	reqCtx     context.Context // parent of this loop's requests
+	cancelReqs context.CancelCauseFunc
+	done       chan struct{}  // closed when the loop goroutine has returned
+	reqs       sync.WaitGroup // this loop's outstanding requests
+}
+
+// startLoop starts scheduling one pair; e.mu is held.
+func (e *Engine) startLoop(s pairSpec, sender Sender, start time.Time) *loop {
+	st := e.states[s.key]
+	if st == nil {
+		st = &pairState{}
+		e.states[s.key] = st
+	}
+	l := &loop{
+		spec:        s,
+		sender:      sender,
+		state:       st,
+		arrivals:    NewArrivals(s.probe.Rate, s.probe.Burstiness, pairSeed(s.key, s.probe)),
+		maxInFlight: int64(s.probe.MaxInFlight),
+		done:        make(chan struct{}),
+	}
+	if l.maxInFlight <= 0 {
+		l.maxInFlight = defaultMaxInFlight
+	}
+	l.schedCtx, l.stopSched = context.WithCancel(e.root)
+	l.reqCtx, l.cancelReqs = context.WithCancelCause(e.root)
+	e.logger.Info("probe loop started", "target", s.key.target, "probe", s.key.probe,
+		"rate", s.probe.Rate, "burstiness", s.probe.Burstiness, "max_in_flight", l.maxInFlight)
+	go e.run(l, start)
+	return l
+}
+
+// run fires at planned times start + first + the sum of the gaps drawn so
+// far: absolute times, so the schedule never drifts and never waits for
+// responses. A loop that falls behind still sends every request, late.
+func (e *Engine) run(l *loop, start time.Time) {
+	defer close(l.done)
+	planned := start.Add(l.arrivals.first())
+	for {
+		// A Sleep may end early; the planned time decides, not the wake-up.
+		for d := planned.Sub(e.o.Now()); d > 0; d = planned.Sub(e.o.Now()) {
+			if err := e.o.Sleep(l.schedCtx, d); err != nil {
+				return
+			}
+		}
+		if l.schedCtx.Err() != nil {
+			return
+		}
+		e.fire(l, planned)
+		planned = planned.Add(l.arrivals.Next())
+	}
+}
+
+// fire offers one request and sends it in its own goroutine, or ends it at
+// once as cancelled/in_flight_cap when max_in_flight are outstanding.
+func (e *Engine) fire(l *loop, planned time.Time) {
+	res := &Result{
+		Seq:       l.state.seq.Add(1),
+		Target:    l.spec.key.target,
+		Probe:     l.spec.key.probe,
+		Scheduled: planned,
+	}
+	if e.o.Listener != nil {
+		e.o.Listener.Offered(res.Target, res.Probe)
+	}
+	// Only the current loop of a pair adds to its in-flight count, so the
+	// check and the increment cannot race with another fire.
+	if l.state.inFlight.Load() >= l.maxInFlight {
+		res.Disposition, res.Reason = Cancelled, ReasonInFlightCap
+		res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", l.maxInFlight)
+		e.finish(res)
+		return
+	}
+	l.state.inFlight.Add(1)
+	l.reqs.Add(1)
+	e.requests.Add(1)
+	go func() {
+		defer e.requests.Done()
+		defer l.reqs.Done()
+		sendSafely(l.reqCtx, e.logger, l.sender, res)
+		l.state.inFlight.Add(-1)
+		e.finish(res)
+	}()
+}
+
+// sendSafely runs one Do; a panicking Sender ends its request as a
+// server_failure instead of taking the prober down.
+func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			logger.Error("request panicked", "target", res.Target, "probe", res.Probe, "seq", res.Seq, "panic", p)
+			res.Disposition, res.Reason = ServerFailure, ReasonProtocol
+			res.Error = "internal error in the prober"
+		}
+	}()
+	s.Do(ctx, res)
+}
+
+// finish hands a finished Result to the Listener, the Ledger and the
+// History, in that order.
+func (e *Engine) finish(res *Result) {
+	if e.o.Listener != nil {
+		e.o.Listener.Finished(res)
+	}
+	e.o.Ledger.Write(res)
+	e.o.History.Add(res)
+}
+
+// retire stops a loop's scheduling now and lets its requests finish in the
+// background; e.mu is held and l is no longer in e.loops.
+func (e *Engine) retire(l *loop, removed bool) {
+	l.stopSched()
+	<-l.done
+	e.logger.Info("probe loop stopped", "target", l.spec.key.target, "probe", l.spec.key.probe,
+		"removed", removed, "in_flight", l.state.inFlight.Load())
+	e.drains.Add(1)
+	go e.drain(l, removed)
+}
+
+// drain waits up to the grace period for a retired loop's requests, then
+// cancels the rest with ErrRemoved, and closes its Sender.
+func (e *Engine) drain(l *loop, removed bool) {
+	defer e.drains.Done()
+	idle := waitChan(&l.reqs)
+	grace := time.NewTimer(e.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+	case <-e.root.Done(): // shutdown: its cause wins
+	}
+	l.cancelReqs(ErrRemoved)
+	<-idle
+	l.sender.Close()
+	if !removed {
+		return
+	}
+	e.mu.Lock()
+	_, readded := e.loops[l.spec.key]
+	e.mu.Unlock()
+	if !readded {
+		e.o.History.Forget(l.spec.key.target, l.spec.key.probe)
+	}
+}
