@@ -101,8 +101,27 @@ func compareRules(t *testing.T, m *manifests, cfg *config.Config, what string, w
 	}
 	got := operatorGroups(m.rules[0].Spec.Groups)
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("the PrometheusRule of %s does not hold the rules generated from its config; run `go test -tags e2e ./deploy/deploytest -run 'PrometheusRule|HelmChart' -update`", what)
+		t.Errorf("the PrometheusRule of %s does not hold the rules generated from its config (%s); run `go test -tags e2e ./deploy/deploytest -run 'PrometheusRule|HelmChart' -update`", what, firstDifference(got, want))
 	}
+}
+
+// firstDifference names the first group or rule where got and want differ.
+func firstDifference(got, want []rules.RuleGroup) string {
+	for i := range min(len(got), len(want)) {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || g.Interval != w.Interval {
+			return fmt.Sprintf("group %d is %q, want %q", i, g.Name, w.Name)
+		}
+		for j := range min(len(g.Rules), len(w.Rules)) {
+			if !reflect.DeepEqual(g.Rules[j], w.Rules[j]) {
+				return fmt.Sprintf("group %s rule %d is %s%s, want %s%s", g.Name, j, g.Rules[j].Record, g.Rules[j].Alert, w.Rules[j].Record, w.Rules[j].Alert)
+			}
+		}
+		if len(g.Rules) != len(w.Rules) {
+			return fmt.Sprintf("group %s has %d rules, want %d", g.Name, len(g.Rules), len(w.Rules))
+		}
+	}
+	return fmt.Sprintf("%d groups, want %d", len(got), len(want))
 }
 
 func TestPrometheusRuleManifests(t *testing.T) {
