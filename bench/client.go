@@ -164,11 +164,14 @@ func (c *Client) send(ctx context.Context, res *probe.Result, p Prompt) bool {
 	}
 	err = m.read(resp.Body, c.o.Now)
 	m.fill(res)
-	if err != nil {
-		if ctx.Err() != nil {
-			return false
-		}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false
+	case err != nil:
 		streamFailure(res, err)
+	case !m.got:
+		// vLLM's client fails a stream without any choice message too.
+		res.Disposition, res.Reason, res.Error = probe.ServerFailure, probe.ReasonProtocol, errNoChoices.Error()
 	}
 	return true
 }

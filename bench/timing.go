@@ -156,9 +156,6 @@ func (m *timing) fill(res *probe.Result) {
 	if res.OutputTokens > 1 && m.got {
 		res.TPOT = (res.E2EL - res.TTFT) / time.Duration(res.OutputTokens-1)
 	}
-	if !m.got && res.Disposition == "" {
-		res.Disposition, res.Reason, res.Error = probe.ServerFailure, probe.ReasonProtocol, errNoChoices.Error()
-	}
 }
 
 // streamFailure classifies an error that ended the stream early.
