@@ -1,0 +1,276 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// Names of the alert test's target and probe, and its probe's TTFT SLO.
+const (
+	alertTarget = "e2e-sim"
+	alertProbe  = "chat-arith"
+	alertTTFT   = 500 * time.Millisecond
+)
+
+// alertWindowScale shrinks every window 60 times: the 1h/5m page pair
+// becomes 1m/5s, the 30m p99 window 30s, a 2m for: 2s.
+const alertWindowScale = "0.0166667"
+
+// proberConfig probes the simulator at 10 requests/s with constant gaps, so
+// even the 5s short window holds 50 requests (rules wants 30).
+const proberConfig = `global:
+  server_metrics: {interval: 2s, timeout: 1s}
+targets:
+  - name: %s
+    url: %s
+probes:
+  - name: %s
+    api: chat
+    rate: 10
+    burstiness: inf
+    max_in_flight: 64
+    timeout: 10s
+    request: {max_tokens: 8}
+    workload:
+      prompts:
+        - messages: [{role: user, content: "What is 12*12? Digits only."}]
+          expect: {regex: '\b144\b'}
+    slo: {ttft: %s}
+    objective: 0.99
+`
+
+const prometheusConfig = `global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [rules.yml, dashboard_rules.yml]
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: ['%s']}]
+scrape_configs:
+  - job_name: vllm-prober
+    static_configs: [{targets: ['%s']}]
+`
+
+// alertStack is the simulator, the prober, Prometheus and Alertmanager of
+// the alert test.
+type alertStack struct {
+	dir     string
+	simURL  string
+	prober  *daemontest.Proc
+	prom    *toolProc
+	am      *toolProc
+	webhook *webhook
+}
+
+// toolProc is a Prometheus or Alertmanager process.
+type toolProc struct {
+	name string
+	addr string
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+}
+
+func (p *toolProc) url(path string) string { return "http://" + p.addr + path }
+
+// lockedBuffer collects a process's output for diagnostics.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// tail returns the last n bytes written.
+func (l *lockedBuffer) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	if len(s) > n {
+		s = "...\n" + s[len(s)-n:]
+	}
+	return s
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startTool runs a Debian tool listening on addr, waits for its /-/ready and
+// kills it at cleanup.
+func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
+	t.Helper()
+	p := &toolProc{name: name, addr: addr, logs: &lockedBuffer{}}
+	p.cmd = exec.Command(requireTool(t, name), args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(p.url("/-/ready")); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready on %s; logs:\n%s", name, addr, p.logs.tail(4000))
+	return nil
+}
+
+// startAlertStack starts everything on loopback ports. The rule file is
+// what `vllm-prober rules` generates from the prober's own config with the
+// test window scale; Alertmanager runs the example configuration of
+// deploy/alertmanager with its webhooks pointed at the test's receiver and
+// its waits shortened.
+func startAlertStack(t *testing.T) *alertStack {
+	t.Helper()
+	s := &alertStack{dir: t.TempDir(), webhook: newWebhook(t)}
+	_, s.simURL = startSimulator(t, simulator.DefaultOptions())
+
+	cfgPath := filepath.Join(s.dir, "prober.yml")
+	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, alertTTFT))
+	rulesPath := filepath.Join(s.dir, "rules.yml")
+	code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfgPath, "--window-scale="+alertWindowScale, "--output="+rulesPath)
+	if code != 0 {
+		t.Fatalf("vllm-prober rules: exit %d\n%s", code, out)
+	}
+	writeDashboardRules(t, cfgPath, filepath.Join(s.dir, "dashboard_rules.yml"), rulesPath)
+	checkRules(t, filepath.Join(s.dir, "rules.yml"), filepath.Join(s.dir, "dashboard_rules.yml"))
+
+	s.prober = daemontest.Start(t, binary, "--config.file="+cfgPath)
+
+	amAddr := freeAddr(t)
+	amCfg := filepath.Join(s.dir, "alertmanager.yml")
+	writeFile(t, amCfg, alertmanagerConfig(t, s.webhook.url))
+	s.am = startTool(t, "prometheus-alertmanager", amAddr, "--config.file="+amCfg,
+		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
+
+	promAddr := freeAddr(t)
+	promCfg := filepath.Join(s.dir, "prometheus.yml")
+	writeFile(t, promCfg, fmt.Sprintf(prometheusConfig, amAddr, s.prober.Addr))
+	// No --enable-feature=native-histograms: Prometheus 2.42 would then drop
+	// the classic buckets every rule and panel reads.
+	s.prom = startTool(t, "prometheus", promAddr, "--config.file="+promCfg,
+		"--storage.tsdb.path="+filepath.Join(s.dir, "tsdb"), "--web.listen-address="+promAddr)
+	return s
+}
+
+// writeDashboardRules writes the recording rules of the unscaled windows
+// that the overview dashboard reads by name (ratio_rate1h, 6h, 1d) and the
+// scaled rule file lacks; alerts and series the scaled file already
+// records are left out.
+func writeDashboardRules(t *testing.T, cfgPath, path, scaledPath string) {
+	t.Helper()
+	code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfgPath, "--output="+path)
+	if code != 0 {
+		t.Fatalf("vllm-prober rules: exit %d\n%s", code, out)
+	}
+	scaled, full := readRuleFile(t, scaledPath), readRuleFile(t, path)
+	have := map[string]bool{}
+	for _, g := range scaled.Groups {
+		for _, r := range g.Rules {
+			have[r.Record] = true
+		}
+	}
+	var keep []rules.Rule
+	for _, g := range full.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" && !have[r.Record] {
+				keep = append(keep, r)
+			}
+		}
+	}
+	b, err := rules.Marshal(&rules.RuleFile{Groups: []rules.RuleGroup{{Name: "dashboard-windows", Rules: keep}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b))
+}
+
+func readRuleFile(t *testing.T, path string) *rules.RuleFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf rules.RuleFile
+	if err := yaml.Unmarshal(b, &rf); err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	return &rf
+}
+
+// checkRules runs promtool check rules on the files Prometheus will load.
+func checkRules(t *testing.T, files ...string) {
+	t.Helper()
+	out, err := exec.Command(requireTool(t, "promtool"), append([]string{"check", "rules"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+var amTimingRE = regexp.MustCompile(`(?m)^(\s*)(group_wait|group_interval|repeat_interval):\s*\S+`)
+
+// alertmanagerConfig is deploy/alertmanager/alertmanager.yml with every
+// webhook on the test's receiver and waits of seconds.
+func alertmanagerConfig(t *testing.T, webhookURL string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "alertmanager", "alertmanager.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const example = "http://127.0.0.1:5001"
+	cfg := string(b)
+	if !strings.Contains(cfg, example) {
+		t.Fatalf("deploy/alertmanager/alertmanager.yml has no webhook on %s to redirect to the test receiver", example)
+	}
+	cfg = strings.ReplaceAll(cfg, example, webhookURL)
+	return amTimingRE.ReplaceAllStringFunc(cfg, func(m string) string {
+		sub := amTimingRE.FindStringSubmatch(m)
+		v := map[string]string{"group_wait": "1s", "group_interval": "2s", "repeat_interval": "1m"}[sub[2]]
+		return sub[1] + sub[2] + ": " + v
+	})
+}
