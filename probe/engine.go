@@ -253,6 +253,8 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probe string) (*Result, 
 // period (or until ctx ends), then cancels the rest with ErrShutdown and
 // waits for them. After it returns there are no more Listener, Ledger or
 // History calls; it closes no Ledger. Later calls wait for the first.
+// ctx only shortens the grace period: Shutdown always waits for every
+// request to end (Senders return promptly once cancelled) and returns nil.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.shutdownOnce.Do(func() { e.shutdown(ctx) })
 	return nil

@@ -32,8 +32,8 @@ var errLedgerClosed = errors.New("ledger closed")
 // rotation and on Close, so a clean shutdown never leaves a torn record.
 // A failing disk never stops probing: lost records are counted in
 // WriteErrors and the state change is logged once. A Ledger with an empty
-// path writes nothing. Its methods are safe for concurrent use; the zero
-// of *Ledger (nil) is a valid disabled ledger.
+// path writes nothing. Its methods are safe for concurrent use, and a nil
+// *Ledger is a valid disabled ledger.
 type Ledger struct {
 	logger     *slog.Logger
 	path       string
