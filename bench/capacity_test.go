@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// fakeLevels passes every repeat at or below capacity; failRepeat makes
+// one (rate, repeat) fail anyway. It records the rates it ran.
+type fakeLevels struct {
+	capacity   float64
+	failRate   float64
+	failRepeat int
+	ran        []float64
+}
+
+func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, time.Duration, error) {
+	f.ran = append(f.ran, rate)
+	acc := 1.0
+	if rate > f.capacity || (rate == f.failRate && repeat == f.failRepeat) {
+		acc = 0.5
+	}
+	n := 100
+	return Metrics{Offered: n, Completed: n, Acceptance: acc,
+		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, time.Second, nil
+}
+
+func TestRunSearch(t *testing.T) {
+	stairs := []float64{1, 2, 4, 8, 16}
+	tests := []struct {
+		name       string
+		levels     fakeLevels
+		resolution float64
+		wantRated  float64
+		wantRan    []float64 // distinct rates in order
+		saturated  bool
+	}{
+		{"bisects between 4 and 8", fakeLevels{capacity: 5}, 0, 5, []float64{1, 2, 4, 8, 6, 5}, true},
+		{"finer resolution", fakeLevels{capacity: 5}, 0.5, 5, []float64{1, 2, 4, 8, 6, 5, 5.5}, true},
+		{"never saturates", fakeLevels{capacity: 100}, 0, 16, stairs, false},
+		{"first level fails", fakeLevels{capacity: 0.5}, 0, 0, []float64{1}, true},
+		{"one failing repeat fails the level", fakeLevels{capacity: 100, failRate: 4, failRepeat: 1}, 0, 3.5,
+			[]float64{1, 2, 4, 3, 3.5}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tt.levels
+			s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Resolution: tt.resolution,
+				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Rated != tt.wantRated || s.Saturated != tt.saturated {
+				t.Errorf("rated %v saturated %v, want %v %v", s.Rated, s.Saturated, tt.wantRated, tt.saturated)
+			}
+			if ran := slices.Compact(slices.Clone(f.ran)); !slices.Equal(ran, tt.wantRan) {
+				t.Errorf("levels run %v, want %v", ran, tt.wantRan)
+			}
+			if len(f.ran) != 2*len(tt.wantRan) || len(s.Repeats) != len(f.ran) {
+				t.Errorf("%d runs, %d repeats recorded, want 2 per level", len(f.ran), len(s.Repeats))
+			}
+		})
+	}
+}
+
+func TestRunSearchError(t *testing.T) {
+	boom := errors.New("boom")
+	_, err := RunSearch(context.Background(), SearchOptions{Rates: []float64{1}, Repeats: 1},
+		func(context.Context, float64, int) (Metrics, time.Duration, error) { return Metrics{}, 0, boom })
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "level 1.0 req/s") {
+		t.Errorf("err = %v, want the level named and the cause wrapped", err)
+	}
+}
+
+func TestPassRule(t *testing.T) {
+	rule := PassRule{MinAcceptance: 0.99, Percentile: 99, TTFT: 500 * time.Millisecond, E2EL: 2 * time.Second}
+	if got, want := rule.String(), "acceptance >= 0.9900 and p99 ttft <= 500ms and p99 e2el <= 2s"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	dists := func(ttft, e2el float64) map[string]Dist {
+		return map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{99, ttft}}}, MetricE2EL: {Percentiles: []Percentile{{99, e2el}}}}
+	}
+	tests := []struct {
+		name string
+		m    Metrics
+		pass bool
+		why  string
+	}{
+		{"meets everything", Metrics{Acceptance: 0.995, Dists: dists(499, 1999)}, true, ""},
+		{"low acceptance", Metrics{Acceptance: 0.98, Dists: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
+		{"slow ttft", Metrics{Acceptance: 1, Dists: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
+		{"slow e2el", Metrics{Acceptance: 1, Dists: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pass, why := rule.Check(tt.m)
+			if pass != tt.pass || strings.Join(why, "; ") != tt.why {
+				t.Errorf("Check = %v %q, want %v %q", pass, why, tt.pass, tt.why)
+			}
+		})
+	}
+}
+
+func TestStaircase(t *testing.T) {
+	tests := []struct {
+		name                         string
+		list                         []float64
+		start, maxRate, factor, step float64
+		want                         []float64
+		bad                          bool
+	}{
+		{name: "list sorted and deduplicated", list: []float64{4, 1, 2, 2}, want: []float64{1, 2, 4}},
+		{name: "geometric", start: 1, maxRate: 10, factor: 2, want: []float64{1, 2, 4, 8}},
+		{name: "linear", start: 5, maxRate: 20, step: 5, factor: 2, want: []float64{5, 10, 15, 20}},
+		{name: "negative in list", list: []float64{1, -1}, bad: true},
+		{name: "zero start", start: 0, maxRate: 10, factor: 2, bad: true},
+		{name: "max below start", start: 4, maxRate: 2, factor: 2, bad: true},
+		{name: "factor 1", start: 1, maxRate: 2, factor: 1, bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Staircase(tt.list, tt.start, tt.maxRate, tt.factor, tt.step)
+			if tt.bad {
+				if ExitCode(err) != 2 {
+					t.Errorf("err = %v, want a usage error", err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("Staircase = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCapacityFlags(t *testing.T) {
+	parse := func(args ...string) (CapacityOptions, error) {
+		app := kingpin.New("test", "")
+		f := RegisterCapacityFlags(app.Command("capacity", ""))
+		if _, err := app.Parse(append([]string{"capacity"}, args...)); err != nil {
+			return CapacityOptions{}, err
+		}
+		return f.Options()
+	}
+	o, err := parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) {
+		t.Errorf("defaults: repeats %d rule %+v rates %v", o.Repeats, o.Rule, o.Rates)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"goodput", []string{"--goodput", "ttft:abc"}},
+		{"zero repeats", []string{"--repeats", "0"}},
+		{"negative rate", []string{"--rates", "1,-2"}},
+		{"rates not numbers", []string{"--rates", "1,x"}},
+		{"acceptance above 1", []string{"--pass-acceptance", "1.5"}},
+		{"probe without config", []string{"--probe", "chat"}},
+		{"config without probe", []string{"--config.file", "x.yml"}},
+		{"zero duration", []string{"--level-duration", "0s"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := parse(tt.args...); ExitCode(err) != 2 {
+				t.Errorf("err = %v, want a usage error (exit 2)", err)
+			}
+		})
+	}
+}
+
+// svgDoc checks that b is well-formed XML and returns its text.
+func svgDoc(t *testing.T, b []byte) string {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var text strings.Builder
+	paths := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not valid XML: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			if el.Name.Local == "path" {
+				paths++
+			}
+		case xml.CharData:
+			text.Write(el)
+		}
+	}
+	if paths < 10 {
+		t.Errorf("SVG has %d paths, want the curves drawn", paths)
+	}
+	return text.String()
+}
+
+func TestWriteChart(t *testing.T) {
+	s := &Search{Rated: 5, Saturated: true, LowestFail: 6}
+	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
+		for i := range 2 {
+			g := math.Min(r, 5.5) * 0.995
+			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Throughput: math.Min(r, 6), Goodput: g})
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteChart(&buf, s, PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
+		t.Fatal(err)
+	}
+	text := svgDoc(t, buf.Bytes())
+	for _, want := range []string{"Capacity of test", "completed throughput", "goodput", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
+		t.Run(want, func(t *testing.T) {
+			if !strings.Contains(text, want) {
+				t.Errorf("chart lacks %q", want)
+			}
+		})
+	}
+}
+
+func TestPrintTable(t *testing.T) {
+	s := &Search{Rule: "acceptance >= 0.9900", Rated: 2, Saturated: true, LowestFail: 4, Repeats: []Repeat{
+		{Rate: 2, Pass: true, Throughput: 2, Goodput: 2, Metrics: Metrics{Acceptance: 1, SendRate: 2,
+			Dists: map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{50, 10}, {99, 20}}}}}},
+		{Rate: 4, Why: []string{"acceptance 0.5000 < 0.9900"}, Metrics: Metrics{Acceptance: 0.5,
+			Dispositions: map[probe.Disposition]int{probe.Accepted: 1, probe.ClientTimeout: 1}}},
+	}}
+	var buf bytes.Buffer
+	PrintTable(&buf, s, PassRule{MinAcceptance: 0.99, Percentile: 99})
+	PrintVerdict(&buf, s)
+	for _, want := range []string{"ttft p99", "10.0ms", "20.0ms", "client_timeout=1", "FAIL: acceptance 0.5000 < 0.9900", "PASS",
+		"Rated capacity: 2.00 req/s (lowest failing load 4.00 req/s)", "Pass rule: every repeat has acceptance >= 0.9900"} {
+		t.Run(want, func(t *testing.T) {
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("table lacks %q:\n%s", want, buf.String())
+			}
+		})
+	}
+	b, err := MarshalSearch(s, nil)
+	if err != nil || !strings.Contains(string(b), `"rated_capacity": 2`) || !strings.Contains(string(b), `"lowest_fail": 4`) {
+		t.Errorf("JSON %s, %v", b, err)
+	}
+}
