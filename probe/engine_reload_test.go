@@ -18,21 +18,34 @@ func (e *Engine) loopOf(target, probe string) *loop {
 	return e.loops[pairKey{target, probe}]
 }
 
-func TestEngineReload(t *testing.T) {
-	hist := NewHistory(1000)
-	h := newHarness(t, &senderFactory{hold: true}, EngineOptions{History: hist})
-	keep, gone, change := testProbe("keep", 10, 1000), testProbe("gone", 10, 1000), testProbe("change", 10, 1000)
-	if err := h.engine.Apply(testConfig([]string{"t1"}, keep, gone, change)); err != nil {
+// reloadRun is the outcome of TestEngineReload's scenario.
+type reloadRun struct {
+	h                         *harness
+	hist                      *History
+	keep                      config.Probe
+	keepBefore, keepAfter     *loop
+	goneOffered, changeOffers int
+}
+
+// runReload runs t1 x {keep, gone, change} for 3s, reloads to t1 x {keep,
+// change at a new rate} plus t2 x {keep}, applies that twice, runs 3s more
+// and shuts down.
+func runReload(t *testing.T) reloadRun {
+	r := reloadRun{hist: NewHistory(1000)}
+	r.h = newHarness(t, &senderFactory{hold: true}, EngineOptions{History: r.hist})
+	h := r.h
+	var gone, change config.Probe
+	r.keep, gone, change = testProbe("keep", 10, 1000), testProbe("gone", 10, 1000), testProbe("change", 10, 1000)
+	if err := h.engine.Apply(testConfig([]string{"t1"}, r.keep, gone, change)); err != nil {
 		t.Fatal(err)
 	}
 	h.run(t, 3*time.Second, 3)
-	keepLoop := h.engine.loopOf("t1", "keep")
-	goneOffered, _ := h.listener.counts("t1", "gone")
-	changeOffered, _ := h.listener.counts("t1", "change")
+	r.keepBefore = h.engine.loopOf("t1", "keep")
+	r.goneOffered, _ = h.listener.counts("t1", "gone")
+	r.changeOffers, _ = h.listener.counts("t1", "change")
 
-	changed := change
-	changed.Rate = 20
-	cfg2 := testConfig([]string{"t1", "t2"}, keep, changed)
+	change.Rate = 20
+	cfg2 := testConfig([]string{"t1", "t2"}, r.keep, change)
 	cfg2.Targets[1].Probes = []string{"keep"}
 	cfg2.Targets[0].Line = 42 // where a target sits in the file is not its configuration
 	if err := h.engine.Apply(cfg2); err != nil {
@@ -41,14 +54,21 @@ func TestEngineReload(t *testing.T) {
 	waitFor(t, "removed and replaced requests to end", func() bool {
 		o, f := h.listener.counts("t1", "gone")
 		_, fc := h.listener.counts("t1", "change")
-		return o == f && fc == changeOffered
+		return o == f && fc == r.changeOffers
 	})
 	if err := h.engine.Apply(cfg2); err != nil {
 		t.Fatal(err)
 	}
 	h.run(t, 3*time.Second, 3)
-	keepAfter := h.engine.loopOf("t1", "keep")
+	r.keepAfter = h.engine.loopOf("t1", "keep")
 	h.engine.Shutdown(context.Background())
+	return r
+}
+
+func TestEngineReload(t *testing.T) {
+	r := runReload(t)
+	h, hist, keep, keepLoop, keepAfter := r.h, r.hist, r.keep, r.keepBefore, r.keepAfter
+	goneOffered, changeOffered := r.goneOffered, r.changeOffers
 
 	t.Run("unchanged pair keeps its loop and schedule", func(t *testing.T) {
 		if keepLoop == nil || keepAfter != keepLoop {
