@@ -37,7 +37,7 @@ const (
 	chatB      = `{"model":"m","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"length"}]}`
 	cmplA      = `{"model":"m","choices":[{"index":0,"text":"a"}]}`
 	cmplB      = `{"model":"m","choices":[{"index":0,"text":"b","finish_reason":"length"}]}`
-	usageChunk = `{"model":"m","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}`
+	usageChunk = `{"model":"m","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2},"metrics":{"queue_time_ms":1.5,"time_to_first_token_ms":3}}`
 )
 
 type clientCase struct {
@@ -108,6 +108,9 @@ func runClientCase(t *testing.T, tt clientCase) {
 	if res.OutputTokens != w.OutputTokens || res.PromptTokens != w.PromptTokens || res.Chunks != w.Chunks || res.Text != w.Text {
 		t.Errorf("tokens out=%d in=%d chunks=%d text=%q, want %d %d %d %q", res.OutputTokens, res.PromptTokens, res.Chunks, res.Text,
 			w.OutputTokens, w.PromptTokens, w.Chunks, w.Text)
+	}
+	if w.PromptTokens > 0 && (res.Server == nil || res.Server.QueueTime != 1500*time.Microsecond || res.Server.TTFT != 3*time.Millisecond) {
+		t.Errorf("server timing %+v, want the usage chunk's metrics object", res.Server)
 	}
 	if gotID != "bench-x-4" || res.RequestID != gotID {
 		t.Errorf("X-Request-Id %q (result %q), want bench-x-4 as vLLM numbers from 0", gotID, res.RequestID)

@@ -39,6 +39,13 @@ type benchChunk struct {
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
+	// Metrics is vLLM's per-request timing object (milliseconds), sent
+	// with --enable-per-request-metrics; vLLM's client ignores it, the
+	// ledger keeps it beside the client's view.
+	Metrics *struct {
+		QueueTimeMS *float64 `json:"queue_time_ms"`
+		TTFTMS      *float64 `json:"time_to_first_token_ms"`
+	} `json:"metrics"`
 }
 
 // timing is one request's measurement with vllm bench serve's definitions.
@@ -56,6 +63,7 @@ type timing struct {
 	finish       string
 	model        string
 	text         strings.Builder
+	server       *probe.ServerTiming
 }
 
 // splitMessages is a bufio.SplitFunc that yields the messages of an event
@@ -117,6 +125,9 @@ func (m *timing) observe(c *benchChunk, at time.Time) {
 		m.promptTokens = c.Usage.PromptTokens
 		m.outputTokens = c.Usage.CompletionTokens
 	}
+	if c.Metrics != nil && (c.Metrics.QueueTimeMS != nil || c.Metrics.TTFTMS != nil) {
+		m.server = &probe.ServerTiming{QueueTime: msPtr(c.Metrics.QueueTimeMS), TTFT: msPtr(c.Metrics.TTFTMS)}
+	}
 	if len(c.Choices) == 0 {
 		if m.chat {
 			m.last = at // vLLM's chat client times the usage chunk too
@@ -143,6 +154,7 @@ func (m *timing) fill(res *probe.Result) {
 	res.Model, res.FinishReason, res.Text = m.model, m.finish, m.text.String()
 	res.Chunks = m.choiceMsgs
 	res.ITLs = m.itls
+	res.Server = m.server
 	if m.got {
 		res.TTFT = m.first.Sub(m.start)
 		res.E2EL = m.last.Sub(m.start)
@@ -172,4 +184,12 @@ func streamFailure(res *probe.Result, err error) {
 		res.Reason = probe.ReasonDisconnect
 	}
 	res.Error = err.Error()
+}
+
+// msPtr converts optional milliseconds, 0 when absent or not a sane value.
+func msPtr(v *float64) time.Duration {
+	if v == nil || !(*v >= 0 && *v < 1e12) {
+		return 0
+	}
+	return time.Duration(*v * float64(time.Millisecond))
 }
