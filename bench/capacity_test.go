@@ -173,6 +173,8 @@ func TestCapacityFlags(t *testing.T) {
 		{"probe without config", []string{"--probe", "chat"}},
 		{"config without probe", []string{"--config.file", "x.yml"}},
 		{"zero duration", []string{"--level-duration", "0s"}},
+		{"stray argument", []string{"tpot:40"}},
+		{"bad nargs goodput", []string{"--goodput", "ttft:1", "tpot:x"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := parse(tt.args...); ExitCode(err) != 2 {

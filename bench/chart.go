@@ -44,16 +44,22 @@ func levelMeans(s *Search, value func(Repeat) float64) plotter.XYs {
 // (means of the repeats, failing repeats marked with a cross), the pass
 // line goodput = MinAcceptance x offered, and the rated capacity, as SVG.
 func WriteChart(w io.Writer, s *Search, rule PassRule, title string) error {
+	return writeChart(w, s, rule, title, "svg")
+}
+
+// writeChart renders the chart in format (any of gonum/plot's).
+func writeChart(w io.Writer, s *Search, rule PassRule, title, format string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "offered load (req/s)"
 	p.Y.Label.Text = "req/s"
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	maxX := 0.0
+	maxX, maxY := 0.0, 0.0
 	for _, r := range s.Repeats {
-		maxX = max(maxX, r.Rate)
+		maxX, maxY = max(maxX, r.Rate), max(maxY, r.Rate, r.Throughput, r.Goodput)
 	}
+	maxY *= 1.4 // room for the legend above the curves
 	if err := addCurve(p, "completed throughput", levelMeans(s, func(r Repeat) float64 { return r.Throughput }), colThroughput, draw.CircleGlyph{}); err != nil {
 		return err
 	}
@@ -71,7 +77,7 @@ func WriteChart(w io.Writer, s *Search, rule PassRule, title string) error {
 	p.Add(pass)
 	p.Legend.Add(fmt.Sprintf("pass line: goodput = %s x offered", pyFloat(rule.MinAcceptance, 2)), pass)
 	if s.Rated > 0 {
-		rated, err := plotter.NewLine(plotter.XYs{{X: s.Rated, Y: 0}, {X: s.Rated, Y: maxX}})
+		rated, err := plotter.NewLine(plotter.XYs{{X: s.Rated, Y: 0}, {X: s.Rated, Y: maxY}})
 		if err != nil {
 			return fmt.Errorf("chart rated line: %w", err)
 		}
@@ -79,8 +85,8 @@ func WriteChart(w io.Writer, s *Search, rule PassRule, title string) error {
 		p.Add(rated)
 		p.Legend.Add(fmt.Sprintf("rated capacity %s req/s", pyFloat(s.Rated, 2)), rated)
 	}
-	p.X.Min, p.Y.Min = 0, 0
-	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, "svg")
+	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, maxY
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
 	if err != nil {
 		return fmt.Errorf("render chart: %w", err)
 	}

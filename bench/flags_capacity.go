@@ -16,6 +16,7 @@ type CapacityFlags struct {
 	host       string
 	port       int
 	goodput    []string
+	extra      []string
 	rates      string
 	start      float64
 	maxRate    float64
@@ -40,6 +41,7 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	registerWorkloadFlags(cmd, w)
 	cmd.Flag("ignore-eos", "Send ignore_eos (always on for the random dataset).").BoolVar(&w.IgnoreEOS)
 	cmd.Flag("goodput", `Per-request objectives "KEY:VALUE" in ms (ttft, tpot, e2el): the judge's SLOs.`).StringsVar(&f.goodput)
+	cmd.Arg("goodput-pairs", "Further --goodput KEY:VALUE pairs, as vLLM's nargs accepts them.").Hidden().StringsVar(&f.extra)
 	cmd.Flag("timeout", "Bound on one request (flag mode).").Default("30s").DurationVar(&w.Timeout)
 	cmd.Flag("ready-check-timeout-sec", "Seconds to wait for the server to answer; 0 = one try.").Default("0").IntVar(&f.readySec)
 	cmd.Flag("burstiness", "Gamma shape of the arrival gaps in flag mode (probes use their own).").Default("1.0").Float64Var(&o.Burstiness)
@@ -78,8 +80,11 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 	if f.configFile == "" && (o.ProbeName != "" || o.TargetName != "") {
 		return o, usageErr("--probe and --target need --config.file")
 	}
+	if len(f.extra) > 0 && len(f.goodput) == 0 {
+		return o, usageErr("unexpected argument %q", f.extra[0])
+	}
 	var err error
-	if w.Goodput, err = ParseGoodput(f.goodput); err != nil {
+	if w.Goodput, err = ParseGoodput(append(append([]string(nil), f.goodput...), f.extra...)); err != nil {
 		return o, err
 	}
 	if f.readySec < 0 {
