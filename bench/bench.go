@@ -23,6 +23,9 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
+// modelsTimeout bounds the GET /v1/models of model discovery.
+const modelsTimeout = 30 * time.Second
+
 // ProbeName is the probe name bench runs write into results and the ledger.
 const ProbeName = "bench"
 
@@ -88,6 +91,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	printPreamble(env.Stdout, &o)
 	run := runPlanned(ctx, &o, client, ledger, env)
 	if err := ledger.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
@@ -162,7 +166,9 @@ func prepare(ctx context.Context, o *Options, prompts []Prompt, env Env) (*Clien
 // tryReady discovers the model (when not given) and sends one test request.
 func tryReady(ctx context.Context, o *Options, co *ClientOptions) error {
 	if o.Model == "" {
-		m, err := FirstModel(ctx, http.DefaultClient, o.BaseURL, o.APIKey)
+		mctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+		m, err := FirstModel(mctx, http.DefaultClient, o.BaseURL, o.APIKey)
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -271,3 +277,18 @@ func hostOf(base string) string {
 }
 
 func modelDur(d time.Duration) model.Duration { return model.Duration(d) }
+
+// printPreamble prints the settings vLLM prints before its run.
+func printPreamble(w io.Writer, o *Options) {
+	fmt.Fprintf(w, "Traffic request rate: %s\n", pyRate(o.RequestRate))
+	kind := "Gamma distribution"
+	if o.Burstiness == 1 {
+		kind = "Poisson process"
+	}
+	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyRate(o.Burstiness), kind)
+	conc := "None"
+	if o.MaxConcurrency > 0 {
+		conc = fmt.Sprint(o.MaxConcurrency)
+	}
+	fmt.Fprintf(w, "Maximum request concurrency: %s\n", conc)
+}

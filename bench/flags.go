@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -104,7 +105,9 @@ func ExitCode(err error) int {
 	return 1
 }
 
-// Message renders an error for the terminal, without the ErrUsage prefix.
+// Message renders an error for the terminal as one line, without the
+// ErrUsage prefix.
 func Message(cmd string, err error) string {
-	return fmt.Sprintf("vllm-prober %s: error: %v", cmd, err)
+	msg := strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")
+	return fmt.Sprintf("vllm-prober %s: error: %s", cmd, strings.ReplaceAll(msg, "\n", "; "))
 }

@@ -125,6 +125,13 @@ func TestBenchFlagsKingpinErrors(t *testing.T) {
 	}
 }
 
+func TestMessage(t *testing.T) {
+	_, err := parseBench("--goodput", "ttft:abc")
+	if got, want := Message("bench", err), `vllm-prober bench: error: --goodput "ttft:abc": want KEY:VALUE with a number of milliseconds, e.g. ttft:300`; got != want {
+		t.Errorf("Message = %q, want %q", got, want)
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	for _, tt := range []struct {
 		name string
