@@ -173,7 +173,12 @@ func startAlertStack(t *testing.T) *alertStack {
 	cfgPath := filepath.Join(s.dir, "prober.yml")
 	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, alertTTFT))
 	rulesPath := filepath.Join(s.dir, "rules.yml")
-	code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfgPath, "--window-scale="+alertWindowScale, "--output="+rulesPath)
+	// Prometheus's service discovery hands over the first targets up to 5s
+	// after start, so absent(up) holds that long; the prober-health for: of
+	// 5m, scaled to 5s, would fire VLLMProberAbsent at startup. 10m (10s)
+	// keeps the alert meaningful without that race.
+	code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfgPath, "--window-scale="+alertWindowScale,
+		"--health-for=10m", "--output="+rulesPath)
 	if code != 0 {
 		t.Fatalf("vllm-prober rules: exit %d\n%s", code, out)
 	}

@@ -133,7 +133,11 @@ func (s *alertStack) requireQuiet(t *testing.T, d time.Duration) {
 		}
 		for _, a := range alerts {
 			if a.State == "firing" {
-				t.Fatalf("alert fires while the server is healthy: %s value=%s", labelString(a.Labels), a.Value)
+				hint := ""
+				if a.Labels["alertname"] == rules.AlertScheduleLag {
+					hint = " (the machine starves the prober of CPU: its measurements, and this test, cannot be trusted under such load)"
+				}
+				t.Fatalf("alert fires while the server is healthy: %s value=%s%s", labelString(a.Labels), a.Value, hint)
 			}
 			if k := labelString(a.Labels); !pending[k] {
 				pending[k] = true
