@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/vllm-prober/vllm-prober/collector"
@@ -146,6 +147,9 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		Listener: listeners{d.coll, d.tracker},
 		Ledger:   ledger,
 		History:  d.history,
+		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {
+			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
+		},
 	})
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(
@@ -154,6 +158,14 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		d.coll, d.scraper, d.self,
 	)
 	return d, nil
+}
+
+// userAgent names the prober and its version in requests to targets.
+func userAgent() string {
+	if version.Version == "" {
+		return appName
+	}
+	return appName + "/" + version.Version
 }
 
 // listen opens every --web.listen-address, so the bound port is known

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -44,11 +45,27 @@ func run(args []string) int {
 	cmd, err := app.Parse(args)
 	if err != nil {
 		app.Usage(nil)
-		fmt.Fprintf(os.Stderr, "%s: error: %v\n", appName, err)
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", appName, nameBadFlag(app, args, err))
 		return 2
 	}
 	logger := promslog.New(promslogConfig)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return actions[cmd](ctx, logger)
+}
+
+// nameBadFlag adds the flag to a value error, since kingpin reports a bad
+// number or duration without saying which flag held it.
+func nameBadFlag(app *kingpin.Application, args []string, err error) error {
+	pc, perr := app.ParseContext(args)
+	if perr != nil || pc == nil {
+		return err
+	}
+	for _, e := range pc.Elements {
+		f, ok := e.Clause.(*kingpin.FlagClause)
+		if ok && e.Value != nil && *e.Value != "" && strings.Contains(err.Error(), *e.Value) {
+			return fmt.Errorf("--%s=%s: %w", f.Model().Name, *e.Value, err)
+		}
+	}
+	return err
 }
