@@ -205,3 +205,34 @@ func TestExecuteUnfinished(t *testing.T) {
 		})
 	}
 }
+
+func TestBenchChatAgainstSimulator(t *testing.T) {
+	url, _ := startSim(t, nil)
+	o := benchTestOptions(url)
+	o.Backend, o.Endpoint, o.NumPrompts, o.MaxConcurrency, o.NumWarmups = BackendOpenAIChat, "/v1/chat/completions", 8, 2, 2
+	var stdout bytes.Buffer
+	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Metrics
+	if m.Dispositions[probe.Accepted] != 8 || m.TotalOutput != 8*4 {
+		t.Errorf("dispositions %v, output tokens %d: want 8 accepted chat requests of 4 tokens", m.Dispositions, m.TotalOutput)
+	}
+	for _, r := range out.Run.Results {
+		inFlight := 0
+		for _, o := range out.Run.Results {
+			if !o.Sent.After(r.Sent) && o.Sent.Add(o.E2EL).After(r.Sent) {
+				inFlight++
+			}
+		}
+		if inFlight > 2 {
+			t.Errorf("%d requests in flight when request %d was sent, want at most --max-concurrency 2", inFlight, r.Seq)
+		}
+	}
+	for _, want := range []string{"Maximum request concurrency:             2", "Maximum request concurrency: 2\n"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

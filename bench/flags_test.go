@@ -94,6 +94,8 @@ func TestBenchFlagsBad(t *testing.T) {
 		{"bad metric", []string{"--percentile-metrics", "ttft,foo"}, "--percentile-metrics"},
 		{"bad base url", []string{"--base-url", "localhost:8000"}, "--base-url"},
 		{"bad endpoint", []string{"--endpoint", "v1/completions"}, "--endpoint"},
+		{"chat backend on completions", []string{"--backend", "openai-chat"}, "--endpoint /v1/chat/completions"},
+		{"completions backend elsewhere", []string{"--endpoint", "/v1/embeddings"}, "completions endpoint"},
 		{"sharegpt without path", []string{"--dataset-name", "sharegpt"}, "--dataset-path"},
 		{"stray argument", []string{"tpot:5"}, "unexpected argument"},
 		{"negative ready check", []string{"--ready-check-timeout-sec=-1"}, "--ready-check-timeout-sec"},

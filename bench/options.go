@@ -171,6 +171,8 @@ func (o *Options) Validate() error {
 	}{
 		{!strings.HasPrefix(o.Endpoint, "/"), fmt.Sprintf("--endpoint %q must start with /", o.Endpoint)},
 		{o.Backend != BackendOpenAI && o.Backend != BackendOpenAIChat, fmt.Sprintf("--backend %q: want openai or openai-chat", o.Backend)},
+		{o.Chat() && !strings.HasSuffix(o.Endpoint, "chat/completions"), fmt.Sprintf("--backend openai-chat needs a chat endpoint (--endpoint /v1/chat/completions), got %q", o.Endpoint)},
+		{!o.Chat() && !strings.HasSuffix(o.Endpoint, "completions"), fmt.Sprintf("--backend openai needs a completions endpoint, got %q", o.Endpoint)},
 		{!slices.Contains([]string{DatasetRandom, DatasetShareGPT, DatasetCustom}, o.DatasetName), fmt.Sprintf("--dataset-name %q: want random, sharegpt or custom", o.DatasetName)},
 		{o.DatasetName != DatasetRandom && o.DatasetPath == "", fmt.Sprintf("--dataset-name %s needs --dataset-path", o.DatasetName)},
 		{o.RandomInputLen < 1, fmt.Sprintf("--random-input-len %d must be at least 1", o.RandomInputLen)},
