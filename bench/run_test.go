@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// blockingSender holds every request until all of them have started, so a
+// closed-loop runner would never get past the first.
+type blockingSender struct {
+	started sync.WaitGroup
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (b *blockingSender) Do(ctx context.Context, res *probe.Result) {
+	b.calls.Add(1)
+	b.started.Done()
+	select {
+	case <-b.release:
+		res.Disposition = probe.Accepted
+	case <-ctx.Done():
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonShutdown
+	}
+}
+
+func (b *blockingSender) Close() {}
+
+// fakeClock is a clock whose Sleep advances it at once.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d > 0 {
+		c.now = c.now.Add(d)
+	}
+	return nil
+}
+
+func TestExecuteOpenLoop(t *testing.T) {
+	offsets := []time.Duration{0, 10 * time.Millisecond, 2 * time.Second}
+	s := &blockingSender{release: make(chan struct{})}
+	s.started.Add(len(offsets))
+	go func() {
+		s.started.Wait()
+		close(s.release)
+	}()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	done := make(chan *Run)
+	finished := atomic.Int32{}
+	go func() {
+		done <- Execute(context.Background(), RunOptions{Target: "t", Probe: "p", Offsets: offsets, Sender: s, FirstSeq: 7,
+			Now: clock.Now, Sleep: clock.Sleep, OnFinish: func(*probe.Result) { finished.Add(1) }})
+	}()
+	var run *Run
+	select {
+	case run = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("runner stuck after %d sends: it waits for responses instead of sending on schedule", s.calls.Load())
+	}
+	for i, r := range run.Results {
+		want := run.Start.Add(offsets[i])
+		if !r.Scheduled.Equal(want) || r.Seq != uint64(7+i) || r.Target != "t" || r.Probe != "p" || r.Disposition != probe.Accepted {
+			t.Errorf("result %d: seq %d scheduled %v disposition %s, want seq %d at %v accepted", i, r.Seq, r.Scheduled, r.Disposition, 7+i, want)
+		}
+	}
+	if finished.Load() != 3 || run.Span != 2*time.Second {
+		t.Errorf("OnFinish called %d times, span %v; want 3 and 2s", finished.Load(), run.Span)
+	}
+}
+
+func TestExecuteDrain(t *testing.T) {
+	s := &blockingSender{release: make(chan struct{})} // never released
+	s.started.Add(2)
+	run := Execute(context.Background(), RunOptions{Offsets: []time.Duration{0, 0}, Sender: s, Drain: 50 * time.Millisecond})
+	for _, r := range run.Results {
+		if r.Disposition != probe.Unfinished || r.Error == "" {
+			t.Errorf("request %d ended %s %q, want unfinished after the drain", r.Seq, r.Disposition, r.Error)
+		}
+	}
+}
