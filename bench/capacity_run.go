@@ -130,6 +130,11 @@ func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeNa
 	settings := map[string]any{"target": target, "probe": probeName, "rates": o.Rates, "repeats": o.Repeats,
 		"level_duration_s": o.Duration.Seconds(), "warmup_s": o.Warmup.Seconds(), "drain_s": o.Drain.Seconds(),
 		"resolution": o.Resolution, "seed": o.Seed}
+	if w := o.Workload; o.Config == nil {
+		settings["workload"] = map[string]any{"base_url": w.BaseURL, "endpoint": w.Endpoint, "backend": w.Backend,
+			"model": w.Model, "dataset_name": w.DatasetName, "dataset_path": w.DatasetPath, "random_input_len": w.RandomInputLen,
+			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio, "burstiness": jsonFloat(o.Burstiness)}
+	}
 	b, err := MarshalSearch(out.Search, settings)
 	if err != nil {
 		return err
