@@ -126,6 +126,9 @@ func RunSearch(ctx context.Context, o SearchOptions, level LevelFunc) (*Search, 
 		}
 		for s.LowestFail-s.HighestPass > res*(1+1e-9) {
 			mid := (s.HighestPass + s.LowestFail) / 2
+			if mid <= s.HighestPass || mid >= s.LowestFail {
+				break // below float resolution
+			}
 			pass, err := s.level(ctx, o, level, mid)
 			if err != nil {
 				return s, err
