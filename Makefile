@@ -55,5 +55,12 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# soak runs the daemon binary at 20 requests/s with random faults and
+# reloads for SOAK_DURATION and fails when goroutines, heap or RSS grow
+# after the warm-up (e2e/soak_test.go; `make e2e` runs a 90s soak).
+SOAK_DURATION ?= 30m
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -tags e2e -timeout 0 -v -run '^TestSoak$$' ./e2e/
+
 clean:
 	rm -f vllm-prober

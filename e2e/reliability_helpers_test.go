@@ -1,0 +1,96 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// relScrape fetches and parses a /metrics page.
+func relScrape(t testing.TB, url string) (map[string]*dto.MetricFamily, error) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// relValue sums the values of the series of family name whose labels
+// include every pair of want (nil = every series).
+func relValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return 0
+	}
+	total := 0.0
+	for _, m := range f.GetMetric() {
+		if !relMatch(m, want) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			total += m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			total += float64(m.GetHistogram().GetSampleCount())
+		case m.Untyped != nil:
+			total += m.GetUntyped().GetValue()
+		}
+	}
+	return total
+}
+
+func relMatch(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == k && l.GetValue() == v {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// relWrite writes content to dir/name and returns the path.
+func relWrite(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// relNoPanic fails when logs hold a Go panic or a data race report.
+func relNoPanic(t testing.TB, logs string) {
+	t.Helper()
+	for _, bad := range []string{"panic:", "goroutine ", "DATA RACE", "request panicked"} {
+		if strings.Contains(logs, bad) {
+			t.Errorf("daemon logs hold %q:\n%s", bad, relTail(logs, 4000))
+		}
+	}
+}
+
+func relTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
