@@ -41,6 +41,10 @@ type decoder struct {
 	dir     string   // directory of the file, for relative paths
 	secrets []string // secret values seen, scrubbed from messages
 	nodes   int
+	// merging holds the mappings whose merge keys are being applied, so a
+	// mapping that merges itself (&a {<<: *a}) is an error, not endless
+	// recursion.
+	merging map[*yaml.Node]bool
 }
 
 // decode sets v from n; path names v in messages.
@@ -229,7 +233,17 @@ func (d *decoder) merge(n *yaml.Node, v reflect.Value, path string) {
 				d.p.add(src.Line, path, "merge key << needs a mapping, got %s", kindName(src))
 				continue
 			}
+			if d.merging[src] {
+				d.p.add(n.Content[i].Line, path, "merge key << refers to a mapping that contains it")
+				continue
+			}
+			if d.merging == nil {
+				d.merging = map[*yaml.Node]bool{}
+			}
+			d.merging[n] = true
+			d.nodes++
 			d.decodeMapping(src, v, path)
+			delete(d.merging, n)
 		}
 	}
 }

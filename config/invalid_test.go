@@ -19,6 +19,12 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-merge-cycle.yml",
+		want: []string{
+			`testdata/invalid-merge-cycle.yml:6: probes[0]: merge key << refers to a mapping that contains it`,
+		},
+	},
+	{
 		file: "invalid-api.yml",
 		want: []string{
 			`testdata/invalid-api.yml:6: probes[0].api: must be one of chat, completions, got "embeddings"`,
