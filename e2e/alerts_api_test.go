@@ -260,6 +260,13 @@ func (s *alertStack) diagnostics() string {
 		`up`, `sum by (disposition) (rate(vllm_probe_requests_total[10s]))`,
 		`target_probe:vllm_probe_acceptance:ratio_rate5s`, `target_probe:vllm_probe_acceptance:ratio_rate1m`,
 		`histogram_quantile(0.99, sum by (le) (rate(vllm_probe_time_to_first_token_seconds_bucket[30s])))`,
+		// Over the whole run: a stall of the machine shows as failures,
+		// schedule lag and slow scrapes at the same time.
+		`sum by (disposition) (increase(vllm_probe_requests_total[10m]))`,
+		`sum by (reason) (increase(vllm_probe_failures_total[10m]))`,
+		`histogram_quantile(0.99, sum by (le) (rate(vllm_probe_schedule_lag_seconds_bucket[10m])))`,
+		`max_over_time(scrape_duration_seconds[10m])`,
+		`max_over_time(vllm_probe_requests_in_flight[10m])`,
 	} {
 		v, err := query(s.prom, q)
 		fmt.Fprintf(&b, "%s => %v %v\n", q, v, err)

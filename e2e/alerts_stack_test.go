@@ -22,11 +22,14 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
-// Names of the alert test's target and probe, and its probe's TTFT SLO.
+// Names of the alert test's target and probe, and its probe's TTFT SLO:
+// the simulator answers in ~20ms, and the SLO leaves room for the stalls of
+// a loaded shared machine, which in 30s windows weigh 60 times more than in
+// production's 30m ones.
 const (
 	alertTarget = "e2e-sim"
 	alertProbe  = "chat-arith"
-	alertTTFT   = 500 * time.Millisecond
+	alertTTFT   = 2 * time.Second
 )
 
 // alertWindowScale shrinks every window 60 times: the 1h/5m page pair

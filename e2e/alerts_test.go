@@ -29,8 +29,8 @@ const (
 )
 
 // brokenFaults fail half the requests with HTTP 500 and delay the first
-// token of the rest by twice the TTFT SLO.
-const brokenFaults = `{"http_500": 0.5, "extra_ttft": "1s"}`
+// token of the rest by a second more than the TTFT SLO.
+const brokenFaults = `{"http_500": 0.5, "extra_ttft": "3s"}`
 
 // TestAlerts proves the generated rules with real Prometheus and
 // Alertmanager: no alert while the server is healthy; the fast-burn page
