@@ -207,8 +207,7 @@ func (c *Collector) Offered(target, probeName string) {
 		c.warnOnce(msgUnknownPair, target+"\x00"+probeName, "target", target, "probe", probeName)
 		return
 	}
-	p.offered.Add(1)
-	p.inFlight.Add(1)
+	p.offer()
 }
 
 // Finished implements probe.Listener.
@@ -221,7 +220,14 @@ func (c *Collector) Finished(r *probe.Result) {
 		c.warnOnce(msgUnknownPair, r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
 		return
 	}
-	p.inFlight.Add(-1)
+	if !r.Scheduled.IsZero() && r.Scheduled.Before(p.created) {
+		// Offered to an earlier series of this pair, before a reload
+		// removed it and a later one added it again: its offer is not in
+		// this series, so counting it would break offered = sum of
+		// dispositions + in flight. The ledger still has it.
+		c.warnOnce(msgStaleResult, r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
+		return
+	}
 	for _, bad := range p.count(r) {
 		c.warnOnce("unknown label value", bad, "target", r.Target, "probe", r.Probe, "value", bad)
 	}
@@ -236,13 +242,16 @@ func (c *Collector) warnOnce(msg, key string, args ...any) {
 		return
 	}
 	level := slog.LevelWarn
-	if msg == msgUnknownPair {
+	if msg == msgUnknownPair || msg == msgStaleResult {
 		level = slog.LevelDebug
 	}
 	c.logger.Log(context.Background(), level, "result not counted: "+msg, args...)
 }
 
-const msgUnknownPair = "unknown pair"
+const (
+	msgUnknownPair = "unknown pair"
+	msgStaleResult = "offered before the pair was last added"
+)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {

@@ -34,6 +34,9 @@ type pairMetrics struct {
 	slo     config.SLO // guarded by Collector.mu
 	created time.Time
 
+	// flow guards offered, inFlight and dispositions together, so a scrape
+	// sees offered = sum of dispositions + in flight exactly.
+	flow         sync.Mutex
 	offered      atomic.Uint64
 	inFlight     atomic.Int64
 	dispositions []atomic.Uint64
@@ -60,14 +63,25 @@ func newPairMetrics(k pairKey, slo config.SLO, created time.Time) *pairMetrics {
 	return p
 }
 
+// offer counts one offered request.
+func (p *pairMetrics) offer() {
+	p.flow.Lock()
+	p.offered.Add(1)
+	p.inFlight.Add(1)
+	p.flow.Unlock()
+}
+
 // count adds r to the counters and returns the label values it could not
 // count because they are not in the known sets.
 func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
+	p.flow.Lock()
+	p.inFlight.Add(-1)
 	if i, ok := dispositionIndex[r.Disposition]; ok {
 		p.dispositions[i].Add(1)
 	} else {
 		unknown = append(unknown, "disposition="+string(r.Disposition))
 	}
+	p.flow.Unlock()
 	if r.Disposition != probe.Accepted && r.Reason != "" {
 		if i, ok := reasonIndex[r.Reason]; ok {
 			p.reasons[i].Add(1)
@@ -106,9 +120,16 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 			ch <- m
 		}
 	}
-	counter(d.offered, p.offered.Load())
+	p.flow.Lock()
+	offered, inFlight := p.offered.Load(), p.inFlight.Load()
+	finished := make([]uint64, len(probe.Dispositions))
+	for i := range finished {
+		finished[i] = p.dispositions[i].Load()
+	}
+	p.flow.Unlock()
+	counter(d.offered, offered)
 	for i, v := range probe.Dispositions {
-		counter(d.requests, p.dispositions[i].Load(), string(v))
+		counter(d.requests, finished[i], string(v))
 	}
 	for i, v := range probe.Reasons {
 		counter(d.failures, p.reasons[i].Load(), v)
@@ -121,7 +142,7 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 	}
 	counter(d.prompt, p.promptTokens.Load())
 	counter(d.output, p.outputTokens.Load())
-	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(p.inFlight.Load()), t, pr); err == nil {
+	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(inFlight), t, pr); err == nil {
 		ch <- m
 	}
 }
