@@ -1,0 +1,8 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package probe
+
+import "time"
+
+// sleepShort falls back to the runtime timer where nanosleep is missing.
+func sleepShort(d time.Duration) { time.Sleep(d) }
