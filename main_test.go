@@ -161,6 +161,8 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 	writeConfig(t, cfgPath, simURL, 5, ledger)
 	d := startDaemon(t, "--config.file="+cfgPath, "--web.enable-lifecycle")
 
+	// The server listens before probing starts; ready follows.
+	waitFor(t, "ready", func() bool { code, _ := get(t, http.MethodGet, d.URL("/-/ready")); return code == 200 })
 	for _, p := range []string{"/-/healthy", "/-/ready", "/", "/api/v1/results"} {
 		if code, body := get(t, http.MethodGet, d.URL(p)); code != 200 {
 			t.Errorf("GET %s: %d %s", p, code, body)
