@@ -108,6 +108,13 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// The server listens before probing starts: wait for the engine to
+	// run the configured pairs rather than call them unknown.
+	select {
+	case <-d.ready:
+	case <-r.Context().Done():
+		return
+	}
 	cfg := d.safe.Get()
 	p, _ := cfg.Probe(probeName)
 	ctx := r.Context()
