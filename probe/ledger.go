@@ -105,7 +105,9 @@ func openLedger(cfg config.Ledger, logger *slog.Logger, o ledgerOptions) (*Ledge
 	return l, nil
 }
 
-// openAppend opens path for appending and returns its current size.
+// openAppend opens path for appending and returns its current size. A
+// file whose last line was cut short (a crash mid-write) gets its newline
+// first, so the next record starts on a line of its own.
 func openAppend(path string) (io.WriteCloser, int64, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -116,7 +118,31 @@ func openAppend(path string) (io.WriteCloser, int64, error) {
 		f.Close()
 		return nil, 0, err
 	}
-	return f, st.Size(), nil
+	size := st.Size()
+	if size > 0 && st.Mode().IsRegular() && !endsWithNewline(path, size) {
+		n, err := f.Write([]byte("\n"))
+		size += int64(n)
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+	}
+	return f, size, nil
+}
+
+// endsWithNewline reports whether the file of size bytes ends with '\n';
+// a file it cannot read is taken as ending well.
+func endsWithNewline(path string, size int64) bool {
+	r, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer r.Close()
+	b := make([]byte, 1)
+	if _, err := r.ReadAt(b, size-1); err != nil {
+		return true
+	}
+	return b[0] == '\n'
 }
 
 func (l *Ledger) flushLoop(tick <-chan time.Time, ticker *time.Ticker) {

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// relSim runs a simulator with faults on a loopback port.
+func relSim(t *testing.T, f simulator.Faults) string {
+	t.Helper()
+	o := simulator.DefaultOptions()
+	o.Seed, o.Faults = 5, f
+	sim, err := simulator.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	return u
+}
+
+// relConfig is one chat probe at rate against simURL with the given
+// timeout, writing the ledger to ledger.
+func relConfig(t *testing.T, dir, simURL string, rate float64, timeout, ledger string) string {
+	t.Helper()
+	return relWriteFile(t, dir, "c.yml", fmt.Sprintf(`global:
+  ledger: {path: %q}
+targets:
+  - name: sim
+    url: %s
+probes:
+  - name: chat
+    api: chat
+    rate: %g
+    burstiness: inf
+    timeout: %s
+    workload:
+      prompts:
+        - messages: [{role: user, content: "What is 12*12? Digits only."}]
+`, ledger, simURL, rate, timeout))
+}
+
+// relCounts scrapes the pair's offered and finished counts.
+func relCounts(t *testing.T, d *daemontest.Proc) (offered, finished float64) {
+	t.Helper()
+	fams := scrape(t, d.URL("/metrics"))
+	offered = sumBy(fams["vllm_probe_requests_offered_total"])["sim/chat"]
+	finished = sumBy(fams["vllm_probe_requests_total"])["sim/chat"]
+	return offered, finished
+}
+
+// relSeqs reads the ledger and returns its seqs, sorted, and the torn count.
+func relSeqs(t *testing.T, path string) ([]probe.Record, []uint64, int) {
+	t.Helper()
+	recs, torn, err := probe.ReadLedger(path)
+	if err != nil {
+		t.Fatalf("ReadLedger after the run: %v", err)
+	}
+	seqs := make([]uint64, 0, len(recs))
+	for _, r := range recs {
+		seqs = append(seqs, r.Seq)
+	}
+	slices.Sort(seqs)
+	return recs, seqs, torn
+}
+
+// TestCrashKeepsLedgerReadable kills the daemon with SIGKILL at 20
+// requests/s: the ledger reads back, misses at most about the last second
+// of finished requests, and a restart after a torn last line appends
+// whole records.
+func TestCrashKeepsLedgerReadable(t *testing.T) {
+	simURL := relSim(t, simulator.Faults{})
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	cfgPath := relConfig(t, dir, simURL, 20, "5s", ledger)
+	d := startDaemon(t, "--config.file="+cfgPath)
+	waitFor(t, "60 finished requests", func() bool { _, f := relCounts(t, d); return f >= 60 })
+	_, finished := relCounts(t, d)
+	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d.Done
+	_ = d.Cmd.Wait()
+
+	_, seqs, torn := relSeqs(t, ledger)
+	if torn > 1 {
+		t.Errorf("%d torn lines, at most the last one may be", torn)
+	}
+	if len(slices.Compact(slices.Clone(seqs))) != len(seqs) {
+		t.Errorf("duplicate seqs in the ledger")
+	}
+	// Flushes happen every second: at most 20 records (one second at 20/s)
+	// plus the requests that finished between the scrape and the kill.
+	if missing := int(finished) - len(seqs); missing > 25 {
+		t.Errorf("ledger holds %d records, /metrics counted %d finished just before the kill: %d missing", len(seqs), int(finished), missing)
+	}
+
+	// A write cut short by the crash, then a restart on the same file.
+	f, err := os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"seq":999999,"target":"sim","probe":"ch`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before := len(seqs)
+	d2 := startDaemon(t, "--config.file="+cfgPath)
+	waitFor(t, "20 finished requests after the restart", func() bool { _, f := relCounts(t, d2); return f >= 20 })
+	stopDaemon(t, d2)
+	recs, _, torn := relSeqs(t, ledger)
+	if torn != 1 {
+		t.Errorf("%d torn lines after the restart, want exactly the cut one", torn)
+	}
+	var second []uint64
+	for _, r := range recs[before:] {
+		second = append(second, r.Seq)
+	}
+	for i, s := range second {
+		if s != uint64(i+1) {
+			t.Fatalf("records after the restart are not seqs 1..%d: %v", len(second), second)
+		}
+	}
+}
+
+// TestLedgerWriteFailuresKeepProbing writes the ledger to /dev/full (a
+// full disk): errors are counted in vllm_prober_ledger_write_errors_total,
+// logged once, shown on the status page, and probing goes on.
+func TestLedgerWriteFailuresKeepProbing(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Fatalf("/dev/full is needed to simulate a full disk: %v", err)
+	}
+	simURL := relSim(t, simulator.Faults{})
+	dir := t.TempDir()
+	cfgPath := relConfig(t, dir, simURL, 20, "5s", "/dev/full")
+	d := startDaemon(t, "--config.file="+cfgPath)
+	errorsRE := regexp.MustCompile(`(?m)^vllm_prober_ledger_write_errors_total (\d+)`)
+	writeErrors := func() int {
+		_, body := get(t, http.MethodGet, d.URL("/metrics"))
+		var n int
+		if m := errorsRE.FindStringSubmatch(body); m != nil {
+			fmt.Sscan(m[1], &n)
+		}
+		return n
+	}
+	waitFor(t, "ledger write errors", func() bool { return writeErrors() > 0 })
+	_, finished1 := relCounts(t, d)
+	time.Sleep(2500 * time.Millisecond) // two more failing flushes
+	_, finished2 := relCounts(t, d)
+	if finished2 < finished1+30 {
+		t.Errorf("probing slowed down with a failing ledger: %g then %g finished 2.5s later", finished1, finished2)
+	}
+	if n := writeErrors(); n < int(finished1) {
+		t.Errorf("%d write errors counted, but %g records could not have been written", n, finished1)
+	}
+	if n := strings.Count(d.Logs(), "ledger writes failing"); n != 1 {
+		t.Errorf("the failing ledger was logged %d times, want once:\n%s", n, d.Logs())
+	}
+	_, page := get(t, http.MethodGet, d.URL("/"))
+	if !strings.Contains(page, `<span class="bad">failing</span>`) || !regexp.MustCompile(`write errors: [1-9]\d*`).MatchString(page) {
+		t.Errorf("status page does not show the failing ledger")
+	}
+	stopDaemon(t, d)
+}
