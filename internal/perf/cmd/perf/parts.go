@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/perf"
+)
+
+// runFidelity measures TTFT and ITL error at 1, 50 and 500 requests/s.
+func runFidelity(ctx context.Context, o options) ([]row, error) {
+	var rows []row
+	for _, c := range []struct {
+		rate float64
+		d    time.Duration
+	}{{1, 30 * time.Second}, {50, 10 * time.Second}, {500, 4 * time.Second}} {
+		f, err := perf.Fidelity(ctx, c.rate, scaled(c.d, o.scale), 16)
+		if err != nil {
+			return rows, fmt.Errorf("%g/s: %w", c.rate, err)
+		}
+		fmt.Printf("fidelity %g/s: %d requests compared (%d not accepted)\n  ttft error %v\n  itl error  %v\n  request trip (sent->handler) %v\n  delivery (write->read) %v\n",
+			c.rate, f.Requests, f.Skipped, f.TTFT, f.ITL, f.Trip, f.Delivery)
+		target, verdict := "", ""
+		if c.rate == 50 {
+			target = "p50 < 100µs, p99 < 1ms"
+			verdict = meets(f.TTFT.P50 < 100*time.Microsecond && f.TTFT.P99 < time.Millisecond) + " TTFT, " +
+				meets(f.ITL.P50 < 100*time.Microsecond && f.ITL.P99 < time.Millisecond) + " ITL"
+		}
+		rows = append(rows,
+			row{"1 fidelity", fmt.Sprintf("%g req/s, TTFT error", c.rate), quant(f.TTFT), target, verdict},
+			row{"1 fidelity", fmt.Sprintf("%g req/s, ITL error", c.rate), quant(f.ITL), "", ""})
+	}
+	return rows, nil
+}
+
+// runSchedule measures the schedule lag at 10 to 5000 requests/s.
+func runSchedule(ctx context.Context, o options) ([]row, error) {
+	var rows []row
+	highest := 0.0
+	for _, c := range []struct {
+		rate float64
+		d    time.Duration
+	}{{10, 20 * time.Second}, {100, 5 * time.Second}, {1000, 3 * time.Second}, {2000, 2 * time.Second}, {3000, 2 * time.Second}, {5000, 2 * time.Second}} {
+		s, err := perf.Schedule(ctx, c.rate, scaled(c.d, o.scale))
+		if err != nil {
+			return rows, fmt.Errorf("%g/s: %w", c.rate, err)
+		}
+		fmt.Printf("schedule %g/s: offered %d, sent %.0f/s, %d failed\n  lag (real requests) %v\n  lag (scheduler only) %v\n",
+			c.rate, s.Offered, s.Achieved, s.Failed, s.Lag, s.SchedulerLag)
+		target, verdict := "", ""
+		if c.rate <= 1000 {
+			target, verdict = "p99 < 1ms", meets(s.Lag.P99 < time.Millisecond)
+		}
+		if s.Lag.P99 < 5*time.Millisecond {
+			highest = math.Max(highest, c.rate)
+		}
+		rows = append(rows,
+			row{"2 schedule", fmt.Sprintf("%g req/s, lag", c.rate), fmt.Sprintf("p50 %s, p99 %s (sent %.0f/s)", usStr(s.Lag.P50), usStr(s.Lag.P99), s.Achieved), target, verdict},
+			row{"2 schedule", fmt.Sprintf("%g req/s, scheduler only", c.rate), fmt.Sprintf("p50 %s, p99 %s", usStr(s.SchedulerLag.P50), usStr(s.SchedulerLag.P99)), "", ""})
+	}
+	rows = append(rows, row{"2 schedule", "highest rate tried with p99 lag < 5ms", fmt.Sprintf("%g req/s", highest), "", ""})
+	return rows, nil
+}
+
+// runCost measures the daemon in the sidecar and the 10×3 cases.
+func runCost(ctx context.Context, o options) ([]row, error) {
+	bin := o.binary
+	if bin == "" {
+		b, cleanup, err := buildBinary(ctx, o.moduleDir)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		bin = b
+	}
+	var rows []row
+	for _, c := range []struct{ targets, probes int }{{1, 1}, {10, 3}} {
+		r, err := perf.Cost(ctx, perf.CostOptions{Binary: bin, Targets: c.targets, Probes: c.probes, Rate: 1,
+			Warmup: o.costWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second})
+		if err != nil {
+			return rows, fmt.Errorf("%d×%d: %w", c.targets, c.probes, err)
+		}
+		fmt.Printf("cost %s: %.0f requests in %s, CPU %s (utime+stime %s), %.3f%% of a core, %s/request, RSS %.1f MiB (peak %.1f MiB), /metrics %d bytes\n",
+			r.Name, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks, r.CorePercent,
+			r.CPUPerRequest.Round(time.Microsecond), mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes)
+		target, verdict := "", ""
+		if c.targets == 1 {
+			target = "< 0.5% core, < 40 MiB"
+			verdict = meets(r.CorePercent < 0.5 && r.RSS < 40<<20)
+		}
+		rows = append(rows, row{"3 cost", r.Name + " (daemon process)",
+			fmt.Sprintf("%.2f%% core, %s CPU/request, RSS %.1f MiB", r.CorePercent, r.CPUPerRequest.Round(10*time.Microsecond), mib(r.RSS)),
+			target, verdict})
+	}
+	return rows, nil
+}
+
+// runScrape runs the collector's scrape benchmark.
+func runScrape(ctx context.Context, o options) ([]row, error) {
+	res, _, err := perf.RunGoBench(ctx, o.moduleDir, "^BenchmarkScrape$", []string{"-benchtime", "100x"}, "./collector/")
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, b := range res {
+		m := b.Metrics
+		fmt.Printf("%s: %.2f ms/scrape, %.0f bytes (%.0f gzip), %.0f series, %.0f allocs\n", b.Name,
+			m["ns/op"]/1e6, m["bytes/scrape"], m["gzip-bytes/scrape"], m["series"], m["allocs/op"])
+		if b.Name == "BenchmarkScrape/all" {
+			rows = append(rows, row{"4 scrape", "10 targets × 3 probes + server metrics",
+				fmt.Sprintf("%.1f ms, %.0f KB text, %.0f KB gzip", m["ns/op"]/1e6, m["bytes/scrape"]/1e3, m["gzip-bytes/scrape"]/1e3), "", ""})
+		}
+	}
+	return rows, nil
+}
+
+// runHotPaths runs the per-event and per-request micro-benchmarks.
+func runHotPaths(ctx context.Context, o options) ([]row, error) {
+	var rows []row
+	for _, pkg := range []struct{ pattern, dir string }{
+		{"^Benchmark(SSE|SSEAndDecode|StreamEvent|Judge|LedgerWrite|RequestBody)$", "./probe/"},
+		{"^BenchmarkFinished$", "./collector/"},
+	} {
+		res, _, err := perf.RunGoBench(ctx, o.moduleDir, pkg.pattern, nil, pkg.dir)
+		if err != nil {
+			return rows, err
+		}
+		for _, b := range res {
+			m := b.Metrics
+			fmt.Printf("%s: %.0f ns/op, %.0f B/op, %.0f allocs/op\n", b.Name, m["ns/op"], m["B/op"], m["allocs/op"])
+			result := fmt.Sprintf("%.0f ns, %.0f allocs", m["ns/op"], m["allocs/op"])
+			if v, ok := m["ns/observation"]; ok {
+				result += fmt.Sprintf(" (%.0f ns/observation)", v)
+			}
+			target, verdict := "", ""
+			if b.Name == "BenchmarkSSE" {
+				target, verdict = "0 allocs/event", meets(m["allocs/op"] == 0)
+			}
+			rows = append(rows, row{"5 hot path", b.Name, result, target, verdict})
+		}
+	}
+	return rows, nil
+}
+
+func scaled(d time.Duration, s float64) time.Duration { return time.Duration(float64(d) * s) }
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func meets(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func quant(s perf.Stats) string {
+	return fmt.Sprintf("p50 %s, p99 %s, max %s (n=%d)", usStr(s.P50), usStr(s.P99), usStr(s.Max), s.N)
+}
+
+func usStr(d time.Duration) string {
+	if d >= 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}

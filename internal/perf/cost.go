@@ -1,0 +1,176 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// CostResult is what the daemon process used while probing.
+type CostResult struct {
+	Name              string
+	Targets, Probes   int
+	Rate              float64 // per pair, requests/s
+	Duration          time.Duration
+	Requests          float64       // vllm_probe_requests_total growth over Duration
+	CPU               time.Duration // on-CPU time of every thread over Duration
+	CPUTicks          time.Duration // utime+stime growth (10 ms resolution), a cross-check
+	RSS, PeakRSS      int64         // VmRSS at the end and VmHWM, bytes
+	ScrapeBytes       int           // size of the last /metrics answer
+	CorePercent       float64       // CPU / Duration, percent of one core
+	CPUPerRequest     time.Duration
+	DaemonPID, SimPID int
+}
+
+// CostOptions configures Cost.
+type CostOptions struct {
+	Binary          string // the vllm-prober binary
+	Targets, Probes int
+	Rate            float64
+	Warmup          time.Duration
+	Duration        time.Duration
+	// ScrapeEvery scrapes /metrics as Prometheus would (0 = never).
+	ScrapeEvery time.Duration
+}
+
+// Cost runs the simulator and the daemon as two processes of opts.Binary,
+// the daemon probing opts.Targets targets (all served by the one
+// simulator) with opts.Probes probes each at opts.Rate requests/s, with the
+// ledger on and server metrics scraped at the default interval. After the
+// warm-up it measures the daemon's CPU time (/proc/PID/task/*/schedstat,
+// nanoseconds) and memory (/proc/PID/status) over opts.Duration; the
+// simulator's CPU is its own process's and does not count.
+func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
+	out := CostResult{Name: fmt.Sprintf("%d×%d @ %g/s", opts.Targets, opts.Probes, opts.Rate),
+		Targets: opts.Targets, Probes: opts.Probes, Rate: opts.Rate}
+	dir, err := os.MkdirTemp("", "vllm-prober-perf-")
+	if err != nil {
+		return out, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	sim, err := startProcess(ctx, opts.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0")
+	if err != nil {
+		return out, fmt.Errorf("simulator: %w", err)
+	}
+	defer sim.stop()
+	out.SimPID = sim.cmd.Process.Pid
+	cfgPath := filepath.Join(dir, "prober.yml")
+	if err := os.WriteFile(cfgPath, []byte(costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts)), 0o600); err != nil {
+		return out, fmt.Errorf("write config: %w", err)
+	}
+	d, err := startProcess(ctx, opts.Binary, daemonAddress, "run", "--config.file="+cfgPath, "--web.listen-address=127.0.0.1:0")
+	if err != nil {
+		return out, fmt.Errorf("daemon: %w", err)
+	}
+	defer d.stop()
+	out.DaemonPID = d.cmd.Process.Pid
+	metricsURL := "http://" + d.addr + "/metrics"
+	if err := sleepCtx(ctx, opts.Warmup); err != nil {
+		return out, err
+	}
+	before, err := sampleProcess(out.DaemonPID)
+	if err != nil {
+		return out, err
+	}
+	reqBefore, _, err := requestsTotal(metricsURL)
+	if err != nil {
+		return out, err
+	}
+	start := time.Now()
+	for time.Since(start) < opts.Duration {
+		step := opts.Duration - time.Since(start)
+		if opts.ScrapeEvery > 0 {
+			step = min(step, opts.ScrapeEvery)
+		}
+		if err := sleepCtx(ctx, step); err != nil {
+			return out, err
+		}
+		if opts.ScrapeEvery > 0 {
+			if _, out.ScrapeBytes, err = requestsTotal(metricsURL); err != nil {
+				return out, err
+			}
+		}
+	}
+	after, err := sampleProcess(out.DaemonPID)
+	if err != nil {
+		return out, err
+	}
+	out.Duration = time.Since(start)
+	reqAfter, size, err := requestsTotal(metricsURL)
+	if err != nil {
+		return out, err
+	}
+	out.ScrapeBytes = size
+	out.Requests = reqAfter - reqBefore
+	out.CPU, out.CPUTicks = after.cpu-before.cpu, after.ticks-before.ticks
+	out.RSS, out.PeakRSS = after.rss, after.peakRSS
+	out.CorePercent = 100 * out.CPU.Seconds() / out.Duration.Seconds()
+	if out.Requests > 0 {
+		out.CPUPerRequest = time.Duration(float64(out.CPU) / out.Requests)
+	}
+	return out, nil
+}
+
+// costConfig is the daemon's configuration: every probe streams 64 tokens
+// with continuous usage and runs the quality checks, so a request costs
+// what a typical probe costs or more.
+func costConfig(url, ledger string, o CostOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n  ledger: {path: %q}\ntargets:\n", ledger)
+	for i := range o.Targets {
+		fmt.Fprintf(&b, "  - name: sim-%02d\n    url: %s\n    model: sim-llama\n", i, url)
+	}
+	b.WriteString("probes:\n")
+	kinds := []string{
+		"api: chat\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {max_tokens: 64, ignore_eos: true}",
+		"api: completions\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {max_tokens: 64, ignore_eos: true}",
+		"api: chat\n    workload: {prompts: [{messages: [{role: user, content: \"What is 12*12? Digits only.\"}], expect: {regex: '\\b144\\b'}}]}",
+	}
+	for i := range o.Probes {
+		fmt.Fprintf(&b, "  - name: probe-%d\n    rate: %g\n    %s\n    slo: {ttft: 1s, tpot: 100ms, e2el: 10s}\n", i, o.Rate, kinds[i%len(kinds)])
+	}
+	return b.String()
+}
+
+// requestsTotal scrapes url and returns the sum of
+// vllm_probe_requests_total and the size of the answer.
+func requestsTotal(url string) (float64, int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scrape: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scrape: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		return 0, 0, fmt.Errorf("parse scrape: %w", err)
+	}
+	total := 0.0
+	for _, m := range families["vllm_probe_requests_total"].GetMetric() {
+		total += m.GetCounter().GetValue()
+	}
+	return total, len(body), nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

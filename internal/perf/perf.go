@@ -1,0 +1,140 @@
+// Package perf measures the prober itself: how exactly it times what a
+// client sees (against the simulator's ground-truth trace), how punctually
+// its open-loop scheduler sends, and what the daemon costs in CPU, memory
+// and scrape size. `make bench` runs it through cmd/perf, which prints the
+// summary table of docs/BENCHMARKS.md.
+//
+// Every run is in-process except the cost run, which measures the real
+// daemon binary in its own process next to a simulator in another.
+package perf
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// Stats summarises a sample of durations.
+type Stats struct {
+	N             int
+	P50, P99, Max time.Duration
+}
+
+// Summarize returns nearest-rank quantiles of d (which it sorts).
+func Summarize(d []time.Duration) Stats {
+	if len(d) == 0 {
+		return Stats{}
+	}
+	slices.Sort(d)
+	rank := func(q float64) time.Duration {
+		return d[max(0, int(math.Ceil(q*float64(len(d))))-1)]
+	}
+	return Stats{N: len(d), P50: rank(0.5), P99: rank(0.99), Max: d[len(d)-1]}
+}
+
+// String renders the stats in microseconds.
+func (s Stats) String() string {
+	return fmt.Sprintf("n=%d p50=%s p99=%s max=%s", s.N, us(s.P50), us(s.P99), us(s.Max))
+}
+
+// us formats d in microseconds with one decimal below 100 µs.
+func us(d time.Duration) string {
+	v := float64(d) / float64(time.Microsecond)
+	if math.Abs(v) < 100 {
+		return fmt.Sprintf("%.1fµs", v)
+	}
+	return fmt.Sprintf("%.0fµs", v)
+}
+
+// collector keeps every finished Result; it is the engine's Listener.
+type collector struct {
+	mu      sync.Mutex
+	offered int
+	results []*probe.Result
+}
+
+func (c *collector) Offered(string, string) {
+	c.mu.Lock()
+	c.offered++
+	c.mu.Unlock()
+}
+
+func (c *collector) Finished(r *probe.Result) {
+	c.mu.Lock()
+	c.results = append(c.results, r)
+	c.mu.Unlock()
+}
+
+func (c *collector) all() (offered int, results []*probe.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offered, slices.Clone(c.results)
+}
+
+// load describes one engine run: one target, one completions probe.
+type load struct {
+	url          string
+	rate         float64
+	burstiness   float64
+	outputTokens int
+	duration     time.Duration
+	// newSender replaces the real request path when set.
+	newSender func(config.Target, config.Probe) (probe.Sender, error)
+}
+
+// run drives the engine for l.duration and returns every Result once all
+// requests have ended.
+func (l load) run(ctx context.Context) (offered int, results []*probe.Result, err error) {
+	c := &collector{}
+	e := probe.NewEngine(probe.EngineOptions{Listener: c, Grace: 10 * time.Second, NewRequester: l.newSender})
+	p := config.Probe{
+		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
+		MaxInFlight: 1 << 16, Timeout: model.Duration(10 * time.Second),
+		Request:  config.Request{MaxTokens: l.outputTokens, IgnoreEOS: true},
+		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 64, OutputTokens: l.outputTokens, Seed: 1}},
+		Quality:  config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1},
+	}
+	cfg := &config.Config{Targets: []config.Target{{Name: "sim", URL: l.url, Model: "sim-llama"}}, Probes: []config.Probe{p}}
+	if err := e.Apply(cfg); err != nil {
+		return 0, nil, fmt.Errorf("start engine: %w", err)
+	}
+	select {
+	case <-time.After(l.duration):
+	case <-ctx.Done():
+	}
+	// Shutdown stops scheduling and waits up to the grace for in-flight
+	// requests, which normally all finish.
+	if err := e.Shutdown(context.Background()); err != nil {
+		return 0, nil, fmt.Errorf("stop engine: %w", err)
+	}
+	offered, results = c.all()
+	return offered, results, ctx.Err()
+}
+
+// startSimulator runs a simulator on a loopback port with jitter off.
+func startSimulator(edit func(o *simulator.Options)) (*simulator.Server, string, error) {
+	o := simulator.DefaultOptions()
+	o.Seed, o.Jitter, o.PrefixCaching = 1, 0, false
+	if edit != nil {
+		edit(&o)
+	}
+	sim, err := simulator.New(o)
+	if err != nil {
+		return nil, "", fmt.Errorf("simulator: %w", err)
+	}
+	url, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		sim.Close()
+		return nil, "", fmt.Errorf("start simulator: %w", err)
+	}
+	return sim, url, nil
+}

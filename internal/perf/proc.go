@@ -1,0 +1,176 @@
+package perf
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Log lines that tell where a started process listens.
+var (
+	simulatorURL  = regexp.MustCompile(`msg="?simulator ready"? url=http://(\S+)`)
+	daemonAddress = regexp.MustCompile(`msg=Listening address=(\S+)`)
+)
+
+// process is a started vllm-prober subcommand.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{}
+}
+
+// startProcess runs binary with args and waits until its log matches
+// ready, whose first group is the address it listens on.
+func startProcess(ctx context.Context, binary string, ready *regexp.Regexp, args ...string) (*process, error) {
+	p := &process{cmd: exec.CommandContext(ctx, binary, args...), done: make(chan struct{})}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", binary, err)
+	}
+	found := make(chan string, 1)
+	var logs strings.Builder
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if logs.Len() < 1<<16 {
+				logs.WriteString(sc.Text() + "\n")
+			}
+			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case p.addr = <-found:
+		return p, nil
+	case <-p.done:
+		_ = p.cmd.Wait()
+		return nil, fmt.Errorf("%s %s exited before listening: %s", binary, args[0], logs.String())
+	case <-time.After(20 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("%s %s did not listen within 20s", binary, args[0])
+	}
+}
+
+// stop terminates the process and waits for it.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	_ = p.cmd.Wait()
+}
+
+// procSample is one reading of a process's resource use.
+type procSample struct {
+	cpu          time.Duration // sum of the threads' on-CPU time (schedstat)
+	ticks        time.Duration // utime + stime
+	rss, peakRSS int64
+}
+
+// clockTick is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// sampleProcess reads /proc/pid.
+func sampleProcess(pid int) (procSample, error) {
+	var s procSample
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	tasks, err := os.ReadDir(filepath.Join(dir, "task"))
+	if err != nil {
+		return s, fmt.Errorf("read threads: %w", err)
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		ns, err := parseSchedstat(string(b))
+		if err != nil {
+			return s, err
+		}
+		s.cpu += ns
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return s, fmt.Errorf("read stat: %w", err)
+	}
+	if s.ticks, err = parseStatCPU(string(b)); err != nil {
+		return s, err
+	}
+	b, err = os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return s, fmt.Errorf("read status: %w", err)
+	}
+	s.rss, s.peakRSS = parseStatusKB(string(b), "VmRSS:"), parseStatusKB(string(b), "VmHWM:")
+	return s, nil
+}
+
+// parseSchedstat returns the first field of /proc/.../schedstat: time
+// spent on the CPU in nanoseconds.
+func parseSchedstat(s string) (time.Duration, error) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0, errors.New("empty schedstat")
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse schedstat %q: %w", s, err)
+	}
+	return time.Duration(ns), nil
+}
+
+// parseStatCPU returns utime + stime of /proc/PID/stat (fields 14 and 15;
+// the command name in parentheses may hold spaces).
+func parseStatCPU(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse stat %q: no command name", s)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state), so utime (14) is f[11] and stime f[12].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parse stat: %d fields", len(f)+2)
+	}
+	var total int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse stat: %w", err)
+		}
+		total += n
+	}
+	return time.Duration(total) * clockTick, nil
+}
+
+// parseStatusKB returns the value of a "Key:  123 kB" line in bytes, or 0.
+func parseStatusKB(status, key string) int64 {
+	for line := range strings.Lines(status) {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}

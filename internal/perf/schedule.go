@@ -1,0 +1,80 @@
+package perf
+
+import (
+	"context"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// ScheduleResult is the open-loop schedule's punctuality at one rate.
+type ScheduleResult struct {
+	Rate     float64
+	Offered  int
+	Achieved float64 // requests sent per second of the run
+	// Lag is Sent - Scheduled of every sent request with the real request
+	// path against the simulator.
+	Lag Stats
+	// SchedulerLag is the same with a Sender that only stamps its send
+	// time: the scheduler and goroutine start alone, without HTTP.
+	SchedulerLag Stats
+	Failed       int // sent requests that did not end accepted
+}
+
+// Schedule offers rate requests/s (Poisson, one output token) for d, once
+// against an in-process simulator with a near-zero latency model and once
+// with a no-op Sender, and reports the schedule lag of both.
+func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResult, error) {
+	out := ScheduleResult{Rate: rate}
+	sim, url, err := startSimulator(func(o *simulator.Options) {
+		o.MaxNumSeqs = 4096
+		o.PrefillBase, o.PrefillPerToken, o.DecodeBase, o.DecodePerSeq = 100*time.Microsecond, 0, 100*time.Microsecond, 0
+	})
+	if err != nil {
+		return out, err
+	}
+	defer sim.Close()
+	offered, results, err := load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d}.run(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Offered = offered
+	var lags []time.Duration
+	for _, r := range results {
+		if r.Sent.IsZero() {
+			continue
+		}
+		lags = append(lags, r.Lag)
+		if r.Disposition != probe.Accepted {
+			out.Failed++
+		}
+	}
+	out.Lag = Summarize(lags)
+	out.Achieved = float64(len(lags)) / d.Seconds()
+
+	noop := func(config.Target, config.Probe) (probe.Sender, error) { return stampSender{}, nil }
+	_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d, newSender: noop}.run(ctx)
+	if err != nil {
+		return out, err
+	}
+	lags = lags[:0]
+	for _, r := range results {
+		lags = append(lags, r.Lag)
+	}
+	out.SchedulerLag = Summarize(lags)
+	return out, nil
+}
+
+// stampSender sends nothing: it stamps the send time as the requester does
+// and accepts.
+type stampSender struct{}
+
+func (stampSender) Do(_ context.Context, res *probe.Result) {
+	res.Sent = time.Now()
+	res.Lag = res.Sent.Sub(res.Scheduled)
+	res.Disposition = probe.Accepted
+}
+
+func (stampSender) Close() {}

@@ -1,0 +1,67 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// vllmChatEvent is one streamed chat chunk exactly as vLLM sends it with
+// continuous usage stats: the common event of every probe.
+const vllmChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
+	`"choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
+	`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
+
+// BenchmarkStreamEvent measures the whole per-event client path: parse the
+// SSE event, decode the chunk and apply it to the measurement, as
+// readStream does (the measurement is reset every 64 events, a typical
+// stream, so its slices stay bounded).
+func BenchmarkStreamEvent(b *testing.B) {
+	src := &loopReader{data: bytes.Repeat([]byte(vllmChatEvent), 64)}
+	s := newSSEReader(src, 0, time.Now)
+	var c chunk
+	m := &measurement{}
+	usage, n := 0, 0
+	b.SetBytes(int64(len(vllmChatEvent)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, err := s.next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.decode(ev.Data); err != nil {
+			b.Fatal(err)
+		}
+		// Continuous usage counts up within a stream.
+		usage++
+		c.Usage.CompletionTokens = usage
+		m.observe(&c, ev.At)
+		if n++; n == 64 {
+			m, usage, n = &measurement{}, 0, 0
+		}
+	}
+}
+
+// BenchmarkRequestBody measures what a request costs before it is sent:
+// the next workload item (a random 128-token completions prompt) and the
+// JSON body.
+func BenchmarkRequestBody(b *testing.B) {
+	p := config.Probe{Name: "p", API: config.APICompletions, Request: config.Request{MaxTokens: 64},
+		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 128, OutputTokens: 64, Seed: 1}}}
+	r, err := NewRequester(config.Target{Name: "t", URL: "http://127.0.0.1:1", Model: "m"}, p, RequesterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		item := r.work.next(ctx, "m")
+		if _, err := r.requestBody("m", item); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
