@@ -156,6 +156,9 @@ func (t *Tracker) Finished(r *probe.Result) {
 	if st == nil {
 		return // a pair removed by a reload; the ledger still has it
 	}
+	if !r.Scheduled.IsZero() && r.Scheduled.Before(st.added) {
+		return // offered before a reload removed the pair and one added it again
+	}
 	st.inFlight--
 	st.dispositions[r.Disposition]++
 	st.finished = t.bounded(append(st.finished, finish{now, r.Disposition}))

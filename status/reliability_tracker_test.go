@@ -1,0 +1,36 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// TestTrackerIgnoresStaleResults: a request offered before its pair was
+// removed and added again, finishing afterwards, is not counted in the new
+// pair's state (in flight would go negative).
+func TestTrackerIgnoresStaleResults(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(TrackerOptions{Now: func() time.Time { return now }})
+	with := &config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}}
+	without := &config.Config{Probes: with.Probes}
+	tr.Sync(with)
+	tr.Offered("t", "p")
+	stale := &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Scheduled: now.Add(time.Second)}
+	now = now.Add(2 * time.Second)
+	tr.Sync(without)
+	now = now.Add(time.Second)
+	tr.Sync(with)
+	tr.Finished(stale)
+	tr.Offered("t", "p")
+	tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: now.Add(time.Second)})
+	snap := tr.Snapshot()
+	if len(snap) != 1 {
+		t.Fatalf("%d pairs, want 1", len(snap))
+	}
+	if s := snap[0]; s.Offered != 1 || s.InFlight != 0 || s.Dispositions[probe.Cancelled] != 0 || s.Dispositions[probe.Accepted] != 1 {
+		t.Errorf("offered %d, in flight %d, dispositions %v; want 1, 0, one accepted", s.Offered, s.InFlight, s.Dispositions)
+	}
+}
