@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -20,6 +22,9 @@ type daemonFlags struct {
 	telemetryPath   string
 	enableLifecycle bool
 	web             *web.FlagConfig
+	// maxServerSeries caps the server series re-exported per target; 0 =
+	// collector.DefaultMaxSeriesPerTarget.
+	maxServerSeries int
 }
 
 func daemonCommand(app *kingpin.Application) action {
@@ -27,10 +32,16 @@ func daemonCommand(app *kingpin.Application) action {
 	f := &daemonFlags{}
 	cmd.Flag("config.file", "Prober configuration file.").Default("vllm-prober.yml").StringVar(&f.configFile)
 	cmd.Flag("config.check", "Validate the configuration file, print what is wrong and exit 0 (valid) or 1.").BoolVar(&f.configCheck)
+	cmd.Flag("server-metrics.max-series-per-target", "Most server series re-exported per target; past it series are dropped and counted in vllm_prober_server_series_dropped_total.").
+		Default(strconv.Itoa(collector.DefaultMaxSeriesPerTarget)).IntVar(&f.maxServerSeries)
 	addWebFlags(cmd, f, ":9478")
 	return func(ctx context.Context, logger *slog.Logger) int {
 		if f.configCheck {
 			return checkConfig(f.configFile)
+		}
+		if f.maxServerSeries < 1 {
+			logger.Error("Invalid flag", "flag", "--server-metrics.max-series-per-target", "value", f.maxServerSeries, "err", "must be at least 1")
+			return 2
 		}
 		if err := runDaemon(ctx, logger, f, daemonHooks{}); err != nil {
 			logger.Error("Daemon failed", "err", err)
