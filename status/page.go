@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector"
@@ -38,6 +39,18 @@ type Page struct {
 	Failures  []probe.Record
 	LedgerOK  bool
 	LedgerErr uint64
+	// MetricsPath is --web.telemetry-path; the Metrics link uses it
+	// ("/metrics" when empty).
+	MetricsPath string
+}
+
+// MetricsHref is the Metrics link, relative to the page so it also works
+// behind a path prefix.
+func (p Page) MetricsHref() string {
+	if path := strings.TrimLeft(p.MetricsPath, "/"); path != "" {
+		return path
+	}
+	return "metrics"
 }
 
 // Render writes the status page as HTML.
