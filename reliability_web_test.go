@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -188,5 +189,41 @@ func TestRequestParametersBounded(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("a URL given as a parameter was connected to %d times", n)
+	}
+}
+
+// TestStatusPageEscapesServerText: text a server sends back (its error
+// message) is shown escaped on the status page, never as markup.
+func TestStatusPageEscapesServerText(t *testing.T) {
+	const script = `<script>alert("x")</script>`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":{"message":"` + strings.ReplaceAll(script, `"`, `\"`) + `","type":"InternalServerError","code":500}}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfgPath := relWriteFile(t, dir, "c.yml", `targets:
+  - name: evil
+    url: `+srv.URL+`
+    model: m
+    metrics_path: ""
+probes:
+  - name: chat
+    api: chat
+    rate: 20
+    workload: {random: {input_tokens: 8, output_tokens: 8}}
+`)
+	d := startDaemon(t, "--config.file="+cfgPath)
+	var page string
+	waitFor(t, "the failure on the status page", func() bool {
+		_, page = get(t, http.MethodGet, d.URL("/"))
+		return strings.Contains(page, "alert(")
+	})
+	if strings.Contains(page, script) {
+		t.Errorf("the status page renders the server's text as markup")
+	}
+	if !strings.Contains(page, "&lt;script&gt;") {
+		t.Errorf("the status page does not show the server's text escaped")
 	}
 }
