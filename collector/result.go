@@ -35,8 +35,12 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 		Targets: []config.Target{{Name: r.Target, Probes: []string{r.Probe}}},
 		Probes:  []config.Probe{p},
 	})
-	c.Offered(r.Target, r.Probe)
-	c.Finished(r)
+	// The result was scheduled before this throwaway collector existed;
+	// clear Scheduled so the stale-result guard of Finished keeps it.
+	rc := *r
+	rc.Scheduled = time.Time{}
+	c.Offered(rc.Target, rc.Probe)
+	c.Finished(&rc)
 	reg.MustRegister(c)
 
 	labels := prometheus.Labels{labelTarget: r.Target, labelProbe: r.Probe}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -27,6 +28,8 @@ func TestResultRegistry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.result
 			r.Target, r.Probe, r.RequestID = "t", "p", "id-1"
+			// /probe results were scheduled before the registry existed.
+			r.Scheduled = time.Now().Add(-time.Second)
 			reg := ResultRegistry(&r, config.Probe{Name: "ignored", SLO: config.SLO{TTFT: dur("150ms")}})
 			want := lines(
 				"# HELP vllm_probe_success "+successHelp, "# TYPE vllm_probe_success gauge",
@@ -38,6 +41,9 @@ func TestResultRegistry(t *testing.T) {
 				"# HELP vllm_probe_requests_in_flight "+inFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
 				`vllm_probe_requests_in_flight{probe="p",target="t"} 0`,
 			)
+			if got := requestsValue(t, reg, string(r.Disposition)); got != 1 {
+				t.Errorf("vllm_probe_requests_total{disposition=%q} = %v, want 1", r.Disposition, got)
+			}
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), successName, durationName, offeredName, inFlightName); err != nil {
 				t.Error(err)
 			}
@@ -61,4 +67,27 @@ func TestResultRegistry(t *testing.T) {
 	if reg := ResultRegistry(nil, config.Probe{}); reg == nil {
 		t.Error("nil result must still give a registry")
 	}
+}
+
+// requestsValue returns the value of requests_total{disposition=d} in reg.
+func requestsValue(t *testing.T, reg *prometheus.Registry, d string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != requestsName {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "disposition" && l.GetValue() == d {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{disposition=%q}", requestsName, d)
+	return 0
 }
