@@ -214,7 +214,8 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 	})
 	t.Run("probe endpoint", func(t *testing.T) {
 		code, body := get(t, http.MethodGet, d.URL("/probe?target=sim&probe=chat"))
-		if code != 200 || !strings.Contains(body, "vllm_probe_") {
+		if code != 200 || !strings.Contains(body, `vllm_probe_success{probe="chat",target="sim"} 1`) ||
+			!strings.Contains(body, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"} 1`) {
 			t.Errorf("/probe: %d %s", code, body)
 		}
 		for _, q := range []string{"?target=sim", "?target=http://example.com&probe=chat", "?target=sim&probe=nope"} {

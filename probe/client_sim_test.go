@@ -79,6 +79,25 @@ func TestRequesterAgainstSimulator(t *testing.T) {
 	}
 }
 
+// TestDiscoveredModelIsChecked: with no model configured anywhere, the
+// model discovered from /v1/models is the one the answer must name.
+func TestDiscoveredModelIsChecked(t *testing.T) {
+	sim := startSimulator(t, nil)
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	tg := rqTarget(srv.URL)
+	tg.Model = ""
+	r := newTestRequester(t, tg, simProbe(config.APIChat), RequesterOptions{})
+	if res := doRequest(context.Background(), r, 1); res.Disposition != Accepted {
+		t.Fatalf("healthy: got %s/%s %q, want accepted", res.Disposition, res.Reason, res.Error)
+	}
+	sim.SetFaults(simulator.Faults{WrongModel: 1})
+	res := doRequest(context.Background(), r, 2)
+	if res.Disposition != QualityFailure || !slices.Equal(res.QualityFailures, []string{CheckModel}) {
+		t.Fatalf("wrong model: got %s/%s %v, want quality_failure [model]", res.Disposition, res.Reason, res.QualityFailures)
+	}
+}
+
 // TestRequesterAccuracy compares the client's TTFT and ITL with the
 // simulator's ground truth: when each event was flushed.
 func TestRequesterAccuracy(t *testing.T) {

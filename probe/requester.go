@@ -149,7 +149,13 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 			r.send(ctx, res, model, item)
 		}
 	}
-	Judge(r.probe, item.expect, res)
+	p := r.probe
+	if p.Quality.Model == "" {
+		// Expect the model the request named, discovered or configured:
+		// a server answering as another model is a quality failure.
+		p.Quality.Model = model
+	}
+	Judge(p, item.expect, res)
 	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
 }
