@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // daemonFlags are the flags of the daemon (`run`, the default command).
@@ -62,6 +65,9 @@ func addWebFlags(cmd *kingpin.CmdClause, f *daemonFlags, defaultAddress string) 
 // the exit code.
 func checkConfig(path string) int {
 	cfg, err := config.Load(path)
+	if err == nil {
+		err = checkWorkloads(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: FAILED\n%v\n", path, err)
 		return 1
@@ -72,4 +78,22 @@ func checkConfig(path string) int {
 	}
 	fmt.Printf("%s: SUCCESS: %d targets, %d probes, %d target/probe pairs\n", path, len(cfg.Targets), len(cfg.Probes), pairs)
 	return 0
+}
+
+// checkWorkloads builds every (target, probe) pair's requester without
+// sending anything, so a dataset file with a bad line fails the check the
+// way it would fail that probe at startup.
+func checkWorkloads(cfg *config.Config) error {
+	var errs []error
+	for _, t := range cfg.Targets {
+		for _, p := range cfg.ProbesFor(t) {
+			r, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: promslog.NewNopLogger()})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("target %q, probe %q: %w", t.Name, p.Name, err))
+				continue
+			}
+			r.Close()
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -57,6 +57,7 @@ func TestCommandLine(t *testing.T) {
 		{"config check full", []string{"--config.file=deploy/examples/full.yml", "--config.check"}, 0, []string{"SUCCESS"}},
 		{"config check missing", []string{"--config.file=no-such.yml", "--config.check"}, 1, []string{"no-such.yml", "FAILED"}},
 		{"missing config", []string{"--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
+		{"config check bad dataset line", []string{"--config.file=testdata/bad-dataset/vllm-prober.yml", "--config.check"}, 1, []string{"FAILED", "prompts.jsonl:2: invalid JSON"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
