@@ -20,6 +20,13 @@ import (
 
 const appName = "vllm-prober"
 
+// defaultCommandFlagsTemplate adds the default command's flags to the
+// top-level help, so `vllm-prober --help` shows the daemon's flags.
+const defaultCommandFlagsTemplate = `{{if not .Context.SelectedCommand}}{{range .App.Commands}}{{if .Default}}
+Flags of the default command "{{.Name}}":
+{{.Flags|FlagsToTwoColumns|FormatTwoColumns}}
+{{end}}{{end}}{{end}}`
+
 // action runs a parsed subcommand and returns the process exit code. ctx is
 // cancelled on SIGINT/SIGTERM.
 type action func(ctx context.Context, logger *slog.Logger) int
@@ -29,6 +36,7 @@ func main() { os.Exit(run(os.Args[1:])) }
 func run(args []string) int {
 	app := kingpin.New(appName, "Probes vLLM endpoints the way clients see them and exports the results to Prometheus.")
 	app.HelpFlag.Short('h')
+	app.UsageTemplate(kingpin.DefaultUsageTemplate + defaultCommandFlagsTemplate)
 	app.Version(version.Print(appName))
 	promslogConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, promslogConfig)

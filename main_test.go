@@ -45,7 +45,7 @@ func TestCommandLine(t *testing.T) {
 		wantCode int
 		want     []string
 	}{
-		{"help", []string{"--help"}, 0, []string{"run", "demo", "simulate", "bench", "capacity", "rules", "--log.level"}},
+		{"help", []string{"--help"}, 0, []string{"run", "demo", "simulate", "bench", "capacity", "rules", "--log.level", "--config.file", "config.check", "--web.listen-address", "--web.config.file", "--web.telemetry-path", "web.enable-lifecycle"}},
 		{"run help", []string{"help", "run"}, 0, []string{"--config.file", "config.check", "--web.listen-address", "--web.config.file", "--web.telemetry-path", "web.enable-lifecycle"}},
 		{"version", []string{"--version"}, 0, []string{"vllm-prober, version", "go version:"}},
 		{"unknown flag", []string{"--no-such-flag"}, 2, []string{"unknown long flag '--no-such-flag'", "usage:"}},
