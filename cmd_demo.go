@@ -99,6 +99,7 @@ func printSummaries(ctx context.Context, out io.Writer, t *status.Tracker, inter
 	for {
 		select {
 		case <-ctx.Done():
+			writeSummary(out, time.Now(), t.Snapshot()) // the final numbers
 			return
 		case now := <-tick.C:
 			writeSummary(out, now, t.Snapshot())

@@ -134,13 +134,14 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	cfg := d.safe.Get()
 	page := status.Page{
-		Version:   version.Info(),
-		Now:       time.Now(),
-		Window:    d.tracker.Window(),
-		Pairs:     d.tracker.Snapshot(),
-		Failures:  d.history.LastFailures("", "", 10),
-		LedgerOK:  d.ledger.Healthy(),
-		LedgerErr: d.ledger.WriteErrors(),
+		Version:     version.Info(),
+		Now:         time.Now(),
+		Window:      d.tracker.Window(),
+		MetricsPath: d.flags.telemetryPath,
+		Pairs:       d.tracker.Snapshot(),
+		Failures:    d.history.LastFailures("", "", 10),
+		LedgerOK:    d.ledger.Healthy(),
+		LedgerErr:   d.ledger.WriteErrors(),
 	}
 	for _, t := range cfg.Targets {
 		page.Targets = append(page.Targets, status.TargetState{Name: t.Name, Scrape: d.scraper.State(t.Name)})
