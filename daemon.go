@@ -127,7 +127,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	cfg := safe.Get()
 	ledger, err := probe.OpenLedger(cfg.Global.Ledger, logger)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
+		return nil, err // OpenLedger names the ledger
 	}
 	d := &daemon{
 		logger:  logger,

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -89,7 +88,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	s.LedgerPath = o.LedgerPath
 	ledger, err := probe.OpenLedger(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
+		return nil, err // OpenLedger names the ledger
 	}
 	printPreamble(env.Stdout, &o)
 	run := runPlanned(ctx, &o, client, ledger, env)
@@ -104,7 +103,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if o.SaveResult {
 		b, err := MarshalResult(s, m, run, o.SaveDetailed, started)
 		if err == nil {
-			err = os.WriteFile(resultPath, b, 0o644)
+			err = writeFile(resultPath, bytesWriter(b))
 		}
 		if err != nil {
 			return out, fmt.Errorf("save result: %w", err)

@@ -60,8 +60,8 @@ func blockValue(t *testing.T, out, label string) string {
 func TestBenchAgainstSimulator(t *testing.T) {
 	url, sim := startSim(t, nil)
 	o := benchTestOptions(url)
-	o.SaveResult, o.ResultDir = true, t.TempDir()
-	o.ReadyCheckTimeout = 10 * time.Second // the initial test request retries past a fault
+	o.SaveResult, o.ResultDir = true, filepath.Join(t.TempDir(), "results", "new") // made when missing, like vLLM
+	o.ReadyCheckTimeout = 10 * time.Second                                         // the initial test request retries past a fault
 	var stdout bytes.Buffer
 	sim.SetFaults(simulator.Faults{HTTP500: 0.15, ErrorEvent: 0.1})
 	ctx := context.Background()

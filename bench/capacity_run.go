@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,7 +88,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
 	ledger, err := probe.OpenLedger(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
+		return nil, err // OpenLedger names the ledger
 	}
 	bar := NewProgress(env.Progress, -1, "capacity")
 	var finished atomic.Int64
@@ -139,16 +139,14 @@ func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeNa
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out.JSONPath, b, 0o644); err != nil {
+	if err := writeFile(out.JSONPath, bytesWriter(b)); err != nil {
 		return fmt.Errorf("write capacity report: %w", err)
 	}
-	f, err := os.Create(out.SVGPath)
+	err = writeFile(out.SVGPath, func(w io.Writer) error {
+		return WriteChart(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", target, probeName))
+	})
 	if err != nil {
 		return fmt.Errorf("write chart: %w", err)
 	}
-	err = WriteChart(f, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", target, probeName))
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write chart: %w", cerr)
-	}
-	return err
+	return nil
 }

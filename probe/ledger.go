@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,10 @@ func openLedger(cfg config.Ledger, logger *slog.Logger, o ledgerOptions) (*Ledge
 // file whose last line was cut short (a crash mid-write) gets its newline
 // first, so the next record starts on a line of its own.
 func openAppend(path string) (io.WriteCloser, int64, error) {
+	// Like a log file, the ledger's directory is made when missing.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, 0, err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, 0, err
