@@ -272,9 +272,28 @@ func TestLedgerWriteErrors(t *testing.T) {
 }
 
 func TestLedgerOpenFailure(t *testing.T) {
-	_, err := OpenLedger(config.Ledger{Path: filepath.Join(t.TempDir(), "missing", "ledger.jsonl")}, nil)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenLedger(config.Ledger{Path: filepath.Join(notDir, "ledger.jsonl")}, nil)
 	if err == nil || !strings.Contains(err.Error(), "open ledger") {
 		t.Errorf("err = %v, want an open ledger error", err)
+	}
+}
+
+func TestLedgerMakesItsDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "dir", "ledger.jsonl")
+	l, err := OpenLedger(config.Ledger{Path: path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(&Result{Seq: 1, Target: "t", Probe: "p", Disposition: Accepted})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _, err := ReadLedger(path); err != nil || len(recs) != 1 {
+		t.Errorf("ReadLedger = %d records, %v; want 1", len(recs), err)
 	}
 }
 
