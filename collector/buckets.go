@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // vLLM's own histogram boundaries (vllm/v1/metrics/loggers.py), so client
@@ -58,4 +60,35 @@ func withThresholds(base []float64, thresholds ...model.Duration) []float64 {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// thresholds holds every SLO threshold of a config per quantity. DESIGN.md
+// section 7 adds all of them to every pair's buckets, so the histograms of
+// different probes share boundaries and aggregate exactly (sum by le).
+type thresholds struct {
+	ttft, tpot, e2el []model.Duration
+}
+
+// configThresholds collects the SLO thresholds of every probe in cfg.
+func configThresholds(cfg *config.Config) thresholds {
+	var th thresholds
+	for _, p := range cfg.Probes {
+		th.ttft = appendThreshold(th.ttft, p.SLO.TTFT)
+		th.tpot = appendThreshold(th.tpot, p.SLO.TPOT)
+		th.e2el = appendThreshold(th.e2el, p.SLO.E2EL)
+	}
+	return th
+}
+
+func appendThreshold(ts []model.Duration, d model.Duration) []model.Duration {
+	if d <= 0 || slices.Contains(ts, d) {
+		return ts
+	}
+	ts = append(ts, d)
+	slices.Sort(ts)
+	return ts
+}
+
+func (t thresholds) equal(o thresholds) bool {
+	return slices.Equal(t.ttft, o.ttft) && slices.Equal(t.tpot, o.tpot) && slices.Equal(t.e2el, o.e2el)
 }

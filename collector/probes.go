@@ -161,8 +161,8 @@ func New(o Options) *Collector {
 
 // Sync makes the set of pairs match cfg: new (target, probe) pairs get every
 // counter at 0, removed pairs' series disappear, unchanged pairs keep their
-// values. A pair whose SLO thresholds changed keeps its counters but gets new
-// histograms, because its bucket boundaries changed.
+// values. Histogram buckets hold every SLO threshold of the config: when that
+// set changes, pairs keep their counters but get new histograms.
 func (c *Collector) Sync(cfg *config.Config) {
 	if cfg == nil {
 		return
@@ -170,6 +170,7 @@ func (c *Collector) Sync(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := make(map[pairKey]*pairMetrics, len(c.pairs))
+	th := configThresholds(cfg)
 	for _, t := range cfg.Targets {
 		for _, p := range cfg.ProbesFor(t) {
 			k := pairKey{t.Name, p.Name}
@@ -181,14 +182,14 @@ func (c *Collector) Sync(cfg *config.Config) {
 				continue
 			}
 			if old, ok := c.pairs[k]; ok {
-				if old.slo != p.SLO {
-					old.slo = p.SLO
-					old.hists.Store(newPairHistograms(k, p.SLO))
+				if !old.buckets.equal(th) {
+					old.buckets = th
+					old.hists.Store(newPairHistograms(k, th))
 				}
 				next[k] = old
 				continue
 			}
-			next[k] = newPairMetrics(k, p.SLO, c.now())
+			next[k] = newPairMetrics(k, th, c.now())
 		}
 	}
 	c.pairs = next

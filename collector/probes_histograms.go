@@ -7,12 +7,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // pairHistograms are the latency histograms of one pair. Their buckets
-// depend on the probe's SLOs, so a pair gets a new set when those change.
+// depend on the config's SLO thresholds, so pairs get a new set when those
+// change.
 type pairHistograms struct {
 	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram
 	phases                                              map[string]prometheus.Histogram
@@ -37,14 +37,14 @@ func histogramDescs() []*prometheus.Desc {
 // newPairHistograms builds a pair's histograms. ITL shares vLLM's ITL/TPOT
 // buckets and also gets the TPOT threshold: per-gap and per-request token
 // latency are judged against the same budget by people reading them.
-func newPairHistograms(k pairKey, slo config.SLO) *pairHistograms {
+func newPairHistograms(k pairKey, th thresholds) *pairHistograms {
 	h := &pairHistograms{
-		ttft:        newHistogram(k, ttftName, ttftHelp, withThresholds(ttftBuckets, slo.TTFT)),
-		itl:         newHistogram(k, itlName, itlHelp, withThresholds(itlBuckets, slo.TPOT)),
-		tpot:        newHistogram(k, tpotName, tpotHelp, withThresholds(itlBuckets, slo.TPOT)),
-		e2el:        newHistogram(k, e2elName, e2elHelp, withThresholds(requestLatencyBuckets, slo.E2EL)),
+		ttft:        newHistogram(k, ttftName, ttftHelp, withThresholds(ttftBuckets, th.ttft...)),
+		itl:         newHistogram(k, itlName, itlHelp, withThresholds(itlBuckets, th.tpot...)),
+		tpot:        newHistogram(k, tpotName, tpotHelp, withThresholds(itlBuckets, th.tpot...)),
+		e2el:        newHistogram(k, e2elName, e2elHelp, withThresholds(requestLatencyBuckets, th.e2el...)),
 		lag:         newHistogram(k, lagName, lagHelp, fineBuckets),
-		serverTTFT:  newHistogram(k, serverTTFTName, serverTTFTHelp, withThresholds(ttftBuckets, slo.TTFT)),
+		serverTTFT:  newHistogram(k, serverTTFTName, serverTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
 		serverQueue: newHistogram(k, serverQueueName, serverQueueHelp, requestLatencyBuckets),
 		phases:      make(map[string]prometheus.Histogram, len(probe.Phases)),
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -31,7 +30,7 @@ func indexOf[T comparable](values []T) map[T]int {
 // atomics so Finished never waits for a scrape.
 type pairMetrics struct {
 	key     pairKey
-	slo     config.SLO // guarded by Collector.mu
+	buckets thresholds // the thresholds its histograms were built with; guarded by Collector.mu
 	created time.Time
 
 	// flow guards offered, inFlight and dispositions together, so a scrape
@@ -49,17 +48,17 @@ type pairMetrics struct {
 	hists atomic.Pointer[pairHistograms]
 }
 
-func newPairMetrics(k pairKey, slo config.SLO, created time.Time) *pairMetrics {
+func newPairMetrics(k pairKey, th thresholds, created time.Time) *pairMetrics {
 	p := &pairMetrics{
 		key:          k,
-		slo:          slo,
+		buckets:      th,
 		created:      created,
 		dispositions: make([]atomic.Uint64, len(probe.Dispositions)),
 		reasons:      make([]atomic.Uint64, len(probe.Reasons)),
 		slos:         make([]atomic.Uint64, len(probe.SLOs)),
 		checks:       make([]atomic.Uint64, len(probe.Checks)),
 	}
-	p.hists.Store(newPairHistograms(k, slo))
+	p.hists.Store(newPairHistograms(k, th))
 	return p
 }
 

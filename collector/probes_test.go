@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -294,13 +295,14 @@ func TestExemplarLimits(t *testing.T) {
 }
 
 func TestCollectorSync(t *testing.T) {
-	slo := config.SLO{TTFT: dur("1s")}
+	slow, fast := config.SLO{TTFT: dur("1s")}, config.SLO{TTFT: dur("700ms")}
 	c := New(Options{Now: clock})
-	c.Sync(testConfig(map[string][]string{"t1": nil}, map[string]config.SLO{"keep": slo, "change": slo, "drop": slo}))
+	c.Sync(testConfig(map[string][]string{"t1": nil}, map[string]config.SLO{"keep": slow, "change": fast, "drop": slow}))
 	for _, p := range []string{"keep", "change", "drop"} {
 		finish(c, &probe.Result{Target: "t1", Probe: p, Disposition: probe.Accepted, TTFT: time.Second / 2})
 	}
-	c.Sync(testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": slo, "change": {TTFT: dur("700ms")}, "drop": slo}))
+	// The probes swap SLOs: the config's set of thresholds stays the same.
+	c.Sync(testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": fast, "change": slow, "drop": slow}))
 	finish(c, &probe.Result{Target: "t1", Probe: "drop", Disposition: probe.Accepted}) // removed pair: ignored
 
 	want := lines(
@@ -312,27 +314,30 @@ func TestCollectorSync(t *testing.T) {
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), offeredName); err != nil {
 		t.Error(err)
 	}
+	checkTTFT := func(t *testing.T, mfs map[string]*dto.MetricFamily, target, probe string, count uint64, bounds ...float64) {
+		t.Helper()
+		h := series(t, mfs, ttftName, "target", target, "probe", probe).GetHistogram()
+		if h.GetSampleCount() != count {
+			t.Errorf("count %d, want %d", h.GetSampleCount(), count)
+		}
+		for _, b := range bounds {
+			if !slices.Contains(upperBounds(h), b) {
+				t.Errorf("buckets %v lack %v", upperBounds(h), b)
+			}
+		}
+	}
 	mfs := gather(t, c)
-	tests := []struct {
-		name, probe, target string
-		count               uint64
-		hasBound            float64
-	}{
-		{"unchanged pair keeps its histogram", "keep", "t1", 1, 1},
-		{"changed SLO gets new buckets", "change", "t1", 0, 0.7},
-		{"new pair starts empty", "keep", "t2", 0, 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := series(t, mfs, ttftName, "target", tc.target, "probe", tc.probe).GetHistogram()
-			if h.GetSampleCount() != tc.count {
-				t.Errorf("count %d, want %d", h.GetSampleCount(), tc.count)
-			}
-			if !strings.Contains(fmt.Sprint(upperBounds(h)), fmt.Sprint(tc.hasBound)) {
-				t.Errorf("buckets %v lack %v", upperBounds(h), tc.hasBound)
-			}
-		})
-	}
+	t.Run("same thresholds keep histograms", func(t *testing.T) {
+		checkTTFT(t, mfs, "t1", "keep", 1, 0.7, 1)
+		checkTTFT(t, mfs, "t1", "change", 1, 0.7, 1)
+	})
+	t.Run("new pair starts empty with every threshold", func(t *testing.T) {
+		checkTTFT(t, mfs, "t2", "keep", 0, 0.7, 1)
+	})
+	c.Sync(testConfig(map[string][]string{"t1": {"keep"}}, map[string]config.SLO{"keep": {TTFT: dur("300ms")}}))
+	t.Run("a changed threshold set gives new buckets", func(t *testing.T) {
+		checkTTFT(t, gather(t, c), "t1", "keep", 0, 0.3)
+	})
 }
 
 func TestCollectorConcurrentUse(t *testing.T) {
