@@ -118,6 +118,10 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	if t == secretType && n.Kind == yaml.ScalarNode && n.Value != "" {
 		d.secrets = append(d.secrets, n.Value)
+		// DESIGN.md section 4: secrets come only from files, so a config
+		// can be shown, diffed and stored without them.
+		d.p.add(n.Line, path, "inline secrets are not allowed: put the value in a file and name it with %s", fileKeyFor(path))
+		return
 	}
 	if (t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32) && n.Kind == yaml.ScalarNode {
 		switch strings.ToLower(strings.TrimPrefix(n.Value, "+")) {
@@ -343,4 +347,13 @@ func collectFields(t reflect.Type, prefix []int, si *structInfo) {
 		}
 		si.fields[name] = idx
 	}
+}
+
+// fileKeyFor names the key that reads a secret field's value from a file.
+func fileKeyFor(path string) string {
+	key := path[strings.LastIndex(path, ".")+1:]
+	if i := strings.IndexByte(key, '['); i >= 0 {
+		return "a *_file key"
+	}
+	return key + "_file"
 }

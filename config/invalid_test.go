@@ -107,13 +107,13 @@ var invalidCases = []struct {
 	{
 		file: "invalid-http-bearer.yml",
 		want: []string{
-			`testdata/invalid-http-bearer.yml:4: targets[0].http_client_config: at most one of bearer_token & bearer_token_file must be configured`,
+			`testdata/invalid-http-bearer.yml:5: targets[0].http_client_config.bearer_token: inline secrets are not allowed: put the value in a file and name it with bearer_token_file`,
 		},
 	},
 	{
 		file: "invalid-http-client-config.yml",
 		want: []string{
-			`testdata/invalid-http-client-config.yml:4: targets[0].http_client_config: at most one of authorization credentials & credentials_file must be configured`,
+			`testdata/invalid-http-client-config.yml:6: targets[0].http_client_config.authorization.credentials: inline secrets are not allowed: put the value in a file and name it with credentials_file`,
 		},
 	},
 	{
@@ -318,6 +318,7 @@ var invalidCases = []struct {
 		file: "invalid-http-secret-mapping.yml",
 		want: []string{
 			`testdata/invalid-http-secret-mapping.yml:5: targets[0].http_client_config.authorization.credentials: must be a string, got a mapping`,
+			`testdata/invalid-http-secret-mapping.yml:7: targets[0].http_client_config.http_headers.X-Api-Key.secrets[0]: inline secrets are not allowed: put the value in a file and name it with a *_file key`,
 			`testdata/invalid-http-secret-mapping.yml:7: targets[0].http_client_config.http_headers.X-Api-Key: unknown field "file" (did you mean "files"?)`,
 		},
 	},

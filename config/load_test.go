@@ -262,16 +262,28 @@ targets:
   - name: a
     url: http://a
     http_client_config:
-      authorization: {credentials: s3cr3t-token}
+      authorization: {credentials_file: token.txt}
       proxy_url: http://user:s3cr3t-pass@proxy:3128
 ` + validProbe
 	cfg := mustParse(t, doc)
-	out := cfg.String()
-	if strings.Contains(out, "s3cr3t") || !strings.Contains(out, "<secret>") {
-		t.Errorf("String() shows a secret or no <secret> marker:\n%s", out)
+	if out := cfg.String(); strings.Contains(out, "s3cr3t") {
+		t.Errorf("String() shows a secret:\n%s", out)
 	}
-	if string(cfg.Targets[0].HTTPClientConfig.Authorization.Credentials) != "s3cr3t-token" {
-		t.Errorf("credentials not loaded")
+}
+
+func TestInlineSecretsRefused(t *testing.T) {
+	for _, field := range []string{
+		"authorization: {credentials: s3cr3t-token}",
+		"basic_auth: {username: u, password: s3cr3t-pass}",
+		"bearer_token: s3cr3t-bearer",
+		"oauth2: {client_id: c, client_secret: s3cr3t-client, token_url: http://t}",
+	} {
+		t.Run(field, func(t *testing.T) {
+			_, err := Parse([]byte("targets:\n  - name: a\n    url: http://a\n    http_client_config:\n      "+field+"\n"+validProbe), "c.yml")
+			if err == nil || !strings.Contains(err.Error(), "inline secrets are not allowed") || strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("err = %v, want an inline-secret error without the secret", err)
+			}
+		})
 	}
 }
 
