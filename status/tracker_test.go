@@ -1,0 +1,121 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// fakeNow is a settable clock.
+type fakeNow struct{ t time.Time }
+
+func (f *fakeNow) now() time.Time { return f.t }
+
+func trackerConfig(probes ...string) *config.Config {
+	cfg := &config.Config{Targets: []config.Target{{Name: "t"}}}
+	for _, p := range probes {
+		cfg.Probes = append(cfg.Probes, config.Probe{Name: p, Objective: 0.99})
+	}
+	return cfg
+}
+
+func TestTrackerSnapshot(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: clock.now})
+	tr.Sync(trackerConfig("p"))
+	finish := func(d probe.Disposition, ttft time.Duration, itls ...time.Duration) {
+		tr.Offered("t", "p")
+		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: d, TTFT: ttft, ITLs: itls})
+	}
+	clock.t = clock.t.Add(10 * time.Second)
+	for i := 1; i <= 100; i++ {
+		finish(probe.Accepted, time.Duration(i)*time.Millisecond, time.Duration(i)*time.Microsecond)
+	}
+	finish(probe.ServerFailure, 0)
+	finish(probe.Cancelled, 0)
+	tr.Offered("t", "p") // still in flight
+
+	ps := tr.Snapshot()[0]
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"offered", ps.Offered, uint64(103)},
+		{"in flight", ps.InFlight, int64(1)},
+		{"accepted", ps.AcceptedSinceStart, uint64(100)},
+		{"window is the pair's age", ps.Window, 10 * time.Second},
+		{"goodput over the age", ps.Goodput, 10.0},
+		{"completed excludes cancelled", ps.Completed, 10.1},
+		{"acceptance excludes cancelled", ps.Acceptance, 100.0 / 101.0},
+		{"ttft p50 nearest rank", ps.TTFTP50, 50 * time.Millisecond},
+		{"ttft p99 nearest rank", ps.TTFTP99, 99 * time.Millisecond},
+		{"itl p99", ps.ITLP99, 99 * time.Microsecond},
+		{"not accepted in judge order", ps.NotAccepted(), []DispositionCount{{probe.ServerFailure, 1}, {probe.Cancelled, 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !equal(tc.got, tc.want) {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+
+	t.Run("samples age out of the window", func(t *testing.T) {
+		clock.t = clock.t.Add(2 * time.Minute)
+		ps := tr.Snapshot()[0]
+		if ps.Goodput != 0 || ps.Acceptance != -1 || ps.TTFTP99 != 0 || ps.Window != time.Minute {
+			t.Errorf("after the window: goodput %v acceptance %v ttft p99 %v window %v", ps.Goodput, ps.Acceptance, ps.TTFTP99, ps.Window)
+		}
+		if ps.AcceptedSinceStart != 100 {
+			t.Errorf("counts since start lost: %d", ps.AcceptedSinceStart)
+		}
+	})
+	t.Run("sync keeps staying pairs and drops removed ones", func(t *testing.T) {
+		tr.Sync(trackerConfig("p", "q"))
+		snap := tr.Snapshot()
+		if len(snap) != 2 || snap[0].Offered != 103 || snap[1].Offered != 0 {
+			t.Fatalf("after adding q: %+v", snap)
+		}
+		tr.Sync(trackerConfig("q"))
+		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted}) // removed: ignored
+		if snap := tr.Snapshot(); len(snap) != 1 || snap[0].Probe != "q" {
+			t.Fatalf("after removing p: %+v", snap)
+		}
+	})
+}
+
+func TestTrackerBoundsSamples(t *testing.T) {
+	tr := NewTracker(TrackerOptions{MaxSamples: 10})
+	tr.Sync(trackerConfig("p"))
+	for i := range 100 {
+		tr.Offered("t", "p")
+		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, TTFT: time.Duration(i+1) * time.Millisecond,
+			ITLs: []time.Duration{time.Millisecond, time.Millisecond}})
+	}
+	ps := tr.Snapshot()[0]
+	if ps.WindowSamplesTTFT != 10 || ps.WindowSamplesITL != 10 || ps.TTFTP50 < 90*time.Millisecond {
+		t.Errorf("samples %d/%d, ttft p50 %v: want the 10 newest kept", ps.WindowSamplesTTFT, ps.WindowSamplesITL, ps.TTFTP50)
+	}
+}
+
+func equal(a, b any) bool {
+	switch av := a.(type) {
+	case float64:
+		bv := b.(float64)
+		return av-bv < 1e-9 && bv-av < 1e-9
+	case []DispositionCount:
+		bv := b.([]DispositionCount)
+		if len(av) != len(bv) {
+			return false
+		}
+		for i := range av {
+			if av[i] != bv[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
