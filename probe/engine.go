@@ -114,34 +114,21 @@ func NewEngine(o EngineOptions) *Engine {
 	return e
 }
 
-// precisionWindow is the last stretch of a wait that sleepTimer spends in
-// a nanosleep syscall instead of a runtime timer: an idle Go process waits
-// for timers in epoll with millisecond granularity, which made sends
-// 0.5 ms late at the median (docs/BENCHMARKS.md, schedule accuracy); two
-// milliseconds leave headroom for a late timer on a busy machine.
-const precisionWindow = 2 * time.Millisecond
+// sleepTimer waits d, or until ctx ends, as precisely as the platform
+// allows (sleepPrecise): a plain runtime timer made sends 0.5 ms late at
+// the median (docs/BENCHMARKS.md, schedule accuracy).
+func sleepTimer(ctx context.Context, d time.Duration) error { return sleepPrecise(ctx, d) }
 
-// sleepTimer waits d, or until ctx ends: a runtime timer until
-// precisionWindow before the end, then one short blocking syscall (no
-// spinning; a cancellation during that last stretch is seen after it).
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	end := time.Now().Add(d)
-	if coarse := d - precisionWindow; coarse > 0 {
-		t := time.NewTimer(coarse)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+// sleepRuntimeTimer waits d on a runtime timer, or until ctx ends.
+func sleepRuntimeTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	if rest := time.Until(end); rest > 0 {
-		sleepShort(rest)
-	}
-	return nil
 }
 
 // pairSpec is one configured pair.

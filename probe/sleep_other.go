@@ -1,8 +1,11 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build !linux
 
 package probe
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
-// sleepShort falls back to the runtime timer where nanosleep is missing.
-func sleepShort(d time.Duration) { time.Sleep(d) }
+// sleepPrecise waits d on a runtime timer where timerfd is missing.
+func sleepPrecise(ctx context.Context, d time.Duration) error { return sleepRuntimeTimer(ctx, d) }

@@ -1,0 +1,70 @@
+//go:build linux
+
+package probe
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Flags of timerfd_create(2).
+const (
+	clockMonotonic = 1
+	tfdNonblock    = syscall.O_NONBLOCK
+	tfdCloexec     = syscall.O_CLOEXEC
+)
+
+// itimerspec is struct itimerspec of timerfd_settime(2).
+type itimerspec struct {
+	interval, value syscall.Timespec
+}
+
+// sleepPrecise waits d on a timerfd read through the runtime's poller, or
+// until ctx ends. The kernel's high-resolution timer makes the fd readable
+// on time and epoll wakes the runtime at once, whereas a runtime timer
+// waits in epoll with millisecond granularity when the process is idle,
+// sending up to a millisecond late. The goroutine parks meanwhile: no
+// thread blocks, nothing spins. It falls back to a runtime timer when the
+// timerfd cannot be made.
+func sleepPrecise(ctx context.Context, d time.Duration) error {
+	end := time.Now().Add(d)
+	f, err := newTimerFD(d)
+	if err != nil {
+		return sleepRuntimeTimer(ctx, d)
+	}
+	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var expirations [8]byte
+	if _, err := f.Read(expirations[:]); err != nil {
+		// The deadline is set only once ctx has ended; any other error
+		// leaves the rest of the wait to a runtime timer.
+		if cause := context.Cause(ctx); cause != nil {
+			return cause
+		}
+		return sleepRuntimeTimer(ctx, time.Until(end))
+	}
+	return nil
+}
+
+// newTimerFD returns a pollable one-shot timerfd that expires after d.
+func newTimerFD(d time.Duration) (*os.File, error) {
+	fd, _, errno := syscall.Syscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
+	if errno != 0 {
+		return nil, errno
+	}
+	spec := itimerspec{value: syscall.NsecToTimespec(int64(max(d, time.Nanosecond)))}
+	if _, _, errno := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno != 0 {
+		syscall.Close(int(fd))
+		return nil, errno
+	}
+	f := os.NewFile(fd, "timerfd")
+	if f == nil {
+		return nil, errors.New("timerfd: invalid descriptor")
+	}
+	return f, nil
+}
