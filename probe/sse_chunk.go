@@ -16,6 +16,10 @@ type chunk struct {
 	Usage   *chunkUsage     `json:"usage"`
 	Metrics *chunkMetrics   `json:"metrics"`
 	Error   json.RawMessage `json:"error"`
+
+	// Storage of the fast decoder (decodeFast), kept across events.
+	lastModel string     // the model name of the previous event
+	usageBuf  chunkUsage // what Usage points to after decodeFast
 }
 
 type chunkChoice struct {
@@ -62,9 +66,16 @@ type apiError struct {
 func (c *chunk) decode(data []byte) error {
 	// encoding/json decodes into the reused elements in place, so stale
 	// fields of an earlier event must be cleared first.
-	choices := c.Choices[:cap(c.Choices)]
-	clear(choices)
-	*c = chunk{Choices: choices[:0]}
+	reset := func() {
+		choices := c.Choices[:cap(c.Choices)]
+		clear(choices)
+		*c = chunk{Choices: choices[:0], lastModel: c.lastModel}
+	}
+	reset()
+	if c.decodeFast(data) {
+		return nil
+	}
+	reset()
 	if err := json.Unmarshal(data, c); err != nil {
 		return fmt.Errorf("malformed event: %w", err)
 	}
