@@ -56,7 +56,8 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 		return out, fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	sim, err := startProcess(ctx, opts.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0")
+	sim, err := startProcess(ctx, opts.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
+		"--max-num-seqs=1024", "--decode-per-seq=20us")
 	if err != nil {
 		return out, fmt.Errorf("simulator: %w", err)
 	}
