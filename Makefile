@@ -52,8 +52,13 @@ fuzz:
 	  done; \
 	done
 
+# bench runs the prober's own benchmarks (internal/perf: fidelity, schedule
+# lag, daemon cost, scrape cost, hot paths; ~7 minutes) and prints the
+# summary table of docs/BENCHMARKS.md. PERF_FLAGS="-scale 0.2" is quicker,
+# PERF_FLAGS="-only cost" runs one part.
+PERF_FLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./internal/perf/cmd/perf -dir . $(PERF_FLAGS)
 
 # soak runs the daemon binary at 20 requests/s with random faults and
 # reloads for SOAK_DURATION and fails when goroutines, heap or RSS grow
