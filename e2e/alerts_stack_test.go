@@ -179,9 +179,11 @@ func startAlertStack(t *testing.T) *alertStack {
 	// Prometheus's service discovery hands over the first targets up to 5s
 	// after start, so absent(up) holds that long; the prober-health for: of
 	// 5m, scaled to 5s, would fire VLLMProberAbsent at startup. 10m (10s)
-	// keeps the alert meaningful without that race.
+	// keeps the alert meaningful without that race. The schedule lag
+	// threshold (not scaled) tolerates stalls up to the bucket above the
+	// TTFT SLO, like the latency alert does.
 	code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfgPath, "--window-scale="+alertWindowScale,
-		"--health-for=10m", "--output="+rulesPath)
+		"--health-for=10m", "--schedule-lag=2.5s", "--output="+rulesPath)
 	if code != 0 {
 		t.Fatalf("vllm-prober rules: exit %d\n%s", code, out)
 	}
