@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -18,8 +19,24 @@ const vllmChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk
 // BenchmarkStreamEvent measures the whole per-event client path: parse the
 // SSE event, decode the chunk and apply it to the measurement, as
 // readStream does (the measurement is reset every 64 events, a typical
-// stream, so its slices stay bounded).
+// stream, so its slices stay bounded). "json" decodes with encoding/json
+// alone, the baseline of the fast scanner, in the same run.
 func BenchmarkStreamEvent(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		decode func(c *chunk, data []byte) error
+	}{
+		{"scan", (*chunk).decode},
+		{"json", func(c *chunk, data []byte) error {
+			*c = chunk{Choices: c.Choices[:0]}
+			return json.Unmarshal(data, c)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchmarkStreamEvent(b, bc.decode) })
+	}
+}
+
+func benchmarkStreamEvent(b *testing.B, decode func(c *chunk, data []byte) error) {
 	src := &loopReader{data: bytes.Repeat([]byte(vllmChatEvent), 64)}
 	s := newSSEReader(src, 0, time.Now)
 	var c chunk
@@ -32,7 +49,7 @@ func BenchmarkStreamEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.decode(ev.Data); err != nil {
+		if err := decode(&c, ev.Data); err != nil {
 			b.Fatal(err)
 		}
 		// Continuous usage counts up within a stream.

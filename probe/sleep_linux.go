@@ -23,13 +23,19 @@ type itimerspec struct {
 	interval, value syscall.Timespec
 }
 
-// sleepPrecise waits d on a timerfd read through the runtime's poller, or
-// until ctx ends. The kernel's high-resolution timer makes the fd readable
-// on time and epoll wakes the runtime at once, whereas a runtime timer
-// waits in epoll with millisecond granularity when the process is idle,
-// sending up to a millisecond late. The goroutine parks meanwhile: no
-// thread blocks, nothing spins. It falls back to a runtime timer when the
-// timerfd cannot be made.
+// sleepPrecise waits d on a timerfd read through the runtime's poller,
+// with the read deadline (a runtime timer) at the same instant, or until
+// ctx ends. Whichever of the two comes first ends the wait:
+//
+//   - When the process is idle, the runtime waits for timers in epoll with
+//     millisecond granularity, so a runtime timer alone sends up to a
+//     millisecond late; the kernel's high-resolution timer makes the fd
+//     readable on time and epoll returns at once.
+//   - When every P is busy, the poller is consulted only every few
+//     milliseconds, but busy Ps run due runtime timers on time.
+//
+// The goroutine parks meanwhile: no thread blocks, nothing spins. It falls
+// back to a runtime timer when the timerfd cannot be made.
 func sleepPrecise(ctx context.Context, d time.Duration) error {
 	end := time.Now().Add(d)
 	f, err := newTimerFD(d)
@@ -37,15 +43,17 @@ func sleepPrecise(ctx context.Context, d time.Duration) error {
 		return sleepRuntimeTimer(ctx, d)
 	}
 	defer f.Close()
+	if err := f.SetReadDeadline(end); err != nil {
+		return sleepRuntimeTimer(ctx, d)
+	}
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var expirations [8]byte
-	if _, err := f.Read(expirations[:]); err != nil {
-		// The deadline is set only once ctx has ended; any other error
-		// leaves the rest of the wait to a runtime timer.
-		if cause := context.Cause(ctx); cause != nil {
-			return cause
-		}
+	_, err = f.Read(expirations[:])
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return sleepRuntimeTimer(ctx, time.Until(end))
 	}
 	return nil

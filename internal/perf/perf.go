@@ -89,13 +89,15 @@ type load struct {
 	duration     time.Duration
 	// newSender replaces the real request path when set.
 	newSender func(config.Target, config.Probe) (probe.Sender, error)
+	// sleep replaces the engine's wait when set.
+	sleep func(context.Context, time.Duration) error
 }
 
 // run drives the engine for l.duration and returns every Result once all
 // requests have ended.
 func (l load) run(ctx context.Context) (offered int, results []*probe.Result, err error) {
 	c := &collector{}
-	e := probe.NewEngine(probe.EngineOptions{Listener: c, Grace: 10 * time.Second, NewRequester: l.newSender})
+	e := probe.NewEngine(probe.EngineOptions{Listener: c, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
 	p := config.Probe{
 		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
 		MaxInFlight: 1 << 16, Timeout: model.Duration(10 * time.Second),

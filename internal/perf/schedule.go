@@ -20,7 +20,10 @@ type ScheduleResult struct {
 	// SchedulerLag is the same with a Sender that only stamps its send
 	// time: the scheduler and goroutine start alone, without HTTP.
 	SchedulerLag Stats
-	Failed       int // sent requests that did not end accepted
+	// TimerLag is SchedulerLag with the engine sleeping on a plain runtime
+	// timer, as it did before sleepPrecise: the baseline, in the same run.
+	TimerLag Stats
+	Failed   int // sent requests that did not end accepted
 }
 
 // Schedule offers rate requests/s (Poisson, one output token) for d, once
@@ -55,16 +58,33 @@ func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResul
 	out.Achieved = float64(len(lags)) / d.Seconds()
 
 	noop := func(config.Target, config.Probe) (probe.Sender, error) { return stampSender{}, nil }
-	_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d, newSender: noop}.run(ctx)
-	if err != nil {
-		return out, err
+	for _, c := range []struct {
+		sleep func(context.Context, time.Duration) error
+		dst   *Stats
+	}{{nil, &out.SchedulerLag}, {runtimeTimerSleep, &out.TimerLag}} {
+		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d, newSender: noop, sleep: c.sleep}.run(ctx)
+		if err != nil {
+			return out, err
+		}
+		lags = lags[:0]
+		for _, r := range results {
+			lags = append(lags, r.Lag)
+		}
+		*c.dst = Summarize(lags)
 	}
-	lags = lags[:0]
-	for _, r := range results {
-		lags = append(lags, r.Lag)
-	}
-	out.SchedulerLag = Summarize(lags)
 	return out, nil
+}
+
+// runtimeTimerSleep waits on a plain runtime timer.
+func runtimeTimerSleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // stampSender sends nothing: it stamps the send time as the requester does
