@@ -43,7 +43,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("X-Request-Id", res.RequestID)
 
-	m := &measurement{start: r.opts.Now()}
+	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing, chat: r.probe.API == config.APIChat}
 	res.Sent = m.start
 	if !res.Scheduled.IsZero() {
 		res.Lag = res.Sent.Sub(res.Scheduled)
@@ -73,8 +73,13 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 // override sampling fields but never the ones the measurement relies on.
 func (r *Requester) requestBody(model string, it workItem) ([]byte, error) {
 	rq := r.probe.Request
+	vllm := r.opts.Timing == TimingVLLMBench
 	b := make(map[string]any, 8+len(rq.Extra))
-	b["temperature"] = rq.Temperature
+	if !vllm {
+		b["temperature"] = rq.Temperature
+	} else if r.probe.API != config.APIChat {
+		b["repetition_penalty"] = 1.0
+	}
 	if rq.IgnoreEOS {
 		b["ignore_eos"] = true
 	}
@@ -90,9 +95,15 @@ func (r *Requester) requestBody(model string, it workItem) ([]byte, error) {
 	b["model"] = model
 	b["stream"] = true
 	b["stream_options"] = map[string]bool{"include_usage": true, "continuous_usage_stats": true}
-	if r.probe.API == config.APIChat {
+	if vllm {
+		b["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	switch {
+	case it.chatBody != nil:
+		b["messages"] = it.chatBody
+	case r.probe.API == config.APIChat:
 		b["messages"] = it.messages
-	} else {
+	default:
 		b["prompt"] = it.prompt
 	}
 	out, err := json.Marshal(b)
@@ -159,6 +170,7 @@ func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader,
 		m.observe(&c, ev.At)
 	}
 	m.fill(res, done, item.promptTokens)
+	m.failNoChoices(res, done)
 	if done {
 		_, _ = io.CopyN(io.Discard, lb, maxDrain)
 	}

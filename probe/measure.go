@@ -14,6 +14,8 @@ const FlagNoUsage = "no_usage"
 type measurement struct {
 	start   time.Time // immediately before the request was written
 	headers time.Time // response headers received
+	timing  TimingMode
+	chat    bool // chat completions (vLLM's latency rule differs)
 
 	first, last time.Time // first and last token-carrying events
 	chunks      int
@@ -65,6 +67,9 @@ func (m *measurement) observe(c *chunk, at time.Time) {
 	}
 	if st := c.Metrics.serverTiming(); st != nil {
 		m.server = st
+	}
+	if m.timing == TimingVLLMBench {
+		carried = m.vllmCarried(c, at)
 	}
 	if !carried {
 		return

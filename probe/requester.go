@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,19 @@ type RequesterOptions struct {
 	// Now is the clock; nil = time.Now. Its monotonic readings are what
 	// is measured.
 	Now func() time.Time
+	// Timing selects the measurement definitions and payload; the zero
+	// value is the prober's own (TimingProbe).
+	Timing TimingMode
+	// Endpoint is the path requests are posted to, appended to the
+	// target URL; "" = /v1/completions or /v1/chat/completions by the
+	// probe's API.
+	Endpoint string
+	// RequestIDPrefix, when set, makes a request's X-Request-Id this
+	// prefix followed by Seq-1, as vllm bench serve numbers its requests.
+	RequestIDPrefix string
+	// Prompts, when not empty, replaces the probe's workload: request Seq
+	// n sends Prompts[(n-1) mod len(Prompts)].
+	Prompts []Prompt
 }
 
 // Requester sends, times, parses and judges the requests of one (target,
@@ -45,6 +59,7 @@ type Requester struct {
 	timeout time.Duration
 	models  *modelSource
 	work    workload
+	prompts []workItem // from RequesterOptions.Prompts; replaces work
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's
@@ -89,6 +104,9 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 	if p.API == config.APIChat {
 		r.url = r.base + "/v1/chat/completions"
 	}
+	if o.Endpoint != "" {
+		r.url = r.base + "/" + strings.TrimLeft(o.Endpoint, "/")
+	}
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
 	if p.Quality.JSONSchema != "" {
 		if _, err := compileSchema(p.Quality.JSONSchema); err != nil {
@@ -96,7 +114,12 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
 	}
-	r.work, err = newWorkload(p, r.countTokens)
+	for _, pr := range o.Prompts {
+		r.prompts = append(r.prompts, pr.item(r.probe, o.Timing))
+	}
+	if len(r.prompts) == 0 {
+		r.work, err = newWorkload(p, r.countTokens)
+	}
 	if err != nil {
 		client.CloseIdleConnections()
 		return nil, fmt.Errorf("probe %q workload: %w", p.Name, err)
@@ -111,6 +134,12 @@ func (r *Requester) countTokens(ctx context.Context, model, text string) (int, e
 		r.opts.Logger.Info("tokenizer unavailable, estimating one token per word", "err", err)
 	}
 	return n, err
+}
+
+// Model returns the model requests name: the target's, or the first id of
+// the target's GET /v1/models, discovered on first use.
+func (r *Requester) Model(ctx context.Context) (string, error) {
+	return r.models.get(ctx)
 }
 
 // Close closes idle connections.
@@ -144,7 +173,7 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 			res.Error = truncate(err.Error(), maxErrorLen)
 		}
 	} else {
-		item = r.work.next(ctx, model)
+		item = r.next(ctx, model, res.Seq)
 		if !endedByContext(ctx, res) {
 			r.send(ctx, res, model, item)
 		}
@@ -160,9 +189,22 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
 }
 
+// next returns what request seq sends: the caller's prompt for it, or the
+// workload's next item.
+func (r *Requester) next(ctx context.Context, model string, seq uint64) workItem {
+	if n := uint64(len(r.prompts)); n > 0 {
+		return r.prompts[(seq+n-1)%n]
+	}
+	return r.work.next(ctx, model)
+}
+
 // requestID makes the X-Request-Id of a request: readable, and unique
-// across restarts thanks to the random suffix.
+// across restarts thanks to the random suffix; or vLLM's numbering after
+// RequestIDPrefix.
 func (r *Requester) requestID(seq uint64) string {
+	if r.opts.RequestIDPrefix != "" {
+		return r.opts.RequestIDPrefix + strconv.FormatUint(seq-1, 10)
+	}
 	return fmt.Sprintf("%s-%s-%d-%08x", r.target.Name, r.probe.Name, seq, rand.Uint32())
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -14,15 +15,77 @@ import (
 // maxDatasetLine bounds one line of a dataset file.
 const maxDatasetLine = 16 << 20
 
-// datasetLine is one JSONL line: {"prompt": ...}, {"messages": [...]} or a
-// ShareGPT record {"conversations": [{"from": "human", "value": ...}, ...]}.
-type datasetLine struct {
+// DatasetRecord is one entry of a dataset: {"prompt": ...},
+// {"messages": [...]} or a ShareGPT record {"conversations": [{"from":
+// "human", "value": ...}, ...]}.
+type DatasetRecord struct {
 	Prompt        *string          `json:"prompt"`
 	Messages      []config.Message `json:"messages"`
-	Conversations []struct {
-		From  string `json:"from"`
-		Value string `json:"value"`
-	} `json:"conversations"`
+	Conversations []DatasetTurn    `json:"conversations"`
+}
+
+// DatasetTurn is one turn of a ShareGPT conversation.
+type DatasetTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
+}
+
+// Check reports a record without any of the known keys, an empty prompt
+// or a message without a role.
+func (d *DatasetRecord) Check() error {
+	switch {
+	case d.Prompt != nil:
+		if *d.Prompt == "" {
+			return errors.New(`empty "prompt"`)
+		}
+	case len(d.Messages) > 0:
+		for i, m := range d.Messages {
+			if m.Role == "" {
+				return fmt.Errorf("messages[%d]: missing role", i)
+			}
+		}
+	case len(d.Conversations) == 0:
+		return errors.New(`need one of "prompt", "messages" or "conversations"`)
+	}
+	return nil
+}
+
+// DecodeDataset reads JSON Lines of DatasetRecords from r and calls fn with
+// each checked record of a non-empty line. Errors, fn's included, name
+// name and the line.
+func DecodeDataset(r io.Reader, name string, fn func(rec *DatasetRecord) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if err := decodeDatasetLine(line, fn); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s:%d: %w", name, n+1, err)
+	}
+	return nil
+}
+
+func decodeDatasetLine(line []byte, fn func(rec *DatasetRecord) error) error {
+	var d DatasetRecord
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(&d); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: more than one value on the line")
+	}
+	if err := d.Check(); err != nil {
+		return err
+	}
+	return fn(&d)
 }
 
 // loadFileWorkload reads a JSONL dataset. Any bad line is an error naming
@@ -33,24 +96,14 @@ func loadFileWorkload(p config.Probe, path string) (workload, error) {
 		return nil, fmt.Errorf("open dataset: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
 	var items []workItem
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		it, err := parseDatasetLine(p, line)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
+	err = DecodeDataset(f, path, func(d *DatasetRecord) error {
+		it, err := recordItem(p, d)
 		items = append(items, it)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(items) == 0 {
 		return nil, fmt.Errorf("%s: no prompts in dataset", path)
@@ -58,36 +111,19 @@ func loadFileWorkload(p config.Probe, path string) (workload, error) {
 	return &listWorkload{items: items}, nil
 }
 
-func parseDatasetLine(p config.Probe, line []byte) (workItem, error) {
-	var d datasetLine
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if err := dec.Decode(&d); err != nil {
-		return workItem{}, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if dec.More() {
-		return workItem{}, errors.New("invalid JSON: more than one value on the line")
-	}
+// recordItem converts a checked record.
+func recordItem(p config.Probe, d *DatasetRecord) (workItem, error) {
 	switch {
 	case d.Prompt != nil:
-		if *d.Prompt == "" {
-			return workItem{}, errors.New(`empty "prompt"`)
-		}
 		return promptItem(p, *d.Prompt, nil), nil
 	case len(d.Messages) > 0:
-		for i, m := range d.Messages {
-			if m.Role == "" {
-				return workItem{}, fmt.Errorf("messages[%d]: missing role", i)
-			}
-		}
 		return promptItem(p, "", d.Messages), nil
-	case len(d.Conversations) > 0:
-		// As vLLM's ShareGPT dataset: the first human turn is the prompt.
-		for _, c := range d.Conversations {
-			if (c.From == "human" || c.From == "user") && c.Value != "" {
-				return promptItem(p, c.Value, nil), nil
-			}
-		}
-		return workItem{}, errors.New("conversations: no human turn")
 	}
-	return workItem{}, errors.New(`need one of "prompt", "messages" or "conversations"`)
+	// As vLLM's ShareGPT dataset: the first human turn is the prompt.
+	for _, c := range d.Conversations {
+		if (c.From == "human" || c.From == "user") && c.Value != "" {
+			return promptItem(p, c.Value, nil), nil
+		}
+	}
+	return workItem{}, errors.New("conversations: no human turn")
 }

@@ -1,0 +1,46 @@
+package probe
+
+import "time"
+
+// TimingMode selects the definitions a Requester measures with.
+type TimingMode int
+
+const (
+	// TimingProbe is the prober's own definitions (DESIGN.md section 5):
+	// TTFT at the first event that carries a generated token, the chat
+	// role chunk excluded, and stream_options with continuous usage.
+	TimingProbe TimingMode = iota
+	// TimingVLLMBench reproduces vllm bench serve: TTFT at the first event
+	// with a non-empty choices list (for chat, vLLM's role chunk counts),
+	// one ITL sample per later choice event, latency at the last choice
+	// event (chat: at the last event of any kind, the usage chunk
+	// included), and a stream without any choice event fails. Requests
+	// carry vLLM's payload: stream_options {include_usage} only, no
+	// temperature, repetition_penalty 1.0 for completions and a text
+	// content part for a chat prompt given as Prompt.Text.
+	TimingVLLMBench
+)
+
+// errNoChoices is vLLM's reason for failing a stream without any choice.
+const errNoChoices = "never received a valid chunk to calculate TTFT"
+
+// vllmCarried applies vllm bench serve's rule to one event: it counts when
+// its choices list is not empty. A chat event without choices still moves
+// the latency, as vLLM's chat client stamps every message.
+func (m *measurement) vllmCarried(c *chunk, at time.Time) bool {
+	if len(c.Choices) > 0 {
+		return true
+	}
+	if m.chat && m.chunks > 0 {
+		m.last = at
+	}
+	return false
+}
+
+// failNoChoices fails a complete stream that had no choice event, as
+// vLLM's client does; complete says it ended with [DONE].
+func (m *measurement) failNoChoices(res *Result, complete bool) {
+	if m.timing == TimingVLLMBench && complete && m.chunks == 0 && res.Disposition == "" {
+		res.Disposition, res.Reason, res.Error = ServerFailure, ReasonProtocol, errNoChoices
+	}
+}

@@ -1,0 +1,36 @@
+package probe
+
+import (
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// Prompt is one request's input chosen by the caller instead of the probe's
+// workload (RequesterOptions.Prompts), as bench pairs its dataset's prompts
+// with its requests.
+type Prompt struct {
+	// Text is the completions prompt, or the chat user message when
+	// Messages is empty.
+	Text string
+	// Messages is sent as is by chat requests; completions join their
+	// contents as promptItem does.
+	Messages []config.Message
+	// MaxTokens is max_tokens (completions) or max_completion_tokens
+	// (chat); 0 = the probe's request.max_tokens.
+	MaxTokens int
+}
+
+// item converts the prompt for probe p. With vLLM's payload a chat prompt
+// given as text becomes a user message with one text content part, as
+// vllm bench serve sends it.
+func (pr Prompt) item(p config.Probe, timing TimingMode) workItem {
+	it := promptItem(p, pr.Text, pr.Messages)
+	if pr.MaxTokens > 0 {
+		it.maxTokens = pr.MaxTokens
+	}
+	if timing == TimingVLLMBench && p.API == config.APIChat && len(pr.Messages) == 0 {
+		it.messages = nil
+		it.chatBody = []any{map[string]any{"role": "user",
+			"content": []any{map[string]string{"type": "text", "text": pr.Text}}}}
+	}
+	return it
+}
