@@ -2,28 +2,18 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// modelsTimeout bounds the GET /v1/models of model discovery.
-const modelsTimeout = 30 * time.Second
 
 // ProbeName is the probe name bench runs write into results and the ledger.
 const ProbeName = "bench"
@@ -69,11 +59,11 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := prepare(ctx, &o, prompts, env)
+	req, err := prepare(ctx, &o, prompts, env)
 	if err != nil {
 		return nil, err
 	}
-	defer client.Close()
+	defer req.Close()
 	s := Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
 		RequestRate: o.RequestRate, Burstiness: o.Burstiness, MaxConcurrency: o.MaxConcurrency,
 		Goodput: o.Goodput, PercentileMetrics: o.PercentileMetrics, Percentiles: o.MetricPercentiles}
@@ -91,7 +81,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		return nil, err // OpenLedger names the ledger
 	}
 	printPreamble(env.Stdout, &o)
-	run := runPlanned(ctx, &o, client, ledger, env)
+	run := runPlanned(ctx, &o, req, ledger, env)
 	if err := ledger.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
@@ -113,12 +103,13 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	return out, nil
 }
 
-// benchPrompts builds the dataset; random datasets force ignore_eos, as
-// vLLM does for openai-compatible backends.
-func benchPrompts(o *Options) ([]Prompt, error) {
+// benchPrompts loads the dataset file; the random dataset is the probe
+// package's random workload (nil prompts) and forces ignore_eos, as vLLM
+// does for openai-compatible backends.
+func benchPrompts(o *Options) ([]probe.Prompt, error) {
 	if o.DatasetName == DatasetRandom {
 		o.IgnoreEOS = true
-		return RandomPrompts(o.NumPrompts, o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio, o.Seed, o.Chat()), nil
+		return nil, nil
 	}
 	p, err := LoadDataset(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
 	if err != nil {
@@ -137,15 +128,18 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 }
 
 // prepare finds the model, waits for the server and runs the initial test
-// request, so a server that is down gives one clear error.
-func prepare(ctx context.Context, o *Options, prompts []Prompt, env Env) (*Client, error) {
+// request, so a server that is down gives one clear error. It returns the
+// Requester of the run.
+func prepare(ctx context.Context, o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
 	deadline := env.Now().Add(o.ReadyCheckTimeout)
-	co := ClientOptions{URL: strings.TrimRight(o.BaseURL, "/") + o.Endpoint, Chat: o.Chat(), APIKey: o.APIKey,
-		IgnoreEOS: o.IgnoreEOS, Prompts: prompts, RequestIDPrefix: requestIDPrefix(), Timeout: o.Timeout,
-		Probe: benchProbe(o), Now: env.Now}
+	ready, err := newRequester(o, prompts, env)
+	if err != nil {
+		return nil, err
+	}
+	defer ready.Close()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		lastErr = tryReady(ctx, o, &co)
+		lastErr = tryReady(ctx, o, ready)
 		if lastErr == nil {
 			break
 		}
@@ -159,94 +153,30 @@ func prepare(ctx context.Context, o *Options, prompts []Prompt, env Env) (*Clien
 			return nil, fmt.Errorf("server %s not ready: %w", o.BaseURL, lastErr)
 		}
 	}
-	return NewClient(co)
+	// A fresh Requester, so the run's random prompts do not depend on
+	// how many tries the ready check took.
+	return newRequester(o, prompts, env)
 }
 
 // tryReady discovers the model (when not given) and sends one test request.
-func tryReady(ctx context.Context, o *Options, co *ClientOptions) error {
-	if o.Model == "" {
-		mctx, cancel := context.WithTimeout(ctx, modelsTimeout)
-		m, err := FirstModel(mctx, http.DefaultClient, o.BaseURL, o.APIKey)
-		cancel()
-		if err != nil {
-			return err
-		}
-		o.Model = m
-	}
-	co.Model = o.Model
-	c, err := NewClient(*co)
-	if err != nil {
+func tryReady(ctx context.Context, o *Options, r *probe.Requester) error {
+	if err := discoverModel(ctx, o, r); err != nil {
 		return err
 	}
-	defer c.Close()
-	res := &probe.Result{Seq: 1, RequestID: co.RequestIDPrefix + "test"}
-	c.Do(ctx, res)
+	res := &probe.Result{Seq: 1, RequestID: requestIDPrefix() + "test"}
+	r.Do(ctx, res)
 	if !completed(res) {
 		return fmt.Errorf("initial test request failed: %s", res.Error)
 	}
 	return nil
 }
 
-// FirstModel returns the first model id of GET {base}/v1/models.
-func FirstModel(ctx context.Context, hc *http.Client, base, apiKey string) (string, error) {
-	u, err := url.JoinPath(base, "/v1/models")
-	if err != nil {
-		return "", fmt.Errorf("models url: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", fmt.Errorf("models request: %w", err)
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("list models: http %d", resp.StatusCode)
-	}
-	var body struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
-		return "", fmt.Errorf("list models: %w", err)
-	}
-	if len(body.Data) == 0 || body.Data[0].ID == "" {
-		return "", errors.New("list models: the server serves no model")
-	}
-	return body.Data[0].ID, nil
-}
-
-// benchProbe is the contract bench judges by: --goodput's SLOs and the
-// daemon's default quality checks.
-func benchProbe(o *Options) config.Probe {
-	api := config.APICompletions
-	if o.Chat() {
-		api = config.APIChat
-	}
-	return config.Probe{Name: ProbeName, API: api, Rate: o.RequestRate, Burstiness: o.Burstiness,
-		SLO:     config.SLO{TTFT: modelDur(o.Goodput.TTFT), TPOT: modelDur(o.Goodput.TPOT), E2EL: modelDur(o.Goodput.E2EL)},
-		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
-}
-
-// requestIDPrefix is vLLM's "bench-<8 hex>-".
-func requestIDPrefix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "bench-" + hex.EncodeToString(b[:]) + "-"
-}
-
 // runPlanned sends the warm-ups, then the planned requests with a
 // progress bar.
-func runPlanned(ctx context.Context, o *Options, client *Client, ledger *probe.Ledger, env Env) *Run {
+func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Ledger, env Env) *Run {
 	if o.NumWarmups > 0 {
 		warm := Execute(ctx, RunOptions{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
-			Sender: client, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
+			Sender: sender, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
 		env.Logger.Info("warm-up done", "requests", len(warm.Results))
 	}
 	bar := NewProgress(env.Progress, o.NumPrompts, "bench")
@@ -255,7 +185,7 @@ func runPlanned(ctx context.Context, o *Options, client *Client, ledger *probe.L
 	return Execute(ctx, RunOptions{
 		Target: hostOf(o.BaseURL), Probe: ProbeName,
 		Offsets:        Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
-		Sender:         client,
+		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
 		Ledger:         ledger,
 		Now:            env.Now,
@@ -274,8 +204,6 @@ func hostOf(base string) string {
 	}
 	return base
 }
-
-func modelDur(d time.Duration) model.Duration { return model.Duration(d) }
 
 // printPreamble prints the settings vLLM prints before its run.
 func printPreamble(w io.Writer, o *Options) {

@@ -179,8 +179,9 @@ func TestBenchServerDown(t *testing.T) {
 
 func TestExecuteUnfinished(t *testing.T) {
 	url, _ := startSim(t, func(o *simulator.Options) { o.Faults.ExtraTTFT = 3 * time.Second })
-	c, err := NewClient(ClientOptions{URL: url + "/v1/completions", Model: "sim-llama", Timeout: 10 * time.Second,
-		Prompts: RandomPrompts(4, 8, 4, 0, 0, false), Probe: benchProbe(&Options{})})
+	o := benchTestOptions(url)
+	o.Model = "sim-llama"
+	c, err := newRequester(&o, nil, Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,10 @@ type LevelOptions struct {
 	Target, Probe string
 	Sender        Sender
 	Burstiness    float64
+	// MaxInFlight caps outstanding requests like a probe's max_in_flight:
+	// a request over it is not sent and ends cancelled/in_flight_cap.
+	// 0 = no cap.
+	MaxInFlight int
 	// Duration is the measured part of a level; Warmup precedes it at the
 	// same rate in the same open-loop schedule and is not counted.
 	Duration, Warmup time.Duration
@@ -39,7 +43,7 @@ func NewLevelFunc(o LevelOptions) LevelFunc {
 		offsets := Schedule(nWarm+n, rate, o.Burstiness, seed)
 		first := seq.Add(uint64(nWarm+n)) - uint64(nWarm+n) + 1
 		run := Execute(ctx, RunOptions{Target: o.Target, Probe: o.Probe, Offsets: offsets, Sender: o.Sender,
-			Drain: o.Drain, FirstSeq: first, Now: o.Now, OnFinish: o.OnFinish})
+			MaxInFlight: o.MaxInFlight, Drain: o.Drain, FirstSeq: first, Now: o.Now, OnFinish: o.OnFinish})
 		measured := &Run{Start: run.Start, End: run.End, Span: offsets[len(offsets)-1]}
 		if nWarm > 0 {
 			measured.Start = run.Start.Add(offsets[nWarm-1])

@@ -17,8 +17,9 @@ import (
 
 // CapacityOptions configures a capacity search. The workload is either a
 // configured probe (Config, ProbeName, TargetName) sent by the probe
-// package's Requester and judged by the probe's own contract, or the
-// bench workload flags (Workload) sent as vllm bench serve sends them.
+// package's Requester and judged by the probe's own contract (its
+// max_in_flight included), or the bench workload flags (Workload) sent by
+// the same Requester in vllm bench serve's mode.
 type CapacityOptions struct {
 	Config     *config.Config // nil = use Workload
 	ProbeName  string
@@ -76,11 +77,12 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	target, probeName, sender, burst, err := capacitySender(ctx, &o, env)
+	setup, err := capacitySender(ctx, &o, env)
 	if err != nil {
 		return nil, err
 	}
-	defer sender.Close()
+	defer setup.sender.Close()
+	target, probeName := setup.target, setup.probe
 	if o.Stamp == "" {
 		o.Stamp = env.Now().Format("20060102-150405")
 	}
@@ -92,8 +94,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	}
 	bar := NewProgress(env.Progress, -1, "capacity")
 	var finished atomic.Int64
-	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: sender, Burstiness: burst,
-		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
+	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
+		MaxInFlight: setup.maxInFlight,
+		Duration:    o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
 		OnFinish:    func(*probe.Result) { finished.Add(1); bar.Add(1) }})
 	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,

@@ -10,33 +10,44 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// capacityPrompts is how many distinct prompts a flag-mode search cycles.
+// capacityPrompts is how many dataset prompts a flag-mode search cycles.
 const capacityPrompts = 1000
+
+// sendSetup is what sends a search's requests and how.
+type sendSetup struct {
+	target, probe string
+	sender        Sender
+	burstiness    float64
+	// maxInFlight is the probe's max_in_flight (0 in flag mode): a request
+	// whose time comes with that many outstanding is not sent and ends
+	// cancelled/in_flight_cap, as in the daemon.
+	maxInFlight int
+}
 
 // capacitySender builds what sends a search's requests and checks the
 // server answers; it also completes the pass rule from the contract.
-func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (target, probeName string, s Sender, burstiness float64, err error) {
+func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, error) {
 	if o.Config == nil {
 		return flagSender(ctx, o, env)
 	}
 	t, p, err := findPair(o.Config, o.TargetName, o.ProbeName)
 	if err != nil {
-		return "", "", nil, 0, err
+		return sendSetup{}, err
 	}
 	if o.RuleFromProbe {
 		o.Rule.fill(time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
 	}
 	req, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: env.Logger})
 	if err != nil {
-		return "", "", nil, 0, fmt.Errorf("%w: %w", ErrUsage, err)
+		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
 	req.Do(ctx, res)
 	if !completed(res) {
 		req.Close()
-		return "", "", nil, 0, fmt.Errorf("target %s (%s) not ready: the test request ended %s: %s", t.Name, t.URL, res.Disposition, res.Error)
+		return sendSetup{}, fmt.Errorf("target %s (%s) not ready: the test request ended %s: %s", t.Name, t.URL, res.Disposition, res.Error)
 	}
-	return t.Name, p.Name, req, p.Burstiness, nil
+	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight}, nil
 }
 
 // fill sets the objectives the rule does not name yet.
@@ -46,26 +57,26 @@ func (r *PassRule) fill(ttft, tpot, e2el time.Duration) {
 	}
 }
 
-// flagSender prepares the bench client for a flag-mode search.
-func flagSender(ctx context.Context, o *CapacityOptions, env Env) (string, string, Sender, float64, error) {
+// flagSender prepares the bench Requester for a flag-mode search.
+func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, error) {
 	w := o.Workload
 	w.NumPrompts, w.RequestRate, w.Burstiness = capacityPrompts, o.Rates[0], o.Burstiness
 	if err := w.Validate(); err != nil {
-		return "", "", nil, 0, err
+		return sendSetup{}, err
 	}
 	if o.RuleFromProbe {
 		o.Rule.fill(w.Goodput.TTFT, w.Goodput.TPOT, w.Goodput.E2EL)
 	}
 	prompts, err := benchPrompts(&w)
 	if err != nil {
-		return "", "", nil, 0, err
+		return sendSetup{}, err
 	}
-	client, err := prepare(ctx, &w, prompts, env)
+	req, err := prepare(ctx, &w, prompts, env)
 	if err != nil {
-		return "", "", nil, 0, err
+		return sendSetup{}, err
 	}
 	o.Workload = w
-	return hostOf(w.BaseURL), ProbeName, client, o.Burstiness, nil
+	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness}, nil
 }
 
 // findPair returns the named probe and the target it runs against.

@@ -3,49 +3,11 @@ package bench
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-)
 
-func TestRandomPrompts(t *testing.T) {
-	tests := []struct {
-		name         string
-		in, out      int
-		ratio        float64
-		chat         bool
-		inLo, inHi   int
-		outLo, outHi int
-	}{
-		{"fixed lengths", 100, 10, 0, false, 100, 100, 10, 10},
-		{"range", 100, 10, 0.5, false, 50, 150, 5, 15},
-		{"chat words", 20, 4, 0.25, true, 15, 25, 3, 5},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ps := RandomPrompts(3000, tt.in, tt.out, tt.ratio, 1, tt.chat)
-			seenIn := map[int]bool{}
-			for _, p := range ps {
-				n := len(p.TokenIDs)
-				if tt.chat {
-					n = len(strings.Fields(p.Text))
-				}
-				if n != p.PromptLen || n < tt.inLo || n > tt.inHi || p.OutputLen < tt.outLo || p.OutputLen > tt.outHi {
-					t.Fatalf("prompt of %d tokens (PromptLen %d), output %d: outside [%d,%d] / [%d,%d]",
-						n, p.PromptLen, p.OutputLen, tt.inLo, tt.inHi, tt.outLo, tt.outHi)
-				}
-				seenIn[n] = true
-			}
-			if tt.ratio > 0 && (!seenIn[tt.inLo] || !seenIn[tt.inHi]) {
-				t.Errorf("range ends %d and %d never drawn in 3000 prompts", tt.inLo, tt.inHi)
-			}
-			again := RandomPrompts(3000, tt.in, tt.out, tt.ratio, 1, tt.chat)
-			if !slices.EqualFunc(ps, again, func(a, b Prompt) bool { return a.Text == b.Text && slices.Equal(a.TokenIDs, b.TokenIDs) }) {
-				t.Error("the same seed gave other prompts")
-			}
-		})
-	}
-}
+	"github.com/vllm-prober/vllm-prober/probe"
+)
 
 func TestLoadDataset(t *testing.T) {
 	dir := t.TempDir()
@@ -64,23 +26,25 @@ func TestLoadDataset(t *testing.T) {
 		path    string
 		n       int
 		wantErr string
-		check   func(t *testing.T, ps []Prompt)
+		check   func(t *testing.T, ps []probe.Prompt)
 	}{
-		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []Prompt) {
+		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []probe.Prompt) {
 			for _, p := range ps {
-				if p.Text != "hello there" || p.OutputLen != 3 || p.PromptLen != 2 {
+				if p.Text != "hello there" || p.MaxTokens != 3 {
 					t.Errorf("prompt %+v: want the first turn, output = reply words, the short record skipped", p)
 				}
 			}
 		}},
-		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []Prompt) {
-			if len(ps) != 2 || (ps[0].Text == "") == (ps[1].Text == "") || ps[0].OutputLen != 64 {
+		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []probe.Prompt) {
+			if len(ps) != 2 || (ps[0].Text == "") == (ps[1].Text == "") || ps[0].MaxTokens != 64 {
 				t.Errorf("prompts %+v: want one prompt and one messages record, output length 64", ps)
 			}
 		}},
 		{name: "bad line", path: write("bad.jsonl", "{\"prompt\":\"a\"}\n{oops\n"), wantErr: "bad.jsonl:2: invalid JSON"},
-		{name: "unknown shape", path: write("shape.jsonl", "{\"text\":\"a\"}\n"), wantErr: "shape.jsonl:1: want"},
+		{name: "unknown shape", path: write("shape.jsonl", "{\"text\":\"a\"}\n"), wantErr: `shape.jsonl:1: need one of "prompt", "messages" or "conversations"`},
 		{name: "empty prompt", path: write("empty.jsonl", "{\"prompt\":\"\"}\n"), wantErr: `empty.jsonl:1: empty "prompt"`},
+		{name: "sharegpt entry without keys", path: write("sgbad.json", `[{"text":"a"}]`), wantErr: "sgbad.json: entry 1: need one of"},
+		{name: "message without role", path: write("role.jsonl", `{"messages":[{"content":"x"}]}`), wantErr: "role.jsonl:1: messages[0]: missing role"},
 		{name: "nothing usable", path: write("none.json", "[]"), wantErr: "no usable prompts"},
 		{name: "missing file", path: filepath.Join(dir, "nope.jsonl"), wantErr: "read dataset"},
 	}

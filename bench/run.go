@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -22,6 +24,10 @@ type RunOptions struct {
 	// MaxConcurrency caps requests in flight (vLLM's --max-concurrency): a
 	// request whose time has come waits for a slot. 0 = no cap.
 	MaxConcurrency int
+	// MaxInFlight caps outstanding requests as the daemon's max_in_flight
+	// does: a request whose time comes with MaxInFlight outstanding is
+	// not sent and ends cancelled/in_flight_cap at once. 0 = no cap.
+	MaxInFlight int
 	// Drain bounds how long requests may stay outstanding after the last
 	// planned send; past it they end unfinished. 0 = wait for all.
 	Drain time.Duration
@@ -75,6 +81,7 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 		run.Span = o.Offsets[n-1]
 	}
 	var wg sync.WaitGroup
+	var inFlight atomic.Int64
 	for i, off := range o.Offsets {
 		planned := run.Start.Add(off)
 		if o.Sleep(ctx, planned.Sub(o.Now())) != nil {
@@ -82,9 +89,17 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 		}
 		res := &probe.Result{Seq: o.FirstSeq + uint64(i), Target: o.Target, Probe: o.Probe, Scheduled: planned}
 		run.Results = append(run.Results, res)
+		if o.MaxInFlight > 0 && inFlight.Load() >= int64(o.MaxInFlight) {
+			res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
+			res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", o.MaxInFlight)
+			finish(o, res)
+			continue
+		}
+		inFlight.Add(1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer inFlight.Add(-1)
 			send(reqCtx, o, slots, res)
 		}()
 	}
@@ -115,6 +130,11 @@ func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Res
 		res.Disposition, res.Reason, res.Error = probe.Unfinished, "", errRunEnded.Error()
 		res.SLOViolations, res.QualityFailures = nil, nil
 	}
+	finish(o, res)
+}
+
+// finish writes an ended request to the ledger and reports it.
+func finish(o RunOptions, res *probe.Result) {
 	o.Ledger.Write(res)
 	if o.OnFinish != nil {
 		o.OnFinish(res)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,5 +93,46 @@ func TestExecuteDrain(t *testing.T) {
 		if r.Disposition != probe.Unfinished || r.Error == "" {
 			t.Errorf("request %d ended %s %q, want unfinished after the drain", r.Seq, r.Disposition, r.Error)
 		}
+	}
+}
+
+// holdSender keeps every request until its context ends.
+type holdSender struct{ calls atomic.Int32 }
+
+func (h *holdSender) Do(ctx context.Context, res *probe.Result) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	res.Disposition, res.Reason = probe.Cancelled, probe.ReasonShutdown
+}
+
+func (h *holdSender) Close() {}
+
+// TestExecuteMaxInFlight checks the daemon's max_in_flight rule: a request
+// whose time comes with the cap outstanding is not sent and ends
+// cancelled/in_flight_cap, and every offered request is still accounted for.
+func TestExecuteMaxInFlight(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxInFlight int
+		wantSent    int
+	}{{"capped at two", 2, 2}, {"no cap", 0, 4}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &holdSender{}
+			clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			run := Execute(context.Background(), RunOptions{Offsets: []time.Duration{0, 0, time.Second, time.Second},
+				Sender: s, MaxInFlight: tt.maxInFlight, Drain: 50 * time.Millisecond, Now: clock.Now, Sleep: clock.Sleep})
+			count := map[string]int{}
+			for _, r := range run.Results {
+				count[string(r.Disposition)+"/"+r.Reason]++
+			}
+			want := map[string]int{"unfinished/": tt.wantSent}
+			if n := 4 - tt.wantSent; n > 0 {
+				want["cancelled/in_flight_cap"] = n
+			}
+			if fmt.Sprint(count) != fmt.Sprint(want) || int(s.calls.Load()) != tt.wantSent {
+				t.Errorf("dispositions %v after %d sends, want %v", count, s.calls.Load(), want)
+			}
+		})
 	}
 }

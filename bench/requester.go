@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Sender sends one offered request and fills its Result, disposition
+// included. *probe.Requester satisfies it.
+type Sender interface {
+	Do(ctx context.Context, res *probe.Result)
+	Close()
+}
+
+// newRequester returns the probe package's Requester set up as vllm bench
+// serve: its payload and timing definitions (probe.TimingVLLMBench), the
+// endpoint, the bearer token, X-Request-Id bench-<8 hex>-<i>, and either
+// the random workload of the flags (prompts nil) or the dataset's prompts,
+// request i sending prompts[i-1].
+func newRequester(o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
+	t := config.Target{Name: hostOf(o.BaseURL), URL: o.BaseURL, Model: o.Model,
+		HTTPClientConfig: promconfig.DefaultHTTPClientConfig}
+	// vLLM's aiohttp session trusts the proxy environment too.
+	t.HTTPClientConfig.ProxyFromEnvironment = true
+	if o.APIKey != "" {
+		t.HTTPClientConfig.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: promconfig.Secret(o.APIKey)}
+	}
+	return probe.NewRequester(t, benchProbe(o), probe.RequesterOptions{Logger: env.Logger, Now: env.Now,
+		Timing: probe.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts})
+}
+
+// benchProbe is the contract bench sends and judges by: the random
+// workload of the flags, --goodput's SLOs and the daemon's default quality
+// checks.
+func benchProbe(o *Options) config.Probe {
+	p := config.Probe{Name: ProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
+		Timeout: model.Duration(o.Timeout),
+		Request: config.Request{MaxTokens: o.RandomOutputLen, IgnoreEOS: o.IgnoreEOS},
+		SLO:     config.SLO{TTFT: model.Duration(o.Goodput.TTFT), TPOT: model.Duration(o.Goodput.TPOT), E2EL: model.Duration(o.Goodput.E2EL)},
+		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
+	if o.Chat() {
+		p.API = config.APIChat
+	}
+	if o.DatasetName == DatasetRandom {
+		p.Workload.Random = &config.RandomWorkload{InputTokens: o.RandomInputLen, OutputTokens: o.RandomOutputLen,
+			RangeRatio: o.RandomRangeRatio, Seed: o.Seed}
+	}
+	return p
+}
+
+// requestIDPrefix is vLLM's "bench-<8 hex>-".
+func requestIDPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "bench-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// discoverModel fills o.Model from the requester (the first id of the
+// server's /v1/models) when the flags named none.
+func discoverModel(ctx context.Context, o *Options, r *probe.Requester) error {
+	if o.Model != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+	defer cancel()
+	m, err := r.Model(ctx)
+	if err != nil {
+		return err
+	}
+	o.Model = m
+	return nil
+}
+
+// modelsTimeout bounds the GET /v1/models of model discovery.
+const modelsTimeout = 30 * time.Second
