@@ -91,7 +91,7 @@ func TestCapacityConfigProbe(t *testing.T) {
 	url := saturatingSim(t)
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "other", URL: "http://127.0.0.1:1", Probes: []string{"none"}}, {Name: "sim", URL: url}},
-		Probes: []config.Probe{{Name: "cmpl", API: config.APICompletions, Rate: 1, Burstiness: 1, MaxInFlight: 64,
+		Probes: []config.Probe{{Name: "cmpl", API: config.APICompletions, Rate: 1, Burstiness: 1, MaxInFlight: 6,
 			Timeout: model.Duration(5 * time.Second), Request: config.Request{MaxTokens: 8, IgnoreEOS: true},
 			Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 16, OutputTokens: 8}},
 			SLO:      config.SLO{E2EL: model.Duration(150 * time.Millisecond)},
@@ -110,7 +110,10 @@ func TestCapacityConfigProbe(t *testing.T) {
 		t.Errorf("rule %q: want the probe's SLO", out.Search.Rule)
 	}
 	if len(out.Search.Repeats) == 0 || !out.Search.Repeats[0].Pass || out.Search.Repeats[1].Pass {
-		t.Errorf("want 10 req/s to pass and 400 req/s to fail against a two-sequence batch")
+		t.Fatalf("want 10 req/s to pass and 400 req/s to fail against a two-sequence batch")
+	}
+	if n := out.Search.Repeats[1].Metrics.Reasons[probe.ReasonInFlightCap]; n == 0 {
+		t.Errorf("400 req/s: no request ended cancelled/in_flight_cap, want the probe's max_in_flight 6 to apply")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "capacity-c.svg")); err != nil {
 		t.Error(err)
