@@ -34,7 +34,8 @@ func newRequester(o *Options, prompts []probe.Prompt, env Env) (*probe.Requester
 		t.HTTPClientConfig.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: promconfig.Secret(o.APIKey)}
 	}
 	return probe.NewRequester(t, benchProbe(o), probe.RequesterOptions{Logger: env.Logger, Now: env.Now,
-		Timing: probe.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts})
+		Timing: probe.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts,
+		MaxBodyBytes: maxBenchBody})
 }
 
 // benchProbe is the contract bench sends and judges by: the random
@@ -78,6 +79,10 @@ func discoverModel(ctx context.Context, o *Options, r *probe.Requester) error {
 	o.Model = m
 	return nil
 }
+
+// maxBenchBody bounds one response body. vLLM's client has none; this
+// one is far above any real completion, so long outputs do not fail on it.
+const maxBenchBody = 1 << 30
 
 // modelsTimeout bounds the GET /v1/models of model discovery.
 const modelsTimeout = 30 * time.Second

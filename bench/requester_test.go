@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,13 @@ func TestBenchRequester(t *testing.T) {
 				ids, _ := b["prompt"].([]any)
 				if len(ids) != 16 || b["max_tokens"] != 4.0 || b["repetition_penalty"] != 1.0 || b["ignore_eos"] != true {
 					t.Errorf("body %v: want 16 token ids, max_tokens 4, repetition_penalty 1, ignore_eos", b)
+				}
+			}},
+		{name: "random chat prompt as a content part", backend: BackendOpenAIChat, endpoint: "/v1/chat/completions",
+			check: func(t *testing.T, b map[string]any) {
+				got := fmt.Sprint(b["messages"])
+				if !strings.HasPrefix(got, "[map[content:[map[text:") || !strings.HasSuffix(got, " type:text]] role:user]]") {
+					t.Errorf("messages %s, want one user message with one text content part", got)
 				}
 			}},
 		{name: "dataset chat prompt as a content part", backend: BackendOpenAIChat, endpoint: "/v1/chat/completions",

@@ -99,8 +99,8 @@ func (r *Requester) requestBody(model string, it workItem) ([]byte, error) {
 		b["stream_options"] = map[string]bool{"include_usage": true}
 	}
 	switch {
-	case it.chatBody != nil:
-		b["messages"] = it.chatBody
+	case r.probe.API == config.APIChat && vllm:
+		b["messages"] = vllmMessages(it.messages)
 	case r.probe.API == config.APIChat:
 		b["messages"] = it.messages
 	default:

@@ -1,6 +1,10 @@
 package probe
 
-import "time"
+import (
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
 
 // TimingMode selects the definitions a Requester measures with.
 type TimingMode int
@@ -16,10 +20,20 @@ const (
 	// event (chat: at the last event of any kind, the usage chunk
 	// included), and a stream without any choice event fails. Requests
 	// carry vLLM's payload: stream_options {include_usage} only, no
-	// temperature, repetition_penalty 1.0 for completions and a text
-	// content part for a chat prompt given as Prompt.Text.
+	// temperature, repetition_penalty 1.0 for completions and a single
+	// user message as one text content part.
 	TimingVLLMBench
 )
+
+// vllmMessages renders chat messages as vllm bench serve does: a single
+// user message carries its text as a content part; others go as they are.
+func vllmMessages(msgs []config.Message) any {
+	if len(msgs) != 1 || msgs[0].Role != "user" {
+		return msgs
+	}
+	return []any{map[string]any{"role": "user",
+		"content": []any{map[string]string{"type": "text", "text": msgs[0].Content}}}}
+}
 
 // errNoChoices is vLLM's reason for failing a stream without any choice.
 const errNoChoices = "never received a valid chunk to calculate TTFT"

@@ -115,7 +115,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 		}
 	}
 	for _, pr := range o.Prompts {
-		r.prompts = append(r.prompts, pr.item(r.probe, o.Timing))
+		r.prompts = append(r.prompts, pr.item(r.probe))
 	}
 	if len(r.prompts) == 0 {
 		r.work, err = newWorkload(p, r.countTokens)

@@ -11,11 +11,8 @@ import (
 
 // workItem is what one request sends.
 type workItem struct {
-	prompt   any              // completions: a string or a []int of token ids
-	messages []config.Message // chat
-	// chatBody, when set, is sent as the chat messages instead of
-	// messages (vLLM's content-part shape).
-	chatBody  any
+	prompt    any              // completions: a string or a []int of token ids
+	messages  []config.Message // chat
 	maxTokens int
 	expect    *config.Expect // per-prompt checks, nil when none
 	// promptTokens is the exact prompt length when the workload knows it

@@ -19,18 +19,11 @@ type Prompt struct {
 	MaxTokens int
 }
 
-// item converts the prompt for probe p. With vLLM's payload a chat prompt
-// given as text becomes a user message with one text content part, as
-// vllm bench serve sends it.
-func (pr Prompt) item(p config.Probe, timing TimingMode) workItem {
+// item converts the prompt for probe p.
+func (pr Prompt) item(p config.Probe) workItem {
 	it := promptItem(p, pr.Text, pr.Messages)
 	if pr.MaxTokens > 0 {
 		it.maxTokens = pr.MaxTokens
-	}
-	if timing == TimingVLLMBench && p.API == config.APIChat && len(pr.Messages) == 0 {
-		it.messages = nil
-		it.chatBody = []any{map[string]any{"role": "user",
-			"content": []any{map[string]string{"type": "text", "text": pr.Text}}}}
 	}
 	return it
 }
