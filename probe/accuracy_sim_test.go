@@ -22,12 +22,13 @@ import (
 // What it is checked on, and why: one round (2 s at 20 requests/s) gives
 // ~33 TTFT and ~215 ITL samples. Measured under -race on the shared 2-vCPU
 // VM (load average 1-4, others' tests running): TTFT error p50 0.3-0.6 ms,
-// p99 (= the maximum of 33) 1.3-3.9 ms; ITL error p50 0.13-0.25 ms, p99
-// 0.7-2.5 ms. The tail is the request trip of a new connection (a dial
-// under -race) and moments when another process holds a core while several
-// streams' events arrive at once (simulator and prober share the process).
-// Without -race: TTFT p50 ~0.25 ms, ITL p99 0.5-0.6 ms; the benchmark in
-// internal/perf gives the real numbers (docs/BENCHMARKS.md). So:
+// p99 (= the maximum of 33) 1.0-3.9 ms; ITL error p50 0.1-0.25 ms, p99
+// 0.6-2.5 ms; TTFT and ITL together p99 0.65-1.5 ms. The tail is the
+// request trip of a new connection (a dial under -race) and moments when
+// another process holds a core while several streams' events arrive at
+// once (simulator and prober share the process). Without -race: TTFT p50
+// ~0.25 ms, ITL p99 0.5-0.8 ms; the benchmark in internal/perf gives the
+// real numbers (docs/BENCHMARKS.md). So:
 //
 //   - The p99 is taken over TTFT and ITL errors together (~250 samples, so
 //     it is not simply the worst one); TTFT and ITL are logged apart. A
@@ -36,9 +37,16 @@ import (
 //     error (an event stamped after later work, buffering, the wrong event
 //     counted) is in every round. The test runs up to accuracyRounds
 //     rounds, logs each, and passes on the first within the bound.
+//   - Each round also logs how late a goroutine of the test process wakes
+//     from a 1 ms precise sleep (p99; 0.27-0.5 ms on the VM at load 1).
+//     When both cores are saturated by other processes (two busy loops
+//     beside the test: wake-up p99 1-3 ms), TTFT+ITL p99 is 2.5-8.8 ms in
+//     every round and the test fails: on a starved machine the bound
+//     cannot be shown, and the failure says so rather than the bound being
+//     widened. With one core busy it passes (p99 0.8-1.5 ms).
 const (
 	accuracyBound  = 2 * time.Millisecond
-	accuracyRounds = 3
+	accuracyRounds = 4
 )
 
 // TestEngineAccuracyAgainstSimulator runs the engine with the real request
@@ -56,9 +64,15 @@ const (
 // event the client saw must have been written, so nothing is excluded:
 // failed requests contribute the events they got before the failure.
 func TestEngineAccuracyAgainstSimulator(t *testing.T) {
-	var p99 time.Duration
+	var p99, wake time.Duration
 	for round := 1; round <= accuracyRounds; round++ {
+		stop := make(chan struct{})
+		wakes := make(chan time.Duration, 1)
+		go func() { wakes <- wakeLateness(stop) }()
 		ttft, itl := accuracyRound(t)
+		close(stop)
+		wake = <-wakes
+		t.Logf("round %d: p99 wake-up lateness of a 1ms sleep in this process: %v", round, wake)
 		if t.Failed() {
 			return
 		}
@@ -78,7 +92,27 @@ func TestEngineAccuracyAgainstSimulator(t *testing.T) {
 			return
 		}
 	}
-	t.Errorf("TTFT and ITL error p99 over %v in all %d rounds, the last: %v", accuracyBound, accuracyRounds, p99)
+	t.Errorf("TTFT and ITL error p99 over %v in all %d rounds, the last: %v (a goroutine of this process woke %v late at p99: "+
+		"a starved machine shows in both)", accuracyBound, accuracyRounds, p99, wake)
+}
+
+// wakeLateness sleeps 1 ms with the engine's precise sleep every 10 ms
+// until stop is closed and returns the p99 of how late it woke: how
+// promptly this process gets a CPU at the moment.
+func wakeLateness(stop <-chan struct{}) time.Duration {
+	var late []time.Duration
+	for {
+		select {
+		case <-stop:
+			_, p99, _ := quantiles(late)
+			return p99
+		default:
+		}
+		start := time.Now()
+		_ = sleepPrecise(context.Background(), time.Millisecond)
+		late = append(late, time.Since(start)-time.Millisecond)
+		time.Sleep(9 * time.Millisecond)
+	}
 }
 
 // accuracyRound runs the engine for two seconds against a fresh simulator
