@@ -34,3 +34,22 @@ func TestTrackerIgnoresStaleResults(t *testing.T) {
 		t.Errorf("offered %d, in flight %d, dispositions %v; want 1, 0, one accepted", s.Offered, s.InFlight, s.Dispositions)
 	}
 }
+
+// TestTrackerForgetsOldSamplesUnwatched: with nobody viewing the page
+// (no Snapshot), samples older than the window are still dropped, so
+// memory follows the window, not MaxSamples.
+func TestTrackerForgetsOldSamplesUnwatched(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: func() time.Time { return now }})
+	tr.Sync(&config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}})
+	for range 600 { // 10 minutes at 1/s
+		now = now.Add(time.Second)
+		tr.Offered("t", "p")
+		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: now,
+			TTFT: time.Millisecond, ITLs: []time.Duration{time.Millisecond, time.Millisecond}})
+	}
+	st := tr.pairs[pairKey{"t", "p"}]
+	if len(st.finished) > 61 || len(st.ttft) > 61 || len(st.itl) > 122 {
+		t.Errorf("kept %d finishes, %d TTFT and %d ITL samples for a one-minute window", len(st.finished), len(st.ttft), len(st.itl))
+	}
+}

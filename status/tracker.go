@@ -161,6 +161,9 @@ func (t *Tracker) Finished(r *probe.Result) {
 	}
 	st.inFlight--
 	st.dispositions[r.Disposition]++
+	// Pruned here too, not only when the page is viewed: otherwise samples
+	// older than the window pile up to MaxSamples on an unwatched prober.
+	st.prune(now.Add(-t.opts.Window))
 	st.finished = t.bounded(append(st.finished, finish{now, r.Disposition}))
 	if r.TTFT > 0 {
 		st.ttft = t.boundedSamples(append(st.ttft, sample{now, r.TTFT}))
