@@ -73,17 +73,23 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	}
 	defer d.stop()
 	out.DaemonPID = d.cmd.Process.Pid
-	metricsURL := "http://" + d.addr + "/metrics"
+	err = measure(ctx, &out, "http://"+d.addr+"/metrics", opts)
+	return out, err
+}
+
+// measure samples the daemon after the warm-up and over opts.Duration,
+// scraping /metrics every opts.ScrapeEvery meanwhile.
+func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostOptions) error {
 	if err := sleepCtx(ctx, opts.Warmup); err != nil {
-		return out, err
+		return err
 	}
 	before, err := sampleProcess(out.DaemonPID)
 	if err != nil {
-		return out, err
+		return err
 	}
 	reqBefore, _, err := requestsTotal(metricsURL)
 	if err != nil {
-		return out, err
+		return err
 	}
 	start := time.Now()
 	for time.Since(start) < opts.Duration {
@@ -92,22 +98,22 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 			step = min(step, opts.ScrapeEvery)
 		}
 		if err := sleepCtx(ctx, step); err != nil {
-			return out, err
+			return err
 		}
 		if opts.ScrapeEvery > 0 {
-			if _, out.ScrapeBytes, err = requestsTotal(metricsURL); err != nil {
-				return out, err
+			if _, _, err = requestsTotal(metricsURL); err != nil {
+				return err
 			}
 		}
 	}
 	after, err := sampleProcess(out.DaemonPID)
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.Duration = time.Since(start)
 	reqAfter, size, err := requestsTotal(metricsURL)
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.ScrapeBytes = size
 	out.Requests = reqAfter - reqBefore
@@ -117,7 +123,7 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	if out.Requests > 0 {
 		out.CPUPerRequest = time.Duration(float64(out.CPU) / out.Requests)
 	}
-	return out, nil
+	return nil
 }
 
 // costConfig is the daemon's configuration: every probe streams 64 tokens
