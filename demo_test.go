@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
 // designMetrics are the client metrics of DESIGN.md section 7.
@@ -139,4 +142,48 @@ func TestDemo(t *testing.T) {
 	if serverSeries == 0 {
 		t.Error("no vllm:* server series re-exported")
 	}
+}
+
+// TestServerMetricsGoAwayWithTheServer: while the target's /metrics
+// answers, its vllm:* series are re-exported with the target label and
+// scrape success is 1; when the server goes away success turns 0 and no
+// stale vllm:* series remain.
+func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
+	o := simulator.DefaultOptions()
+	sim, err := simulator.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simURL, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	cfgPath := filepath.Join(t.TempDir(), "c.yml")
+	writeConfig(t, cfgPath, simURL, 2, "")
+	d := startDaemon(t, "--config.file="+cfgPath)
+
+	state := func() (success float64, serverSeries int) {
+		fams := scrape(t, d.URL("/metrics"))
+		if f := fams["vllm_probe_server_scrape_success"]; f != nil && len(f.GetMetric()) == 1 {
+			success = f.GetMetric()[0].GetGauge().GetValue()
+		} else {
+			success = -1
+		}
+		for name, f := range fams {
+			if strings.HasPrefix(name, "vllm:") {
+				serverSeries += len(f.GetMetric())
+			}
+		}
+		return success, serverSeries
+	}
+	waitFor(t, "server series while the server is up", func() bool {
+		s, n := state()
+		return s == 1 && n > 0
+	})
+	sim.Close()
+	waitFor(t, "scrape failure after the server went away", func() bool {
+		s, n := state()
+		return s == 0 && n == 0
+	})
 }
