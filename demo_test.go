@@ -12,8 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
 // designMetrics are the client metrics of DESIGN.md section 7.
@@ -149,16 +147,7 @@ func TestDemo(t *testing.T) {
 // scrape success is 1; when the server goes away success turns 0 and no
 // stale vllm:* series remain.
 func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
-	o := simulator.DefaultOptions()
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simURL, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+	sim, simURL := startSimulatorServer(t)
 	cfgPath := filepath.Join(t.TempDir(), "c.yml")
 	writeConfig(t, cfgPath, simURL, 2, "")
 	d := startDaemon(t, "--config.file="+cfgPath)

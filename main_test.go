@@ -105,11 +105,23 @@ func get(t *testing.T, method, url string, auth ...string) (int, string) {
 	return daemontest.Do(t, method, url, auth...)
 }
 
-// startSimulator runs the simulator in-process on a loopback port.
-func startSimulator(t *testing.T) string {
+// startSimulator runs the simulator in-process on a loopback port, after
+// edit (when not nil) changed its default options, and returns its URL.
+func startSimulator(t *testing.T, edit ...func(*simulator.Options)) string {
+	t.Helper()
+	_, u := startSimulatorServer(t, edit...)
+	return u
+}
+
+// startSimulatorServer is startSimulator that also returns the server, for
+// tests that change its faults or stop it.
+func startSimulatorServer(t *testing.T, edit ...func(*simulator.Options)) (*simulator.Server, string) {
 	t.Helper()
 	o := simulator.DefaultOptions()
 	o.Seed = 7
+	for _, e := range edit {
+		e(&o)
+	}
 	sim, err := simulator.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +131,7 @@ func startSimulator(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sim.Close() })
-	return u
+	return sim, u
 }
 
 func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {

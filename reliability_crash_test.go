@@ -20,18 +20,7 @@ import (
 // relSim runs a simulator with faults on a loopback port.
 func relSim(t *testing.T, f simulator.Faults) string {
 	t.Helper()
-	o := simulator.DefaultOptions()
-	o.Seed, o.Faults = 5, f
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	return u
+	return startSimulator(t, func(o *simulator.Options) { o.Seed, o.Faults = 5, f })
 }
 
 // relConfig is one chat probe at rate against simURL with the given

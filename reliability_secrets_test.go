@@ -32,18 +32,7 @@ func relSecretForms() []string {
 // relStartSim runs a simulator that requires apiKey.
 func relStartSim(t *testing.T, apiKey string) string {
 	t.Helper()
-	o := simulator.DefaultOptions()
-	o.Seed, o.APIKey = 3, apiKey
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	return u
+	return startSimulator(t, func(o *simulator.Options) { o.Seed, o.APIKey = 3, apiKey })
 }
 
 func relWriteFile(t *testing.T, dir, name, content string) string {
