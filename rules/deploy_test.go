@@ -17,14 +17,10 @@ const (
 	deployDir     = "../deploy/prometheus"
 )
 
-// checkedIn renders what `vllm-prober rules` writes for the example config:
-// the rule file and its promtool tests.
-func checkedIn(t *testing.T) map[string][]byte {
+// render returns what `vllm-prober rules` writes for cfg with default
+// options: the rule file and (with --tests) its promtool tests.
+func render(t *testing.T, cfg *config.Config) (rules, tests []byte) {
 	t.Helper()
-	cfg, err := config.Load(exampleConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rf, warnings, err := Generate(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +37,18 @@ func checkedIn(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rb, tb
+}
+
+// checkedIn renders what `vllm-prober rules` writes for the example config:
+// the rule file and its promtool tests.
+func checkedIn(t *testing.T) map[string][]byte {
+	t.Helper()
+	cfg, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, tb := render(t, cfg)
 	return map[string][]byte{"rules.yml": rb, "rules_test.yml": tb}
 }
 

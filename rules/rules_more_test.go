@@ -120,28 +120,13 @@ func TestGenerateDeterministic(t *testing.T) {
 			testProbe("y", 1, 0.99, config.SLO{TTFT: sec(time.Second), TPOT: sec(time.Millisecond)}),
 		},
 	}
-	render := func() []byte {
-		rf, w, err := Generate(cfg, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Marshal(rf, w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tf, err := Tests(cfg, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb, err := Marshal(tf, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(b, tb...)
+	both := func() []byte {
+		rb, tb := render(t, cfg)
+		return append(rb, tb...)
 	}
-	first := render()
+	first := both()
 	for i := range 20 {
-		if !bytes.Equal(first, render()) {
+		if !bytes.Equal(first, both()) {
 			t.Fatalf("render %d differs from the first", i)
 		}
 	}
