@@ -42,21 +42,6 @@ type daemon struct {
 	ready    chan struct{}
 }
 
-// listeners fans the engine's facts out to every consumer.
-type listeners []probe.Listener
-
-func (ls listeners) Offered(target, probe string) {
-	for _, l := range ls {
-		l.Offered(target, probe)
-	}
-}
-
-func (ls listeners) Finished(r *probe.Result) {
-	for _, l := range ls {
-		l.Finished(r)
-	}
-}
-
 // daemonHooks lets demo observe a running daemon.
 type daemonHooks struct {
 	// listening is called with the bound addresses once the server listens.
@@ -144,7 +129,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	d.self.SetReload(true, time.Now())
 	d.engine = probe.NewEngine(probe.EngineOptions{
 		Logger:   logger,
-		Listener: listeners{d.coll, d.tracker},
+		Listener: probe.Listeners{d.coll, d.tracker},
 		Ledger:   ledger,
 		History:  d.history,
 		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {

@@ -21,17 +21,7 @@ import (
 // a user would.
 var binary string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := daemontest.Build(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(daemontest.Main(m, ".", &binary)) }
 
 func runBinary(t *testing.T, args ...string) (int, string) {
 	t.Helper()

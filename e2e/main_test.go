@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -18,17 +17,7 @@ import (
 // binary is the vllm-prober binary under test.
 var binary string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := daemontest.Build("..")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(daemontest.Main(m, "..", &binary)) }
 
 // requireTool fails the test when a binary the e2e tests need is missing:
 // .ci/run installs them, so a missing one is a broken environment, not a

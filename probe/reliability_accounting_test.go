@@ -35,21 +35,6 @@ func (c *countingListener) Finished(r *probe.Result) {
 	c.finished[pairName(r.Target, r.Probe)]++
 }
 
-// fanOut sends the engine's facts to several listeners, as the daemon does.
-type fanOut []probe.Listener
-
-func (f fanOut) Offered(target, probeName string) {
-	for _, l := range f {
-		l.Offered(target, probeName)
-	}
-}
-
-func (f fanOut) Finished(r *probe.Result) {
-	for _, l := range f {
-		l.Finished(r)
-	}
-}
-
 // accountingWorld is the mutable config and simulator a random run drives.
 type accountingWorld struct {
 	sim     *simulator.Server
@@ -133,7 +118,7 @@ func runAccounting(t *testing.T, seed uint64) {
 	}
 	coll, reg := newCollectorRegistry()
 	counting := &countingListener{offered: map[string]int{}, finished: map[string]int{}}
-	e := probe.NewEngine(probe.EngineOptions{Listener: fanOut{coll, counting}, Ledger: ledger, Grace: 300 * time.Millisecond})
+	e := probe.NewEngine(probe.EngineOptions{Listener: probe.Listeners{coll, counting}, Ledger: ledger, Grace: 300 * time.Millisecond})
 
 	addedAt := map[string]time.Time{} // when each pair's current series began
 	apply := func(cfg *config.Config) {

@@ -175,3 +175,20 @@ type Listener interface {
 	// Finished is called once per offered request with its final Result.
 	Finished(r *Result)
 }
+
+// Listeners fans the engine's facts out to several listeners, in order.
+type Listeners []Listener
+
+// Offered implements Listener.
+func (ls Listeners) Offered(target, probe string) {
+	for _, l := range ls {
+		l.Offered(target, probe)
+	}
+}
+
+// Finished implements Listener.
+func (ls Listeners) Finished(r *Result) {
+	for _, l := range ls {
+		l.Finished(r)
+	}
+}

@@ -35,6 +35,19 @@ func Build(dir string) (binary string, cleanup func(), err error) {
 	return binary, func() { os.RemoveAll(tmp) }, nil
 }
 
+// Main builds the binary from the main package at dir into *binary, runs
+// the tests and cleans up; TestMain passes its result to os.Exit.
+func Main(m *testing.M, dir string, binary *string) int {
+	bin, cleanup, err := Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*binary = bin
+	return m.Run()
+}
+
 // Run runs the binary to completion and returns its exit code and combined
 // output.
 func Run(t testing.TB, binary string, args ...string) (int, string) {
