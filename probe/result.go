@@ -8,6 +8,7 @@ package probe
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -156,6 +157,38 @@ type Result struct {
 	Error string // a short, secret-free description of what went wrong
 	Text  string // generated text (content and reasoning)
 }
+
+// Abandoned reports whether the prober itself gave the request up for its
+// own reasons (process shutdown, a reload that removed the pair). Abandoned
+// requests are the only ones left out of the acceptance denominator; a
+// request cancelled at max_in_flight is overload shedding and stays in it.
+func (r *Result) Abandoned() bool {
+	return r.Disposition == Cancelled && (r.Reason == ReasonShutdown || r.Reason == ReasonRemoved)
+}
+
+// ServerCompleted reports whether the server completed a terminal response
+// to the request, useful or not: accepted, latency_failure and
+// quality_failure, and a server_failure for which the server answered with
+// an HTTP status and ended the body itself (an error status, an in-stream
+// error event, a malformed stream, a stream without [DONE]). A connection
+// broken mid-body, a failure before any response, a client timeout, a
+// cancellation and an unfinished request are not completed. Completed
+// throughput counts these requests per second of wall-clock time.
+func (r *Result) ServerCompleted() bool {
+	switch r.Disposition {
+	case Accepted, LatencyFailure, QualityFailure:
+		return true
+	case ServerFailure:
+		return slices.Contains(CompletedFailureReasons, r.Reason)
+	}
+	return false
+}
+
+// CompletedFailureReasons are the server_failure reasons for which the
+// server answered and ended the response itself, so the request counts as
+// completed (see ServerCompleted). Rules and dashboards select the same
+// reasons from vllm_probe_failures_total.
+var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStreamError, ReasonProtocol, ReasonNoDone}
 
 // ITLMax returns the largest inter-token gap, or 0.
 func (r *Result) ITLMax() time.Duration {
