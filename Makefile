@@ -8,10 +8,12 @@ BUILD_USER  ?= $(shell whoami)@$(shell hostname)
 BUILD_DATE  ?= $(shell date -u +%Y%m%d-%H:%M:%S)
 LDFLAGS     := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Revision=$(REVISION) \
                -X $(PKG).Branch=$(BRANCH) -X $(PKG).BuildUser=$(BUILD_USER) -X $(PKG).BuildDate=$(BUILD_DATE)
-STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
+# staticcheck runs at the version pinned by go.mod's tool directive; helm
+# and kustomize (deploy checks) at the versions pinned in tools/go.mod.
+STATICCHECK ?= $(GO) tool staticcheck
 FUZZTIME    ?= 10s
 
-.PHONY: all build test unit lint vet staticcheck fmt e2e fuzz bench soak clean
+.PHONY: all build test unit lint vet staticcheck fmt e2e e2e-tools fuzz bench soak clean
 
 all: build test
 
@@ -43,9 +45,19 @@ staticcheck:
 	$(STATICCHECK) -tags e2e ./...
 
 # e2e runs the end-to-end tests against real Prometheus, promtool,
-# Alertmanager, amtool and Chromium (installed by .ci/run).
-e2e:
+# Alertmanager, amtool and Chromium from Debian's packages (.ci/run installs
+# them); e2e-tools stops at once, naming what is missing and how to install it.
+E2E_TOOLS := prometheus promtool prometheus-alertmanager amtool chromium
+e2e: e2e-tools
 	$(GO) test -race -count=1 -p 1 -tags e2e -timeout 20m ./...
+
+e2e-tools:
+	@missing=""; for t in $(E2E_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make e2e: missing on PATH:$$missing"; \
+	  echo "install them with: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager chromium"; \
+	  exit 1; \
+	fi
 
 # fuzz runs every fuzz target for FUZZTIME each.
 fuzz:

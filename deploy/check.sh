@@ -5,11 +5,10 @@
 # the compose stack's Prometheus and Alertmanager configs (promtool, amtool).
 # The strict decoding of manifests and rendered charts is in
 # deploy/deploytest (`go test ./deploy/deploytest`, and `-tags e2e` for the
-# chart and kustomize output). Needs go, helm, kustomize, promtool and amtool
-# on PATH; CI installs them
-# (helm: go install helm.sh/helm/v3/cmd/helm@v3.22.0; kustomize: go install
-# sigs.k8s.io/kustomize/kustomize/v5@v5.8.2; promtool and amtool: Debian's
-# prometheus and prometheus-alertmanager packages).
+# chart and kustomize output). Needs go, promtool and amtool on PATH
+# (promtool and amtool: Debian's prometheus and prometheus-alertmanager
+# packages); helm and kustomize run at the versions pinned in tools/go.mod
+# through `go tool`, so nothing else has to be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +17,10 @@ need() {
   command -v "$1" >/dev/null 2>&1 || { echo "deploy/check.sh: $1 not found on PATH ($2)" >&2; exit 1; }
 }
 need go "install Go"
-need helm "go install helm.sh/helm/v3/cmd/helm@v3.22.0"
-need kustomize "go install sigs.k8s.io/kustomize/kustomize/v5@v5.8.2"
 need promtool "apt-get install prometheus"
 need amtool "apt-get install prometheus-alertmanager"
+helm() { go tool -modfile=tools/go.mod helm "$@"; }
+kustomize() { go tool -modfile=tools/go.mod kustomize "$@"; }
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

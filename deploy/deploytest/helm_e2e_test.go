@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -37,20 +36,10 @@ var helmCases = []helmCase{
 	{name: "sidecar-ignores-shards", values: "sidecar-values.yaml", args: []string{"--set", "shards=3", "--set", "prometheusRule.enabled=false"}, sidecar: true},
 }
 
-// helmBin is the helm binary; the chart tests fail without it.
-func helmBin(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("helm")
-	if err != nil {
-		t.Fatalf("helm is required for the chart tests (go install helm.sh/helm/v3/cmd/helm@v3.22.0): %v", err)
-	}
-	return bin
-}
-
 func helm(t *testing.T, args ...string) []byte {
 	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command(helmBin(t), args...)
+	cmd := goTool("helm", args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -159,7 +148,7 @@ func TestHelmChartRejects(t *testing.T) {
 		{"zero shards", []string{"--set", "shards=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(helmBin(t), append([]string{"template", "release", chartDir}, tc.args...)...)
+			cmd := goTool("helm", append([]string{"template", "release", chartDir}, tc.args...)...)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("helm template accepted %q:\n%s", tc.args, out)

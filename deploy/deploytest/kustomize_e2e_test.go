@@ -4,7 +4,6 @@ package deploytest
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -13,14 +12,10 @@ import (
 // directory, the objects that `kubectl apply -k` would send, and runs the
 // same wiring checks on them.
 func TestKustomizeBuild(t *testing.T) {
-	bin, err := exec.LookPath("kustomize")
-	if err != nil {
-		t.Fatalf("kustomize is required (go install sigs.k8s.io/kustomize/kustomize/v5@v5.8.2): %v", err)
-	}
 	for _, mode := range []string{"sidecar", "central"} {
 		t.Run(mode, func(t *testing.T) {
 			var stderr bytes.Buffer
-			cmd := exec.Command(bin, "build", filepath.Join(kubeDir, mode))
+			cmd := goTool("kustomize", "build", filepath.Join(kubeDir, mode))
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			if err != nil {
