@@ -6,22 +6,10 @@ import (
 	"context"
 	"errors"
 	"os"
-	"syscall"
 	"time"
-	"unsafe"
-)
 
-// Flags of timerfd_create(2).
-const (
-	clockMonotonic = 1
-	tfdNonblock    = syscall.O_NONBLOCK
-	tfdCloexec     = syscall.O_CLOEXEC
+	"golang.org/x/sys/unix"
 )
-
-// itimerspec is struct itimerspec of timerfd_settime(2).
-type itimerspec struct {
-	interval, value syscall.Timespec
-}
 
 // sleepPrecise waits d on a timerfd read through the runtime's poller,
 // with the read deadline (a runtime timer) at the same instant, or until
@@ -61,16 +49,16 @@ func sleepPrecise(ctx context.Context, d time.Duration) error {
 
 // newTimerFD returns a pollable one-shot timerfd that expires after d.
 func newTimerFD(d time.Duration) (*os.File, error) {
-	fd, _, errno := syscall.Syscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
-	if errno != 0 {
-		return nil, errno
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, err
 	}
-	spec := itimerspec{value: syscall.NsecToTimespec(int64(max(d, time.Nanosecond)))}
-	if _, _, errno := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno != 0 {
-		syscall.Close(int(fd))
-		return nil, errno
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, time.Nanosecond)))}
+	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
-	f := os.NewFile(fd, "timerfd")
+	f := os.NewFile(uintptr(fd), "timerfd")
 	if f == nil {
 		return nil, errors.New("timerfd: invalid descriptor")
 	}
