@@ -329,6 +329,29 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-url-v1.yml",
+		want: []string{
+			`testdata/invalid-url-v1.yml:3: targets[0].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1"`,
+			`testdata/invalid-url-v1.yml:5: targets[1].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/"`,
+			`testdata/invalid-url-v1.yml:7: targets[2].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "https://vllm.example.internal/llama", got "https://vllm.example.internal/llama/v1/chat/completions"`,
+			`testdata/invalid-url-v1.yml:9: targets[3].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/completions"`,
+			`testdata/invalid-url-v1.yml:11: targets[4].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/models/"`,
+		},
+	},
+	{
+		file: "invalid-timeout-below-e2el.yml",
+		want: []string{
+			`testdata/invalid-timeout-below-e2el.yml:8: probes[0].timeout: must be >= slo.e2el (20s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got 10s`,
+			`testdata/invalid-timeout-below-e2el.yml:13: probes[1].timeout: must be >= slo.e2el (1m), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got 30s`,
+		},
+	},
+	{
+		file: "invalid-random-max-tokens.yml",
+		want: []string{
+			`testdata/invalid-random-max-tokens.yml:10: probes[0].request.max_tokens: is not used with a random workload, whose output_tokens (64) sets each request's limit: remove it, got 128`,
+		},
+	},
+	{
 		file: "invalid-http-secret-shapes.yml",
 		want: []string{
 			`testdata/invalid-http-secret-shapes.yml:5: targets[0].http_client_config.authorization: must be a mapping, got <secret>`,
