@@ -139,6 +139,12 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
 	}
 	var te *yaml.TypeError
 	var ue *url.Error
+	if t == durationType && n.Kind == yaml.ScalarNode {
+		if whole, ok := wholeDuration(n.Value); ok {
+			d.p.add(n.Line, path, "must be %s, without fractions: write %s, got %s", describe(t), whole, quote(n.Value))
+			return
+		}
+	}
 	switch {
 	case errors.As(err, &te) || t == durationType:
 		d.p.add(n.Line, path, "must be %s, got %s", describe(t), d.shown(n, t))

@@ -352,6 +352,18 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-fractional-duration.yml",
+		want: []string{
+			`testdata/invalid-fractional-duration.yml:2: global.server_metrics.interval: must be a duration such as 30s or 1m30s, without fractions: write 36h, got "1.5d"`,
+			`testdata/invalid-fractional-duration.yml:2: global.server_metrics.timeout: must be a duration such as 30s or 1m30s, got "0.0005s"`,
+			`testdata/invalid-fractional-duration.yml:10: probes[0].timeout: must be a duration such as 30s or 1m30s, without fractions: write 1500ms, got "1.5s"`,
+			`testdata/invalid-fractional-duration.yml:15: probes[0].slo.ttft: must be a duration such as 30s or 1m30s, without fractions: write 30s, got "0.5m"`,
+			`testdata/invalid-fractional-duration.yml:16: probes[0].slo.tpot: must be a duration such as 30s or 1m30s, without fractions: write 250ms, got ".25s"`,
+			`testdata/invalid-fractional-duration.yml:17: probes[0].slo.e2el: must be a duration such as 30s or 1m30s, without fractions: write 150m, got "2.5h"`,
+			`testdata/invalid-fractional-duration.yml:21: probes[1].timeout: must be a duration such as 30s or 1m30s, without fractions: write 90500ms, got "1m30.5s"`,
+		},
+	},
+	{
 		file: "invalid-http-secret-shapes.yml",
 		want: []string{
 			`testdata/invalid-http-secret-shapes.yml:5: targets[0].http_client_config.authorization: must be a mapping, got <secret>`,
