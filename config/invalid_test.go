@@ -291,7 +291,7 @@ var invalidCases = []struct {
 	{
 		file: "invalid-yaml-syntax.yml",
 		want: []string{
-			`testdata/invalid-yaml-syntax.yml:4: invalid YAML: did not find expected '-' indicator`,
+			`testdata/invalid-yaml-syntax.yml:6: invalid YAML: key "api" is indented 3 spaces, which lines up with nothing above it: indent it 4 spaces to align it with "name" (line 5), or 0 spaces to align it with "probes" (line 4)`,
 		},
 	},
 	{
@@ -361,6 +361,42 @@ var invalidCases = []struct {
 			`testdata/invalid-fractional-duration.yml:16: probes[0].slo.tpot: must be a duration such as 30s or 1m30s, without fractions: write 250ms, got ".25s"`,
 			`testdata/invalid-fractional-duration.yml:17: probes[0].slo.e2el: must be a duration such as 30s or 1m30s, without fractions: write 150m, got "2.5h"`,
 			`testdata/invalid-fractional-duration.yml:21: probes[1].timeout: must be a duration such as 30s or 1m30s, without fractions: write 90500ms, got "1m30.5s"`,
+		},
+	},
+	{
+		file: "invalid-indent-under-scalar.yml",
+		want: []string{
+			`testdata/invalid-indent-under-scalar.yml:7: invalid YAML: key "rate" is indented deeper than "api" (line 6), which already has the value "chat" and cannot hold keys: indent it 4 spaces to align it with "api"`,
+		},
+	},
+	{
+		file: "invalid-indent-list-item.yml",
+		want: []string{
+			`testdata/invalid-indent-list-item.yml:11: invalid YAML: list item is indented 6 spaces, which lines up with nothing above it: indent it 8 spaces to align it with the list item (line 10), or 2 spaces to align it with the list item (line 5)`,
+		},
+	},
+	{
+		file: "invalid-indent-top-level.yml",
+		want: []string{
+			`testdata/invalid-indent-top-level.yml:6: invalid YAML: key "probes" is indented 2 spaces, which lines up with nothing above it: indent it 4 spaces to align it with "url" (line 4), or 0 spaces to align it with "targets" (line 2)`,
+		},
+	},
+	{
+		file: "invalid-indent-to-parent.yml",
+		want: []string{
+			`testdata/invalid-indent-to-parent.yml:4: global: unknown field "max_files": it is a key of "ledger" (line 2), indent it deeper to put it under "ledger"`,
+			`testdata/invalid-indent-to-parent.yml:14: probes[0]: unknown field "e2el": it is a key of "slo" (line 12), indent it deeper to put it under "slo"`,
+			`testdata/invalid-indent-to-parent.yml:17: probes[0].workload: unknown field "input_tokens": it is a key of "random" (line 16), indent it deeper to put it under "random"`,
+			`testdata/invalid-indent-to-parent.yml:18: probes[0].workload: unknown field "output_tokens": it is a key of "random" (line 16), indent it deeper to put it under "random"`,
+		},
+	},
+	{
+		file: "invalid-indent-into-child.yml",
+		want: []string{
+			`testdata/invalid-indent-into-child.yml:7: probes[0].api: must be a string, got a mapping: "rate" (line 7) is a key of probes[0], indent it less to align it with "api"`,
+			`testdata/invalid-indent-into-child.yml:9: probes[0].timeout: must be a duration such as 30s or 1m30s, got a mapping: "max_in_flight" (line 9) is a key of probes[0], indent it less to align it with "timeout"`,
+			`testdata/invalid-indent-into-child.yml:15: probes[0].slo: unknown field "objective": it is a key of probes[0], indent it less to align it with "slo" (line 13)`,
+			`testdata/invalid-indent-into-child.yml:18: probes[0].quality: unknown field "global": it is a key of the top level, indent it less to align it with "probes" (line 4)`,
 		},
 	},
 	{
