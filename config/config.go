@@ -85,9 +85,20 @@ type Probe struct {
 	Line        int            `yaml:"-"`
 }
 
+// MarshalYAML leaves request.max_tokens out of a probe with a random
+// workload, where output_tokens sets it and the key is refused, so that
+// Config.String stays a loadable config.
+func (p Probe) MarshalYAML() (any, error) {
+	type plain Probe
+	if p.Workload.Random != nil {
+		p.Request.MaxTokens = 0
+	}
+	return plain(p), nil
+}
+
 // Request holds sampling parameters sent with every request of a probe.
 type Request struct {
-	MaxTokens   int            `yaml:"max_tokens"`
+	MaxTokens   int            `yaml:"max_tokens,omitempty"`
 	Temperature float64        `yaml:"temperature"`
 	IgnoreEOS   bool           `yaml:"ignore_eos"`
 	Extra       map[string]any `yaml:"extra"` // merged into the JSON body

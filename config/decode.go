@@ -45,6 +45,7 @@ type decoder struct {
 	// mapping that merges itself (&a {<<: *a}) is an error, not endless
 	// recursion.
 	merging map[*yaml.Node]bool
+	parents []parent // enclosing structs, outermost first
 }
 
 // decode sets v from n; path names v in messages.
@@ -75,7 +76,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		d.decodeMapping(n, v, path)
 	default:
-		d.p.add(n.Line, path, "must be %s, got %s", describe(t), d.shown(n, t))
+		d.p.add(n.Line, path, "must be %s, got %s%s", describe(t), d.shown(n, t), d.nestedKeys(n))
 	}
 }
 
@@ -139,9 +140,15 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
 	}
 	var te *yaml.TypeError
 	var ue *url.Error
+	if t == durationType && n.Kind == yaml.ScalarNode {
+		if whole, ok := wholeDuration(n.Value); ok {
+			d.p.add(n.Line, path, "must be %s, without fractions: write %s, got %s", describe(t), whole, quote(n.Value))
+			return
+		}
+	}
 	switch {
 	case errors.As(err, &te) || t == durationType:
-		d.p.add(n.Line, path, "must be %s, got %s", describe(t), d.shown(n, t))
+		d.p.add(n.Line, path, "must be %s, got %s%s", describe(t), d.shown(n, t), d.nestedKeys(n))
 	case errors.As(err, &ue):
 		// url.Error repeats the whole URL, password included.
 		d.p.add(n.Line, path, "invalid URL: %s, got %s", d.scrub(ue.Err.Error()), d.shown(n, t))
@@ -206,11 +213,13 @@ func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
 		f, inline, ok := fieldByName(v, k.Value)
 		switch {
 		case !ok:
-			d.p.add(k.Line, path, "unknown field %s%s", quote(k.Value), suggest(k.Value, fieldsOf(v.Type())))
+			d.p.add(k.Line, path, "unknown field %s%s", quote(k.Value), d.misplaced(n, i, v.Type(), path, k))
 		case inline.IsValid():
 			d.decodeMapEntry(k, val, inline, kp)
 		default:
+			d.parents = append(d.parents, parent{t: v.Type(), path: path, key: k})
 			d.decode(val, f, kp)
+			d.parents = d.parents[:len(d.parents)-1]
 		}
 	}
 }

@@ -67,6 +67,13 @@ func (p *problems) fail(path, format string, args ...any) {
 	p.add(p.lineOf(path), path, format, args...)
 }
 
+// written reports whether path was a key in the file (itself or through
+// a merge key), rather than left to its default.
+func (p *problems) written(path string) bool {
+	_, ok := p.lines[path]
+	return ok
+}
+
 func (p *problems) lineOf(path string) int {
 	for {
 		if l, ok := p.lines[path]; ok {

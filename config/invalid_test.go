@@ -291,7 +291,7 @@ var invalidCases = []struct {
 	{
 		file: "invalid-yaml-syntax.yml",
 		want: []string{
-			`testdata/invalid-yaml-syntax.yml:4: invalid YAML: did not find expected '-' indicator`,
+			`testdata/invalid-yaml-syntax.yml:6: invalid YAML: key "api" is indented 3 spaces, which lines up with nothing above it: indent it 4 spaces to align it with "name" (line 5), or 0 spaces to align it with "probes" (line 4)`,
 		},
 	},
 	{
@@ -326,6 +326,77 @@ var invalidCases = []struct {
 		file: "invalid-unknown-section.yml",
 		want: []string{
 			`testdata/invalid-unknown-section.yml:1: unknown field "alerting"`,
+		},
+	},
+	{
+		file: "invalid-url-v1.yml",
+		want: []string{
+			`testdata/invalid-url-v1.yml:3: targets[0].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1"`,
+			`testdata/invalid-url-v1.yml:5: targets[1].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/"`,
+			`testdata/invalid-url-v1.yml:7: targets[2].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "https://vllm.example.internal/llama", got "https://vllm.example.internal/llama/v1/chat/completions"`,
+			`testdata/invalid-url-v1.yml:9: targets[3].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/completions"`,
+			`testdata/invalid-url-v1.yml:11: targets[4].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/models/"`,
+		},
+	},
+	{
+		file: "invalid-timeout-below-e2el.yml",
+		want: []string{
+			`testdata/invalid-timeout-below-e2el.yml:8: probes[0].timeout: must be >= slo.e2el (20s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got 10s`,
+			`testdata/invalid-timeout-below-e2el.yml:13: probes[1].timeout: must be >= slo.e2el (1m), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got 30s`,
+		},
+	},
+	{
+		file: "invalid-random-max-tokens.yml",
+		want: []string{
+			`testdata/invalid-random-max-tokens.yml:10: probes[0].request.max_tokens: is not used with a random workload, whose output_tokens (64) sets each request's limit: remove it, got 128`,
+		},
+	},
+	{
+		file: "invalid-fractional-duration.yml",
+		want: []string{
+			`testdata/invalid-fractional-duration.yml:2: global.server_metrics.interval: must be a duration such as 30s or 1m30s, without fractions: write 36h, got "1.5d"`,
+			`testdata/invalid-fractional-duration.yml:2: global.server_metrics.timeout: must be a duration such as 30s or 1m30s, got "0.0005s"`,
+			`testdata/invalid-fractional-duration.yml:10: probes[0].timeout: must be a duration such as 30s or 1m30s, without fractions: write 1500ms, got "1.5s"`,
+			`testdata/invalid-fractional-duration.yml:15: probes[0].slo.ttft: must be a duration such as 30s or 1m30s, without fractions: write 30s, got "0.5m"`,
+			`testdata/invalid-fractional-duration.yml:16: probes[0].slo.tpot: must be a duration such as 30s or 1m30s, without fractions: write 250ms, got ".25s"`,
+			`testdata/invalid-fractional-duration.yml:17: probes[0].slo.e2el: must be a duration such as 30s or 1m30s, without fractions: write 150m, got "2.5h"`,
+			`testdata/invalid-fractional-duration.yml:21: probes[1].timeout: must be a duration such as 30s or 1m30s, without fractions: write 90500ms, got "1m30.5s"`,
+		},
+	},
+	{
+		file: "invalid-indent-under-scalar.yml",
+		want: []string{
+			`testdata/invalid-indent-under-scalar.yml:7: invalid YAML: key "rate" is indented deeper than "api" (line 6), which already has the value "chat" and cannot hold keys: indent it 4 spaces to align it with "api"`,
+		},
+	},
+	{
+		file: "invalid-indent-list-item.yml",
+		want: []string{
+			`testdata/invalid-indent-list-item.yml:11: invalid YAML: list item is indented 6 spaces, which lines up with nothing above it: indent it 8 spaces to align it with the list item (line 10), or 2 spaces to align it with the list item (line 5)`,
+		},
+	},
+	{
+		file: "invalid-indent-top-level.yml",
+		want: []string{
+			`testdata/invalid-indent-top-level.yml:6: invalid YAML: key "probes" is indented 2 spaces, which lines up with nothing above it: indent it 4 spaces to align it with "url" (line 4), or 0 spaces to align it with "targets" (line 2)`,
+		},
+	},
+	{
+		file: "invalid-indent-to-parent.yml",
+		want: []string{
+			`testdata/invalid-indent-to-parent.yml:4: global: unknown field "max_files": it is a key of "ledger" (line 2), indent it deeper to put it under "ledger"`,
+			`testdata/invalid-indent-to-parent.yml:14: probes[0]: unknown field "e2el": it is a key of "slo" (line 12), indent it deeper to put it under "slo"`,
+			`testdata/invalid-indent-to-parent.yml:17: probes[0].workload: unknown field "input_tokens": it is a key of "random" (line 16), indent it deeper to put it under "random"`,
+			`testdata/invalid-indent-to-parent.yml:18: probes[0].workload: unknown field "output_tokens": it is a key of "random" (line 16), indent it deeper to put it under "random"`,
+		},
+	},
+	{
+		file: "invalid-indent-into-child.yml",
+		want: []string{
+			`testdata/invalid-indent-into-child.yml:7: probes[0].api: must be a string, got a mapping: "rate" (line 7) is a key of probes[0], indent it less to align it with "api"`,
+			`testdata/invalid-indent-into-child.yml:9: probes[0].timeout: must be a duration such as 30s or 1m30s, got a mapping: "max_in_flight" (line 9) is a key of probes[0], indent it less to align it with "timeout"`,
+			`testdata/invalid-indent-into-child.yml:15: probes[0].slo: unknown field "objective": it is a key of probes[0], indent it less to align it with "slo" (line 13)`,
+			`testdata/invalid-indent-into-child.yml:18: probes[0].quality: unknown field "global": it is a key of the top level, indent it less to align it with "probes" (line 4)`,
 		},
 	},
 	{

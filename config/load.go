@@ -1,16 +1,11 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 )
@@ -57,47 +52,6 @@ func Parse(data []byte, filename string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// parseYAML parses the single document of data into a node tree; a nil
-// node means an empty file.
-func parseYAML(data []byte, filename string) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, syntaxError(filename, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, syntaxError(filename, err)
-		}
-		return nil, &Error{File: filename, Line: extra.Line, Msg: "only one YAML document is allowed"}
-	}
-	if len(doc.Content) == 0 {
-		return nil, nil
-	}
-	return doc.Content[0], nil
-}
-
-func syntaxError(filename string, err error) error {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: filename, Line: line, Msg: "invalid YAML: " + m[2]}
-	}
-	return &Error{File: filename, Msg: "invalid YAML: " + trimYAMLPrefix(err.Error())}
-}
-
-func trimYAMLPrefix(s string) string {
-	if len(s) > 6 && s[:6] == "yaml: " {
-		return s[6:]
-	}
-	return s
 }
 
 // Probe returns the probe called name.

@@ -93,3 +93,44 @@ func TestRequestExtraIsJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestChecksLeaveValidConfigs keeps the base-URL, timeout and max_tokens
+// checks to their cases: these neighbours of the refused configs load.
+func TestChecksLeaveValidConfigs(t *testing.T) {
+	prompts := "{prompts: [{messages: [{role: user, content: hi}]}]}"
+	tests := []struct{ name, doc string }{
+		{"path that only starts like v1", strings.Replace(validTarget, ":8000", ":8000/v1beta", 1) + validProbe},
+		{"base URL under a path prefix", strings.Replace(validTarget, ":8000", ":8000/llama/", 1) + validProbe},
+		{"timeout equal to slo.e2el", validTarget + validProbe + "    timeout: 20s\n    slo: {e2el: 20s}\n"},
+		{"max_tokens with prompts", validTarget + strings.Replace(validProbe, "{random: {input_tokens: 8, output_tokens: 8}}", prompts, 1) + "    request: {max_tokens: 8}\n"},
+		{"other request keys with random", validTarget + validProbe + "    request: {temperature: 0.5, ignore_eos: true}\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse([]byte(tc.doc), "c.yml"); err != nil {
+				t.Errorf("Parse: %v\n%s", err, tc.doc)
+			}
+		})
+	}
+}
+
+// TestRandomMaxTokensThroughMerge refuses request.max_tokens that reaches a
+// random workload's probe through a merge key, at the line it is written.
+func TestRandomMaxTokensThroughMerge(t *testing.T) {
+	doc := validTarget + `probes:
+  - name: fixed
+    api: chat
+    rate: 1
+    request: &req {max_tokens: 32, temperature: 0}
+    workload: {prompts: [{messages: [{role: user, content: hi}]}]}
+  - name: random
+    api: chat
+    rate: 1
+    request: {<<: *req, ignore_eos: true}
+    workload: {random: {input_tokens: 8, output_tokens: 8}}
+`
+	want := `c.yml:9: probes[1].request.max_tokens: is not used with a random workload, whose output_tokens (8) sets each request's limit: remove it, got 32`
+	if _, err := Parse([]byte(doc), "c.yml"); err == nil || err.Error() != want {
+		t.Errorf("got error:\n%v\nwant:\n%s", err, want)
+	}
+}

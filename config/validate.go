@@ -113,7 +113,30 @@ func checkBaseURL(s string) (string, string) {
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return "", "must not have a query or fragment"
 	}
+	if base, ok := trimAPIPath(u); ok {
+		return "", fmt.Sprintf("must be the server's base URL: the prober appends %s itself; use %s",
+			strings.Join(apiPaths[:len(apiPaths)-1], ", "), quote(base))
+	}
 	return strings.TrimRight(s, "/"), ""
+}
+
+// apiPaths are the paths the prober appends to a target's URL (see
+// probe/requester.go and probe/discovery.go), then the /v1 prefix they
+// share: a URL ending in one of them is an OpenAI client's base_url or a
+// request URL, and every request would go to /v1/v1/....
+var apiPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1"}
+
+// trimAPIPath returns u without a trailing API path, and whether it had one.
+func trimAPIPath(u *url.URL) (string, bool) {
+	p := strings.TrimRight(u.Path, "/")
+	for _, suffix := range apiPaths {
+		if strings.HasSuffix(p, suffix) {
+			base := *u
+			base.Path, base.RawPath = strings.TrimSuffix(p, suffix), ""
+			return base.String(), true
+		}
+	}
+	return "", false
 }
 
 func (v *validator) references(t Target, path string, probes map[string]int) {

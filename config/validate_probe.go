@@ -36,6 +36,11 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.positive(path+".timeout", p.Timeout)
 	v.request(&p.Request, path+".request")
 	v.workload(p, path+".workload")
+	if r := p.Workload.Random; r != nil && v.p.written(path+".request.max_tokens") {
+		// probe/workload_random.go draws every request's limit around
+		// output_tokens, so max_tokens would be silently unused.
+		v.p.fail(path+".request.max_tokens", "is not used with a random workload, whose output_tokens (%d) sets each request's limit: remove it, got %d", r.OutputTokens, p.Request.MaxTokens)
+	}
 	for _, s := range []struct {
 		name string
 		d    *model.Duration
@@ -43,6 +48,11 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 		if *s.d < 0 {
 			v.p.fail(path+".slo."+s.name, "must be >= 0 (0 = no objective), got %s", *s.d)
 		}
+	}
+	if p.Timeout > 0 && p.Timeout < p.SLO.E2EL {
+		// A request slower than the timeout ends client_timeout, so an
+		// E2EL objective past it could never fail a request.
+		v.p.fail(path+".timeout", "must be >= slo.e2el (%s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got %s", p.SLO.E2EL, p.Timeout)
 	}
 	v.quality(&p.Quality, path+".quality")
 	if !(p.Objective > 0 && p.Objective < 1) {
