@@ -158,7 +158,7 @@ probes:
     api: completions
     rate: 3
     timeout: 15s
-    request: {max_tokens: 64, ignore_eos: true}
+    request: {ignore_eos: true}
     workload:
       random: {input_tokens: 256, output_tokens: 64, range_ratio: 0.2, seed: %d}
     slo: {ttft: 1s, tpot: 100ms, e2el: 10s}

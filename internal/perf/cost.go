@@ -137,8 +137,8 @@ func costConfig(url, ledger string, o CostOptions) string {
 	}
 	b.WriteString("probes:\n")
 	kinds := []string{
-		"api: chat\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {max_tokens: 64, ignore_eos: true}",
-		"api: completions\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {max_tokens: 64, ignore_eos: true}",
+		"api: chat\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {ignore_eos: true}",
+		"api: completions\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {ignore_eos: true}",
 		"api: chat\n    workload: {prompts: [{messages: [{role: user, content: \"What is 12*12? Digits only.\"}], expect: {regex: '\\b144\\b'}}]}",
 	}
 	for i := range o.Probes {
