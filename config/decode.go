@@ -11,7 +11,7 @@ import (
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // maxNodes bounds the nodes one decode visits, so aliases that expand

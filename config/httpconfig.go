@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	promconfig "github.com/prometheus/common/config"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // decodeHTTP decodes a target's http_client_config. yaml.v3's Node.Decode

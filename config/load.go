@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Load reads and parses the configuration file at path.

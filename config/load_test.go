@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // validProbe is a complete probe for tests that vary one thing elsewhere.

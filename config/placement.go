@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // parent is a struct being decoded and the key of its field whose value

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // NewRegexp compiles src into a Regexp. An empty src gives the zero Regexp,
