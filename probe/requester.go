@@ -178,6 +178,9 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 			r.send(ctx, res, model, item)
 		}
 	}
+	if !res.Sent.IsZero() {
+		res.Elapsed = r.opts.Now().Sub(res.Sent)
+	}
 	p := r.probe
 	if p.Quality.Model == "" {
 		// Expect the model the request named, discovered or configured:
