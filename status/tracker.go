@@ -49,9 +49,13 @@ type pairState struct {
 	ttft, itl    []sample // within the window
 }
 
+// finish is one request that ended, reduced to what the windowed
+// accounting needs (probe.Result.Abandoned, probe.Result.ServerCompleted).
 type finish struct {
-	at time.Time
-	d  probe.Disposition
+	at        time.Time
+	accepted  bool
+	abandoned bool
+	completed bool
 }
 
 // PairStats is a snapshot of one pair.
@@ -67,12 +71,17 @@ type PairStats struct {
 	Window time.Duration
 	// Goodput is accepted requests per second over the window.
 	Goodput float64
-	// Completed is finished requests per second over the window, excluding
-	// cancelled ones (which the prober, not the server, decided).
+	// Completed is requests the server completed (probe.Result.
+	// ServerCompleted) per second over the window.
 	Completed float64
-	// Acceptance is accepted / completed over the window; -1 when nothing
-	// completed.
-	Acceptance         float64
+	// Acceptance is accepted / (offered - abandoned) over the requests
+	// that ended in the window: in-flight-cap cancellations, timeouts and
+	// failures count in the denominator, only requests the prober gave up
+	// for its own reasons (probe.Result.Abandoned) leave it. -1 when no
+	// such request ended in the window.
+	Acceptance float64
+	// TTFT percentiles include client timeouts censored at the timeout
+	// (probe.Result.ObservedTTFT).
 	TTFTP50, TTFTP99   time.Duration
 	ITLP50, ITLP99     time.Duration
 	WindowSamplesTTFT  int
@@ -164,9 +173,10 @@ func (t *Tracker) Finished(r *probe.Result) {
 	// Pruned here too, not only when the page is viewed: otherwise samples
 	// older than the window pile up to MaxSamples on an unwatched prober.
 	st.prune(now.Add(-t.opts.Window))
-	st.finished = t.bounded(append(st.finished, finish{now, r.Disposition}))
-	if r.TTFT > 0 {
-		st.ttft = t.boundedSamples(append(st.ttft, sample{now, r.TTFT}))
+	st.finished = t.bounded(append(st.finished, finish{at: now, accepted: r.Disposition == probe.Accepted,
+		abandoned: r.Abandoned(), completed: r.ServerCompleted()}))
+	if d, ok := r.ObservedTTFT(); ok {
+		st.ttft = t.boundedSamples(append(st.ttft, sample{now, d}))
 	}
 	for _, g := range r.ITLs {
 		st.itl = append(st.itl, sample{now, g})
@@ -206,14 +216,16 @@ func (t *Tracker) Snapshot() []PairStats {
 			Acceptance:         -1,
 			AcceptedSinceStart: st.dispositions[probe.Accepted],
 		}
-		var accepted, completed int
+		var accepted, judged, completed int
 		for _, f := range st.finished {
-			if f.d == probe.Cancelled {
-				continue
-			}
-			completed++
-			if f.d == probe.Accepted {
+			if f.accepted {
 				accepted++
+			}
+			if f.completed {
+				completed++
+			}
+			if !f.abandoned {
+				judged++
 			}
 		}
 		// A pair younger than the window is judged over its age, so rates
@@ -222,8 +234,8 @@ func (t *Tracker) Snapshot() []PairStats {
 		ps.Window = span
 		secs := max(span.Seconds(), 1)
 		ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs
-		if completed > 0 {
-			ps.Acceptance = float64(accepted) / float64(completed)
+		if judged > 0 {
+			ps.Acceptance = float64(accepted) / float64(judged)
 		}
 		ps.TTFTP50, ps.TTFTP99 = quantile(st.ttft, 0.5), quantile(st.ttft, 0.99)
 		ps.ITLP50, ps.ITLP99 = quantile(st.itl, 0.5), quantile(st.itl, 0.99)
