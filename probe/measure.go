@@ -29,8 +29,8 @@ type measurement struct {
 	finish     string
 	model      string // named by the first event that names one
 	otherModel string // the first different model a later event named
-	server *ServerTiming
-	text   strings.Builder
+	server     *ServerTiming
+	text       strings.Builder
 }
 
 // observe applies one decoded event that arrived at at.

@@ -162,7 +162,7 @@ type Result struct {
 	// OtherModel is a model named by a later event of the same response
 	// that differs from Model ("" when every event agreed).
 	OtherModel string
-	Server          *ServerTiming
+	Server     *ServerTiming
 
 	Error string // a short, secret-free description of what went wrong
 	Text  string // generated text (content and reasoning)

@@ -53,7 +53,7 @@ func TestTrackerUnderOverload(t *testing.T) {
 		Probes: []config.Probe{{
 			Name: "chat", API: config.APIChat, Rate: 40, Burstiness: math.Inf(1), MaxInFlight: 2,
 			Timeout: model.Duration(5 * time.Second), Request: config.Request{MaxTokens: 8},
-			Workload: config.Workload{Prompts: []config.Prompt{{Messages: []config.Message{{Role: "user", Content: "Say hi."}}}}},
+			Workload:  config.Workload{Prompts: []config.Prompt{{Messages: []config.Message{{Role: "user", Content: "Say hi."}}}}},
 			Objective: 0.99,
 		}},
 	}
