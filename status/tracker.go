@@ -44,6 +44,7 @@ type pairState struct {
 	objective    float64
 	offered      uint64
 	inFlight     int64
+	abandoned    uint64 // since start (probe.Result.Abandoned)
 	dispositions map[probe.Disposition]uint64
 	finished     []finish // within the window
 	ttft, itl    []sample // within the window
@@ -87,6 +88,23 @@ type PairStats struct {
 	WindowSamplesTTFT  int
 	WindowSamplesITL   int
 	AcceptedSinceStart uint64
+	// AbandonedSinceStart counts the requests the prober gave up for its
+	// own reasons since start (probe.Result.Abandoned).
+	AbandonedSinceStart uint64
+}
+
+// AcceptanceSinceStart is accepted / (offered - abandoned) over every
+// request that ended since start; -1 when none did. Requests in flight
+// are not counted yet.
+func (p PairStats) AcceptanceSinceStart() float64 {
+	var ended uint64
+	for _, n := range p.Dispositions {
+		ended += n
+	}
+	if ended <= p.AbandonedSinceStart {
+		return -1
+	}
+	return float64(p.AcceptedSinceStart) / float64(ended-p.AbandonedSinceStart)
 }
 
 // DispositionCount is a disposition with its count.
@@ -170,6 +188,9 @@ func (t *Tracker) Finished(r *probe.Result) {
 	}
 	st.inFlight--
 	st.dispositions[r.Disposition]++
+	if r.Abandoned() {
+		st.abandoned++
+	}
 	// Pruned here too, not only when the page is viewed: otherwise samples
 	// older than the window pile up to MaxSamples on an unwatched prober.
 	st.prune(now.Add(-t.opts.Window))
@@ -211,10 +232,11 @@ func (t *Tracker) Snapshot() []PairStats {
 		ps := PairStats{
 			Target: k.target, Probe: k.probe, Objective: st.objective,
 			Offered: st.offered, InFlight: st.inFlight,
-			Dispositions:       maps.Clone(st.dispositions),
-			Window:             t.opts.Window,
-			Acceptance:         -1,
-			AcceptedSinceStart: st.dispositions[probe.Accepted],
+			Dispositions:        maps.Clone(st.dispositions),
+			Window:              t.opts.Window,
+			Acceptance:          -1,
+			AcceptedSinceStart:  st.dispositions[probe.Accepted],
+			AbandonedSinceStart: st.abandoned,
 		}
 		var accepted, judged, completed int
 		for _, f := range st.finished {
