@@ -90,7 +90,7 @@ func TestDemo(t *testing.T) {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == "metrics:" {
 			metricsURL = f[1]
 		}
-		if strings.Contains(line, "goodput/s") && metricsURL != "" && strings.Count(out.String(), "goodput/s") >= 3 {
+		if strings.HasPrefix(line, "target") && metricsURL != "" && strings.Count(out.String(), "ITL p99") >= 3 { // the third table header
 			break
 		}
 	}
