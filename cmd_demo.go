@@ -80,8 +80,8 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 	}
 	f.daemon.configFile = cfgPath
 
-	summaryCtx, stopSummaries := context.WithCancel(context.Background())
-	var summaries sync.WaitGroup
+	summaries := newDemoSummaries(out, f.interval)
+	defer summaries.stop()
 	hooks := daemonHooks{
 		listening: func(addrs []net.Addr) {
 			fmt.Fprintf(out, "vllm-prober demo\n  simulator:   %s (model %s)\n", simURL, opts.Model)
@@ -90,25 +90,49 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 			}
 			fmt.Fprintf(out, "  config:      %s\n  ledger:      %s\nPress Ctrl-C to stop.\n\n", cfgPath, filepath.Join(dir, "ledger.jsonl"))
 		},
-		started: func(d *daemon) {
-			summaries.Add(1)
-			go func() {
-				defer summaries.Done()
-				printSummaries(summaryCtx, out, d.tracker, f.interval)
-			}()
-		},
-		// The final table waits for the drain, so it counts every offered
-		// request once, as the ledger does, and for the live summaries to
-		// stop, so nothing prints after it.
-		drained: func(d *daemon) {
-			stopSummaries()
-			summaries.Wait()
-			writeFinal(out, d.tracker.Snapshot())
-		},
+		started: summaries.start,
+		drained: summaries.final,
 	}
-	defer summaries.Wait()
-	defer stopSummaries()
 	return runDaemon(ctx, logger, &f.daemon, hooks)
+}
+
+// demoSummaries prints the live summaries while the demo runs and the
+// final table after the drain.
+type demoSummaries struct {
+	out      io.Writer
+	interval time.Duration
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+func newDemoSummaries(out io.Writer, interval time.Duration) *demoSummaries {
+	s := &demoSummaries{out: out, interval: interval}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// start prints d's summaries every interval until stop.
+func (s *demoSummaries) start(d *daemon) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		printSummaries(s.ctx, s.out, d.tracker, s.interval)
+	}()
+}
+
+// stop ends the live summaries and waits until none is being printed.
+func (s *demoSummaries) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// final prints the final table once every offered request has ended (so
+// it counts each once, as the ledger does) and the live summaries have
+// stopped (so nothing prints after it).
+func (s *demoSummaries) final(d *daemon) {
+	s.stop()
+	writeFinal(s.out, d.tracker.Snapshot())
 }
 
 // printSummaries prints the tracker's table every interval until ctx ends.
