@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -79,6 +80,8 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 	}
 	f.daemon.configFile = cfgPath
 
+	summaries := newDemoSummaries(out, f.interval)
+	defer summaries.stop()
 	hooks := daemonHooks{
 		listening: func(addrs []net.Addr) {
 			fmt.Fprintf(out, "vllm-prober demo\n  simulator:   %s (model %s)\n", simURL, opts.Model)
@@ -87,9 +90,49 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 			}
 			fmt.Fprintf(out, "  config:      %s\n  ledger:      %s\nPress Ctrl-C to stop.\n\n", cfgPath, filepath.Join(dir, "ledger.jsonl"))
 		},
-		started: func(d *daemon) { go printSummaries(ctx, out, d.tracker, f.interval) },
+		started: summaries.start,
+		drained: summaries.final,
 	}
 	return runDaemon(ctx, logger, &f.daemon, hooks)
+}
+
+// demoSummaries prints the live summaries while the demo runs and the
+// final table after the drain.
+type demoSummaries struct {
+	out      io.Writer
+	interval time.Duration
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+func newDemoSummaries(out io.Writer, interval time.Duration) *demoSummaries {
+	s := &demoSummaries{out: out, interval: interval}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// start prints d's summaries every interval until stop.
+func (s *demoSummaries) start(d *daemon) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		printSummaries(s.ctx, s.out, d.tracker, s.interval)
+	}()
+}
+
+// stop ends the live summaries and waits until none is being printed.
+func (s *demoSummaries) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// final prints the final table once every offered request has ended (so
+// it counts each once, as the ledger does) and the live summaries have
+// stopped (so nothing prints after it).
+func (s *demoSummaries) final(d *daemon) {
+	s.stop()
+	writeFinal(s.out, d.tracker.Snapshot())
 }
 
 // printSummaries prints the tracker's table every interval until ctx ends.
@@ -99,7 +142,6 @@ func printSummaries(ctx context.Context, out io.Writer, t *status.Tracker, inter
 	for {
 		select {
 		case <-ctx.Done():
-			writeSummary(out, time.Now(), t.Snapshot()) // the final numbers
 			return
 		case now := <-tick.C:
 			writeSummary(out, now, t.Snapshot())
@@ -107,11 +149,17 @@ func printSummaries(ctx context.Context, out io.Writer, t *status.Tracker, inter
 	}
 }
 
-// writeSummary writes one compact table of every pair.
+// writeSummary writes one compact table of every pair, with a legend of
+// which columns count since start and which cover the window.
 func writeSummary(out io.Writer, now time.Time, pairs []status.PairStats) {
+	var window time.Duration
+	for _, p := range pairs {
+		window = max(window, p.Window)
+	}
+	fmt.Fprintf(out, "%s  since start: offered, in flight (now), accepted, failed; over the last %s: completed/s, goodput/s, acceptance, percentiles\n",
+		now.Format("15:04:05"), window.Round(time.Second))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(out, "%s\n", now.Format("15:04:05"))
-	fmt.Fprintf(tw, "target\tprobe\toffered\taccepted\tfailed\tgoodput/s\tacceptance\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t\n")
+	fmt.Fprintf(tw, "target\tprobe\toffered\tin flight\taccepted\tfailed\tcompleted/s\tgoodput/s\tacceptance\tTTFT p50\tTTFT p99\tITL p50\tITL p99\t\n")
 	for _, p := range pairs {
 		var failed uint64
 		for d, n := range p.Dispositions {
@@ -119,13 +167,34 @@ func writeSummary(out io.Writer, now time.Time, pairs []status.PairStats) {
 				failed += n
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
-			p.Target, p.Probe, p.Offered, p.AcceptedSinceStart, failed, p.Goodput,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
+			p.Target, p.Probe, p.Offered, p.InFlight, p.AcceptedSinceStart, failed, p.Completed, p.Goodput,
 			status.FormatPct(p.Acceptance), status.FormatMs(p.TTFTP50), status.FormatMs(p.TTFTP99),
 			status.FormatMs(p.ITLP50), status.FormatMs(p.ITLP99))
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
+}
+
+// writeFinal writes the counts since start per disposition, after the
+// drain: they equal the ledger's records. Acceptance is accepted /
+// (offered - abandoned) over the whole run.
+func writeFinal(out io.Writer, pairs []status.PairStats) {
+	fmt.Fprintln(out, "final, after every request ended (counts since start, as in the ledger):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "target\tprobe\toffered")
+	for _, d := range probe.Dispositions {
+		fmt.Fprintf(tw, "\t%s", d)
+	}
+	fmt.Fprint(tw, "\tabandoned\tacceptance\t\n")
+	for _, p := range pairs {
+		fmt.Fprintf(tw, "%s\t%s\t%d", p.Target, p.Probe, p.Offered)
+		for _, d := range probe.Dispositions {
+			fmt.Fprintf(tw, "\t%d", p.Dispositions[d])
+		}
+		fmt.Fprintf(tw, "\t%d\t%s\t\n", p.AbandonedSinceStart, status.FormatPct(p.AcceptanceSinceStart()))
+	}
+	tw.Flush()
 }
 
 // demoConfig is the built-in config: a chat probe with a quality check and

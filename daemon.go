@@ -48,6 +48,9 @@ type daemonHooks struct {
 	listening func(addrs []net.Addr)
 	// started is called once probing has started.
 	started func(d *daemon)
+	// drained is called at shutdown once every offered request has ended
+	// and reached the listeners and the ledger.
+	drained func(d *daemon)
 }
 
 // runDaemon runs until ctx ends, then shuts down gracefully.
@@ -100,6 +103,9 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 		case <-ctx.Done():
 			logger.Info("Shutting down")
 			d.shutdown()
+			if hooks.drained != nil {
+				hooks.drained(d)
+			}
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = srv.Shutdown(sctx)

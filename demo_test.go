@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/status"
 )
 
 // designMetrics are the client metrics of DESIGN.md section 7.
@@ -85,14 +90,15 @@ func TestDemo(t *testing.T) {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == "metrics:" {
 			metricsURL = f[1]
 		}
-		if strings.Contains(line, "goodput/s") && metricsURL != "" && strings.Count(out.String(), "goodput/s") >= 3 {
+		if strings.HasPrefix(line, "target") && metricsURL != "" && strings.Count(out.String(), "ITL p99") >= 3 { // the third table header
 			break
 		}
 	}
 	if metricsURL == "" {
 		t.Fatalf("demo printed no metrics URL:\n%s", out.String())
 	}
-	for _, w := range []string{"chat-arithmetic", "completions-random", "TTFT p99", "acceptance"} {
+	for _, w := range []string{"chat-arithmetic", "completions-random", "TTFT p99", "acceptance", "in flight",
+		"since start: offered, in flight (now), accepted, failed; over the last", "completed/s"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("summary lacks %q:\n%s", w, out.String())
 		}
@@ -139,6 +145,92 @@ func TestDemo(t *testing.T) {
 	}
 	if serverSeries == 0 {
 		t.Error("no vllm:* server series re-exported")
+	}
+}
+
+// TestDemoFinalTableEqualsLedger: the demo's final table, printed after
+// the drain, counts every offered request once per disposition, exactly as
+// a hand count of its ledger does, with faults on so that failures
+// appear; nothing prints after it.
+func TestDemoFinalTableEqualsLedger(t *testing.T) {
+	cmd := exec.Command(binary, "demo", "--duration=6s", "--summary.interval=500ms", "--faults", "--seed=2",
+		"--web.listen-address=127.0.0.1:0")
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, stdout)
+	}
+	out := string(stdout)
+	var ledger string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "ledger:" {
+			ledger = f[1]
+		}
+	}
+	if ledger == "" {
+		t.Fatalf("demo printed no ledger path:\n%s", out)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(ledger)) })
+
+	_, final, ok := strings.Cut(out, "final, after every request ended")
+	if !ok {
+		t.Fatalf("no final table:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(final), "\n")[1:] // the rest of the title line
+	if strings.Contains(final, "goodput/s") {
+		t.Errorf("a live summary printed after the final table:\n%s", final)
+	}
+	header := strings.Fields(lines[0])
+	table := map[string]map[string]int{} // pair -> column -> count
+	acceptance := map[string]string{}
+	for _, row := range lines[1:] {
+		f := strings.Fields(row)
+		if len(f) != len(header) {
+			t.Fatalf("row %q does not match header %q", row, lines[0])
+		}
+		cols := map[string]int{}
+		for i, h := range header[2 : len(header)-1] { // counts between probe and acceptance
+			if cols[h], err = strconv.Atoi(f[i+2]); err != nil {
+				t.Fatalf("column %s of %q: %v", h, row, err)
+			}
+		}
+		table[f[0]+"/"+f[1]] = cols
+		acceptance[f[0]+"/"+f[1]] = f[len(f)-1]
+	}
+
+	recs, torn, err := probe.ReadLedger(ledger)
+	if err != nil || torn != 0 {
+		t.Fatalf("ledger: %d torn, %v", torn, err)
+	}
+	hand := map[string]map[string]int{}
+	for _, r := range recs {
+		pair := r.Target + "/" + r.Probe
+		if hand[pair] == nil {
+			hand[pair] = map[string]int{}
+		}
+		hand[pair]["offered"]++
+		hand[pair][string(r.Disposition)]++
+		if r.Disposition == probe.Cancelled && (r.Reason == probe.ReasonShutdown || r.Reason == probe.ReasonRemoved) {
+			hand[pair]["abandoned"]++
+		}
+	}
+	if len(table) != 2 || len(hand) != 2 {
+		t.Fatalf("final table has pairs %v, ledger %v; want the demo's 2", table, hand)
+	}
+	var notAccepted int
+	for pair, cols := range table {
+		for col, n := range cols {
+			if hand[pair][col] != n {
+				t.Errorf("%s %s: final table %d, ledger %d", pair, col, n, hand[pair][col])
+			}
+		}
+		notAccepted += cols["offered"] - cols["accepted"]
+		h := hand[pair]
+		if want := status.FormatPct(float64(h["accepted"]) / float64(h["offered"]-h["abandoned"])); acceptance[pair] != want {
+			t.Errorf("%s acceptance %s, want accepted / (offered - abandoned) = %s", pair, acceptance[pair], want)
+		}
+	}
+	if notAccepted == 0 { // the faults are a few percent: rare, but possible
+		t.Logf("with faults on, every request was accepted this time:\n%s", final)
 	}
 }
 

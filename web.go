@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/status"
 )
@@ -64,18 +66,23 @@ func (d *daemon) handleReload(w http.ResponseWriter, r *http.Request) {
 }
 
 // pairParams reads target= and probe= and checks that each, when given,
-// names a configured target or probe.
+// names a configured target or probe, and that both together name a pair
+// the configuration runs (the target's probes list includes the probe).
 func (d *daemon) pairParams(r *http.Request, required bool) (target, probeName string, err error) {
 	cfg := d.safe.Get()
 	target, probeName = r.URL.Query().Get("target"), r.URL.Query().Get("probe")
 	if required && (target == "" || probeName == "") {
 		return "", "", errors.New("target and probe parameters are required")
 	}
-	if _, ok := cfg.Target(target); target != "" && !ok {
+	tg, ok := cfg.Target(target)
+	if target != "" && !ok {
 		return "", "", fmt.Errorf("unknown target %q", truncate(target, 64))
 	}
 	if _, ok := cfg.Probe(probeName); probeName != "" && !ok {
 		return "", "", fmt.Errorf("unknown probe %q", truncate(probeName, 64))
+	}
+	if target != "" && probeName != "" && !slices.ContainsFunc(cfg.ProbesFor(tg), func(p config.Probe) bool { return p.Name == probeName }) {
+		return "", "", fmt.Errorf("probe %q is not paired with target %q: the target's probes list does not include it", probeName, target)
 	}
 	return target, probeName, nil
 }

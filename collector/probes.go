@@ -14,8 +14,10 @@
 // disposition, so slow requests that failed an SLO show in the histograms.
 // TPOT, E2EL and the decode phase describe a whole stream and are observed
 // only for requests whose stream completed (accepted, latency_failure,
-// quality_failure): a stream cut by a timeout or an error would report a
-// misleadingly short duration.
+// quality_failure): a stream cut by an error would report a misleadingly
+// short duration. A client_timeout is never dropped: it is observed in
+// E2EL, and in TTFT when no token came, at the time it was abandoned
+// (probe.Result.ObservedE2EL), i.e. censored at the timeout.
 package collector
 
 import (
@@ -58,7 +60,7 @@ const (
 	outputTokensHelp = "Output tokens of finished requests, as reported by the server's usage."
 
 	ttftName = "vllm_probe_time_to_first_token_seconds"
-	ttftHelp = "Client-side time from sending the request to the first token-carrying event."
+	ttftHelp = "Client-side time from sending the request to the first token-carrying event; a client timeout without a token is observed at the time it was abandoned (censored at the timeout)."
 
 	itlName = "vllm_probe_inter_token_latency_seconds"
 	itlHelp = "Client-side gap between consecutive token-carrying events, one observation per gap."
@@ -67,7 +69,7 @@ const (
 	tpotHelp = "Client-side (E2EL - TTFT) / (output tokens - 1) of completed streams."
 
 	e2elName = "vllm_probe_e2e_request_latency_seconds"
-	e2elHelp = "Client-side time from sending the request to the last token-carrying event of completed streams."
+	e2elHelp = "Client-side time from sending the request to the last token-carrying event of completed streams; a client timeout is observed at the time it was abandoned (censored at the timeout)."
 
 	phaseName = "vllm_probe_http_phase_seconds"
 	phaseHelp = "Duration of each HTTP phase of a request (dns, connect, tls, headers, first_token, decode)."

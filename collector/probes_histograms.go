@@ -91,8 +91,8 @@ func completed(r *probe.Result) bool {
 func (h *pairHistograms) observe(r *probe.Result) {
 	ex := exemplar(r.RequestID)
 	whole := completed(r)
-	if r.TTFT > 0 {
-		observe(h.ttft, r.TTFT, ex)
+	if d, ok := r.ObservedTTFT(); ok {
+		observe(h.ttft, d, ex)
 	}
 	for _, d := range r.ITLs {
 		if d >= 0 {
@@ -102,8 +102,8 @@ func (h *pairHistograms) observe(r *probe.Result) {
 	if whole && r.TPOT > 0 {
 		observe(h.tpot, r.TPOT, ex)
 	}
-	if whole && r.E2EL > 0 {
-		observe(h.e2el, r.E2EL, ex)
+	if d, ok := r.ObservedE2EL(); ok && (whole || r.Disposition == probe.ClientTimeout) {
+		observe(h.e2el, d, ex)
 	}
 	for name, d := range r.Phases {
 		ph, ok := h.phases[name]

@@ -16,7 +16,7 @@ const (
 	successHelp = "Whether this one probe request was accepted (1) or not (0)."
 
 	durationName = "vllm_probe_duration_seconds"
-	durationHelp = "Client-side duration of this one probe request: its E2EL when a token arrived, else the sum of its HTTP phases."
+	durationHelp = "Client-side duration of this one probe request: its E2EL when its stream finished, else the time from send to its end."
 )
 
 // ResultRegistry returns a fresh registry holding the metrics of one
@@ -58,11 +58,15 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	return reg
 }
 
-// resultDuration is E2EL when measured, otherwise the time the HTTP phases
-// took before the request ended without a token.
+// resultDuration is E2EL when measured, otherwise the time from send to
+// the end of the request (a timeout, a failure), otherwise the time the
+// HTTP phases took.
 func resultDuration(r *probe.Result) time.Duration {
 	if r.E2EL > 0 {
 		return r.E2EL
+	}
+	if r.Elapsed > 0 {
+		return r.Elapsed
 	}
 	var sum time.Duration
 	for _, d := range r.Phases {

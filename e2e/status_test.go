@@ -81,7 +81,7 @@ probes:
 
 	shot := os.Getenv("STATUS_SCREENSHOT") // set to keep a screenshot for review
 	dom := chromiumDOM(t, d.URL("/"), shot)
-	for _, want := range []string{"vllm-prober", `data-target="secured"`, `data-probe="chat-arith"`, `data-probe="completions-random"`, "goodput", "TTFT p99", "Last failures"} {
+	for _, want := range []string{"vllm-prober", `data-target="secured"`, `data-probe="chat-arith"`, `data-probe="completions-random"`, "goodput", "completed (req/s)", "in flight", "offered − abandoned", "TTFT p99", "Last failures"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("status page lacks %q", want)
 		}

@@ -101,7 +101,16 @@ func countTokens(ctx context.Context, client *http.Client, base, model, text str
 	return resp.Count, nil
 }
 
-// doJSON sends a small JSON request and decodes a bounded JSON answer.
+// transportError is a request that got no response at all (refused,
+// unresolvable, TLS): the target is unreachable, which says more than the
+// call that happened to find out.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// doJSON sends a small JSON request and decodes a bounded JSON answer. A
+// request that got no response fails with a *transportError.
 func doJSON(ctx context.Context, client *http.Client, method, url string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -120,7 +129,7 @@ func doJSON(ctx context.Context, client *http.Client, method, url string, in, ou
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return unwrapURLError(err)
+		return &transportError{err: unwrapURLError(err)}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAuxBody+1))

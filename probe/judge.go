@@ -23,8 +23,9 @@ import (
 // and SLO is listed even when another disposition wins.
 //
 // expect holds the per-prompt checks (nil for none). The model check
-// compares with p.Quality.Model; the requester fills it from the target's
-// model when the probe does not name one.
+// compares every event's model with p.Quality.Model (the requester fills it
+// from the target's model when the probe does not name one) and fails a
+// response whose events name different models.
 func Judge(p config.Probe, expect *config.Expect, res *Result) {
 	res.SLOViolations = sloViolations(p.SLO, res)
 	completed := res.Disposition == ""
@@ -45,7 +46,8 @@ func Judge(p config.Probe, expect *config.Expect, res *Result) {
 }
 
 // sloViolations lists the SLOs whose measured value exceeds its threshold;
-// a zero threshold or an unmeasured value is no violation.
+// a zero threshold or an unmeasured value is no violation. A client_timeout
+// is judged at its censored TTFT and E2EL (Result.ObservedTTFT).
 func sloViolations(s config.SLO, res *Result) []string {
 	var out []string
 	check := func(name string, limit, got time.Duration) {
@@ -53,16 +55,18 @@ func sloViolations(s config.SLO, res *Result) []string {
 			out = append(out, name)
 		}
 	}
-	check(SLOTTFT, time.Duration(s.TTFT), res.TTFT)
+	ttft, _ := res.ObservedTTFT()
+	e2el, _ := res.ObservedE2EL()
+	check(SLOTTFT, time.Duration(s.TTFT), ttft)
 	check(SLOTPOT, time.Duration(s.TPOT), res.TPOT)
-	check(SLOE2EL, time.Duration(s.E2EL), res.E2EL)
+	check(SLOE2EL, time.Duration(s.E2EL), e2el)
 	return out
 }
 
 // qualityFailures lists the checks the response fails.
 func qualityFailures(q config.Quality, expect *config.Expect, res *Result) []string {
 	var out []string
-	if q.Model != "" && res.Model != q.Model {
+	if (q.Model != "" && res.Model != q.Model) || res.OtherModel != "" {
 		out = append(out, CheckModel)
 	}
 	if len(q.FinishReasons) > 0 && !slices.Contains(q.FinishReasons, res.FinishReason) {

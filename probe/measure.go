@@ -26,16 +26,20 @@ type measurement struct {
 	usage      chunkUsage // the last usage object seen
 	contTokens int        // running completion_tokens of choice chunks
 
-	finish string
-	model  string
-	server *ServerTiming
-	text   strings.Builder
+	finish     string
+	model      string // named by the first event that names one
+	otherModel string // the first different model a later event named
+	server     *ServerTiming
+	text       strings.Builder
 }
 
 // observe applies one decoded event that arrived at at.
 func (m *measurement) observe(c *chunk, at time.Time) {
-	if m.model == "" {
+	switch {
+	case m.model == "":
 		m.model = c.Model
+	case c.Model != "" && c.Model != m.model && m.otherModel == "":
+		m.otherModel = c.Model
 	}
 	carried := false
 	for i := range c.Choices {
@@ -85,10 +89,12 @@ func (m *measurement) observe(c *chunk, at time.Time) {
 }
 
 // fill writes the measurement into res. complete says the stream ended
-// with [DONE]: only then is a missing usage object flagged.
+// with [DONE]: only then are E2EL, TPOT and the decode phase known (a
+// stream cut short has no last token; TimingVLLMBench excepted) and a
+// missing usage object flagged.
 // knownPromptTokens is the workload's own count, used without usage.
 func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
-	res.Model = m.model
+	res.Model, res.OtherModel = m.model, m.otherModel
 	res.FinishReason = m.finish
 	res.Server = m.server
 	res.Text = m.text.String()
@@ -97,10 +103,14 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 	res.ITLTokens = m.itlTokens
 	if m.chunks > 0 {
 		res.TTFT = m.first.Sub(m.start)
-		res.E2EL = m.last.Sub(m.start)
 		if !m.headers.IsZero() {
 			res.setPhase(PhaseFirstToken, m.first.Sub(m.headers))
 		}
+	}
+	// vllm bench serve keeps the latency of any stream that had a choice
+	// event, finished or not; bench compares with it line by line.
+	if m.chunks > 0 && (complete || m.timing == TimingVLLMBench) {
+		res.E2EL = m.last.Sub(m.start)
 		res.setPhase(PhaseDecode, m.last.Sub(m.first))
 	}
 	if m.hasUsage {
@@ -114,7 +124,7 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 			res.Flags = append(res.Flags, FlagNoUsage)
 		}
 	}
-	if res.OutputTokens > 1 && m.chunks > 0 {
+	if res.OutputTokens > 1 && res.E2EL > 0 {
 		res.TPOT = (res.E2EL - res.TTFT) / time.Duration(res.OutputTokens-1)
 	}
 }

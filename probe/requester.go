@@ -168,15 +168,15 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 	var item workItem
 	model, err := r.models.get(ctx)
 	if err != nil {
-		if !endedByContext(ctx, res) {
-			res.Disposition, res.Reason = ServerFailure, ReasonModelDiscovery
-			res.Error = truncate(err.Error(), maxErrorLen)
-		}
+		r.discoveryFailed(ctx, res, err)
 	} else {
 		item = r.next(ctx, model, res.Seq)
 		if !endedByContext(ctx, res) {
 			r.send(ctx, res, model, item)
 		}
+	}
+	if !res.Sent.IsZero() {
+		res.Elapsed = r.opts.Now().Sub(res.Sent)
 	}
 	p := r.probe
 	if p.Quality.Model == "" {
@@ -187,6 +187,22 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 	Judge(p, item.expect, res)
 	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
+}
+
+// discoveryFailed records a request that could not learn the model. A
+// target that does not answer at all fails as it would have on the
+// request itself (connect, dns, tls); model_discovery is for a server
+// that answered /v1/models without a usable model.
+func (r *Requester) discoveryFailed(ctx context.Context, res *Result, err error) {
+	var te *transportError
+	if errors.As(err, &te) {
+		classifyTransportError(ctx, res, te.err, &phaseTrace{})
+		return
+	}
+	if !endedByContext(ctx, res) {
+		res.Disposition, res.Reason = ServerFailure, ReasonModelDiscovery
+		res.Error = truncate(err.Error(), maxErrorLen)
+	}
 }
 
 // next returns what request seq sends: the caller's prompt for it, or the

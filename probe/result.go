@@ -117,8 +117,11 @@ type ServerTiming struct {
 }
 
 // Result is everything known about one offered request when it ends.
-// Durations that were not measured are zero: TTFT and E2EL need at least one
-// token-carrying event, TPOT needs more than one output token.
+// Durations that were not measured are zero: TTFT needs a token-carrying
+// event; E2EL and TPOT need a stream that finished with [DONE] (TPOT also
+// more than one output token). A request cut short keeps what it measured
+// and its Elapsed time; latency views censor a client_timeout at Elapsed
+// (ObservedTTFT, ObservedE2EL).
 type Result struct {
 	Seq       uint64 // per (target, probe), from 1, in planned order
 	Target    string
@@ -145,6 +148,10 @@ type Result struct {
 	ITLs      []time.Duration
 	ITLTokens []int
 	Phases    PhaseTimes
+	// Elapsed is the time from Sent until the request ended as the client
+	// saw it: the stream read to its end, a failure, or the probe timeout.
+	// Zero if never sent.
+	Elapsed time.Duration
 
 	PromptTokens    int
 	OutputTokens    int
@@ -152,7 +159,10 @@ type Result struct {
 	UsageFromServer bool // false: token counts were estimated locally
 	FinishReason    string
 	Model           string // the model the server named in its response
-	Server          *ServerTiming
+	// OtherModel is a model named by a later event of the same response
+	// that differs from Model ("" when every event agreed).
+	OtherModel string
+	Server     *ServerTiming
 
 	Error string // a short, secret-free description of what went wrong
 	Text  string // generated text (content and reasoning)
@@ -189,6 +199,37 @@ func (r *Result) ServerCompleted() bool {
 // completed (see ServerCompleted). Rules and dashboards select the same
 // reasons from vllm_probe_failures_total.
 var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStreamError, ReasonProtocol, ReasonNoDone}
+
+// ObservedTTFT returns the TTFT latency views record for r: the measured
+// TTFT, or for a client_timeout that got no token the time it was
+// abandoned after (censored at the timeout). ok is false when there is
+// nothing to record.
+func (r *Result) ObservedTTFT() (d time.Duration, ok bool) {
+	if r.TTFT > 0 {
+		return r.TTFT, true
+	}
+	return r.censored()
+}
+
+// ObservedE2EL returns the E2EL latency views record for r: the measured
+// E2EL of a finished stream, or for a client_timeout the time it was
+// abandoned after (censored at the timeout). ok is false when there is
+// nothing to record.
+func (r *Result) ObservedE2EL() (d time.Duration, ok bool) {
+	if r.E2EL > 0 {
+		return r.E2EL, true
+	}
+	return r.censored()
+}
+
+// censored returns Elapsed for a sent request that timed out: timeouts are
+// never dropped from latency views.
+func (r *Result) censored() (time.Duration, bool) {
+	if r.Disposition == ClientTimeout && r.Elapsed > 0 {
+		return r.Elapsed, true
+	}
+	return 0, false
+}
 
 // ITLMax returns the largest inter-token gap, or 0.
 func (r *Result) ITLMax() time.Duration {

@@ -44,14 +44,19 @@ type pairState struct {
 	objective    float64
 	offered      uint64
 	inFlight     int64
+	abandoned    uint64 // since start (probe.Result.Abandoned)
 	dispositions map[probe.Disposition]uint64
 	finished     []finish // within the window
 	ttft, itl    []sample // within the window
 }
 
+// finish is one request that ended, reduced to what the windowed
+// accounting needs (probe.Result.Abandoned, probe.Result.ServerCompleted).
 type finish struct {
-	at time.Time
-	d  probe.Disposition
+	at        time.Time
+	accepted  bool
+	abandoned bool
+	completed bool
 }
 
 // PairStats is a snapshot of one pair.
@@ -67,17 +72,39 @@ type PairStats struct {
 	Window time.Duration
 	// Goodput is accepted requests per second over the window.
 	Goodput float64
-	// Completed is finished requests per second over the window, excluding
-	// cancelled ones (which the prober, not the server, decided).
+	// Completed is requests the server completed (probe.Result.
+	// ServerCompleted) per second over the window.
 	Completed float64
-	// Acceptance is accepted / completed over the window; -1 when nothing
-	// completed.
-	Acceptance         float64
+	// Acceptance is accepted / (offered - abandoned) over the requests
+	// that ended in the window: in-flight-cap cancellations, timeouts and
+	// failures count in the denominator, only requests the prober gave up
+	// for its own reasons (probe.Result.Abandoned) leave it. -1 when no
+	// such request ended in the window.
+	Acceptance float64
+	// TTFT percentiles include client timeouts censored at the timeout
+	// (probe.Result.ObservedTTFT).
 	TTFTP50, TTFTP99   time.Duration
 	ITLP50, ITLP99     time.Duration
 	WindowSamplesTTFT  int
 	WindowSamplesITL   int
 	AcceptedSinceStart uint64
+	// AbandonedSinceStart counts the requests the prober gave up for its
+	// own reasons since start (probe.Result.Abandoned).
+	AbandonedSinceStart uint64
+}
+
+// AcceptanceSinceStart is accepted / (offered - abandoned) over every
+// request that ended since start; -1 when none did. Requests in flight
+// are not counted yet.
+func (p PairStats) AcceptanceSinceStart() float64 {
+	var ended uint64
+	for _, n := range p.Dispositions {
+		ended += n
+	}
+	if ended <= p.AbandonedSinceStart {
+		return -1
+	}
+	return float64(p.AcceptedSinceStart) / float64(ended-p.AbandonedSinceStart)
 }
 
 // DispositionCount is a disposition with its count.
@@ -161,12 +188,16 @@ func (t *Tracker) Finished(r *probe.Result) {
 	}
 	st.inFlight--
 	st.dispositions[r.Disposition]++
+	if r.Abandoned() {
+		st.abandoned++
+	}
 	// Pruned here too, not only when the page is viewed: otherwise samples
 	// older than the window pile up to MaxSamples on an unwatched prober.
 	st.prune(now.Add(-t.opts.Window))
-	st.finished = t.bounded(append(st.finished, finish{now, r.Disposition}))
-	if r.TTFT > 0 {
-		st.ttft = t.boundedSamples(append(st.ttft, sample{now, r.TTFT}))
+	st.finished = t.bounded(append(st.finished, finish{at: now, accepted: r.Disposition == probe.Accepted,
+		abandoned: r.Abandoned(), completed: r.ServerCompleted()}))
+	if d, ok := r.ObservedTTFT(); ok {
+		st.ttft = t.boundedSamples(append(st.ttft, sample{now, d}))
 	}
 	for _, g := range r.ITLs {
 		st.itl = append(st.itl, sample{now, g})
@@ -201,19 +232,22 @@ func (t *Tracker) Snapshot() []PairStats {
 		ps := PairStats{
 			Target: k.target, Probe: k.probe, Objective: st.objective,
 			Offered: st.offered, InFlight: st.inFlight,
-			Dispositions:       maps.Clone(st.dispositions),
-			Window:             t.opts.Window,
-			Acceptance:         -1,
-			AcceptedSinceStart: st.dispositions[probe.Accepted],
+			Dispositions:        maps.Clone(st.dispositions),
+			Window:              t.opts.Window,
+			Acceptance:          -1,
+			AcceptedSinceStart:  st.dispositions[probe.Accepted],
+			AbandonedSinceStart: st.abandoned,
 		}
-		var accepted, completed int
+		var accepted, judged, completed int
 		for _, f := range st.finished {
-			if f.d == probe.Cancelled {
-				continue
-			}
-			completed++
-			if f.d == probe.Accepted {
+			if f.accepted {
 				accepted++
+			}
+			if f.completed {
+				completed++
+			}
+			if !f.abandoned {
+				judged++
 			}
 		}
 		// A pair younger than the window is judged over its age, so rates
@@ -222,8 +256,8 @@ func (t *Tracker) Snapshot() []PairStats {
 		ps.Window = span
 		secs := max(span.Seconds(), 1)
 		ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs
-		if completed > 0 {
-			ps.Acceptance = float64(accepted) / float64(completed)
+		if judged > 0 {
+			ps.Acceptance = float64(accepted) / float64(judged)
 		}
 		ps.TTFTP50, ps.TTFTP99 = quantile(st.ttft, 0.5), quantile(st.ttft, 0.99)
 		ps.ITLP50, ps.ITLP99 = quantile(st.itl, 0.5), quantile(st.itl, 0.99)

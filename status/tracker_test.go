@@ -25,34 +25,38 @@ func TestTrackerSnapshot(t *testing.T) {
 	clock := &fakeNow{t: time.Unix(1000, 0)}
 	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: clock.now})
 	tr.Sync(trackerConfig("p"))
-	finish := func(d probe.Disposition, ttft time.Duration, itls ...time.Duration) {
+	finish := func(r probe.Result) {
 		tr.Offered("t", "p")
-		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: d, TTFT: ttft, ITLs: itls})
+		r.Target, r.Probe = "t", "p"
+		tr.Finished(&r)
 	}
 	clock.t = clock.t.Add(10 * time.Second)
 	for i := 1; i <= 100; i++ {
-		finish(probe.Accepted, time.Duration(i)*time.Millisecond, time.Duration(i)*time.Microsecond)
+		finish(probe.Result{Disposition: probe.Accepted, TTFT: time.Duration(i) * time.Millisecond,
+			ITLs: []time.Duration{time.Duration(i) * time.Microsecond}})
 	}
-	finish(probe.ServerFailure, 0)
-	finish(probe.Cancelled, 0)
-	tr.Offered("t", "p") // still in flight
+	finish(probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx}) // completed by the server
+	finish(probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonConnect})
+	finish(probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // shed: stays offered
+	finish(probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonShutdown})    // abandoned
+	tr.Offered("t", "p")                                                                // still in flight
 
 	ps := tr.Snapshot()[0]
 	tests := []struct {
 		name      string
 		got, want any
 	}{
-		{"offered", ps.Offered, uint64(103)},
+		{"offered", ps.Offered, uint64(105)},
 		{"in flight", ps.InFlight, int64(1)},
 		{"accepted", ps.AcceptedSinceStart, uint64(100)},
 		{"window is the pair's age", ps.Window, 10 * time.Second},
 		{"goodput over the age", ps.Goodput, 10.0},
-		{"completed excludes cancelled", ps.Completed, 10.1},
-		{"acceptance excludes cancelled", ps.Acceptance, 100.0 / 101.0},
+		{"completed counts what the server completed", ps.Completed, 10.1},
+		{"acceptance leaves only abandoned requests out", ps.Acceptance, 100.0 / 103.0},
 		{"ttft p50 nearest rank", ps.TTFTP50, 50 * time.Millisecond},
 		{"ttft p99 nearest rank", ps.TTFTP99, 99 * time.Millisecond},
 		{"itl p99", ps.ITLP99, 99 * time.Microsecond},
-		{"not accepted in judge order", ps.NotAccepted(), []DispositionCount{{probe.ServerFailure, 1}, {probe.Cancelled, 1}}},
+		{"not accepted in judge order", ps.NotAccepted(), []DispositionCount{{probe.ServerFailure, 2}, {probe.Cancelled, 2}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +79,7 @@ func TestTrackerSnapshot(t *testing.T) {
 	t.Run("sync keeps staying pairs and drops removed ones", func(t *testing.T) {
 		tr.Sync(trackerConfig("p", "q"))
 		snap := tr.Snapshot()
-		if len(snap) != 2 || snap[0].Offered != 103 || snap[1].Offered != 0 {
+		if len(snap) != 2 || snap[0].Offered != 105 || snap[1].Offered != 0 {
 			t.Fatalf("after adding q: %+v", snap)
 		}
 		tr.Sync(trackerConfig("q"))
@@ -84,6 +88,27 @@ func TestTrackerSnapshot(t *testing.T) {
 			t.Fatalf("after removing p: %+v", snap)
 		}
 	})
+}
+
+// TestTrackerCensorsTimeouts: a client timeout is a TTFT sample at the time
+// it was abandoned when no token came, and keeps its measured TTFT when one
+// did; other failures without a token add no sample.
+func TestTrackerCensorsTimeouts(t *testing.T) {
+	tr := NewTracker(TrackerOptions{})
+	tr.Sync(trackerConfig("p"))
+	for _, r := range []probe.Result{
+		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second},
+		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second, TTFT: 300 * time.Millisecond},
+		{Disposition: probe.ServerFailure, Reason: probe.ReasonDisconnect, Elapsed: 5 * time.Second},
+	} {
+		tr.Offered("t", "p")
+		r.Target, r.Probe = "t", "p"
+		tr.Finished(&r)
+	}
+	ps := tr.Snapshot()[0]
+	if ps.WindowSamplesTTFT != 2 || ps.TTFTP50 != 300*time.Millisecond || ps.TTFTP99 != 2*time.Second {
+		t.Errorf("TTFT samples %d, p50 %v, p99 %v; want 2, 300ms, 2s", ps.WindowSamplesTTFT, ps.TTFTP50, ps.TTFTP99)
+	}
 }
 
 func TestTrackerBoundsSamples(t *testing.T) {
