@@ -27,14 +27,12 @@ const (
 // requests) and abandoned ones were given up by the prober.
 const targetDownRatio = 0.9
 
-// inFlightCapRatio is the share of offered requests shed at max_in_flight,
-// over inFlightCapWindow, above which VLLMProbeInFlightCapReached fires once
-// it has held for the ticket for: (at least two windows, so one shed
-// request, which leaves the window after one window, never fires it).
-const (
-	inFlightCapRatio  = 0.01
-	inFlightCapWindow = 5 * time.Minute
-)
+// inFlightCapRatio is the share of a pair's offered requests shed at
+// max_in_flight, over the pair's count window, above which
+// VLLMProbeInFlightCapReached fires once it has held for the ticket for:
+// (at least two windows, so one shed request, which leaves the window
+// after one window, never fires it).
+const inFlightCapRatio = 0.01
 
 // percentFmt renders an alert's ratio value as a percentage.
 const percentFmt = `{{ $value | humanizePercentage }}`
@@ -55,6 +53,7 @@ func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summ
 func (p *plan) healthAlerts() []Rule {
 	rs := p.proberAlerts()
 	rs = append(rs, p.notCompletingAlerts()...)
+	rs = append(rs, p.inFlightCapAlerts()...)
 	return append(rs, p.targetAlerts()...)
 }
 
@@ -85,7 +84,7 @@ func (p *plan) notCompletingAlerts() []Rule {
 	var rs []Rule
 	o := p.o
 	for _, pp := range p.pairs {
-		w := fmtDur(pp.NotCompleting)
+		w := fmtDur(pp.CountWindow)
 		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
 		r := p.healthRule(AlertNotCompleting, SeverityTicket,
 			fmt.Sprintf("sum by (target, probe) (rate(vllm_probe_requests_offered_total%s[%s])) > 0\nunless\nsum by (target, probe) (rate(vllm_probe_requests_total%s[%s])) > 0",
@@ -124,22 +123,31 @@ func (p *plan) targetAlerts() []Rule {
 			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, fmtF(o.TTFTGapMin.Seconds()), fmtF(o.TTFTGapRatio)), o.LatencyFor,
 			"Clients of {{ $labels.target }} wait "+durationFmt+" longer for the first token than the server reports",
 			fmt.Sprintf("The prober's p50 TTFT over the last %s exceeds vLLM's own p50 vllm:time_to_first_token_seconds by more than %s and %sx: the time is lost outside the engine (network, proxy, TLS, API server front end), not in prefill or queueing.", lw, fmtDur(o.TTFTGapMin), fmtF(o.TTFTGapRatio))),
-		p.inFlightCapAlert(),
 	}
 }
 
-// inFlightCapAlert fires per pair on a sustained share of shed requests.
-func (p *plan) inFlightCapAlert() Rule {
-	w := p.scale(inFlightCapWindow)
-	forD := max(p.scale(p.o.TicketFor), 2*w)
-	ws := fmtDur(w)
-	r := p.healthRule(AlertInFlightCap, SeverityTicket,
-		fmt.Sprintf("%s\n> %s", ShedExpr(p.jobMatcher(), ws), fmtF(inFlightCapRatio)), 0,
-		"{{ $labels.target }}/{{ $labels.probe }} sheds "+percentFmt+" of its requests at max_in_flight",
-		fmt.Sprintf("Over the last %s, "+percentFmt+" of the requests probe {{ $labels.probe }} offered to target {{ $labels.target }} were cancelled because max_in_flight requests were outstanding, "+
-			"and the share has stayed above %s%% for %s. Shed requests are offered and not accepted: they burn the acceptance budget. "+
-			"The server answers more slowly than the probe's rate needs, or max_in_flight is too low for the timeout.",
-			ws, fmtF(inFlightCapRatio*100), fmtDur(forD)))
-	r.For = fmtDur(forD)
-	return r
+// inFlightCapFor is the for: of the in-flight cap alert over window w.
+func (p *plan) inFlightCapFor(w time.Duration) time.Duration {
+	return max(p.scale(p.o.TicketFor), 2*w)
+}
+
+// inFlightCapAlerts fire per pair on a sustained share of shed requests.
+func (p *plan) inFlightCapAlerts() []Rule {
+	var rs []Rule
+	for _, pp := range p.pairs {
+		w := fmtDur(pp.CountWindow)
+		forD := p.inFlightCapFor(pp.CountWindow)
+		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+		r := p.healthRule(AlertInFlightCap, SeverityTicket,
+			fmt.Sprintf("%s\n> %s", ShedExpr(p.jobMatcher()+","+ps, w), fmtF(inFlightCapRatio)), 0,
+			fmt.Sprintf("%s/%s sheds %s of its requests at max_in_flight", pp.Target, pp.Probe, percentFmt),
+			fmt.Sprintf("Over the last %s, %s of the requests probe %s offered to target %s were cancelled because max_in_flight requests were outstanding, "+
+				"and the share has stayed above %s%% for %s. Shed requests are offered and not accepted: they burn the acceptance budget. "+
+				"The server answers more slowly than the probe's rate needs, or max_in_flight is too low for the timeout.",
+				w, percentFmt, pp.Probe, pp.Target, fmtF(inFlightCapRatio*100), fmtDur(forD)))
+		r.For = fmtDur(forD)
+		r.Labels["target"], r.Labels["probe"] = pp.Target, pp.Probe
+		rs = append(rs, r)
+	}
+	return rs
 }

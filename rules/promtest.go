@@ -110,7 +110,7 @@ func (p *plan) testStep() time.Duration {
 		add(w)
 	}
 	for _, pp := range p.pairs {
-		add(pp.NotCompleting)
+		add(pp.CountWindow)
 		for _, l := range pp.Latency {
 			add(l.Window)
 		}

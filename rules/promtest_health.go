@@ -44,7 +44,7 @@ func (tb *testBuilder) ledgerErrors() TestGroup {
 // notCompleting: the first pair offers requests that never end.
 func (tb *testBuilder) notCompleting() TestGroup {
 	pp := tb.p.pairs[0]
-	steps := tb.healthSteps(pp.NotCompleting)
+	steps := tb.healthSteps(pp.CountWindow)
 	tr := traffic{{steps, map[string]float64{outInFlight: requestsPerStep}}}
 	ss := append(tb.base(steps, &pp), tb.trafficSeries(pp, tr)...)
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}

@@ -94,7 +94,7 @@ func (tb *testBuilder) overload() (TestGroup, bool) {
 	sh := min(1, max(0.5, 2*maxF*(1-pp.Objective)))
 	forD := tb.p.scale(tb.p.o.PageFor)
 	tr := tb.burnTraffic(pp, pages, outShed, sh, forD)
-	capW, capFor := tb.capWindowFor()
+	capW, capFor := tb.capWindowFor(pp)
 	if need := tb.steps(capW) + tb.steps(capFor) + 1; tr[1].steps < need {
 		tr[1].steps = need
 	}
@@ -108,17 +108,16 @@ func (tb *testBuilder) overload() (TestGroup, bool) {
 	return g, true
 }
 
-// capWindowFor is the window and for: of VLLMProbeInFlightCapReached.
-func (tb *testBuilder) capWindowFor() (time.Duration, time.Duration) {
-	w := tb.p.scale(inFlightCapWindow)
-	return w, max(tb.p.scale(tb.p.o.TicketFor), 2*w)
+// capWindowFor is the window and for: of pp's VLLMProbeInFlightCapReached.
+func (tb *testBuilder) capWindowFor(pp pairPlan) (time.Duration, time.Duration) {
+	return pp.CountWindow, tb.p.inFlightCapFor(pp.CountWindow)
 }
 
 // inFlightCapTest expects the in-flight cap alert for pp at the end of tr
 // when the shed share was above the threshold for the whole for:.
 func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
 	end := tr.steps()
-	w, forD := tb.capWindowFor()
+	w, forD := tb.capWindowFor(pp)
 	test := AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}}
 	for s := end - tb.steps(forD); s <= end; s++ {
 		if s < 1 || !(share(tr.window(s, tb.steps(w)), outShed) > inFlightCapRatio) {
@@ -126,7 +125,7 @@ func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
 		}
 	}
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
-	r, _ := tb.find(AlertInFlightCap, nil)
+	r, _ := tb.find(AlertInFlightCap, labels)
 	test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, humanizePercentage(share(tr.window(end, tb.steps(w)), outShed))))
 	return test
 }
@@ -174,7 +173,7 @@ func (tb *testBuilder) abandoned() TestGroup {
 			h = max(h, tb.steps(b.Long))
 		}
 	}
-	_, capFor := tb.capWindowFor()
+	_, capFor := tb.capWindowFor(pp)
 	tr := traffic{mixed(h+tb.steps(max(tb.p.scale(tb.p.o.PageFor), capFor)), outShutdown, 0.5)}
 	end := tr.steps()
 	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
@@ -191,7 +190,7 @@ func (tb *testBuilder) abandoned() TestGroup {
 // alert stays quiet while it is in the window and after.
 func (tb *testBuilder) oneShed() TestGroup {
 	pp := tb.p.pairs[0]
-	w, forD := tb.capWindowFor()
+	w, forD := tb.capWindowFor(pp)
 	h := tb.steps(w) + 1
 	n := float64(requestsPerStep)
 	tr := traffic{healthyTraffic(h)[0], {1, map[string]float64{outAccepted: n - 1, outShed: 1}}, healthyTraffic(tb.steps(forD) + 1)[0]}

@@ -65,7 +65,7 @@ func TestGenerateHealth(t *testing.T) {
 		{"target down", AlertTargetDown, `>= 0.9`, "2m"},
 		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
 		{"in-flight cap: a sustained share of shed requests, not one", AlertInFlightCap,
-			`reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober"}[5m])) > 0.01`, "15m"},
+			`{job="vllm-prober",target="llama",probe="chat",reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober",target="llama",probe="chat"}[5m])) > 0.01`, "15m"},
 	}
 	rf, _, err := Generate(oneProbe(testProbe("chat", 0.2, 0.99, config.SLO{})), Options{})
 	if err != nil {
@@ -87,22 +87,24 @@ func TestGenerateHealth(t *testing.T) {
 	}
 }
 
-// TestInFlightCapForOutlastsWindow: one shed request leaves the alert's
-// window after one window, so the for: is at least two windows whatever
-// --ticket-for says.
+// TestInFlightCapForOutlastsWindow: the alert's window holds at least 10
+// expected requests, and one shed request leaves it after one window, so
+// the for: is at least two windows whatever --ticket-for says.
 func TestInFlightCapForOutlastsWindow(t *testing.T) {
 	cases := []struct {
 		name      string
+		rate      float64
 		o         Options
 		forD, win string
 	}{
-		{"default ticket for", Options{}, "15m", "[5m]"},
-		{"short ticket for", Options{TicketFor: time.Minute}, "10m", "[5m]"},
-		{"scaled", Options{WindowScale: 1.0 / 60}, "15s", "[5s]"},
+		{"default ticket for", 1, Options{}, "15m", "[5m]"},
+		{"short ticket for", 1, Options{TicketFor: time.Minute}, "10m", "[5m]"},
+		{"low rate widens the window", 0.01, Options{}, "1h", "[30m]"},
+		{"scaled", 1, Options{WindowScale: 1.0 / 60}, "1m", "[30s]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rf, _, err := Generate(oneProbe(testProbe("chat", 1, 0.99, config.SLO{})), tc.o)
+			rf, _, err := Generate(oneProbe(testProbe("chat", tc.rate, 0.99, config.SLO{})), tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
