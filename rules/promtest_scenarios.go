@@ -168,9 +168,13 @@ func (tb *testBuilder) abandoned() TestGroup {
 		pp = p
 	}
 	h := tb.steps(tb.p.scale(standardWindows[0]))
+	var pages, tickets []burnPlan
 	for _, b := range pp.Burns {
 		if b.Severity == SeverityPage {
+			pages = append(pages, b)
 			h = max(h, tb.steps(b.Long))
+		} else {
+			tickets = append(tickets, b)
 		}
 	}
 	_, capFor := tb.capWindowFor(pp)
@@ -178,8 +182,8 @@ func (tb *testBuilder) abandoned() TestGroup {
 	end := tr.steps()
 	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
 	g := tb.group(fmt.Sprintf("abandoned: %s/%s cancels half its requests at shutdown, nothing burns", pp.Target, pp.Probe), ss,
-		tb.burnTest(pp, AlertFastBurn, pp.Burns, tr, tb.p.scale(tb.p.o.PageFor), outShutdown),
-		AlertTest{EvalTime: tb.at(end), Alertname: AlertSlowBurn, ExpAlerts: []ExpAlert{}},
+		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.scale(tb.p.o.PageFor), outShutdown),
+		tb.burnTest(pp, AlertSlowBurn, tickets, tr, tb.p.scale(tb.p.o.TicketFor), outShutdown),
 		AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}})
 	perSecond := requestsPerStep / tb.step.Seconds()
 	g.ExprTests = tb.accountingTests(pp, end, tb.p.scale(standardWindows[0]), truth{perSecond, perSecond / 2, perSecond / 2, 1})

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,16 +12,15 @@ import (
 // Outcomes of test traffic: "disposition/reason" (reason "" for accepted)
 // or outInFlight for a request offered and not ended.
 const (
-	outAccepted   = "accepted/"
-	outInFlight   = "in_flight"
-	outHTTP5xx    = "server_failure/http_5xx"
-	outConnect    = "server_failure/connect"
-	outShed       = "cancelled/" + reasonInFlightCap
-	outShutdown   = "cancelled/shutdown"
-	outTimeout    = "client_timeout/timeout"
-	outLatency    = "latency_failure/latency"
-	outQuality    = "quality_failure/quality"
-	dispCancelled = "cancelled"
+	outAccepted = "accepted/"
+	outInFlight = "in_flight"
+	outHTTP5xx  = "server_failure/http_5xx"
+	outConnect  = "server_failure/connect"
+	outShed     = "cancelled/" + reasonInFlightCap
+	outShutdown = "cancelled/shutdown"
+	outTimeout  = "client_timeout/timeout"
+	outLatency  = "latency_failure/latency"
+	outQuality  = "quality_failure/quality"
 )
 
 // testDispositions are the values of the disposition label; like the
@@ -41,10 +41,22 @@ func healthyTraffic(steps int) traffic {
 	return traffic{{steps, map[string]float64{outAccepted: requestsPerStep}}}
 }
 
-// mixed is n requests per step of which share end as out, the rest accepted.
-func mixed(steps int, out string, share float64) phase {
+// mixed is requestsPerStep requests per step of which the part given
+// ends as out, the rest accepted.
+func mixed(steps int, out string, part float64) phase {
 	n := float64(requestsPerStep)
-	return phase{steps, map[string]float64{outAccepted: n * (1 - share), out: n * share}}
+	return phase{steps, map[string]float64{outAccepted: n * (1 - part), out: n * part}}
+}
+
+// sortedKeys makes sums over outcomes independent of map order, so the
+// rendered tests are byte for byte the same every time.
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (tr traffic) steps() int {
@@ -77,9 +89,9 @@ func (tr traffic) window(at, w int) map[string]float64 {
 // outcomes this scenario says leave the denominator.
 func acceptance(c map[string]float64, leave ...string) float64 {
 	var ended float64
-	for k, v := range c {
-		if k != outInFlight && !contains(leave, k) {
-			ended += v
+	for _, k := range sortedKeys(c) {
+		if k != outInFlight && !slices.Contains(leave, k) {
+			ended += c[k]
 		}
 	}
 	return c[outAccepted] / ended
@@ -88,19 +100,10 @@ func acceptance(c map[string]float64, leave ...string) float64 {
 // share is the part of offered requests that ended as out.
 func share(c map[string]float64, out string) float64 {
 	var offered float64
-	for _, v := range c {
-		offered += v
+	for _, k := range sortedKeys(c) {
+		offered += c[k]
 	}
 	return c[out] / offered
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // trafficSeries renders tr as the collector exports it: offered, every
@@ -112,7 +115,7 @@ func (tb *testBuilder) trafficSeries(pp pairPlan, tr traffic) []InputSeries {
 	var extra []string
 	for _, ph := range tr {
 		for k := range ph.ends {
-			if _, r, _ := strings.Cut(k, "/"); r != "" && !contains(reasons, r) && !contains(extra, r) {
+			if _, r, _ := strings.Cut(k, "/"); r != "" && !slices.Contains(reasons, r) && !slices.Contains(extra, r) {
 				extra = append(extra, r)
 			}
 		}
@@ -122,9 +125,9 @@ func (tb *testBuilder) trafficSeries(pp pairPlan, tr traffic) []InputSeries {
 		var segs []segment
 		for _, ph := range tr {
 			inc := 0.0
-			for k, v := range ph.ends {
+			for _, k := range sortedKeys(ph.ends) {
 				if match(k) {
-					inc += v
+					inc += ph.ends[k]
 				}
 			}
 			segs = append(segs, segment{inc, ph.steps})
