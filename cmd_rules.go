@@ -29,7 +29,7 @@ func rulesCommand(app *kingpin.Application) action {
 	cmd.Flag("min-requests", "Requests the short window of a burn-rate pair must hold; fewer widen the pair.").Default("30").Float64Var(&o.MinRequests)
 	cmd.Flag("min-latency-samples", "Requests a p99 latency window must hold; fewer widen it.").Default("100").Float64Var(&o.MinLatencySamples)
 	cmd.Flag("page-for", "for: of page burn-rate alerts.").Default("2m").DurationVar(&o.PageFor)
-	cmd.Flag("ticket-for", "for: of ticket burn-rate alerts.").Default("15m").DurationVar(&o.TicketFor)
+	cmd.Flag("ticket-for", "for: of ticket burn-rate alerts and of the in-flight cap alert (at least two of its windows).").Default("15m").DurationVar(&o.TicketFor)
 	cmd.Flag("latency-for", "for: of p99 latency and TTFT divergence alerts.").Default("10m").DurationVar(&o.LatencyFor)
 	cmd.Flag("health-for", "for: of prober-health alerts.").Default("5m").DurationVar(&o.HealthFor)
 	cmd.Flag("latency-window", "Rate window of p99 latency alerts.").Default("30m").DurationVar(&o.LatencyWindow)

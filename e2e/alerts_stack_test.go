@@ -37,7 +37,8 @@ const (
 const alertWindowScale = "0.0166667"
 
 // proberConfig probes the simulator at 10 requests/s with constant gaps, so
-// even the 5s short window holds 50 requests (rules wants 30).
+// even the 5s short window holds 50 requests (rules wants 30), with
+// max_in_flight as the test asks.
 const proberConfig = `global:
   server_metrics: {interval: 2s, timeout: 1s}
 targets:
@@ -48,7 +49,7 @@ probes:
     api: chat
     rate: 10
     burstiness: inf
-    max_in_flight: 64
+    max_in_flight: %d
     timeout: 10s
     request: {max_tokens: 8}
     workload:
@@ -168,13 +169,13 @@ func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 // test window scale; Alertmanager runs the example configuration of
 // deploy/alertmanager with its webhooks pointed at the test's receiver and
 // its waits shortened.
-func startAlertStack(t *testing.T) *alertStack {
+func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	t.Helper()
 	s := &alertStack{dir: t.TempDir(), webhook: newWebhook(t)}
 	_, s.simURL = startSimulator(t, simulator.DefaultOptions())
 
 	cfgPath := filepath.Join(s.dir, "prober.yml")
-	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, alertTTFT))
+	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, maxInFlight, alertTTFT))
 	rulesPath := filepath.Join(s.dir, "rules.yml")
 	// Prometheus's service discovery hands over the first targets up to 5s
 	// after start, so absent(up) holds that long; the prober-health for: of

@@ -37,7 +37,7 @@ const brokenFaults = `{"http_500": 0.5, "extra_ttft": "3s"}`
 // and the TTFT alert reach the webhook when it breaks; both resolve when it
 // heals; and every dashboard query runs on the resulting data.
 func TestAlerts(t *testing.T) {
-	s := startAlertStack(t)
+	s := startAlertStack(t, 64)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log("diagnostics:\n" + s.diagnostics())

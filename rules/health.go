@@ -19,9 +19,23 @@ const (
 	AlertLedgerErrors          = "VLLMProberLedgerWriteErrors"
 )
 
-// targetDownRatio is the share of completed requests ending in
-// server_failure above which a target counts as down.
+// targetDownRatio is the share of the requests that ended, cancelled ones
+// left out, that must end in server_failure for a target to count as
+// down. Cancelled requests are left out because they say nothing about
+// the server: shed ones were never sent (a blackholed server that holds
+// every connection until the dial times out sheds most of its offered
+// requests) and abandoned ones were given up by the prober.
 const targetDownRatio = 0.9
+
+// inFlightCapRatio is the share of a pair's offered requests shed at
+// max_in_flight, over the pair's count window, above which
+// VLLMProbeInFlightCapReached fires once it has held for the ticket for:
+// (at least two windows, so one shed request, which leaves the window
+// after one window, never fires it).
+const inFlightCapRatio = 0.01
+
+// percentFmt renders an alert's ratio value as a percentage.
+const percentFmt = `{{ $value | humanizePercentage }}`
 
 func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summary, description string) Rule {
 	return Rule{
@@ -39,6 +53,7 @@ func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summ
 func (p *plan) healthAlerts() []Rule {
 	rs := p.proberAlerts()
 	rs = append(rs, p.notCompletingAlerts()...)
+	rs = append(rs, p.inFlightCapAlerts()...)
 	return append(rs, p.targetAlerts()...)
 }
 
@@ -69,13 +84,13 @@ func (p *plan) notCompletingAlerts() []Rule {
 	var rs []Rule
 	o := p.o
 	for _, pp := range p.pairs {
-		w := fmtDur(pp.NotCompleting)
+		w := fmtDur(pp.CountWindow)
 		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
 		r := p.healthRule(AlertNotCompleting, SeverityTicket,
 			fmt.Sprintf("sum by (target, probe) (rate(vllm_probe_requests_offered_total%s[%s])) > 0\nunless\nsum by (target, probe) (rate(vllm_probe_requests_total%s[%s])) > 0",
 				p.sel(ps), w, p.sel(ps+`,disposition!="cancelled"`), w), o.HealthFor,
-			fmt.Sprintf("%s/%s offers requests but none complete", pp.Target, pp.Probe),
-			fmt.Sprintf("Probe %s against target %s offered requests over the last %s but none reached a terminal disposition (cancelled ones do not count). The prober is stuck or every request is refused at max_in_flight.", pp.Probe, pp.Target, w))
+			fmt.Sprintf("%s/%s offers requests but none finish", pp.Target, pp.Probe),
+			fmt.Sprintf("Probe %s against target %s offered requests over the last %s but none ended other than cancelled: requests hang in flight (new ones are shed at max_in_flight) or the prober is stuck.", pp.Probe, pp.Target, w))
 		r.Labels["target"], r.Labels["probe"] = pp.Target, pp.Probe
 		rs = append(rs, r)
 	}
@@ -86,7 +101,7 @@ func (p *plan) notCompletingAlerts() []Rule {
 // slow to reach, or too slow for the prober's schedule.
 func (p *plan) targetAlerts() []Rule {
 	o := p.o
-	w5, w30 := fmtDur(p.scale(5*time.Minute)), fmtDur(p.scale(30*time.Minute))
+	w5 := fmtDur(p.scale(5 * time.Minute))
 	lw := fmtDur(p.scale(o.LatencyWindow))
 	byTarget := func(extra string) string {
 		return fmt.Sprintf("sum by (target) (rate(vllm_probe_requests_total%s[%s]))", p.sel(extra), w5)
@@ -94,8 +109,8 @@ func (p *plan) targetAlerts() []Rule {
 	return []Rule{
 		p.healthRule(AlertTargetDown, SeverityPage,
 			fmt.Sprintf("%s\n/\n%s\n>= %s", byTarget(`disposition="server_failure"`), byTarget(`disposition!="cancelled"`), fmtF(targetDownRatio)), o.PageFor,
-			"Target {{ $labels.target }} is down: {{ $value | humanizePercentage }} of probe requests fail",
-			fmt.Sprintf("Over the last %s at least %s%% of the completed probe requests to target {{ $labels.target }} ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.", w5, fmtF(targetDownRatio*100))),
+			"Target {{ $labels.target }} is down: "+percentFmt+" of probe requests fail",
+			fmt.Sprintf("Over the last %s at least %s%% of the probe requests to target {{ $labels.target }} that ended (cancelled ones left out: never sent or abandoned) ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.", w5, fmtF(targetDownRatio*100))),
 		p.healthRule(AlertScrapeFailing, SeverityTicket,
 			fmt.Sprintf("max by (target) (vllm_probe_server_scrape_success%s) == 0", p.sel("")), o.HealthFor,
 			"The prober cannot scrape the metrics of target {{ $labels.target }}",
@@ -108,9 +123,31 @@ func (p *plan) targetAlerts() []Rule {
 			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, fmtF(o.TTFTGapMin.Seconds()), fmtF(o.TTFTGapRatio)), o.LatencyFor,
 			"Clients of {{ $labels.target }} wait "+durationFmt+" longer for the first token than the server reports",
 			fmt.Sprintf("The prober's p50 TTFT over the last %s exceeds vLLM's own p50 vllm:time_to_first_token_seconds by more than %s and %sx: the time is lost outside the engine (network, proxy, TLS, API server front end), not in prefill or queueing.", lw, fmtDur(o.TTFTGapMin), fmtF(o.TTFTGapRatio))),
-		p.healthRule(AlertInFlightCap, SeverityTicket,
-			fmt.Sprintf("sum by (target, probe) (increase(vllm_probe_failures_total%s[%s])) > 0", p.sel(`reason="in_flight_cap"`), w30), o.HealthFor,
-			"{{ $labels.target }}/{{ $labels.probe }} drops requests at max_in_flight",
-			fmt.Sprintf("Requests were cancelled in the last %s because max_in_flight requests were outstanding. They do not count against the objective; the server is too slow for the offered rate or max_in_flight is too low.", w30)),
 	}
+}
+
+// inFlightCapFor is the for: of the in-flight cap alert over window w.
+func (p *plan) inFlightCapFor(w time.Duration) time.Duration {
+	return max(p.scale(p.o.TicketFor), 2*w)
+}
+
+// inFlightCapAlerts fire per pair on a sustained share of shed requests.
+func (p *plan) inFlightCapAlerts() []Rule {
+	var rs []Rule
+	for _, pp := range p.pairs {
+		w := fmtDur(pp.CountWindow)
+		forD := p.inFlightCapFor(pp.CountWindow)
+		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+		r := p.healthRule(AlertInFlightCap, SeverityTicket,
+			fmt.Sprintf("%s\n> %s", ShedExpr(p.jobMatcher()+","+ps, w), fmtF(inFlightCapRatio)), 0,
+			fmt.Sprintf("%s/%s sheds %s of its requests at max_in_flight", pp.Target, pp.Probe, percentFmt),
+			fmt.Sprintf("Over the last %s, %s of the requests probe %s offered to target %s were cancelled because max_in_flight requests were outstanding, "+
+				"and the share has stayed above %s%% for %s. Shed requests are offered and not accepted: they burn the acceptance budget. "+
+				"The server answers more slowly than the probe's rate needs, or max_in_flight is too low for the timeout.",
+				w, percentFmt, pp.Probe, pp.Target, fmtF(inFlightCapRatio*100), fmtDur(forD)))
+		r.For = fmtDur(forD)
+		r.Labels["target"], r.Labels["probe"] = pp.Target, pp.Probe
+		rs = append(rs, r)
+	}
+	return rs
 }

@@ -46,9 +46,10 @@ const maxLatencyWindow = 6 * time.Hour
 // latencyWidenUnit is the step in which a p99 window is widened (before scaling).
 const latencyWidenUnit = 5 * time.Minute
 
-// minNotCompleting is how many requests the window of the "offered but none
-// completing" alert should expect.
-const minNotCompleting = 10
+// minCountWindow is how many requests a pair's count window should
+// expect: the window over which the not-completing and in-flight cap
+// alerts judge the pair.
+const minCountWindow = 10
 
 // burnPlan is the decided form of one burn pair for one (target, probe).
 type burnPlan struct {
@@ -71,7 +72,7 @@ type pairPlan struct {
 	Objective     float64
 	Burns         []burnPlan
 	Latency       []latencyPlan
-	NotCompleting time.Duration // window of the not-completing alert
+	CountWindow   time.Duration // window of the not-completing and in-flight cap alerts
 }
 
 type plan struct {
@@ -136,10 +137,10 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 			pp.Latency = append(pp.Latency, l)
 		}
 	}
-	pp.NotCompleting = p.scale(standardWindows[len(standardWindows)-3])
+	pp.CountWindow = p.scale(standardWindows[len(standardWindows)-3])
 	for _, w := range standardWindows[:len(standardWindows)-2] {
-		if pr.Rate*p.scale(w).Seconds() >= minNotCompleting {
-			pp.NotCompleting = p.scale(w)
+		if pr.Rate*p.scale(w).Seconds() >= minCountWindow {
+			pp.CountWindow = p.scale(w)
 			break
 		}
 	}

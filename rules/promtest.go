@@ -21,6 +21,20 @@ type TestGroup struct {
 	Interval       string        `yaml:"interval"`
 	InputSeries    []InputSeries `yaml:"input_series"`
 	AlertRuleTests []AlertTest   `yaml:"alert_rule_test"`
+	ExprTests      []ExprTest    `yaml:"promql_expr_test,omitempty"`
+}
+
+// ExprTest checks the value of a PromQL expression at one time.
+type ExprTest struct {
+	Expr       string      `yaml:"expr"`
+	EvalTime   string      `yaml:"eval_time"`
+	ExpSamples []ExpSample `yaml:"exp_samples"`
+}
+
+// ExpSample is one expected sample of an ExprTest.
+type ExpSample struct {
+	Labels string  `yaml:"labels"`
+	Value  float64 `yaml:"value"`
 }
 
 // InputSeries is one series in promtool's expanding notation.
@@ -46,10 +60,11 @@ type ExpAlert struct {
 const requestsPerStep = 6
 
 // Tests builds promtool unit tests for the rules Generate makes from cfg
-// with the same options: a healthy scenario where nothing fires, a fast
-// burn that pages, a p99 latency breach, client TTFT far above the
-// server's, a failing server scrape and an absent prober. Scenarios whose alert was dropped for low traffic are left
-// out.
+// with the same options: every alert is shown quiet on a healthy service
+// and firing in a scenario of its own, the recording rules are checked
+// against the methodology's worked example, and overload (requests shed at
+// max_in_flight) burns the budget while requests the prober abandons do
+// not. Scenarios whose alert was dropped for low traffic are left out.
 func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 	p, err := newPlan(cfg, o)
 	if err != nil {
@@ -61,17 +76,17 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 	}
 	tb := &testBuilder{p: p, rules: rf, step: p.testStep()}
 	tf := &TestFile{RuleFiles: []string{p.o.RuleFileName}, EvaluationInterval: fmtDur(tb.step)}
-	tf.Tests = append(tf.Tests, tb.healthy())
-	if g, ok := tb.fastBurn(); ok {
-		tf.Tests = append(tf.Tests, g)
+	tf.Tests = append(tf.Tests, tb.healthy(), tb.absent(), tb.proberDown(), tb.reloadFailed(), tb.ledgerErrors())
+	if len(p.pairs) == 0 {
+		return tf, nil
 	}
-	if g, ok := tb.latency(); ok {
-		tf.Tests = append(tf.Tests, g)
+	tf.Tests = append(tf.Tests, tb.workedExample(), tb.abandoned(), tb.oneShed(), tb.notCompleting(),
+		tb.targetDown(), tb.scheduleLag(), tb.ttftGap(), tb.scrapeFailing())
+	for _, g := range []func() (TestGroup, bool){tb.fastBurn, tb.overload, tb.slowBurn, tb.latency} {
+		if grp, ok := g(); ok {
+			tf.Tests = append(tf.Tests, grp)
+		}
 	}
-	if len(p.pairs) > 0 {
-		tf.Tests = append(tf.Tests, tb.ttftGap(), tb.scrapeFailing())
-	}
-	tf.Tests = append(tf.Tests, tb.absent())
 	return tf, nil
 }
 
@@ -95,7 +110,7 @@ func (p *plan) testStep() time.Duration {
 		add(w)
 	}
 	for _, pp := range p.pairs {
-		add(pp.NotCompleting)
+		add(pp.CountWindow)
 		for _, l := range pp.Latency {
 			add(l.Window)
 		}
@@ -141,35 +156,73 @@ func (tb *testBuilder) series(name, labels, values string) InputSeries {
 	return InputSeries{Series: fmt.Sprintf("%s{job=%q,instance=\"prober:9478\"%s}", name, tb.p.o.Job, labels), Values: values}
 }
 
-// pairSeries are the request counters of one pair: accepted for okSteps,
-// then server_failure for failSteps.
-func (tb *testBuilder) pairSeries(pp pairPlan, okSteps, failSteps int) []InputSeries {
-	l := fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe)
-	n := float64(requestsPerStep)
+// prober is the prober's own series: up, the reload gauge and the ledger
+// error counter, all healthy unless a scenario says otherwise.
+type prober struct {
+	up, reloadOK int
+	ledgerErrors float64 // per step
+}
+
+var healthyProber = prober{up: 1, reloadOK: 1}
+
+func (tb *testBuilder) proberSeries(pr prober, steps int) []InputSeries {
+	inst := fmt.Sprintf("{job=%q,instance=\"prober:9478\"}", tb.p.o.Job)
 	return []InputSeries{
-		tb.series("vllm_probe_requests_offered_total", l, counter(segment{n, okSteps + failSteps})),
-		tb.series("vllm_probe_requests_total", l+`,disposition="accepted"`, counter(segment{n, okSteps}, segment{0, failSteps})),
-		tb.series("vllm_probe_requests_total", l+`,disposition="server_failure"`, counter(segment{0, okSteps}, segment{n, failSteps})),
+		{Series: "up" + inst, Values: fmt.Sprintf("%d+0x%d", pr.up, steps)},
+		{Series: "vllm_prober_config_last_reload_successful" + inst, Values: fmt.Sprintf("%d+0x%d", pr.reloadOK, steps)},
+		{Series: "vllm_prober_ledger_write_errors_total" + inst, Values: counter(segment{pr.ledgerErrors, steps})},
 	}
 }
 
-// base is every pair healthy plus the prober and its server scrapes up.
+// base is every pair but except healthy and the prober up.
 func (tb *testBuilder) base(steps int, except *pairPlan) []InputSeries {
 	var ss []InputSeries
 	for _, pp := range tb.p.pairs {
 		if except != nil && pp.Target == except.Target && pp.Probe == except.Probe {
 			continue
 		}
-		ss = append(ss, tb.pairSeries(pp, steps, 0)...)
+		ss = append(ss, tb.trafficSeries(pp, healthyTraffic(steps))...)
 	}
-	ss = append(ss, InputSeries{Series: fmt.Sprintf("up{job=%q,instance=\"prober:9478\"}", tb.p.o.Job), Values: fmt.Sprintf("1+0x%d", steps)})
-	return ss
+	return append(ss, tb.proberSeries(healthyProber, steps)...)
 }
 
 func (tb *testBuilder) scrapeSeries(target string, v, steps int) InputSeries {
 	return tb.series("vllm_probe_server_scrape_success", fmt.Sprintf(",target=%q", target), fmt.Sprintf("%d+0x%d", v, steps))
 }
 
+// targets lists the configured targets with pairs, in config order.
+func (tb *testBuilder) targets() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, pp := range tb.p.pairs {
+		if !seen[pp.Target] {
+			seen[pp.Target] = true
+			out = append(out, pp.Target)
+		}
+	}
+	return out
+}
+
+// firstOf returns the first pair of target.
+func (tb *testBuilder) firstOf(target string) pairPlan {
+	for _, pp := range tb.p.pairs {
+		if pp.Target == target {
+			return pp
+		}
+	}
+	return pairPlan{}
+}
+
+// allAlerts are the names of every alert the rules generate.
+var allAlerts = []string{
+	AlertFastBurn, AlertSlowBurn, AlertLatencyHigh, AlertNotCompleting, AlertTargetDown, AlertScrapeFailing,
+	AlertScheduleLag, AlertClientTTFTAboveServer, AlertInFlightCap, AlertProberAbsent, AlertProberDown,
+	AlertReloadFailed, AlertLedgerErrors,
+}
+
+// healthy: every pair accepts every request, the prober and the server
+// scrapes are up, client and server TTFT agree, the schedule lag is low;
+// no alert fires.
 func (tb *testBuilder) healthy() TestGroup {
 	steps := tb.steps(tb.p.scale(6*time.Hour + 30*time.Minute))
 	for _, pp := range tb.p.pairs {
@@ -180,22 +233,29 @@ func (tb *testBuilder) healthy() TestGroup {
 		}
 	}
 	ss := tb.base(steps, nil)
-	seen := map[string]bool{}
+	for _, t := range tb.targets() {
+		ss = append(ss, tb.scrapeSeries(t, 1, steps))
+		ss = append(ss, tb.ttftSeries(tb.firstOf(t), "0.2", "0.2", steps)...)
+	}
 	for _, pp := range tb.p.pairs {
-		if !seen[pp.Target] {
-			seen[pp.Target] = true
-			ss = append(ss, tb.scrapeSeries(pp.Target, 1, steps))
-		}
+		ss = append(ss, tb.lagSeries(pp, false, steps)...)
 	}
 	if pp, l, ok := tb.firstLatency(); ok {
 		ss = append(ss, tb.histogram(pp, l, false, steps)...)
 	}
 	at := tb.at(steps)
 	var tests []AlertTest
-	for _, a := range []string{AlertFastBurn, AlertSlowBurn, AlertLatencyHigh, AlertNotCompleting, AlertTargetDown, AlertScrapeFailing, AlertProberAbsent, AlertProberDown} {
+	for _, a := range allAlerts {
 		tests = append(tests, AlertTest{EvalTime: at, Alertname: a, ExpAlerts: []ExpAlert{}})
 	}
-	return tb.group("healthy: no alert fires", ss, tests...)
+	g := tb.group("healthy: no alert fires", ss, tests...)
+	if len(tb.p.pairs) > 0 {
+		pp := tb.p.pairs[0]
+		w := tb.p.scale(standardWindows[0])
+		perSecond := requestsPerStep / tb.step.Seconds()
+		g.ExprTests = tb.accountingTests(pp, steps, w, truth{perSecond, perSecond, perSecond, 1})
+	}
+	return g
 }
 
 // find returns the rule of an alert whose labels include want.

@@ -7,58 +7,230 @@ import (
 	"time"
 )
 
-// fastBurn: the first pair with a page alert is healthy long enough to fill
-// its longest page window, then fails every request until its first page
-// pair fires; every page pair of that pair predicted to fire is expected.
-func (tb *testBuilder) fastBurn() (TestGroup, bool) {
+// firstWith returns the first pair with burn alerts of severity sev.
+func (tb *testBuilder) firstWith(sev string) (pairPlan, []burnPlan, bool) {
 	for _, pp := range tb.p.pairs {
-		var pages []burnPlan
+		var bs []burnPlan
 		for _, b := range pp.Burns {
-			if b.Severity == SeverityPage {
-				pages = append(pages, b)
+			if b.Severity == sev {
+				bs = append(bs, b)
 			}
 		}
-		if len(pages) == 0 {
+		if len(bs) > 0 {
+			return pp, bs, true
+		}
+	}
+	return pairPlan{}, nil, false
+}
+
+// burn is the burn rate the rules compute for pp over window w at step
+// at; leave are the outcomes the scenario says leave the denominator.
+func (tb *testBuilder) burn(pp pairPlan, tr traffic, at int, w time.Duration, leave []string) float64 {
+	return (1 - acceptance(tr.window(at, tb.steps(w)), leave...)) / roundF(1-pp.Objective)
+}
+
+// burnTest expects every burn alert of burns whose both windows have been
+// above the factor for its whole for: at the end of tr.
+func (tb *testBuilder) burnTest(pp pairPlan, alert string, burns []burnPlan, tr traffic, forD time.Duration, leave ...string) AlertTest {
+	end := tr.steps()
+	test := AlertTest{EvalTime: tb.at(end), Alertname: alert, ExpAlerts: []ExpAlert{}}
+	for _, b := range burns {
+		burning := end-tb.steps(forD) >= 1
+		for s := end - tb.steps(forD); burning && s <= end; s++ {
+			burning = tb.burn(pp, tr, s, b.Long, leave) > b.Factor && tb.burn(pp, tr, s, b.Short, leave) > b.Factor
+		}
+		if !burning {
 			continue
 		}
-		forD := tb.p.scale(tb.p.o.PageFor)
-		first, h := pages[0], 0
-		for _, b := range pages {
+		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short)}
+		r, _ := tb.find(alert, labels)
+		value := fmt.Sprintf("%.1f", tb.burn(pp, tr, end, b.Long, leave))
+		test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, value))
+	}
+	return test
+}
+
+// burnTraffic is pp healthy long enough to fill the longest window of
+// burns, then a share of its requests ending as out for long enough that
+// the first burn fires.
+func (tb *testBuilder) burnTraffic(pp pairPlan, burns []burnPlan, out string, sh float64, forD time.Duration) traffic {
+	h := 0
+	for _, b := range burns {
+		h = max(h, tb.steps(b.Long))
+	}
+	first := burns[0]
+	budget := 1 - pp.Objective
+	d := max(tb.steps(first.Short), int(math.Ceil(1.5*first.Factor*budget*float64(tb.steps(first.Long))/sh))) + tb.steps(forD)
+	return traffic{healthyTraffic(h)[0], mixed(d, out, sh)}
+}
+
+// fastBurn: the first pair with a page alert fails every request (HTTP
+// 500) until its first page pair fires.
+func (tb *testBuilder) fastBurn() (TestGroup, bool) {
+	pp, pages, ok := tb.firstWith(SeverityPage)
+	if !ok {
+		return TestGroup{}, false
+	}
+	forD := tb.p.scale(tb.p.o.PageFor)
+	tr := tb.burnTraffic(pp, pages, outHTTP5xx, 1, forD)
+	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
+	return tb.group(fmt.Sprintf("fast burn: %s/%s fails every request", pp.Target, pp.Probe), ss,
+		tb.burnTest(pp, AlertFastBurn, pages, tr, forD)), true
+}
+
+// overload: the first pair with a page alert sheds a share of its
+// requests at max_in_flight; the rest are accepted. Shed requests are
+// offered and not accepted, so they burn the budget and page, and the
+// sustained share fires VLLMProbeInFlightCapReached.
+func (tb *testBuilder) overload() (TestGroup, bool) {
+	pp, pages, ok := tb.firstWith(SeverityPage)
+	if !ok {
+		return TestGroup{}, false
+	}
+	maxF := 0.0
+	for _, b := range pages {
+		maxF = max(maxF, b.Factor)
+	}
+	sh := min(1, max(0.5, 2*maxF*(1-pp.Objective)))
+	forD := tb.p.scale(tb.p.o.PageFor)
+	tr := tb.burnTraffic(pp, pages, outShed, sh, forD)
+	capW, capFor := tb.capWindowFor(pp)
+	if need := tb.steps(capW) + tb.steps(capFor) + 1; tr[1].steps < need {
+		tr[1].steps = need
+	}
+	end := tr.steps()
+	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
+	g := tb.group(fmt.Sprintf("overload: %s/%s sheds %s%% of its requests at max_in_flight", pp.Target, pp.Probe, fmtF(sh*100)), ss,
+		tb.burnTest(pp, AlertFastBurn, pages, tr, forD), tb.inFlightCapTest(pp, tr))
+	perSecond := requestsPerStep / tb.step.Seconds()
+	g.ExprTests = tb.accountingTests(pp, end, tb.p.scale(standardWindows[0]),
+		truth{perSecond, perSecond * (1 - sh), perSecond * (1 - sh), 1 - sh})
+	return g, true
+}
+
+// capWindowFor is the window and for: of pp's VLLMProbeInFlightCapReached.
+func (tb *testBuilder) capWindowFor(pp pairPlan) (time.Duration, time.Duration) {
+	return pp.CountWindow, tb.p.inFlightCapFor(pp.CountWindow)
+}
+
+// inFlightCapTest expects the in-flight cap alert for pp at the end of tr
+// when the shed share was above the threshold for the whole for:.
+func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
+	end := tr.steps()
+	w, forD := tb.capWindowFor(pp)
+	test := AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}}
+	for s := end - tb.steps(forD); s <= end; s++ {
+		if s < 1 || !(share(tr.window(s, tb.steps(w)), outShed) > inFlightCapRatio) {
+			return test
+		}
+	}
+	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
+	r, _ := tb.find(AlertInFlightCap, labels)
+	test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, humanizePercentage(share(tr.window(end, tb.steps(w)), outShed))))
+	return test
+}
+
+// slowBurn: the first pair with a ticket alert fails a steady share of
+// its requests, a burn between its ticket and page thresholds, from the
+// start: every window sees the same burn at once.
+func (tb *testBuilder) slowBurn() (TestGroup, bool) {
+	pp, tickets, ok := tb.firstWith(SeverityTicket)
+	if !ok {
+		return TestGroup{}, false
+	}
+	budget := 1 - pp.Objective
+	maxTicket, minPage := 0.0, 1/budget
+	for _, b := range tickets {
+		maxTicket = max(maxTicket, b.Factor)
+	}
+	var pages []burnPlan
+	for _, b := range pp.Burns {
+		if b.Severity == SeverityPage {
+			pages = append(pages, b)
+			minPage = min(minPage, b.Factor)
+		}
+	}
+	burn := (maxTicket + minPage) / 2
+	forD := tb.p.scale(tb.p.o.TicketFor)
+	tr := traffic{mixed(tb.steps(forD)+2, outHTTP5xx, burn*budget)}
+	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
+	return tb.group(fmt.Sprintf("slow burn: %s/%s burns its budget %sx, below every page", pp.Target, pp.Probe, fmtF(burn)), ss,
+		tb.burnTest(pp, AlertSlowBurn, tickets, tr, forD),
+		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.scale(tb.p.o.PageFor))), true
+}
+
+// abandoned: half of the first pair's requests are cancelled at shutdown
+// (the prober abandons them) for longer than any page needs; they leave
+// the denominator, so nothing burns.
+func (tb *testBuilder) abandoned() TestGroup {
+	pp := tb.p.pairs[0]
+	if p, _, ok := tb.firstWith(SeverityPage); ok {
+		pp = p
+	}
+	h := tb.steps(tb.p.scale(standardWindows[0]))
+	var pages, tickets []burnPlan
+	for _, b := range pp.Burns {
+		if b.Severity == SeverityPage {
+			pages = append(pages, b)
 			h = max(h, tb.steps(b.Long))
+		} else {
+			tickets = append(tickets, b)
 		}
-		budget := 1 - pp.Objective
-		d := max(tb.steps(first.Short), int(math.Ceil(1.5*first.Factor*budget*float64(tb.steps(first.Long))))) + tb.steps(forD)
-		ss := append(tb.base(h+d, &pp), tb.pairSeries(pp, h, d)...)
-		test := AlertTest{EvalTime: tb.at(h + d), Alertname: AlertFastBurn, ExpAlerts: []ExpAlert{}}
-		for _, b := range pages {
-			if !burning(b, pp.Objective, h, d-tb.steps(forD), tb) {
-				continue
-			}
-			labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short)}
-			r, _ := tb.find(AlertFastBurn, labels)
-			value := fmt.Sprintf("%.1f", burnRate(pp.Objective, h, d, tb.steps(b.Long)))
-			test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, value))
-		}
-		return tb.group(fmt.Sprintf("fast burn: %s/%s fails every request", pp.Target, pp.Probe), ss, test), true
 	}
-	return TestGroup{}, false
+	_, capFor := tb.capWindowFor(pp)
+	tr := traffic{mixed(h+tb.steps(max(tb.p.scale(tb.p.o.PageFor), capFor)), outShutdown, 0.5)}
+	end := tr.steps()
+	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
+	g := tb.group(fmt.Sprintf("abandoned: %s/%s cancels half its requests at shutdown, nothing burns", pp.Target, pp.Probe), ss,
+		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.scale(tb.p.o.PageFor), outShutdown),
+		tb.burnTest(pp, AlertSlowBurn, tickets, tr, tb.p.scale(tb.p.o.TicketFor), outShutdown),
+		AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}})
+	perSecond := requestsPerStep / tb.step.Seconds()
+	g.ExprTests = tb.accountingTests(pp, end, tb.p.scale(standardWindows[0]), truth{perSecond, perSecond / 2, perSecond / 2, 1})
+	return g
 }
 
-// burnRate is what the rules compute over a window of w steps at step
-// ok+fail when the first ok steps accepted and the next fail steps failed.
-func burnRate(objective float64, ok, fail, w int) float64 {
-	bad := float64(min(fail, w))
-	good := float64(min(ok+fail, w)) - bad
-	accepted := good * requestsPerStep
-	completed := accepted + bad*requestsPerStep
-	return (1 - accepted/completed) / roundF(1-objective)
+// oneShed: the first pair sheds a single request; the in-flight cap
+// alert stays quiet while it is in the window and after.
+func (tb *testBuilder) oneShed() TestGroup {
+	pp := tb.p.pairs[0]
+	w, forD := tb.capWindowFor(pp)
+	h := tb.steps(w) + 1
+	n := float64(requestsPerStep)
+	tr := traffic{healthyTraffic(h)[0], {1, map[string]float64{outAccepted: n - 1, outShed: 1}}, healthyTraffic(tb.steps(forD) + 1)[0]}
+	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
+	quiet := func(at int) AlertTest {
+		return AlertTest{EvalTime: tb.at(at), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}}
+	}
+	return tb.group(fmt.Sprintf("one shed request: %s/%s, no in-flight cap alert", pp.Target, pp.Probe), ss,
+		quiet(h+1), quiet(h+1+tb.steps(w)), quiet(tr.steps()))
 }
 
-func burning(b burnPlan, objective float64, ok, fail int, tb *testBuilder) bool {
-	if fail <= 0 {
-		return false
+// workedExample is the goodput methodology's worked example on the first
+// pair, in per-second rates over the shortest recorded window: 120/s
+// offered, of which 4/s complete late, 1/s fail quality, 0.5/s get an
+// HTTP 500 and 0.5/s never finish (time out); then 130/s offered, of which
+// 17/s complete late and 3/s are shed at max_in_flight.
+func (tb *testBuilder) workedExample() TestGroup {
+	pp := tb.p.pairs[0]
+	w := tb.p.scale(standardWindows[0])
+	ws, sec := tb.steps(w), tb.step.Seconds()
+	level := func(perSecond map[string]float64) phase {
+		ends := map[string]float64{}
+		for k, v := range perSecond {
+			ends[k] = v * sec
+		}
+		return phase{ws, ends}
 	}
-	return burnRate(objective, ok, fail, tb.steps(b.Long)) > b.Factor && burnRate(objective, ok, fail, tb.steps(b.Short)) > b.Factor
+	tr := traffic{
+		level(map[string]float64{outAccepted: 114, outLatency: 4, outQuality: 1, outHTTP5xx: 0.5, outTimeout: 0.5}),
+		level(map[string]float64{outAccepted: 110, outLatency: 17, outShed: 3}),
+	}
+	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
+	g := tb.group(fmt.Sprintf("worked example: %s/%s at 120/s, then 130/s with shedding", pp.Target, pp.Probe), ss)
+	g.ExprTests = append(tb.accountingTests(pp, ws, w, truth{120, 119.5, 114, 0.95}),
+		tb.accountingTests(pp, 2*ws, w, truth{130, 127, 110, 110.0 / 130})...)
+	return g
 }
 
 func (tb *testBuilder) firstLatency() (pairPlan, latencyPlan, bool) {
@@ -108,27 +280,38 @@ func (tb *testBuilder) latency() (TestGroup, bool) {
 	return tb.group(fmt.Sprintf("latency: %s/%s p99 %s above its SLO", pp.Target, pp.Probe, l.SLO), ss, test), true
 }
 
+// ttftBuckets are the bucket bounds of the TTFT test histograms.
+var ttftBuckets = []string{"0.1", "0.2", "1", "2", "+Inf"}
+
+// ttftSeries are the client TTFT histogram of pp and vLLM's own for its
+// target (with model_name and engine labels, as the prober re-exports it),
+// every observation in the bucket whose upper bound is client or server.
+func (tb *testBuilder) ttftSeries(pp pairPlan, client, server string, steps int) []InputSeries {
+	var ss []InputSeries
+	n := float64(requestsPerStep)
+	buckets := func(name, labels, in string) {
+		inc := 0.0
+		for _, le := range ttftBuckets {
+			if le == in {
+				inc = n
+			}
+			ss = append(ss, tb.series(name, fmt.Sprintf("%s,le=%q", labels, le), counter(segment{inc, steps})))
+		}
+	}
+	buckets("vllm_probe_time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), client)
+	buckets("vllm:time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,model_name=\"m\",engine=\"0\"", pp.Target), server)
+	return ss
+}
+
 // ttftGap: the first pair's clients see a p50 TTFT of 1.5s while vLLM's
-// own histogram for the target (with model_name and engine labels, as the
-// prober re-exports it) has a p50 of 0.15s.
+// own histogram for the target has a p50 of 0.15s.
 func (tb *testBuilder) ttftGap() TestGroup {
 	pp := tb.p.pairs[0]
 	lw := tb.p.scale(tb.p.o.LatencyWindow)
 	steps := tb.steps(lw+tb.p.scale(tb.p.o.LatencyFor)) + 2
-	ss := tb.base(steps, nil)
-	n := float64(requestsPerStep)
-	buckets := func(name, labels string, les []string, incs []float64) {
-		for i, le := range les {
-			ss = append(ss, tb.series(name, fmt.Sprintf("%s,le=%q", labels, le), counter(segment{incs[i], steps})))
-		}
-	}
-	buckets("vllm_probe_time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe),
-		[]string{"1", "2", "+Inf"}, []float64{0, n, n})
-	buckets("vllm:time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,model_name=\"m\",engine=\"0\"", pp.Target),
-		[]string{"0.1", "0.2", "+Inf"}, []float64{0, n, n})
-	rate := n * float64(tb.steps(lw)) / lw.Seconds()
-	client := 1 + (2-1)*(0.5*rate/rate)
-	server := 0.1 + (0.2-0.1)*(0.5*rate/rate)
+	ss := append(tb.base(steps, nil), tb.ttftSeries(pp, "2", "0.2", steps)...)
+	// histogram_quantile interpolates rank 0.5 inside (1, 2] and (0.1, 0.2].
+	client, server := 1+(2-1)*0.5, 0.1+(0.2-0.1)*0.5
 	labels := map[string]string{"target": pp.Target}
 	r, _ := tb.find(AlertClientTTFTAboveServer, nil)
 	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertClientTTFTAboveServer, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(client-server))}}
@@ -161,6 +344,7 @@ func expandTemplate(s string, labels map[string]string, value string) string {
 		s = strings.ReplaceAll(s, "{{ $labels."+k+" }}", v)
 	}
 	s = strings.ReplaceAll(s, valueFmt, value)
+	s = strings.ReplaceAll(s, percentFmt, value)
 	return strings.ReplaceAll(s, durationFmt, value)
 }
 
@@ -194,3 +378,7 @@ func humanizeDuration(v float64) string {
 	}
 	return fmt.Sprintf("%.4g%ss", v, prefix)
 }
+
+// humanizePercentage mirrors Prometheus' template function of that name
+// for ratios between 0.001 and 10.
+func humanizePercentage(v float64) string { return fmt.Sprintf("%.4g%%", v*100) }

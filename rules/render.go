@@ -30,13 +30,9 @@ const valueFmt = `{{ $value | printf "%.1f" }}`
 // durationFmt renders an alert's value as a duration; tests expand it.
 const durationFmt = `{{ $value | humanizeDuration }}`
 
-func (p *plan) sel(extra string) string {
-	s := fmt.Sprintf("job=%q", p.o.Job)
-	if extra != "" {
-		s += "," + extra
-	}
-	return "{" + s + "}"
-}
+func (p *plan) jobMatcher() string { return fmt.Sprintf("job=%q", p.o.Job) }
+
+func (p *plan) sel(extra string) string { return selector(p.jobMatcher(), extra) }
 
 func pairSel(pp pairPlan) string {
 	return fmt.Sprintf("{target=%q,probe=%q}", pp.Target, pp.Probe)
@@ -44,19 +40,14 @@ func pairSel(pp pairPlan) string {
 
 func (p *plan) recordingRules() []Rule {
 	var rs []Rule
-	byPair := func(metric, extra, w string) string {
-		return fmt.Sprintf("sum by (target, probe) (rate(%s%s[%s]))", metric, p.sel(extra), w)
-	}
-	completed := `disposition!="cancelled"`
-	accepted := `disposition="accepted"`
+	job := p.jobMatcher()
 	for _, wd := range p.windows {
 		w := fmtDur(wd)
 		rs = append(rs,
-			Rule{Record: RecordOffered + w, Expr: byPair("vllm_probe_requests_offered_total", "", w)},
-			Rule{Record: RecordCompleted + w, Expr: byPair("vllm_probe_requests_total", completed, w)},
-			Rule{Record: RecordGoodput + w, Expr: byPair("vllm_probe_requests_total", accepted, w)},
-			Rule{Record: RecordAcceptance + w, Expr: byPair("vllm_probe_requests_total", accepted, w) +
-				"\n/\n" + byPair("vllm_probe_requests_total", completed, w)},
+			Rule{Record: RecordOffered + w, Expr: OfferedExpr(job, w)},
+			Rule{Record: RecordCompleted + w, Expr: CompletedExpr(job, w)},
+			Rule{Record: RecordGoodput + w, Expr: GoodputExpr(job, w)},
+			Rule{Record: RecordAcceptance + w, Expr: AcceptanceExpr(job, w)},
 		)
 	}
 	for _, pp := range p.pairs {
@@ -118,14 +109,18 @@ func (p *plan) burnAlert(pp pairPlan, b burnPlan) Rule {
 	return r
 }
 
+// burnAnnotations: $value is the first operand of the alert's `and`, the
+// burn rate over the long window, and the text says so; the short window
+// is only said to be above the threshold, which the expr guarantees.
 func burnAnnotations(pp pairPlan, b burnPlan, value string) map[string]string {
 	obj := fmtF(pp.Objective * 100)
 	return map[string]string{
-		"summary": fmt.Sprintf("%s/%s burns its %s%% acceptance error budget %sx too fast", pp.Target, pp.Probe, obj, value),
-		"description": fmt.Sprintf("Probe %s against target %s has an acceptance objective of %s%% (error budget %s%% of completed requests). "+
-			"Over the last %s the budget burned %sx faster than sustainable, and still above %sx over the last %s (threshold %sx). "+
-			"At this rate a 30-day budget lasts %s.",
-			pp.Probe, pp.Target, obj, fmtF((1-pp.Objective)*100), fmtDur(b.Long), value, fmtF(b.Factor), fmtDur(b.Short),
+		"summary": fmt.Sprintf("%s/%s burns its %s%% acceptance error budget %sx too fast over %s", pp.Target, pp.Probe, obj, value, fmtDur(b.Long)),
+		"description": fmt.Sprintf("Probe %s against target %s has an acceptance objective of %s%% (error budget: %s%% of offered requests not accepted; "+
+			"requests shed at max_in_flight count, those abandoned at shutdown or reload do not). "+
+			"Over the last %s the budget burned %sx faster than sustainable, and over the last %s too more than %sx. "+
+			"At a %sx burn a 30-day budget lasts %s.",
+			pp.Probe, pp.Target, obj, fmtF((1-pp.Objective)*100), fmtDur(b.Long), value, fmtDur(b.Short), fmtF(b.Factor),
 			fmtF(b.Factor), budgetLasts(b.Factor)),
 	}
 }

@@ -6,10 +6,23 @@
 // pair; the alerts are written per (target, probe) because each pair has its
 // own objective, SLOs and, at low rates, its own widened windows.
 //
-// Acceptance ratio = accepted / completed, where completed counts every
-// terminal disposition except cancelled (shutdown, reload removal and the
-// prober's own max_in_flight cap are prober-side events that must not burn
-// the server's error budget).
+// The recording rules follow the accounting of probe/result.go
+// (Result.Abandoned, Result.ServerCompleted), from the collector's
+// counters:
+//
+//   - acceptance ratio = accepted / (every terminal disposition - the
+//     requests the prober abandoned, vllm_probe_failures_total with reason
+//     shutdown or removed). Requests cancelled at max_in_flight
+//     (in_flight_cap) are overload shedding: they stay in the denominator
+//     and burn the error budget.
+//   - completed throughput = accepted + latency_failure + quality_failure
+//     requests, plus the server_failure requests whose reason says the
+//     server completed the response (http_4xx, http_429, http_5xx,
+//     stream_error, protocol, no_done), per second.
+//   - goodput = accepted requests per second.
+//
+// accounting.go spells those label values, since rules does not import
+// probe; a test compares them with probe's.
 package rules
 
 import (

@@ -64,7 +64,8 @@ func TestGenerateHealth(t *testing.T) {
 		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate30m - target:vllm_time_to_first_token_seconds:p50_rate30m) > 0.5`, "10m"},
 		{"target down", AlertTargetDown, `>= 0.9`, "2m"},
 		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
-		{"in-flight cap", AlertInFlightCap, `reason="in_flight_cap"`, "5m"},
+		{"in-flight cap: a sustained share of shed requests, not one", AlertInFlightCap,
+			`{job="vllm-prober",target="llama",probe="chat",reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober",target="llama",probe="chat"}[5m])) > 0.01`, "15m"},
 	}
 	rf, _, err := Generate(oneProbe(testProbe("chat", 0.2, 0.99, config.SLO{})), Options{})
 	if err != nil {
@@ -81,6 +82,38 @@ func TestGenerateHealth(t *testing.T) {
 			}
 			if rs[0].For != tc.forD || rs[0].Annotations["runbook_url"] == "" || rs[0].Labels["severity"] == "" {
 				t.Errorf("for = %s, labels %v, annotations %v", rs[0].For, rs[0].Labels, rs[0].Annotations)
+			}
+		})
+	}
+}
+
+// TestInFlightCapForOutlastsWindow: the alert's window holds at least 10
+// expected requests, and one shed request leaves it after one window, so
+// the for: is at least two windows whatever --ticket-for says.
+func TestInFlightCapForOutlastsWindow(t *testing.T) {
+	cases := []struct {
+		name      string
+		rate      float64
+		o         Options
+		forD, win string
+	}{
+		{"default ticket for", 1, Options{}, "15m", "[5m]"},
+		{"short ticket for", 1, Options{TicketFor: time.Minute}, "10m", "[5m]"},
+		{"low rate widens the window", 0.01, Options{}, "1h", "[30m]"},
+		{"scaled", 1, Options{WindowScale: 1.0 / 60}, "1m", "[30s]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rf, _, err := Generate(oneProbe(testProbe("chat", tc.rate, 0.99, config.SLO{})), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := alerts(rf, AlertInFlightCap)[0]
+			if r.For != tc.forD || !strings.Contains(r.Expr, tc.win) {
+				t.Errorf("for = %s, want %s; expr %s, want window %s", r.For, tc.forD, r.Expr, tc.win)
+			}
+			if !strings.Contains(r.Annotations["description"], "for "+tc.forD) || !strings.Contains(r.Annotations["description"], "last "+strings.Trim(tc.win, "[]")) {
+				t.Errorf("description does not state the window and for: %s", r.Annotations["description"])
 			}
 		})
 	}
@@ -215,6 +248,55 @@ func TestTestsScenarios(t *testing.T) {
 				}
 			}
 			t.Fatalf("no %s test in group %q", tc.alert, tc.group)
+		})
+	}
+}
+
+// TestTestsCoverEveryAlert: every generated alert has a promtool scenario
+// where it fires and one where it stays quiet, and the overload and
+// worked-example scenarios check the recorded series.
+func TestTestsCoverEveryAlert(t *testing.T) {
+	full, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		o    Options
+	}{
+		{"full example", full, Options{}},
+		{"one probe, e2e windows", oneProbe(testProbe("chat", 10, 0.99, config.SLO{TTFT: sec(2 * time.Second)})), Options{WindowScale: 1.0 / 60}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tf, err := Tests(tc.cfg, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			firing, quiet, exprs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+			for _, g := range tf.Tests {
+				for _, at := range g.AlertRuleTests {
+					if len(at.ExpAlerts) > 0 {
+						firing[at.Alertname] = true
+					} else {
+						quiet[at.Alertname] = true
+					}
+				}
+				if len(g.ExprTests) > 0 {
+					exprs[strings.SplitN(g.Name, ":", 2)[0]] = true
+				}
+			}
+			for _, a := range allAlerts {
+				if !firing[a] || !quiet[a] {
+					t.Errorf("%s: firing scenario %v, quiet scenario %v", a, firing[a], quiet[a])
+				}
+			}
+			for _, g := range []string{"healthy", "overload", "abandoned", "worked example"} {
+				if !exprs[g] {
+					t.Errorf("scenario %q checks no recorded series", g)
+				}
+			}
 		})
 	}
 }

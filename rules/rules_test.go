@@ -142,7 +142,9 @@ func TestGenerateBurnThresholds(t *testing.T) {
 			if r.For != tc.forD {
 				t.Errorf("for = %s, want %s", r.For, tc.forD)
 			}
-			if !strings.Contains(r.Annotations["description"], "99.5%") || !strings.Contains(r.Annotations["summary"], valueFmt) {
+			// $value is the first operand of the `and`: the long window's burn.
+			if !strings.Contains(r.Annotations["description"], "99.5%") || !strings.Contains(r.Annotations["summary"], valueFmt+"x too fast over "+r.Labels["long_window"]) ||
+				!strings.Contains(r.Annotations["description"], "Over the last "+r.Labels["long_window"]+" the budget burned "+valueFmt) {
 				t.Errorf("annotations do not say the objective and burn rate: %v", r.Annotations)
 			}
 		})
@@ -158,10 +160,13 @@ func TestGenerateRecording(t *testing.T) {
 	cases := []struct {
 		name, record, expr string
 	}{
-		{"completed excludes cancelled", RecordCompleted + "5m", `sum by (target, probe) (rate(vllm_probe_requests_total{job="probers",disposition!="cancelled"}[5m]))`},
+		{"completed: server-completed dispositions and failure reasons", RecordCompleted + "5m", "sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition=~\"accepted|latency_failure|quality_failure\"}[5m]))\n+\n" +
+			"sum by (target, probe) (rate(vllm_probe_failures_total{job=\"probers\",reason=~\"http_4xx|http_429|http_5xx|stream_error|protocol|no_done\"}[5m]))"},
 		{"goodput", RecordGoodput + "3d", `sum by (target, probe) (rate(vllm_probe_requests_total{job="probers",disposition="accepted"}[3d]))`},
 		{"offered", RecordOffered + "2h", `sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="probers"}[2h]))`},
-		{"acceptance", RecordAcceptance + "1d", "sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition=\"accepted\"}[1d]))\n/\nsum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition!=\"cancelled\"}[1d]))"},
+		{"acceptance: shed requests stay in the denominator, abandoned ones leave it", RecordAcceptance + "1d", "sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition=\"accepted\"}[1d]))\n/\n(\n" +
+			"  sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\"}[1d]))\n  -\n" +
+			"  sum by (target, probe) (rate(vllm_probe_failures_total{job=\"probers\",reason=~\"shutdown|removed\"}[1d]))\n)"},
 		{"objective", RecordObjective, "vector(0.99)"},
 		{"server ttft", RecordServerTTFT + "30m", `histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket{job="probers",target!=""}[30m])))`},
 	}

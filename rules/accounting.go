@@ -1,0 +1,97 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The accounting of probe/result.go in label values. rules must not import
+// probe (it is generated from the config alone), so the reason lists are
+// spelled here; accounting_test.go compares them with probe's.
+var (
+	// abandonedReasons are the cancelled reasons for which the prober gave
+	// a request up for its own reasons (probe.Result.Abandoned): only these
+	// leave the acceptance denominator. in_flight_cap is not one of them.
+	abandonedReasons = []string{"shutdown", "removed"}
+	// completedDispositions are the dispositions of a response the server
+	// completed, useful or not (probe.Result.ServerCompleted).
+	completedDispositions = []string{"accepted", "latency_failure", "quality_failure"}
+	// completedFailureReasons are the server_failure reasons for which the
+	// server answered and ended the response itself
+	// (probe.CompletedFailureReasons).
+	completedFailureReasons = []string{"http_4xx", "http_429", "http_5xx", "stream_error", "protocol", "no_done"}
+)
+
+// reasonInFlightCap is the cancelled reason of a request shed because
+// max_in_flight requests were outstanding (probe.ReasonInFlightCap).
+const reasonInFlightCap = "in_flight_cap"
+
+// Metric names the rules read, as the collector exports them.
+const (
+	metricOffered  = "vllm_probe_requests_offered_total"
+	metricRequests = "vllm_probe_requests_total"
+	metricFailures = "vllm_probe_failures_total"
+)
+
+// selector joins label matchers into a PromQL selector; empty ones are
+// left out.
+func selector(matchers ...string) string {
+	var ms []string
+	for _, m := range matchers {
+		if m != "" {
+			ms = append(ms, m)
+		}
+	}
+	return "{" + strings.Join(ms, ",") + "}"
+}
+
+func oneOf(label string, values []string) string {
+	return fmt.Sprintf("%s=~%q", label, strings.Join(values, "|"))
+}
+
+// pairRate is the per-second rate of metric over window, summed per
+// (target, probe).
+func pairRate(metric, matchers, extra, window string) string {
+	return fmt.Sprintf("sum by (target, probe) (rate(%s%s[%s]))", metric, selector(matchers, extra), window)
+}
+
+// OfferedExpr is the PromQL of offered requests per second over window,
+// per (target, probe), for the series matched by matchers (label matchers
+// without braces, e.g. `job="vllm-prober"`; "" for all).
+func OfferedExpr(matchers, window string) string {
+	return pairRate(metricOffered, matchers, "", window)
+}
+
+// GoodputExpr is the PromQL of accepted requests per second.
+func GoodputExpr(matchers, window string) string {
+	return pairRate(metricRequests, matchers, `disposition="accepted"`, window)
+}
+
+// CompletedExpr is the PromQL of completed throughput: the requests the
+// server completed (accepted, latency_failure, quality_failure, and
+// server_failure with a completed reason) per second.
+func CompletedExpr(matchers, window string) string {
+	return pairRate(metricRequests, matchers, oneOf("disposition", completedDispositions), window) +
+		"\n+\n" + pairRate(metricFailures, matchers, oneOf("reason", completedFailureReasons), window)
+}
+
+// countedExpr is the acceptance denominator per second: every terminal
+// disposition except the requests the prober abandoned. Requests shed at
+// max_in_flight stay in it.
+func countedExpr(matchers, window string) string {
+	return "(\n  " + pairRate(metricRequests, matchers, "", window) +
+		"\n  -\n  " + pairRate(metricFailures, matchers, oneOf("reason", abandonedReasons), window) + "\n)"
+}
+
+// AcceptanceExpr is the PromQL of the acceptance ratio: accepted requests
+// divided by every terminal disposition except the abandoned ones.
+func AcceptanceExpr(matchers, window string) string {
+	return GoodputExpr(matchers, window) + "\n/\n" + countedExpr(matchers, window)
+}
+
+// ShedExpr is the PromQL of the share of offered requests cancelled
+// because max_in_flight requests were outstanding.
+func ShedExpr(matchers, window string) string {
+	return pairRate(metricFailures, matchers, fmt.Sprintf("reason=%q", reasonInFlightCap), window) +
+		"\n/\n" + OfferedExpr(matchers, window)
+}
