@@ -85,7 +85,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err := ledger.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
-	m := Compute(run, o.Goodput, o.MetricPercentiles)
+	m := Compute(run, ComputeOptions{Goodput: o.Goodput, Percentiles: o.MetricPercentiles})
 	PrintFailures(env.Stdout, run)
 	PrintResult(env.Stdout, s, m)
 	PrintLedger(env.Stdout, s, m)
@@ -187,6 +187,7 @@ func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Le
 		Offsets:        Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
+		Timeout:        o.Timeout,
 		Ledger:         ledger,
 		Now:            env.Now,
 		OnFinish: func(*probe.Result) {

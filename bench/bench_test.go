@@ -196,7 +196,7 @@ func TestExecuteUnfinished(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			run := Execute(ctx, RunOptions{Offsets: []time.Duration{0, 0, 0, time.Hour}, Sender: c, MaxConcurrency: tt.conc})
-			m := Compute(run, Goodput{}, []float64{99})
+			m := Compute(run, ComputeOptions{Percentiles: []float64{99}})
 			if m.Offered != tt.offered || m.Dispositions[probe.Unfinished] != tt.offered {
 				t.Errorf("offered %d, dispositions %v: want %d offered, all unfinished (%s)", m.Offered, m.Dispositions, tt.offered, run.Results[0].Error)
 			}
@@ -235,5 +235,94 @@ func TestBenchChatAgainstSimulator(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// ledgerBlock returns the Prober Ledger block of a bench's output.
+func ledgerBlock(t *testing.T, out string) string {
+	t.Helper()
+	_, block, ok := strings.Cut(out, " Prober Ledger ")
+	if !ok {
+		t.Fatalf("no Prober Ledger block in:\n%s", out)
+	}
+	return block
+}
+
+// TestBenchOverloadAndStalls checks the ledger block against a hand count
+// from the ledger file when the server is overloaded (two sequences at 200
+// req/s), stalls streams past the timeout and answers some requests 500.
+func TestBenchOverloadAndStalls(t *testing.T) {
+	url, sim := startSim(t, func(o *simulator.Options) {
+		o.MaxNumSeqs = 2
+		o.PrefillBase, o.DecodeBase = 2*time.Millisecond, 2*time.Millisecond
+	})
+	o := benchTestOptions(url)
+	o.NumPrompts, o.RequestRate, o.Timeout, o.MetricPercentiles = 60, 200, 400*time.Millisecond, []float64{50, 100}
+	o.ReadyCheckTimeout = 10 * time.Second
+	o.LedgerPath = filepath.Join(t.TempDir(), "ledger.jsonl")
+	sim.SetFaults(simulator.Faults{Stall: 0.2, StallDuration: 5 * time.Second, HTTP500: 0.1})
+	var stdout bytes.Buffer
+	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := probe.ReadLedger(o.LedgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, lastEnd time.Time
+	completedN, accepted, timeouts := 0, 0, 0
+	for _, r := range recs {
+		if (&probe.Result{Disposition: r.Disposition, Reason: r.Reason}).ServerCompleted() {
+			completedN++
+		}
+		accepted += map[bool]int{true: 1}[r.Disposition == probe.Accepted]
+		if r.Sent == nil {
+			continue
+		}
+		if first.IsZero() || r.Sent.Before(first) {
+			first = *r.Sent
+		}
+		switch {
+		case r.Disposition == probe.ClientTimeout:
+			timeouts++
+			lastEnd = later(lastEnd, r.Sent.Add(o.Timeout))
+		case r.E2ELS != nil:
+			lastEnd = later(lastEnd, r.Sent.Add(time.Duration(*r.E2ELS*float64(time.Second))))
+		}
+	}
+	m := out.Metrics
+	if timeouts == 0 || m.Dispositions[probe.ServerFailure] == 0 {
+		t.Fatalf("dispositions %v: want stalls timing out and 500 answers", m.Dispositions)
+	}
+	block := ledgerBlock(t, stdout.String())
+	t.Run("completed counts answered failures", func(t *testing.T) {
+		if got := blockValue(t, block, "Completed requests:"); got != strconv.Itoa(completedN) || completedN <= m.Completed {
+			t.Errorf("printed %s completed, ledger says %d (vLLM's successful %d)", got, completedN, m.Completed)
+		}
+	})
+	t.Run("wall clock from first send to last answer", func(t *testing.T) {
+		if lower := lastEnd.Sub(first); m.Window < lower || m.Window > m.Duration {
+			t.Errorf("window %v, want between the ledger's %v and the run's %v", m.Window, lower, m.Duration)
+		}
+		want := fmt.Sprintf("%.2f", float64(completedN)/m.Window.Seconds())
+		if got := blockValue(t, block, "Completed throughput (req/s):"); got != want {
+			t.Errorf("completed throughput %s, want %d / %v = %s", got, completedN, m.Window, want)
+		}
+		want = fmt.Sprintf("%.2f", float64(accepted)/m.Window.Seconds())
+		if got := blockValue(t, block, "Goodput (accepted req/s):"); got != want {
+			t.Errorf("goodput %s, want %s", got, want)
+		}
+	})
+	t.Run("timeouts counted at the timeout", func(t *testing.T) {
+		if got := blockValue(t, block, "P100 E2EL (ms):"); got != "400.00" {
+			t.Errorf("censored max E2EL %s, want the 400ms timeout", got)
+		}
+		if m.Dists[MetricE2EL].Percentiles[1].MS >= 400 {
+			t.Errorf("vLLM's max E2EL %v: its block keeps completed requests only", m.Dists[MetricE2EL].Percentiles[1].MS)
+		}
+	})
+	if got := blockValue(t, block, "Acceptance ratio:"); got != fmt.Sprintf("%.4f", float64(accepted)/float64(len(recs))) {
+		t.Errorf("acceptance %s, want %d/%d", got, accepted, len(recs))
 	}
 }

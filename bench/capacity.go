@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // PassRule is the written rule a capacity level must meet on every repeat:
@@ -55,9 +53,10 @@ func (r PassRule) Check(m Metrics) (bool, []string) {
 	return len(why) == 0, why
 }
 
-// percentileOf returns percentile p of a metric's Dist, in ms.
+// percentileOf returns percentile p of a metric's censored Dist
+// (Metrics.Latency), in ms.
 func percentileOf(m Metrics, name string, p float64) float64 {
-	for _, q := range m.Dists[name].Percentiles {
+	for _, q := range m.Latency[name].Percentiles {
 		if q.P == p {
 			return q.MS
 		}
@@ -72,14 +71,10 @@ type Repeat struct {
 	Metrics Metrics
 	Pass    bool
 	Why     []string
-	// Level duration figures: completed and accepted requests per second
-	// of the level's planned duration.
-	Throughput float64
-	Goodput    float64
 }
 
 // LevelFunc runs one repeat of the level at rate; repeat counts from 0.
-type LevelFunc func(ctx context.Context, rate float64, repeat int) (Metrics, time.Duration, error)
+type LevelFunc func(ctx context.Context, rate float64, repeat int) (Metrics, error)
 
 // SearchOptions configures a capacity search.
 type SearchOptions struct {
@@ -151,16 +146,12 @@ func (s *Search) level(ctx context.Context, o SearchOptions, level LevelFunc, ra
 		if err := ctx.Err(); err != nil {
 			return false, fmt.Errorf("capacity search interrupted: %w", err)
 		}
-		m, span, err := level(ctx, rate, i)
+		m, err := level(ctx, rate, i)
 		if err != nil {
 			return false, fmt.Errorf("level %s req/s repeat %d: %w", pyRate(rate), i+1, err)
 		}
 		r := Repeat{Rate: rate, Index: i, Metrics: m}
 		r.Pass, r.Why = o.Rule.Check(m)
-		if sec := span.Seconds(); sec > 0 {
-			r.Throughput = float64(m.Completed) / sec
-			r.Goodput = float64(m.Dispositions[probe.Accepted]) / sec
-		}
 		s.Repeats = append(s.Repeats, r)
 		if o.OnRepeat != nil {
 			o.OnRepeat(r)

@@ -25,7 +25,7 @@ func PrintTable(w io.Writer, s *Search, rule PassRule) {
 			verdict = "FAIL: " + strings.Join(r.Why, "; ")
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			pyFloat(r.Rate, 2), r.Index+1, pyFloat(m.SendRate, 2), pyFloat(r.Throughput, 2), pyFloat(r.Goodput, 2),
+			pyFloat(r.Rate, 2), r.Index+1, pyFloat(m.SendRate, 2), pyFloat(m.CompletedThroughput, 2), pyFloat(m.Goodput, 2),
 			pyFloat(m.Acceptance, 4),
 			msText(m, MetricTTFT, 50), msText(m, MetricTTFT, rule.Percentile),
 			msText(m, MetricTPOT, 50), msText(m, MetricTPOT, rule.Percentile),
@@ -116,7 +116,7 @@ func MarshalSearch(s *Search, settings any) ([]byte, error) {
 		}
 		out.Levels = append(out.Levels, repeatJSON{
 			OfferedRate: r.Rate, Repeat: r.Index + 1, Pass: r.Pass, Why: r.Why, Offered: m.Offered, Sent: m.Sent,
-			SendRate: jsonFloat(m.SendRate), CompletedThroughput: r.Throughput, Goodput: r.Goodput,
+			SendRate: jsonFloat(m.SendRate), CompletedThroughput: m.CompletedThroughput, Goodput: m.Goodput,
 			AcceptanceRatio: m.Acceptance, TTFTMS: pctMap(m, MetricTTFT), TPOTMS: pctMap(m, MetricTPOT),
 			E2ELMS: pctMap(m, MetricE2EL), Dispositions: disp, FailureReasons: m.Reasons,
 		})
@@ -131,7 +131,7 @@ func MarshalSearch(s *Search, settings any) ([]byte, error) {
 // pctMap returns a metric's percentiles keyed "p50", "p99", ....
 func pctMap(m Metrics, name string) map[string]float64 {
 	out := map[string]float64{}
-	for _, p := range m.Dists[name].Percentiles {
+	for _, p := range m.Latency[name].Percentiles {
 		out["p"+percentileWord(p.P)] = p.MS
 	}
 	return out

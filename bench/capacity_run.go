@@ -95,8 +95,8 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	bar := NewProgress(env.Progress, -1, "capacity")
 	var finished atomic.Int64
 	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
-		MaxInFlight: setup.maxInFlight,
-		Duration:    o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
+		MaxInFlight: setup.maxInFlight, Timeout: setup.timeout,
+		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
 		OnFinish:    func(*probe.Result) { finished.Add(1); bar.Add(1) }})
 	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,

@@ -22,6 +22,7 @@ type sendSetup struct {
 	// whose time comes with that many outstanding is not sent and ends
 	// cancelled/in_flight_cap, as in the daemon.
 	maxInFlight int
+	timeout     time.Duration // the bound on one request
 }
 
 // capacitySender builds what sends a search's requests and checks the
@@ -47,7 +48,8 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 		req.Close()
 		return sendSetup{}, fmt.Errorf("target %s (%s) not ready: the test request ended %s: %s", t.Name, t.URL, res.Disposition, res.Error)
 	}
-	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight}, nil
+	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight,
+		timeout: time.Duration(p.Timeout)}, nil
 }
 
 // fill sets the objectives the rule does not name yet.
@@ -76,7 +78,7 @@ func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, er
 		return sendSetup{}, err
 	}
 	o.Workload = w
-	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness}, nil
+	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout}, nil
 }
 
 // findPair returns the named probe and the target it runs against.

@@ -26,7 +26,7 @@ type fakeLevels struct {
 	ran        []float64
 }
 
-func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, time.Duration, error) {
+func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, error) {
 	f.ran = append(f.ran, rate)
 	acc := 1.0
 	if rate > f.capacity || (rate == f.failRate && repeat == f.failRepeat) {
@@ -34,7 +34,7 @@ func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, 
 	}
 	n := 100
 	return Metrics{Offered: n, Completed: n, Acceptance: acc,
-		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, time.Second, nil
+		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, nil
 }
 
 func TestRunSearch(t *testing.T) {
@@ -78,7 +78,7 @@ func TestRunSearch(t *testing.T) {
 func TestRunSearchError(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := RunSearch(context.Background(), SearchOptions{Rates: []float64{1}, Repeats: 1},
-		func(context.Context, float64, int) (Metrics, time.Duration, error) { return Metrics{}, 0, boom })
+		func(context.Context, float64, int) (Metrics, error) { return Metrics{}, boom })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "level 1.0 req/s") {
 		t.Errorf("err = %v, want the level named and the cause wrapped", err)
 	}
@@ -98,10 +98,10 @@ func TestPassRule(t *testing.T) {
 		pass bool
 		why  string
 	}{
-		{"meets everything", Metrics{Acceptance: 0.995, Dists: dists(499, 1999)}, true, ""},
-		{"low acceptance", Metrics{Acceptance: 0.98, Dists: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
-		{"slow ttft", Metrics{Acceptance: 1, Dists: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
-		{"slow e2el", Metrics{Acceptance: 1, Dists: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
+		{"meets everything", Metrics{Acceptance: 0.995, Latency: dists(499, 1999)}, true, ""},
+		{"low acceptance", Metrics{Acceptance: 0.98, Latency: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
+		{"slow ttft", Metrics{Acceptance: 1, Latency: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
+		{"slow e2el", Metrics{Acceptance: 1, Latency: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,7 +218,7 @@ func TestWriteChart(t *testing.T) {
 	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
 		for i := range 2 {
 			g := math.Min(r, 5.5) * 0.995
-			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Throughput: math.Min(r, 6), Goodput: g})
+			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
 		}
 	}
 	var buf bytes.Buffer
@@ -237,8 +237,8 @@ func TestWriteChart(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	s := &Search{Rule: "acceptance >= 0.9900", Rated: 2, Saturated: true, LowestFail: 4, Repeats: []Repeat{
-		{Rate: 2, Pass: true, Throughput: 2, Goodput: 2, Metrics: Metrics{Acceptance: 1, SendRate: 2,
-			Dists: map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{50, 10}, {99, 20}}}}}},
+		{Rate: 2, Pass: true, Metrics: Metrics{Acceptance: 1, SendRate: 2, CompletedThroughput: 2, Goodput: 2,
+			Latency: map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{50, 10}, {99, 20}}}}}},
 		{Rate: 4, Why: []string{"acceptance 0.5000 < 0.9900"}, Metrics: Metrics{Acceptance: 0.5,
 			Dispositions: map[probe.Disposition]int{probe.Accepted: 1, probe.ClientTimeout: 1}}},
 	}}

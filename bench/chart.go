@@ -57,13 +57,13 @@ func writeChart(w io.Writer, s *Search, rule PassRule, title, format string) err
 	p.Add(plotter.NewGrid())
 	maxX, maxY := 0.0, 0.0
 	for _, r := range s.Repeats {
-		maxX, maxY = max(maxX, r.Rate), max(maxY, r.Rate, r.Throughput, r.Goodput)
+		maxX, maxY = max(maxX, r.Rate), max(maxY, r.Rate, r.Metrics.CompletedThroughput, r.Metrics.Goodput)
 	}
 	maxY *= 1.4 // room for the legend above the curves
-	if err := addCurve(p, "completed throughput", levelMeans(s, func(r Repeat) float64 { return r.Throughput }), colThroughput, draw.CircleGlyph{}); err != nil {
+	if err := addCurve(p, "completed throughput", levelMeans(s, func(r Repeat) float64 { return r.Metrics.CompletedThroughput }), colThroughput, draw.CircleGlyph{}); err != nil {
 		return err
 	}
-	if err := addCurve(p, "goodput", levelMeans(s, func(r Repeat) float64 { return r.Goodput }), colGoodput, draw.SquareGlyph{}); err != nil {
+	if err := addCurve(p, "goodput", levelMeans(s, func(r Repeat) float64 { return r.Metrics.Goodput }), colGoodput, draw.SquareGlyph{}); err != nil {
 		return err
 	}
 	if err := addFailures(p, s); err != nil {
@@ -113,7 +113,7 @@ func addFailures(p *plot.Plot, s *Search) error {
 	var xys plotter.XYs
 	for _, r := range s.Repeats {
 		if !r.Pass {
-			xys = append(xys, plotter.XY{X: r.Rate, Y: r.Goodput})
+			xys = append(xys, plotter.XY{X: r.Rate, Y: r.Metrics.Goodput})
 		}
 	}
 	if len(xys) == 0 {

@@ -135,16 +135,24 @@ func PrintResult(w io.Writer, s Settings, m Metrics) {
 }
 
 // PrintLedger prints the prober's additions below vLLM's block: offered
-// load, throughput, goodput, acceptance and the disposition mix that
-// accounts for every offered request.
+// load, completed throughput and goodput over the wall-clock window,
+// acceptance, the latencies with timeouts counted at the timeout, and the
+// disposition mix that accounts for every offered request.
 func PrintLedger(w io.Writer, s Settings, m Metrics) {
 	fmt.Fprintln(w, center(" Prober Ledger ", '=', 50))
 	lineInt(w, "Offered requests:", m.Offered)
+	if m.Abandoned > 0 {
+		lineInt(w, "Abandoned by the prober:", m.Abandoned)
+	}
+	lineInt(w, "Sent requests:", m.Sent)
+	lineInt(w, "Completed requests:", m.ServerCompleted)
 	lineFloat(w, "Offered load (req/s):", m.OfferedRate)
 	lineFloat(w, "Achieved send rate (req/s):", m.SendRate)
-	lineFloat(w, "Completed throughput (req/s):", m.RequestThroughput)
+	lineFloat(w, "Wall-clock time (s):", m.Window.Seconds())
+	lineFloat(w, "Completed throughput (req/s):", m.CompletedThroughput)
 	lineFloat(w, "Goodput (accepted req/s):", m.Goodput)
 	fmt.Fprintf(w, "%-40s %-10s\n", "Acceptance ratio:", pyFloat(m.Acceptance, 4))
+	printCensored(w, s, m)
 	fmt.Fprintln(w, center("Dispositions", '-', 50))
 	for _, d := range AllDispositions {
 		lineInt(w, string(d)+":", m.Dispositions[d])
@@ -159,6 +167,26 @@ func PrintLedger(w io.Writer, s Settings, m Metrics) {
 		fmt.Fprintf(w, "%-40s %s\n", "Ledger:", s.LedgerPath)
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+// printCensored prints the selected latencies of Metrics.Latency: the
+// median and the selected percentiles.
+func printCensored(w io.Writer, s Settings, m Metrics) {
+	header := false
+	for _, name := range []string{MetricTTFT, MetricTPOT, MetricE2EL} {
+		if !slices.Contains(s.PercentileMetrics, name) {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, center("Latency, timeouts counted", '-', 50))
+			header = true
+		}
+		t, d := metricTitles[name], m.Latency[name]
+		lineFloat(w, fmt.Sprintf("Median %s (ms):", t[1]), d.Median)
+		for _, p := range d.Percentiles {
+			lineFloat(w, fmt.Sprintf("P%s %s (ms):", percentileWord(p.P), t[1]), p.MS)
+		}
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -222,15 +250,32 @@ func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time)
 	for d, n := range m.Dispositions {
 		disp[string(d)] = n
 	}
-	out["offered"], out["sent"], out["dispositions"], out["failure_reasons"] = m.Offered, m.Sent, disp, m.Reasons
+	out["offered"], out["abandoned"], out["sent"] = m.Offered, m.Abandoned, m.Sent
+	out["dispositions"], out["failure_reasons"] = disp, m.Reasons
 	out["offered_rate"], out["send_rate"] = jsonFloat(m.OfferedRate), jsonFloat(m.SendRate)
-	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.RequestThroughput, m.Goodput, m.Acceptance
+	out["server_completed"], out["wall_clock_s"] = m.ServerCompleted, m.Window.Seconds()
+	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.CompletedThroughput, m.Goodput, m.Acceptance
+	out["latency_censored_ms"] = censoredJSON(m)
 	out["ledger"] = s.LedgerPath
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// censoredJSON renders Metrics.Latency as {"ttft": {"mean": ..,
+// "median": .., "p99": ..}, ...}.
+func censoredJSON(m Metrics) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for name, d := range m.Latency {
+		v := map[string]float64{"mean": d.Mean, "median": d.Median}
+		for _, p := range d.Percentiles {
+			v["p"+percentileWord(p.P)] = p.MS
+		}
+		out[name] = v
+	}
+	return out
 }
 
 // vllmKeys returns vLLM's run settings, totals and throughputs.
