@@ -42,11 +42,14 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
-	req.Do(ctx, res)
-	if !completed(res) {
+	err = readyCheck(ctx, env, t.URL, o.Workload.ReadyCheckTimeout, func(ctx context.Context) (*probe.Result, error) {
+		res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
+		req.Do(ctx, res)
+		return res, nil
+	})
+	if err != nil {
 		req.Close()
-		return sendSetup{}, fmt.Errorf("target %s (%s) not ready: the test request ended %s: %s", t.Name, t.URL, res.Disposition, res.Error)
+		return sendSetup{}, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight,
 		timeout: time.Duration(p.Timeout)}, nil
