@@ -41,7 +41,7 @@ func startSim(t *testing.T, mod func(*simulator.Options)) (string, *simulator.Se
 func benchTestOptions(url string) Options {
 	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: BackendOpenAI, DatasetName: DatasetRandom,
 		RandomInputLen: 16, RandomOutputLen: 4, NumPrompts: 40, RequestRate: 400, Burstiness: 1, Seed: 3,
-		Goodput: Goodput{TTFT: time.Second, set: true}, MetricPercentiles: []float64{50, 99},
+		Goodput: Goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
 		PercentileMetrics: metricNames, Timeout: 10 * time.Second}
 }
 
@@ -324,5 +324,29 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 	})
 	if got := blockValue(t, block, "Acceptance ratio:"); got != fmt.Sprintf("%.4f", float64(accepted)/float64(len(recs))) {
 		t.Errorf("acceptance %s, want %d/%d", got, accepted, len(recs))
+	}
+}
+
+// TestBenchGoodputZero runs --goodput ttft:0 against the simulator: no
+// request is good and none is accepted.
+func TestBenchGoodputZero(t *testing.T) {
+	url, _ := startSim(t, nil)
+	o := benchTestOptions(url)
+	g, err := ParseGoodput([]string{"ttft:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Goodput, o.NumPrompts = g, 10
+	var stdout bytes.Buffer
+	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Metrics
+	if got := blockValue(t, stdout.String(), "Request goodput (req/s):"); got != "0.00" || m.Completed != 10 {
+		t.Errorf("vLLM's request goodput %s over %d completed, want 0.00", got, m.Completed)
+	}
+	if m.Dispositions[probe.Accepted] != 0 || m.Dispositions[probe.LatencyFailure] != 10 || m.Goodput != 0 {
+		t.Errorf("dispositions %v goodput %v, want every request a latency failure", m.Dispositions, m.Goodput)
 	}
 }

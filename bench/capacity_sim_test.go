@@ -32,7 +32,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 	for _, seed := range []int64{1, 2} {
 		url := saturatingSim(t)
 		w := benchTestOptions(url)
-		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{E2EL: 150 * time.Millisecond, set: true}
+		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{E2EL: 150 * time.Millisecond, hasE2EL: true}
 		dir := t.TempDir()
 		var stdout bytes.Buffer
 		out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: stairs, Repeats: 2,

@@ -28,7 +28,7 @@ func syntheticRun() *Run {
 
 func syntheticSettings() Settings {
 	return Settings{Backend: BackendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
-		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, set: true},
+		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
 		PercentileMetrics: metricNames, Percentiles: []float64{99, 99.9}}
 }
 

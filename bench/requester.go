@@ -45,7 +45,8 @@ func benchProbe(o *Options) config.Probe {
 	p := config.Probe{Name: ProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
 		Timeout: model.Duration(o.Timeout),
 		Request: config.Request{MaxTokens: o.RandomOutputLen, IgnoreEOS: o.IgnoreEOS},
-		SLO:     config.SLO{TTFT: model.Duration(o.Goodput.TTFT), TPOT: model.Duration(o.Goodput.TPOT), E2EL: model.Duration(o.Goodput.E2EL)},
+		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.hasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.hasTPOT, o.Goodput.TPOT),
+			E2EL: judgeSLO(o.Goodput.hasE2EL, o.Goodput.E2EL)},
 		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
 	if o.Chat() {
 		p.API = config.APIChat
