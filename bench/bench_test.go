@@ -350,3 +350,30 @@ func TestBenchGoodputZero(t *testing.T) {
 		t.Errorf("dispositions %v goodput %v, want every request a latency failure", m.Dispositions, m.Goodput)
 	}
 }
+
+// TestBenchInterruptedOfferedLoad interrupts a 2 s run after 400 ms: the
+// offered load is the requests offered over the time offering lasted, not
+// over the planned span.
+func TestBenchInterruptedOfferedLoad(t *testing.T) {
+	url, _ := startSim(t, nil)
+	o := benchTestOptions(url)
+	o.NumPrompts, o.RequestRate, o.Burstiness = 100, 50, math.Inf(1) // one request every 20 ms, span 2 s
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var stdout bytes.Buffer
+	out, err := Bench(ctx, o, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, run := out.Metrics, out.Run
+	if !run.Interrupted || m.Offered >= 100 || m.Offered < 5 {
+		t.Fatalf("interrupted %v with %d offered, want an interrupted run", run.Interrupted, m.Offered)
+	}
+	elapsed := run.Stopped.Sub(run.Start).Seconds()
+	if want := float64(m.Offered) / elapsed; math.Abs(m.OfferedRate-want) > 1e-9 || m.OfferedRate < 25 || m.OfferedRate > 75 {
+		t.Errorf("offered load %v req/s, want %d offered / %.3fs = %v, near the 50 req/s asked", m.OfferedRate, m.Offered, elapsed, want)
+	}
+	if got := blockValue(t, ledgerBlock(t, stdout.String()), "Offered load (req/s):"); got != fmt.Sprintf("%.2f", m.OfferedRate) {
+		t.Errorf("printed offered load %s, want %.2f", got, m.OfferedRate)
+	}
+}
