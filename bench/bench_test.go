@@ -377,3 +377,52 @@ func TestBenchInterruptedOfferedLoad(t *testing.T) {
 		t.Errorf("printed offered load %s, want %.2f", got, m.OfferedRate)
 	}
 }
+
+// TestBenchClientQueueTime runs with --max-concurrency 1 against a slow
+// server: requests wait for the slot, and the saved result holds vLLM's
+// queue_times and latencies, and the client queue metrics when
+// --percentile-metrics names them, computed over the completed requests.
+func TestBenchClientQueueTime(t *testing.T) {
+	url, _ := startSim(t, func(o *simulator.Options) { o.DecodeBase = 5 * time.Millisecond })
+	o := benchTestOptions(url)
+	o.NumPrompts, o.MaxConcurrency, o.SaveResult, o.ResultDir = 8, 1, true, t.TempDir()
+	o.PercentileMetrics = []string{MetricTTFT, MetricClientQueue, MetricE2ELAndQueue}
+	var stdout bytes.Buffer
+	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out.ResultPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Latencies  []float64 `json:"latencies"`
+		QueueTimes []float64 `json:"queue_times"`
+		MeanQueue  *float64  `json:"mean_client_queue_time_ms"`
+		MeanWith   *float64  `json:"mean_e2el_including_client_queue_ms"`
+		P99With    *float64  `json:"p99_e2el_including_client_queue_ms"`
+		Errors     []string  `json:"errors"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Latencies) != 8 || len(got.QueueTimes) != 8 || got.Errors != nil {
+		t.Fatalf("latencies %v queue_times %v errors %v: want 8 of each, errors only with --save-detailed", got.Latencies, got.QueueTimes, got.Errors)
+	}
+	queue, with := 0.0, 0.0
+	for i := range got.Latencies {
+		queue += got.QueueTimes[i] * 1000 / 8
+		with += (got.Latencies[i] + got.QueueTimes[i]) * 1000 / 8
+	}
+	if got.MeanQueue == nil || got.MeanWith == nil || got.P99With == nil || queue <= 0 ||
+		math.Abs(*got.MeanQueue-queue) > 1e-6 || math.Abs(*got.MeanWith-with) > 1e-6 {
+		t.Errorf("mean queue %v ms, with queue %v ms; want %v and %v from the per-request lists", got.MeanQueue, got.MeanWith, queue, with)
+	}
+	for _, want := range []string{"---------------Client-side Queueing---------------", "Mean Client Queue Time (ms):",
+		"-------Queue-inclusive End-to-end Latency--------", "P99 E2EL incl. Client Queue (ms):"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

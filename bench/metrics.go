@@ -96,7 +96,7 @@ func Compute(run *Run, o ComputeOptions) Metrics {
 	}
 	samples := map[string][]float64{}
 	goodCount := 0
-	for _, r := range run.Results {
+	for i, r := range run.Results {
 		m.Dispositions[r.Disposition]++
 		if r.Reason != "" && r.Disposition != probe.Accepted {
 			m.Reasons[r.Reason]++
@@ -116,11 +116,15 @@ func Compute(run *Run, o ComputeOptions) Metrics {
 		for _, d := range r.ITLs {
 			samples[MetricITL] = append(samples[MetricITL], ms(d))
 		}
+		if i < len(run.Queued) {
+			samples[MetricClientQueue] = append(samples[MetricClientQueue], ms(run.Queued[i]))
+			samples[MetricE2ELAndQueue] = append(samples[MetricE2ELAndQueue], ms(r.E2EL+run.Queued[i]))
+		}
 		if o.Goodput.IsSet() && o.Goodput.Good(r.TTFT, r.TPOT, r.E2EL) {
 			goodCount++
 		}
 	}
-	for _, name := range metricNames {
+	for _, name := range allMetricNames {
 		m.Dists[name] = distOf(samples[name], o.Percentiles)
 	}
 	m.vllmRates(goodCount)

@@ -43,8 +43,19 @@ const (
 	MetricE2EL = "e2el"
 )
 
-// metricNames lists the percentile metrics in vLLM's print order.
+// vLLM's client-side queueing metrics, reported with --max-concurrency
+// when --percentile-metrics names them: the wait for a concurrency slot,
+// and E2EL with that wait (only for a finite --request-rate).
+const (
+	MetricClientQueue  = "client_queue_time"
+	MetricE2ELAndQueue = "e2el_including_client_queue"
+)
+
+// metricNames lists the request metrics in vLLM's print order.
 var metricNames = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL}
+
+// allMetricNames adds the queueing metrics, which vLLM prints last.
+var allMetricNames = append(slices.Clone(metricNames), MetricClientQueue, MetricE2ELAndQueue)
 
 // Goodput holds the per-request objectives of --goodput. An objective
 // counts when it was given, whatever its value: ttft:0 is an objective no
@@ -121,13 +132,13 @@ func ParsePercentiles(s string) ([]float64, error) {
 }
 
 // ParseMetrics parses --percentile-metrics: a comma-separated subset of
-// ttft, tpot, itl, e2el.
+// ttft, tpot, itl, e2el, client_queue_time, e2el_including_client_queue.
 func ParseMetrics(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		m := strings.TrimSpace(f)
-		if !slices.Contains(metricNames, m) {
-			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of ttft,tpot,itl,e2el", s)
+		if !slices.Contains(allMetricNames, m) {
+			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of %s", s, strings.Join(allMetricNames, ","))
 		}
 		out = append(out, m)
 	}

@@ -31,10 +31,29 @@ type Settings struct {
 
 // metricTitles are vLLM's section headers and short names per metric.
 var metricTitles = map[string][2]string{
-	MetricTTFT: {"Time to First Token", "TTFT"},
-	MetricTPOT: {"Time per Output Token (excl. 1st token)", "TPOT"},
-	MetricITL:  {"Inter-token Latency", "ITL"},
-	MetricE2EL: {"End-to-end Latency", "E2EL"},
+	MetricTTFT:         {"Time to First Token", "TTFT"},
+	MetricTPOT:         {"Time per Output Token (excl. 1st token)", "TPOT"},
+	MetricITL:          {"Inter-token Latency", "ITL"},
+	MetricE2EL:         {"End-to-end Latency", "E2EL"},
+	MetricClientQueue:  {"Client-side Queueing", "Client Queue Time"},
+	MetricE2ELAndQueue: {"Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue"},
+}
+
+// reported lists the selected metrics vLLM reports, in its order: the
+// queueing ones only with --max-concurrency, the queue-inclusive E2EL only
+// at a finite rate.
+func reported(s Settings) []string {
+	var out []string
+	for _, name := range allMetricNames {
+		switch {
+		case !slices.Contains(s.PercentileMetrics, name):
+		case (name == MetricClientQueue || name == MetricE2ELAndQueue) && s.MaxConcurrency <= 0:
+		case name == MetricE2ELAndQueue && math.IsInf(s.RequestRate, 1):
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // center centres s in a line of n fill characters, as Python's
@@ -119,10 +138,7 @@ func PrintResult(w io.Writer, s Settings, m Metrics) {
 	lineFloat(w, "Peak output token throughput (tok/s):", m.MaxOutputTokensPerSecond)
 	lineFloat(w, "Peak concurrent requests:", float64(m.MaxConcurrentRequests))
 	lineFloat(w, "Total token throughput (tok/s):", m.TotalTokenThroughput)
-	for _, name := range metricNames {
-		if !slices.Contains(s.PercentileMetrics, name) {
-			continue
-		}
+	for _, name := range reported(s) {
 		t, d := metricTitles[name], m.Dists[name]
 		fmt.Fprintln(w, center(t[0], '-', 50))
 		lineFloat(w, fmt.Sprintf("Mean %s (ms):", t[1]), d.Mean)
@@ -236,16 +252,14 @@ func DefaultResultFilename(s Settings, at time.Time) string {
 // MarshalResult renders the saved JSON: vLLM's keys, then the prober's.
 func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time) ([]byte, error) {
 	out := vllmKeys(s, m, at)
-	for _, name := range s.PercentileMetrics {
+	for _, name := range reported(s) {
 		d := m.Dists[name]
 		out["mean_"+name+"_ms"], out["median_"+name+"_ms"], out["std_"+name+"_ms"] = d.Mean, d.Median, d.Std
 		for _, p := range d.Percentiles {
 			out["p"+percentileWord(p.P)+"_"+name+"_ms"] = p.MS
 		}
 	}
-	if detailed {
-		addDetailed(out, run)
-	}
+	addPerRequest(out, run, detailed)
 	disp := map[string]int{}
 	for d, n := range m.Dispositions {
 		disp[string(d)] = n
@@ -303,16 +317,20 @@ func vllmKeys(s Settings, m Metrics, at time.Time) map[string]any {
 	}
 }
 
-// addDetailed adds vLLM's --save-detailed per-request lists.
-func addDetailed(out map[string]any, run *Run) {
+// addPerRequest adds vLLM's per-request lists: latencies and queue_times
+// always, as vLLM keeps them; input_lens, output_lens, ttfts, itls,
+// start_times (seconds from the start of the run), generated_texts and
+// errors only with --save-detailed. A request that did not complete has
+// output length and latency 0, as in vLLM.
+func addPerRequest(out map[string]any, run *Run, detailed bool) {
 	n := len(run.Results)
-	inLens, outLens, ttfts := make([]int, n), make([]int, n), make([]float64, n)
-	itls, starts := make([][]float64, n), make([]float64, n)
+	inLens, outLens, ttfts, lats := make([]int, n), make([]int, n), make([]float64, n), make([]float64, n)
+	itls, starts, queued := make([][]float64, n), make([]float64, n), make([]float64, n)
 	texts, errs := make([]string, n), make([]string, n)
 	for i, r := range run.Results {
 		inLens[i], texts[i], errs[i] = r.PromptTokens, r.Text, r.Error
 		if completed(r) {
-			outLens[i] = r.OutputTokens
+			outLens[i], lats[i] = r.OutputTokens, r.E2EL.Seconds()
 		}
 		ttfts[i] = r.TTFT.Seconds()
 		itls[i] = make([]float64, len(r.ITLs))
@@ -322,7 +340,13 @@ func addDetailed(out map[string]any, run *Run) {
 		if !r.Sent.IsZero() {
 			starts[i] = r.Sent.Sub(run.Start).Seconds()
 		}
+		if i < len(run.Queued) {
+			queued[i] = run.Queued[i].Seconds()
+		}
 	}
-	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inLens, outLens, ttfts, itls
-	out["start_times"], out["generated_texts"], out["errors"] = starts, texts, errs
+	out["latencies"], out["queue_times"] = lats, queued
+	if detailed {
+		out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inLens, outLens, ttfts, itls
+		out["start_times"], out["generated_texts"], out["errors"] = starts, texts, errs
+	}
 }

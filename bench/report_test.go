@@ -148,7 +148,7 @@ func TestMarshalResultKeys(t *testing.T) {
 var vllmResultKeys = []string{"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
 	"request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
 	"total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
-	"max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "input_lens", "output_lens", "ttfts", "itls",
+	"max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "latencies", "queue_times", "input_lens", "output_lens", "ttfts", "itls",
 	"start_times", "generated_texts", "errors", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
 	"mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms"}
 
