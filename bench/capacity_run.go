@@ -92,6 +92,10 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}
+	header := Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
+		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
+		Repeats: o.Repeats, Rule: o.Rule.String()}
+	PrintHeader(env.Stdout, header)
 	bar := NewProgress(env.Progress, -1, "capacity")
 	var finished atomic.Int64
 	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
@@ -113,7 +117,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	if search != nil && len(search.Repeats) > 0 {
 		PrintTable(env.Stdout, search, o.Rule)
 		PrintVerdict(env.Stdout, search)
-		if werr := writeCapacityFiles(out, o, target, probeName); werr != nil {
+		if werr := writeCapacityFiles(out, o, header); werr != nil {
 			return out, errors.Join(err, werr)
 		}
 		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, finished.Load())
@@ -129,16 +133,14 @@ func passWord(ok bool) string {
 }
 
 // writeCapacityFiles writes the JSON report and the chart.
-func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeName string) error {
-	settings := map[string]any{"target": target, "probe": probeName, "rates": o.Rates, "repeats": o.Repeats,
-		"level_duration_s": o.Duration.Seconds(), "warmup_s": o.Warmup.Seconds(), "drain_s": o.Drain.Seconds(),
-		"resolution": o.Resolution, "seed": o.Seed}
+func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h Header) error {
+	settings := map[string]any{"rates": o.Rates, "resolution": o.Resolution}
 	if w := o.Workload; o.Config == nil {
 		settings["workload"] = map[string]any{"base_url": w.BaseURL, "endpoint": w.Endpoint, "backend": w.Backend,
 			"model": w.Model, "dataset_name": w.DatasetName, "dataset_path": w.DatasetPath, "random_input_len": w.RandomInputLen,
-			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio, "burstiness": jsonFloat(o.Burstiness)}
+			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio}
 	}
-	b, err := MarshalSearch(out.Search, settings)
+	b, err := MarshalSearch(out.Search, &h, settings)
 	if err != nil {
 		return err
 	}
@@ -146,7 +148,7 @@ func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeNa
 		return fmt.Errorf("write capacity report: %w", err)
 	}
 	err = writeFile(out.SVGPath, func(w io.Writer) error {
-		return WriteChart(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", target, probeName))
+		return WriteChart(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {
 		return fmt.Errorf("write chart: %w", err)

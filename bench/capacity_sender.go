@@ -23,6 +23,7 @@ type sendSetup struct {
 	// cancelled/in_flight_cap, as in the daemon.
 	maxInFlight int
 	timeout     time.Duration // the bound on one request
+	server      ServerInfo
 }
 
 // capacitySender builds what sends a search's requests and checks the
@@ -51,8 +52,13 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 		req.Close()
 		return sendSetup{}, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	model, err := req.Model(ctx)
+	if err != nil {
+		req.Close()
+		return sendSetup{}, fmt.Errorf("target %s: server %s not ready: %w", t.Name, t.URL, err)
+	}
 	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight,
-		timeout: time.Duration(p.Timeout)}, nil
+		timeout: time.Duration(p.Timeout), server: ServerInfo{Model: model, Version: serverVersion(ctx, t)}}, nil
 }
 
 // fill sets the objectives the rule does not name yet.
@@ -81,7 +87,8 @@ func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, er
 		return sendSetup{}, err
 	}
 	o.Workload = w
-	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout}, nil
+	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout,
+		server: ServerInfo{Model: w.Model, Version: serverVersion(ctx, benchTarget(&w))}}, nil
 }
 
 // findPair returns the named probe and the target it runs against.

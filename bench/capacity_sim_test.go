@@ -3,8 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +108,6 @@ func TestCapacityConfigProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Log(stdout.String())
 	if out.Search.Rule != "acceptance >= 0.9900 and p99 e2el <= 150ms" {
 		t.Errorf("rule %q: want the probe's SLO", out.Search.Rule)
 	}
@@ -117,5 +119,110 @@ func TestCapacityConfigProbe(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "capacity-c.svg")); err != nil {
 		t.Error(err)
+	}
+}
+
+// capacityJSON is the part of the saved report the tests read.
+type capacityJSON struct {
+	Header struct {
+		Server   ServerInfo `json:"server"`
+		Arrival  string     `json:"arrival"`
+		TimeoutS float64    `json:"timeout_s"`
+		WarmupS  float64    `json:"warmup_s"`
+	} `json:"header"`
+	Rule   string       `json:"rule"`
+	Levels []repeatJSON `json:"levels"`
+}
+
+func readCapacityJSON(t *testing.T, path string) capacityJSON {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c capacityJSON
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCapacityReportAgainstLedger runs one overloaded level against a
+// simulator that stalls some streams past the timeout and answers some
+// 500, and checks every figure of the report against a hand count of the
+// ledger, and the header.
+func TestCapacityReportAgainstLedger(t *testing.T) {
+	url, sim := startSim(t, func(o *simulator.Options) {
+		o.MaxNumSeqs = 2
+		o.PrefillBase, o.DecodeBase = 2*time.Millisecond, 2*time.Millisecond
+	})
+	sim.SetFaults(simulator.Faults{Stall: 0.15, StallDuration: 5 * time.Second, HTTP500: 0.1})
+	w := benchTestOptions(url)
+	w.Timeout, w.Goodput = 300*time.Millisecond, Goodput{TTFT: 100 * time.Millisecond, hasTTFT: true}
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{150}, Repeats: 1,
+		Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Burstiness: 1, Seed: 1,
+		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true, OutputDir: dir, Stamp: "r"}, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := probe.ReadLedger(out.LedgerOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := repeatJSON{Offered: len(recs)}
+	for _, r := range recs {
+		res := &probe.Result{Disposition: r.Disposition, Reason: r.Reason}
+		if r.Sent != nil {
+			want.Sent++
+		}
+		if res.ServerCompleted() {
+			want.ServerCompleted++
+			want.PromptTokens += r.PromptTokens
+			want.OutputTokens += r.OutputTokens
+		}
+		switch r.Disposition {
+		case probe.ClientTimeout:
+			want.Timeouts++
+		case probe.Unfinished:
+			want.Unfinished++
+		}
+	}
+	c := readCapacityJSON(t, out.JSONPath)
+	if len(c.Levels) != 1 {
+		t.Fatalf("%d repeats in the report, want 1", len(c.Levels))
+	}
+	got := c.Levels[0]
+	if want.Timeouts == 0 || got.Dispositions[string(probe.ServerFailure)] == 0 {
+		t.Fatalf("dispositions %v: want stalls timing out and 500 answers", got.Dispositions)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want int
+	}{{"offered", got.Offered, want.Offered}, {"sent", got.Sent, want.Sent}, {"completed", got.ServerCompleted, want.ServerCompleted},
+		{"prompt tokens", got.PromptTokens, want.PromptTokens}, {"output tokens", got.OutputTokens, want.OutputTokens},
+		{"timeouts", got.Timeouts, want.Timeouts}, {"unfinished", got.Unfinished, want.Unfinished}} {
+		t.Run(f.name, func(t *testing.T) {
+			if f.got != f.want {
+				t.Errorf("report says %d, ledger %d", f.got, f.want)
+			}
+		})
+	}
+	if math.Abs(got.CompletedThroughput-float64(want.ServerCompleted)/got.WallClockS) > 1e-9 || got.E2ELMS["p99"] < 300 || got.E2ELMS["p99"] > 300.0001 {
+		t.Errorf("completed %v/s over %vs, p99 e2el %vms: want completed over the wall clock and timeouts at 300ms",
+			got.CompletedThroughput, got.WallClockS, got.E2ELMS["p99"])
+	}
+	h := c.Header
+	if h.Server != (ServerInfo{Model: "sim-llama", Version: "0.26.0"}) || h.TimeoutS != 0.3 || h.WarmupS != 0.1 ||
+		h.Arrival != "open loop, exponential gaps (Poisson process) of mean 1/rate, seed 1" {
+		t.Errorf("header %+v", h)
+	}
+	for _, line := range []string{"Server: model sim-llama, vLLM version 0.26.0", "Timeout: 300ms per request",
+		"Warm-up: 100ms at the level's rate before each 400ms measured window, not counted; ready check skipped",
+		"Pass rule: each of 1 repeats has acceptance >= 0.9900 and p99 ttft <= 100ms"} {
+		if !strings.Contains(stdout.String(), line) {
+			t.Errorf("output lacks %q", line)
+		}
 	}
 }

@@ -253,7 +253,7 @@ func TestPrintTable(t *testing.T) {
 			}
 		})
 	}
-	b, err := MarshalSearch(s, nil)
+	b, err := MarshalSearch(s, nil, nil)
 	if err != nil || !strings.Contains(string(b), `"rated_capacity": 2`) || !strings.Contains(string(b), `"lowest_fail": 4`) {
 		t.Errorf("JSON %s, %v", b, err)
 	}
