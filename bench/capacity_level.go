@@ -32,11 +32,12 @@ type LevelOptions struct {
 	Ledger      *probe.Ledger
 	Now         func() time.Time
 	OnFinish    func(*probe.Result) // every request, warm-up included; may be nil
+	OnLedger    func(*probe.Result) // every request written to Ledger; may be nil
 }
 
 // NewLevelFunc returns the LevelFunc that runs levels with o: round(rate *
 // (Warmup+Duration)) requests on vLLM's arrival process, the measured ones
-// written to the ledger and summarised.
+// written to the ledger with their level and repeat, and summarised.
 func NewLevelFunc(o LevelOptions) LevelFunc {
 	var seq atomic.Uint64
 	return func(ctx context.Context, rate float64, repeat int) (Metrics, error) {
@@ -49,7 +50,11 @@ func NewLevelFunc(o LevelOptions) LevelFunc {
 			MaxInFlight: o.MaxInFlight, Drain: o.Drain, FirstSeq: first, Timeout: o.Timeout, Now: o.Now, OnFinish: o.OnFinish})
 		measured := run.measured(nWarm)
 		for _, r := range measured.Results {
+			r.Level, r.Repeat = rate, repeat+1
 			o.Ledger.Write(r)
+			if o.OnLedger != nil {
+				o.OnLedger(r)
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return Metrics{}, err

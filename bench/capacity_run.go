@@ -97,12 +97,12 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Repeats: o.Repeats, Rule: o.Rule.String()}
 	PrintHeader(env.Stdout, header)
 	bar := NewProgress(env.Progress, -1, "capacity")
-	var finished atomic.Int64
+	var written atomic.Int64
 	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
 		MaxInFlight: setup.maxInFlight, Timeout: setup.timeout,
 		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
-		OnFinish:    func(*probe.Result) { finished.Add(1); bar.Add(1) }})
+		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) }})
 	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
 		OnRepeat: func(r Repeat) {
 			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyFloat(r.Rate, 2), r.Index+1, passWord(r.Pass)))
@@ -120,7 +120,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		if werr := writeCapacityFiles(out, o, header); werr != nil {
 			return out, errors.Join(err, werr)
 		}
-		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, finished.Load())
+		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, written.Load())
 	}
 	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 			t.Fatalf("seed %d: rated %v saturated %v: the simulator should saturate inside the staircase", seed, s.Rated, s.Saturated)
 		}
 		rated = append(rated, s.Rated)
-		checkCapacityFiles(t, out)
+		checkCapacityFiles(t, out, stdout.String())
 	}
 	// One staircase step at the rated load: the gap to the next stair.
 	step := 0.0
@@ -66,8 +67,9 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 }
 
 // checkCapacityFiles checks the report, the chart and the ledger exist
-// and agree.
-func checkCapacityFiles(t *testing.T, out *CapacityOutcome) {
+// and agree: the ledger has one line per measured request, each naming its
+// level and repeat, and the count printed is the lines written.
+func checkCapacityFiles(t *testing.T, out *CapacityOutcome, stdout string) {
 	t.Helper()
 	b, err := os.ReadFile(out.SVGPath)
 	if err != nil {
@@ -77,16 +79,34 @@ func checkCapacityFiles(t *testing.T, out *CapacityOutcome) {
 	if _, err := os.Stat(out.JSONPath); err != nil {
 		t.Error(err)
 	}
+	raw, err := os.ReadFile(out.LedgerOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(raw, []byte("\n"))
+	if want := fmt.Sprintf("Ledger: %s (%d requests)\n", out.LedgerOf, lines); !strings.Contains(stdout, want) {
+		t.Errorf("output lacks %q", want)
+	}
 	recs, _, err := probe.ReadLedger(out.LedgerOf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	perRepeat := map[string]int{}
+	for _, r := range recs {
+		if r.Level == nil || r.Repeat == nil {
+			t.Fatalf("record %d has no level or repeat", r.Seq)
+		}
+		perRepeat[fmt.Sprint(*r.Level, "/", *r.Repeat)]++
+	}
 	offered := 0
 	for _, r := range out.Search.Repeats {
 		offered += r.Metrics.Offered
+		if n := perRepeat[fmt.Sprint(r.Rate, "/", r.Index+1)]; n != r.Metrics.Offered {
+			t.Errorf("level %v repeat %d: %d ledger records, %d offered", r.Rate, r.Index+1, n, r.Metrics.Offered)
+		}
 	}
-	if len(recs) != offered {
-		t.Errorf("ledger holds %d records, the levels offered %d", len(recs), offered)
+	if len(recs) != offered || lines != offered {
+		t.Errorf("ledger holds %d records in %d lines, the levels offered %d", len(recs), lines, offered)
 	}
 }
 
