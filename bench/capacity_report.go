@@ -26,6 +26,7 @@ type Header struct {
 	Duration      time.Duration // the measured window of a level repeat
 	Drain         time.Duration // 0 = each request until its timeout
 	Repeats       int
+	Order         string // of the staircase's runs
 	Rule          string
 }
 
@@ -45,7 +46,7 @@ func (h Header) arrival() string {
 func PrintHeader(w io.Writer, h Header) {
 	fmt.Fprintf(w, "Capacity search: target %s, probe %s\n", h.Target, h.Probe)
 	fmt.Fprintf(w, "Server: %s\n", h.Server)
-	fmt.Fprintf(w, "Arrivals: %s\n", h.arrival())
+	fmt.Fprintf(w, "Arrivals: %s; levels run in %s order\n", h.arrival(), h.Order)
 	drain := "each request until its timeout"
 	if h.Drain > 0 {
 		drain = h.Drain.String() + " after the last send, then unfinished"
@@ -165,6 +166,7 @@ type headerJSON struct {
 	DurationS   float64    `json:"level_duration_s"`
 	DrainS      float64    `json:"drain_s"`
 	Repeats     int        `json:"repeats"`
+	Order       string     `json:"order"`
 }
 
 // searchJSON is the saved capacity report.
@@ -187,7 +189,8 @@ func MarshalSearch(s *Search, h *Header, settings any) ([]byte, error) {
 	if h != nil {
 		out.Header = &headerJSON{Target: h.Target, Probe: h.Probe, Server: h.Server, Arrival: h.arrival(),
 			Burstiness: jsonFloat(h.Burstiness), Seed: h.Seed, TimeoutS: h.Timeout.Seconds(), ReadyCheckS: h.ReadyCheck.Seconds(),
-			WarmupS: h.Warmup.Seconds(), DurationS: h.Duration.Seconds(), DrainS: h.Drain.Seconds(), Repeats: h.Repeats}
+			WarmupS: h.Warmup.Seconds(), DurationS: h.Duration.Seconds(), DrainS: h.Drain.Seconds(), Repeats: h.Repeats,
+			Order: h.Order}
 	}
 	if s.Saturated {
 		out.LowestFail = s.LowestFail

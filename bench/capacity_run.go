@@ -28,6 +28,7 @@ type CapacityOptions struct {
 
 	Rates      []float64
 	Repeats    int
+	Order      string // one of Orders; "" = interleaved
 	Resolution float64
 	Duration   time.Duration // measured part of each level
 	Warmup     time.Duration
@@ -64,6 +65,8 @@ func (o *CapacityOptions) Validate() error {
 		return usageErr("--pass-acceptance %v must be in [0, 1]", o.Rule.MinAcceptance)
 	case !(o.Rule.Percentile > 0 && o.Rule.Percentile <= 100):
 		return usageErr("--pass-percentile %v must be in (0, 100]", o.Rule.Percentile)
+	case o.Order != "" && !slices.Contains(Orders, o.Order):
+		return usageErr("--order %q: want one of %s", o.Order, strings.Join(Orders, ", "))
 	case o.Config == nil && !(o.Burstiness > 0):
 		return usageErr("--burstiness %v must be positive (or inf)", o.Burstiness)
 	}
@@ -76,6 +79,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	env.defaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.Order == "" {
+		o.Order = OrderInterleaved
 	}
 	setup, err := capacitySender(ctx, &o, env)
 	if err != nil {
@@ -94,7 +100,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	}
 	header := Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
-		Repeats: o.Repeats, Rule: o.Rule.String()}
+		Repeats: o.Repeats, Order: o.Order, Rule: o.Rule.String()}
 	PrintHeader(env.Stdout, header)
 	bar := NewProgress(env.Progress, -1, "capacity")
 	var written atomic.Int64
@@ -104,6 +110,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
 		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) }})
 	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
+		Order: o.Order, Seed: o.Seed,
 		OnRepeat: func(r Repeat) {
 			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyFloat(r.Rate, 2), r.Index+1, passWord(r.Pass)))
 			env.Logger.Info("level repeat done", "offered_rate", r.Rate, "repeat", r.Index+1, "pass", r.Pass,

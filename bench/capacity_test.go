@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -58,7 +59,7 @@ func TestRunSearch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.levels
 			s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Resolution: tt.resolution,
-				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
+				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: OrderAscending}, f.run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,6 +74,59 @@ func TestRunSearch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunSearchOrder checks the order of the runs: interleaved alternates
+// the repeats of two neighbouring levels, random shuffles them with the
+// seed; both stop after the block holding the first failing level.
+func TestRunSearchOrder(t *testing.T) {
+	stairs := []float64{1, 2, 4, 8, 16}
+	run := func(order string, seed int64, capacity float64) ([]float64, *Search) {
+		f := fakeLevels{capacity: capacity}
+		s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Order: order, Seed: seed,
+			Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ran, s
+	}
+	t.Run("interleaved", func(t *testing.T) {
+		ran, s := run(OrderInterleaved, 0, 5)
+		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 6, 6, 5, 5}; !slices.Equal(ran, want) || s.Rated != 5 {
+			t.Errorf("ran %v rated %v, want %v and 5", ran, s.Rated, want)
+		}
+		for i, r := range s.Repeats[:4] {
+			if r.Index != i/2 {
+				t.Errorf("run %d at %v is repeat %d, want %d", i, r.Rate, r.Index+1, i/2+1)
+			}
+		}
+	})
+	t.Run("interleaved, the lower level of a block fails", func(t *testing.T) {
+		ran, s := run(OrderInterleaved, 0, 3)
+		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 3, 3, 3.5, 3.5}; !slices.Equal(ran, want) || s.Rated != 3 || s.LowestFail != 3.5 {
+			t.Errorf("ran %v rated %v lowest fail %v, want %v, 3 and 3.5", ran, s.Rated, s.LowestFail, want)
+		}
+	})
+	t.Run("random is seeded", func(t *testing.T) {
+		a, _ := run(OrderRandom, 7, 5)
+		b, _ := run(OrderRandom, 7, 5)
+		if !slices.Equal(a, b) {
+			t.Errorf("seed 7 ran %v then %v", a, b)
+		}
+		orders := map[string]bool{}
+		for seed := range int64(8) {
+			ran, s := run(OrderRandom, seed, 5)
+			block := slices.Clone(ran[:4])
+			slices.Sort(block)
+			if !slices.Equal(block, []float64{1, 1, 2, 2}) || s.Rated != 5 {
+				t.Errorf("seed %d ran %v rated %v: want the first block to be levels 1 and 2 twice each", seed, ran, s.Rated)
+			}
+			orders[fmt.Sprint(ran[:4])] = true
+		}
+		if len(orders) < 2 {
+			t.Errorf("8 seeds gave one order %v", orders)
+		}
+	})
 }
 
 func TestRunSearchError(t *testing.T) {
@@ -158,7 +212,8 @@ func TestCapacityFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) {
+	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) ||
+		o.Order != OrderInterleaved {
 		t.Errorf("defaults: repeats %d rule %+v rates %v", o.Repeats, o.Rule, o.Rates)
 	}
 	for _, tt := range []struct {
@@ -181,6 +236,14 @@ func TestCapacityFlags(t *testing.T) {
 				t.Errorf("err = %v, want a usage error (exit 2)", err)
 			}
 		})
+	}
+}
+
+func TestCapacityOrderValidate(t *testing.T) {
+	o := CapacityOptions{Rates: []float64{1}, Repeats: 1, Duration: time.Second, Burstiness: 1, Order: "descending",
+		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}
+	if err := o.Validate(); ExitCode(err) != 2 || !strings.Contains(err.Error(), `--order "descending"`) {
+		t.Errorf("err = %v, want a usage error naming --order", err)
 	}
 }
 
