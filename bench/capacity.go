@@ -11,13 +11,24 @@ import (
 )
 
 // PassRule is the written rule a capacity level must meet on every repeat:
-// the acceptance ratio at least MinAcceptance, and the Percentile of each
-// latency with an objective at or below it.
+// the acceptance ratio at least MinAcceptance, the Percentile of each
+// latency with an objective at or below it, and a steady state.
 type PassRule struct {
 	MinAcceptance    float64
 	Percentile       float64 // e.g. 99
 	TTFT, TPOT, E2EL time.Duration
+	// SteadyRatio and SteadyGrowth define the steady state: a repeat is
+	// not_steady when the median TTFT of the last third of its requests
+	// is above SteadyRatio times that of the first third and above it by
+	// more than SteadyGrowth (Metrics.TTFTFirstThird, TTFTLastThird): its
+	// queue kept growing through the window, so a longer level would have
+	// done worse. SteadyRatio 0 turns the check off.
+	SteadyRatio  float64
+	SteadyGrowth time.Duration
 }
+
+// NotSteady is the flag of a repeat whose latency kept growing.
+const NotSteady = "not_steady"
 
 // String writes the rule out, for the report.
 func (r PassRule) String() string {
@@ -31,12 +42,26 @@ func (r PassRule) String() string {
 			parts = append(parts, fmt.Sprintf("%s %s <= %s", p, s.name, s.d))
 		}
 	}
+	if r.SteadyRatio > 0 {
+		parts = append(parts, fmt.Sprintf("steady (last-third ttft p50 <= %s x first third, or within %s of it)",
+			pyRate(r.SteadyRatio), r.SteadyGrowth))
+	}
 	return strings.Join(parts, " and ")
+}
+
+// steady reports whether a repeat's latency held steady through its window.
+func (r PassRule) steady(m Metrics) bool {
+	first, last := m.TTFTFirstThird, m.TTFTLastThird
+	return r.SteadyRatio <= 0 || last <= r.SteadyRatio*first || last-first <= ms(r.SteadyGrowth)
 }
 
 // Check applies the rule to a repeat's metrics and says why it failed.
 func (r PassRule) Check(m Metrics) (bool, []string) {
 	var why []string
+	if !r.steady(m) {
+		why = append(why, fmt.Sprintf("%s: last-third ttft p50 %.2fms vs %.2fms in the first third",
+			NotSteady, m.TTFTLastThird, m.TTFTFirstThird))
+	}
 	if m.Acceptance < r.MinAcceptance {
 		why = append(why, fmt.Sprintf("acceptance %s < %s", pyFloat(m.Acceptance, 4), pyFloat(r.MinAcceptance, 4)))
 	}
@@ -72,6 +97,8 @@ type Repeat struct {
 	Metrics Metrics
 	Pass    bool
 	Why     []string
+	// NotSteady flags a repeat whose latency kept growing (PassRule).
+	NotSteady bool
 }
 
 // LevelFunc runs one repeat of the level at rate; repeat counts from 0.
@@ -224,7 +251,7 @@ func (s *Search) repeat(ctx context.Context, o SearchOptions, level LevelFunc, r
 	if err != nil {
 		return false, fmt.Errorf("level %s req/s repeat %d: %w", pyRate(rate), i+1, err)
 	}
-	r := Repeat{Rate: rate, Index: i, Metrics: m}
+	r := Repeat{Rate: rate, Index: i, Metrics: m, NotSteady: !o.Rule.steady(m)}
 	r.Pass, r.Why = o.Rule.Check(m)
 	s.Repeats = append(s.Repeats, r)
 	if o.OnRepeat != nil {

@@ -71,21 +71,25 @@ func PrintTable(w io.Writer, s *Search, rule PassRule) {
 	pw := "p" + percentileWord(rule.Percentile)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "offered/s\trepeat\toffered\tsent\tsent/s\tcompleted/s\tgoodput/s\tacceptance\tprompt tok\toutput tok\t"+
-		"unfinished\ttimeouts\tttft p50\tttft %s\ttpot p50\ttpot %s\te2el p50\te2el %s\tfailures\tresult\n", pw, pw, pw)
+		"unfinished\ttimeouts\tttft p50\tttft %s\ttpot p50\ttpot %s\te2el p50\te2el %s\tsteady\tfailures\tresult\n", pw, pw, pw)
 	for _, r := range s.Repeats {
 		m := r.Metrics
 		verdict := "PASS"
 		if !r.Pass {
 			verdict = "FAIL: " + strings.Join(r.Why, "; ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		steady := "yes"
+		if r.NotSteady {
+			steady = NotSteady
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			pyFloat(r.Rate, 2), r.Index+1, m.Offered, m.Sent, pyFloat(m.SendRate, 2), pyFloat(m.CompletedThroughput, 2),
 			pyFloat(m.Goodput, 2), pyFloat(m.Acceptance, 4), m.PromptTokens, m.OutputTokens,
 			m.Dispositions[probe.Unfinished], m.Timeouts,
 			msText(m, MetricTTFT, 50), msText(m, MetricTTFT, rule.Percentile),
 			msText(m, MetricTPOT, 50), msText(m, MetricTPOT, rule.Percentile),
 			msText(m, MetricE2EL, 50), msText(m, MetricE2EL, rule.Percentile),
-			failureMix(m), verdict)
+			steady, failureMix(m), verdict)
 	}
 	_ = tw.Flush()
 }
@@ -150,6 +154,9 @@ type repeatJSON struct {
 	E2ELMS              map[string]float64 `json:"e2el_ms"`
 	Dispositions        map[string]int     `json:"dispositions"`
 	FailureReasons      map[string]int     `json:"failure_reasons"`
+	NotSteady           bool               `json:"not_steady"`
+	TTFTFirstThirdMS    float64            `json:"ttft_p50_first_third_ms"`
+	TTFTLastThirdMS     float64            `json:"ttft_p50_last_third_ms"`
 }
 
 // headerJSON is the header of the saved capacity report.
@@ -218,7 +225,8 @@ func newRepeatJSON(r Repeat) repeatJSON {
 		CompletedThroughput: m.CompletedThroughput, Goodput: m.Goodput, AcceptanceRatio: m.Acceptance,
 		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, Unfinished: m.Dispositions[probe.Unfinished],
 		Timeouts: m.Timeouts, TTFTMS: pctMap(m, MetricTTFT), TPOTMS: pctMap(m, MetricTPOT), E2ELMS: pctMap(m, MetricE2EL),
-		Dispositions: disp, FailureReasons: m.Reasons,
+		Dispositions: disp, FailureReasons: m.Reasons, NotSteady: r.NotSteady,
+		TTFTFirstThirdMS: m.TTFTFirstThird, TTFTLastThirdMS: m.TTFTLastThird,
 	}
 }
 

@@ -65,6 +65,8 @@ func (o *CapacityOptions) Validate() error {
 		return usageErr("--pass-acceptance %v must be in [0, 1]", o.Rule.MinAcceptance)
 	case !(o.Rule.Percentile > 0 && o.Rule.Percentile <= 100):
 		return usageErr("--pass-percentile %v must be in (0, 100]", o.Rule.Percentile)
+	case !(o.Rule.SteadyRatio == 0 || o.Rule.SteadyRatio >= 1) || o.Rule.SteadyGrowth < 0:
+		return usageErr("--steady-ratio %v must be 0 (off) or at least 1, --steady-growth not negative", o.Rule.SteadyRatio)
 	case o.Order != "" && !slices.Contains(Orders, o.Order):
 		return usageErr("--order %q: want one of %s", o.Order, strings.Join(Orders, ", "))
 	case o.Config == nil && !(o.Burstiness > 0):

@@ -246,3 +246,39 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityNotSteady runs a level the simulator keeps up with and one
+// that overloads it over a short window, with a rule that only asks for a
+// steady state: the overloaded level's queue grows through the window, so
+// it is flagged not_steady and fails.
+func TestCapacityNotSteady(t *testing.T) {
+	w := benchTestOptions(saturatingSim(t))
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
+	var stdout bytes.Buffer
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: OrderAscending, Resolution: 1000,
+		Duration: 600 * time.Millisecond, Burstiness: 1, Seed: 1, OutputDir: t.TempDir(), Stamp: "s",
+		Rule: PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}}, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := out.Search.Repeats
+	if len(reps) != 2 {
+		t.Fatalf("%d repeats, want 2:\n%s", len(reps), stdout.String())
+	}
+	if light := reps[0]; !light.Pass || light.NotSteady {
+		t.Errorf("20 req/s: pass %v not_steady %v (ttft p50 thirds %.1fms, %.1fms), want steady",
+			light.Pass, light.NotSteady, light.Metrics.TTFTFirstThird, light.Metrics.TTFTLastThird)
+	}
+	heavy := reps[1]
+	if heavy.Pass || !heavy.NotSteady || !strings.HasPrefix(strings.Join(heavy.Why, ";"), NotSteady) {
+		t.Errorf("400 req/s: pass %v not_steady %v why %v (thirds %.1fms, %.1fms), want not_steady",
+			heavy.Pass, heavy.NotSteady, heavy.Why, heavy.Metrics.TTFTFirstThird, heavy.Metrics.TTFTLastThird)
+	}
+	c := readCapacityJSON(t, out.JSONPath)
+	if len(c.Levels) != 2 || c.Levels[0].NotSteady || !c.Levels[1].NotSteady || c.Levels[1].TTFTLastThirdMS <= c.Levels[1].TTFTFirstThirdMS {
+		t.Errorf("saved levels %+v: want the second flagged not_steady", c.Levels)
+	}
+	if !strings.Contains(stdout.String(), "steady (last-third ttft p50 <= 2.0 x first third, or within 50ms of it)") {
+		t.Errorf("the rule printed lacks the steady criterion:\n%s", stdout.String())
+	}
+}

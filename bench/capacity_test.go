@@ -167,6 +167,51 @@ func TestPassRule(t *testing.T) {
 	}
 }
 
+func TestPassRuleSteady(t *testing.T) {
+	rule := PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}
+	tests := []struct {
+		first, last float64
+		steady      bool
+	}{
+		{10, 30, true},    // tripled, but by less than 50ms
+		{100, 180, true},  // less than doubled
+		{10, 300, false},  // a growing queue
+		{200, 500, false}, // more than doubled and by more than 50ms
+		{0, 0, true},      // too few requests to tell
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.first, "->", tt.last), func(t *testing.T) {
+			pass, why := rule.Check(Metrics{TTFTFirstThird: tt.first, TTFTLastThird: tt.last})
+			if pass != tt.steady || (len(why) > 0) == tt.steady {
+				t.Errorf("Check = %v %v, want steady %v", pass, why, tt.steady)
+			}
+		})
+	}
+	off := PassRule{Percentile: 99}
+	if pass, _ := off.Check(Metrics{TTFTFirstThird: 1, TTFTLastThird: 1000}); !pass {
+		t.Error("SteadyRatio 0 should turn the check off")
+	}
+}
+
+// TestComputeThirds checks the medians of the TTFT thirds, in planned
+// order, with a timeout counted at the timeout.
+func TestComputeThirds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &Run{Start: t0, Timeout: time.Second}
+	for i, ttft := range []int{5, 1, 3, 50, 60, 70, 200, 0, 100} { // 0: timed out before its first token
+		r := &probe.Result{Seq: uint64(i + 1), Sent: t0, Disposition: probe.Accepted, TTFT: time.Duration(ttft) * time.Millisecond,
+			E2EL: time.Second, OutputTokens: 1}
+		if ttft == 0 {
+			r.Disposition, r.Reason, r.E2EL = probe.ClientTimeout, probe.ReasonTimeout, 0
+		}
+		run.Results, run.Ended = append(run.Results, r), append(run.Ended, t0.Add(time.Second))
+	}
+	m := Compute(run, ComputeOptions{Percentiles: []float64{50}})
+	if m.TTFTFirstThird != 3 || m.TTFTLastThird != 200 {
+		t.Errorf("thirds %v, %v; want 3 and 200 (median of 200, 1000, 100)", m.TTFTFirstThird, m.TTFTLastThird)
+	}
+}
+
 func TestStaircase(t *testing.T) {
 	tests := []struct {
 		name                         string
@@ -213,7 +258,7 @@ func TestCapacityFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) ||
-		o.Order != OrderInterleaved {
+		o.Order != OrderInterleaved || o.Rule.SteadyRatio != 2 || o.Rule.SteadyGrowth != 50*time.Millisecond {
 		t.Errorf("defaults: repeats %d rule %+v rates %v", o.Repeats, o.Rule, o.Rates)
 	}
 	for _, tt := range []struct {
@@ -228,6 +273,7 @@ func TestCapacityFlags(t *testing.T) {
 		{"probe without config", []string{"--probe", "chat"}},
 		{"config without probe", []string{"--config.file", "x.yml"}},
 		{"zero duration", []string{"--level-duration", "0s"}},
+		{"steady ratio below 1", []string{"--steady-ratio", "0.5"}},
 		{"stray argument", []string{"tpot:40"}},
 		{"bad nargs goodput", []string{"--goodput", "ttft:1", "tpot:x"}},
 	} {

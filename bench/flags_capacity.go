@@ -60,6 +60,10 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	cmd.Flag("resolution", "Bisect until lowest fail - highest pass <= this (req/s); 0 = a quarter of the first gap.").Default("0").Float64Var(&o.Resolution)
 	cmd.Flag("pass-acceptance", "Pass rule: minimum acceptance ratio.").Default("0.99").Float64Var(&o.Rule.MinAcceptance)
 	cmd.Flag("pass-percentile", "Pass rule: the latency percentile that must meet each SLO.").Default("99").Float64Var(&o.Rule.Percentile)
+	cmd.Flag("steady-ratio", "Pass rule: a repeat is not_steady when its last third's median TTFT exceeds this times the first third's (and --steady-growth); 0 = no check.").
+		Default("2").Float64Var(&o.Rule.SteadyRatio)
+	cmd.Flag("steady-growth", "Pass rule: the growth of the median TTFT from the first to the last third always tolerated.").
+		Default("50ms").DurationVar(&o.Rule.SteadyGrowth)
 	cmd.Flag("output-dir", "Directory of the JSON report, SVG chart and ledger.").Default(".").StringVar(&o.OutputDir)
 	return f
 }

@@ -66,7 +66,15 @@ type Metrics struct {
 	// the client timeouts and unfinished requests, counted at the time
 	// they were given up (censored): see censored.
 	Latency map[string]Dist
+	// TTFTFirstThird and TTFTLastThird are the medians (ms) of the
+	// censored TTFT of the first and the last third of those requests in
+	// planned order, for the steady-state check; both 0 with fewer than
+	// steadyMinSamples requests.
+	TTFTFirstThird, TTFTLastThird float64
 }
+
+// steadyMinSamples is the fewest requests whose TTFT thirds are compared.
+const steadyMinSamples = 6
 
 // AllDispositions lists the dispositions a bench report accounts for.
 var AllDispositions = append(slices.Clone(probe.Dispositions), probe.Unfinished)
@@ -192,7 +200,12 @@ func (m *Metrics) ledger(run *Run, percentiles []float64) {
 	if n := m.Offered - m.Abandoned; n > 0 {
 		m.Acceptance = accepted / float64(n)
 	}
-	m.Latency = censored(run, percentiles)
+	var ttfts []float64
+	m.Latency, ttfts = censored(run, percentiles)
+	if n := len(ttfts); n >= steadyMinSamples {
+		m.TTFTFirstThird = distOf(ttfts[:n/3], nil).Median
+		m.TTFTLastThird = distOf(ttfts[n-n/3:], nil).Median
+	}
 }
 
 // censored summarises TTFT, TPOT and E2EL over the completed streams and
@@ -203,7 +216,8 @@ func (m *Metrics) ledger(run *Run, percentiles []float64) {
 // when its first token came, else that time; its E2EL is that time; its
 // TPOT follows from them when it received more than one token. Server
 // failures, which have no latency of a completed response, are left out.
-func censored(run *Run, percentiles []float64) map[string]Dist {
+// It also returns the TTFT samples in planned order.
+func censored(run *Run, percentiles []float64) (map[string]Dist, []float64) {
 	samples := map[string][]float64{}
 	for i, r := range run.Results {
 		ttft, tpot, e2el := r.TTFT, r.TPOT, r.E2EL
@@ -232,7 +246,7 @@ func censored(run *Run, percentiles []float64) map[string]Dist {
 	for _, name := range []string{MetricTTFT, MetricTPOT, MetricE2EL} {
 		out[name] = distOf(samples[name], percentiles)
 	}
-	return out
+	return out, samples[MetricTTFT]
 }
 
 // givenUpAfter is how long after its send request i of run was given up.
