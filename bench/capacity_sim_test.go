@@ -282,3 +282,34 @@ func TestCapacityNotSteady(t *testing.T) {
 		t.Errorf("the rule printed lacks the steady criterion:\n%s", stdout.String())
 	}
 }
+
+// TestCapacityChartPlateau checks the chart's curves on a staircase that
+// overloads the simulator: the completed curve is per second of the wall
+// clock, so it flattens at what the server finishes (about 70 req/s)
+// instead of following the offered 400 req/s.
+func TestCapacityChartPlateau(t *testing.T) {
+	w := benchTestOptions(saturatingSim(t))
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: OrderAscending,
+		Resolution: 1000, Duration: 500 * time.Millisecond, Burstiness: 1, Seed: 2, OutputDir: t.TempDir(), Stamp: "p",
+		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed, goodput := chartCurves(out.Search)
+	if len(completed) != 2 || len(goodput) != 2 {
+		t.Fatalf("curves %v %v, want two levels", completed, goodput)
+	}
+	for i, r := range out.Search.Repeats {
+		m := r.Metrics
+		if want := float64(m.ServerCompleted) / m.Window.Seconds(); completed[i].Y != want || completed[i].X != r.Rate {
+			t.Errorf("level %v: completed point %v, want %d completed / %v = %v", r.Rate, completed[i], m.ServerCompleted, m.Window, want)
+		}
+	}
+	if light := completed[0].Y; light < 10 || light > 30 {
+		t.Errorf("20 req/s: completed %v/s, want about 20", light)
+	}
+	if heavy := completed[1].Y; heavy > 200 {
+		t.Errorf("400 req/s: completed %v/s, want the plateau of a server that finishes about 70 req/s", heavy)
+	}
+}

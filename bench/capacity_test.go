@@ -335,7 +335,7 @@ func TestWriteChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := svgDoc(t, buf.Bytes())
-	for _, want := range []string{"Capacity of test", "completed throughput", "goodput", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
+	for _, want := range []string{"Capacity of test", "completed/s (wall clock)", "goodput/s (accepted)", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
 		t.Run(want, func(t *testing.T) {
 			if !strings.Contains(text, want) {
 				t.Errorf("chart lacks %q", want)
