@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,23 @@ func TestComputeCensored(t *testing.T) {
 	}
 	if m.Timeouts != 2 || m.Window != msd(1002) {
 		t.Errorf("timeouts %d window %v, want 2 and 1.002s", m.Timeouts, m.Window)
+	}
+}
+
+// TestPassRuleSeesTimeouts checks that capacity's pass rule reads the
+// censored latencies: 98 fast requests and 2 client timeouts at 1 s fail
+// a p99 E2EL objective of 500ms, which the completed requests alone meet.
+func TestPassRuleSeesTimeouts(t *testing.T) {
+	run := handRun(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10*time.Millisecond, 10*time.Millisecond,
+		group{probe.Accepted, "", 98}, group{probe.ClientTimeout, probe.ReasonTimeout, 2})
+	run.Timeout = time.Second
+	m := Compute(run, ComputeOptions{Percentiles: []float64{99}})
+	rule := PassRule{MinAcceptance: 0.9, Percentile: 99, E2EL: 500 * time.Millisecond}
+	pass, why := rule.Check(m)
+	if pass || len(why) != 1 || !strings.HasPrefix(why[0], "p99 e2el 1000.00ms > 500ms") {
+		t.Errorf("Check = %v %v, want a p99 e2el failure at the 1s timeout", pass, why)
+	}
+	if p99 := m.Dists[MetricE2EL].Percentiles[0].MS; p99 > 500 {
+		t.Errorf("vLLM's p99 E2EL %v over completed requests, want 10ms", p99)
 	}
 }
