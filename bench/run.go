@@ -124,10 +124,8 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 		res := &probe.Result{Seq: o.FirstSeq + uint64(i), Target: o.Target, Probe: o.Probe, Scheduled: planned}
 		run.Results = append(run.Results, res)
 		if o.MaxInFlight > 0 && inFlight.Load() >= int64(o.MaxInFlight) {
-			res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
-			res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", o.MaxInFlight)
+			refuse(o, res)
 			run.Ended[i] = o.Now()
-			finish(o, res)
 			continue
 		}
 		inFlight.Add(1)
@@ -174,6 +172,14 @@ func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Res
 		res.SLOViolations, res.QualityFailures = nil, nil
 	}
 	ended()
+	finish(o, res)
+}
+
+// refuse ends a request the in-flight cap does not let out, as the
+// daemon's max_in_flight does.
+func refuse(o RunOptions, res *probe.Result) {
+	res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
+	res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", o.MaxInFlight)
 	finish(o, res)
 }
 
