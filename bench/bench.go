@@ -46,10 +46,10 @@ type Outcome struct {
 	ResultPath string // "" when not saved
 }
 
-// Bench runs vllm bench serve's benchmark: it waits for the server, sends
-// an initial test request, the warm-ups, then the planned requests, and
-// prints vLLM's result block followed by the ledger summary. Flag errors
-// wrap ErrUsage.
+// Bench runs vllm bench serve's benchmark: it finds the model, runs the
+// ready check (skipped by default, as in vLLM), the warm-ups, then the
+// planned requests, and prints vLLM's result block followed by the ledger
+// summary. Flag errors wrap ErrUsage.
 func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	env.defaults()
 	if err := o.Validate(); err != nil {
@@ -80,12 +80,11 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}
-	printPreamble(env.Stdout, &o)
 	run := runPlanned(ctx, &o, req, ledger, env)
 	if err := ledger.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
-	m := Compute(run, o.Goodput, o.MetricPercentiles)
+	m := Compute(run, ComputeOptions{Goodput: o.Goodput, Percentiles: o.MetricPercentiles})
 	PrintFailures(env.Stdout, run)
 	PrintResult(env.Stdout, s, m)
 	PrintLedger(env.Stdout, s, m)
@@ -127,58 +126,91 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 	return filepath.Join(o.ResultDir, name)
 }
 
-// prepare finds the model, waits for the server and runs the initial test
-// request, so a server that is down gives one clear error. It returns the
-// Requester of the run.
+// prepare finds the model and runs vllm bench serve's ready check, so a
+// server that is down gives one clear error. It returns the Requester of
+// the run.
 func prepare(ctx context.Context, o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
-	deadline := env.Now().Add(o.ReadyCheckTimeout)
 	ready, err := newRequester(o, prompts, env)
 	if err != nil {
 		return nil, err
 	}
 	defer ready.Close()
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		lastErr = tryReady(ctx, o, ready)
-		if lastErr == nil {
-			break
+	if o.ReadyCheckTimeout <= 0 {
+		if err := discoverModel(ctx, o, ready); err != nil {
+			return nil, fmt.Errorf("server %s not ready: %w", o.BaseURL, err)
 		}
-		if ctx.Err() != nil || !env.Now().Before(deadline) {
-			return nil, fmt.Errorf("server %s not ready: %w", o.BaseURL, lastErr)
+	}
+	err = readyCheck(ctx, env, o.BaseURL, o.ReadyCheckTimeout, func(ctx context.Context) (*probe.Result, error) {
+		if err := discoverModel(ctx, o, ready); err != nil {
+			return nil, err
 		}
-		if attempt == 0 {
-			env.Logger.Info("waiting for the server", "url", o.BaseURL, "timeout", o.ReadyCheckTimeout, "err", lastErr)
-		}
-		if sleepCtx(ctx, time.Second) != nil {
-			return nil, fmt.Errorf("server %s not ready: %w", o.BaseURL, lastErr)
-		}
+		res := &probe.Result{Seq: 1, RequestID: requestIDPrefix() + "test"}
+		ready.Do(ctx, res)
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A fresh Requester, so the run's random prompts do not depend on
 	// how many tries the ready check took.
 	return newRequester(o, prompts, env)
 }
 
-// tryReady discovers the model (when not given) and sends one test request.
-func tryReady(ctx context.Context, o *Options, r *probe.Requester) error {
-	if err := discoverModel(ctx, o, r); err != nil {
-		return err
+// readyCheck is vllm bench serve's ready check. With timeout 0 it is
+// skipped and says so; else it sends the initial test request (try) until
+// its stream completes, once a second for up to timeout. A 4xx answer
+// other than 429 (a prompt over the model's context, a bad key) is final:
+// the error says the server refused the request and gives its message. A
+// server that never answered is "not ready"; one that answered with
+// another failure is named with it.
+func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration, try func(context.Context) (*probe.Result, error)) error {
+	fmt.Fprintln(env.Stdout, "Starting initial single prompt test run...")
+	if timeout <= 0 {
+		fmt.Fprintln(env.Stdout, "Skipping endpoint ready check.")
+		return nil
 	}
-	res := &probe.Result{Seq: 1, RequestID: requestIDPrefix() + "test"}
-	r.Do(ctx, res)
-	if !completed(res) {
-		return fmt.Errorf("initial test request failed: %s", res.Error)
+	fmt.Fprintf(env.Stdout, "Waiting for endpoint to become up in %d seconds\n", int(timeout.Seconds()))
+	deadline := env.Now().Add(timeout)
+	for attempt := 0; ; attempt++ {
+		res, err := try(ctx)
+		switch {
+		case err == nil && completed(res):
+			fmt.Fprintln(env.Stdout, "Initial test run completed.")
+			return nil
+		case err == nil && res.Reason == probe.ReasonHTTP4xx:
+			return fmt.Errorf("server %s refused the initial test request: %s", url, res.Error)
+		case err == nil:
+			err = fmt.Errorf("%s %s: %s", res.Disposition, res.Reason, res.Error)
+			if res.HTTPStatus != 0 {
+				err = fmt.Errorf("initial test request to %s failed: %w", url, err)
+			}
+		}
+		if res == nil || res.HTTPStatus == 0 {
+			err = fmt.Errorf("server %s not ready: %w", url, err)
+		}
+		if ctx.Err() != nil || !env.Now().Before(deadline) {
+			return err
+		}
+		if attempt == 0 {
+			env.Logger.Info("waiting for the server", "url", url, "timeout", timeout, "err", err)
+		}
+		if sleepCtx(ctx, time.Second) != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // runPlanned sends the warm-ups, then the planned requests with a
 // progress bar.
 func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Ledger, env Env) *Run {
 	if o.NumWarmups > 0 {
-		warm := Execute(ctx, RunOptions{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
+		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
+		Execute(ctx, RunOptions{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
 			Sender: sender, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
-		env.Logger.Info("warm-up done", "requests", len(warm.Results))
+		fmt.Fprintln(env.Stdout, "Warmup run completed.")
 	}
+	fmt.Fprintln(env.Stdout, "Starting main benchmark run...")
+	printPreamble(env.Stdout, o)
 	bar := NewProgress(env.Progress, o.NumPrompts, "bench")
 	defer bar.Finish()
 	var mu sync.Mutex
@@ -187,6 +219,7 @@ func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Le
 		Offsets:        Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
+		Timeout:        o.Timeout,
 		Ledger:         ledger,
 		Now:            env.Now,
 		OnFinish: func(*probe.Result) {

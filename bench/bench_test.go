@@ -41,7 +41,7 @@ func startSim(t *testing.T, mod func(*simulator.Options)) (string, *simulator.Se
 func benchTestOptions(url string) Options {
 	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: BackendOpenAI, DatasetName: DatasetRandom,
 		RandomInputLen: 16, RandomOutputLen: 4, NumPrompts: 40, RequestRate: 400, Burstiness: 1, Seed: 3,
-		Goodput: Goodput{TTFT: time.Second, set: true}, MetricPercentiles: []float64{50, 99},
+		Goodput: Goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
 		PercentileMetrics: metricNames, Timeout: 10 * time.Second}
 }
 
@@ -196,7 +196,7 @@ func TestExecuteUnfinished(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			run := Execute(ctx, RunOptions{Offsets: []time.Duration{0, 0, 0, time.Hour}, Sender: c, MaxConcurrency: tt.conc})
-			m := Compute(run, Goodput{}, []float64{99})
+			m := Compute(run, ComputeOptions{Percentiles: []float64{99}})
 			if m.Offered != tt.offered || m.Dispositions[probe.Unfinished] != tt.offered {
 				t.Errorf("offered %d, dispositions %v: want %d offered, all unfinished (%s)", m.Offered, m.Dispositions, tt.offered, run.Results[0].Error)
 			}

@@ -4,21 +4,31 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // PassRule is the written rule a capacity level must meet on every repeat:
-// the acceptance ratio at least MinAcceptance, and the Percentile of each
-// latency with an objective at or below it.
+// the acceptance ratio at least MinAcceptance, the Percentile of each
+// latency with an objective at or below it, and a steady state.
 type PassRule struct {
 	MinAcceptance    float64
 	Percentile       float64 // e.g. 99
 	TTFT, TPOT, E2EL time.Duration
+	// SteadyRatio and SteadyGrowth define the steady state: a repeat is
+	// not_steady when the median TTFT of the last third of its requests
+	// is above SteadyRatio times that of the first third and above it by
+	// more than SteadyGrowth (Metrics.TTFTFirstThird, TTFTLastThird): its
+	// queue kept growing through the window, so a longer level would have
+	// done worse. SteadyRatio 0 turns the check off.
+	SteadyRatio  float64
+	SteadyGrowth time.Duration
 }
+
+// NotSteady is the flag of a repeat whose latency kept growing.
+const NotSteady = "not_steady"
 
 // String writes the rule out, for the report.
 func (r PassRule) String() string {
@@ -32,12 +42,26 @@ func (r PassRule) String() string {
 			parts = append(parts, fmt.Sprintf("%s %s <= %s", p, s.name, s.d))
 		}
 	}
+	if r.SteadyRatio > 0 {
+		parts = append(parts, fmt.Sprintf("steady (last-third ttft p50 <= %s x first third, or within %s of it)",
+			pyRate(r.SteadyRatio), r.SteadyGrowth))
+	}
 	return strings.Join(parts, " and ")
+}
+
+// steady reports whether a repeat's latency held steady through its window.
+func (r PassRule) steady(m Metrics) bool {
+	first, last := m.TTFTFirstThird, m.TTFTLastThird
+	return r.SteadyRatio <= 0 || last <= r.SteadyRatio*first || last-first <= ms(r.SteadyGrowth)
 }
 
 // Check applies the rule to a repeat's metrics and says why it failed.
 func (r PassRule) Check(m Metrics) (bool, []string) {
 	var why []string
+	if !r.steady(m) {
+		why = append(why, fmt.Sprintf("%s: last-third ttft p50 %.2fms vs %.2fms in the first third",
+			NotSteady, m.TTFTLastThird, m.TTFTFirstThird))
+	}
 	if m.Acceptance < r.MinAcceptance {
 		why = append(why, fmt.Sprintf("acceptance %s < %s", pyFloat(m.Acceptance, 4), pyFloat(r.MinAcceptance, 4)))
 	}
@@ -55,9 +79,10 @@ func (r PassRule) Check(m Metrics) (bool, []string) {
 	return len(why) == 0, why
 }
 
-// percentileOf returns percentile p of a metric's Dist, in ms.
+// percentileOf returns percentile p of a metric's censored Dist
+// (Metrics.Latency), in ms.
 func percentileOf(m Metrics, name string, p float64) float64 {
-	for _, q := range m.Dists[name].Percentiles {
+	for _, q := range m.Latency[name].Percentiles {
 		if q.P == p {
 			return q.MS
 		}
@@ -72,14 +97,28 @@ type Repeat struct {
 	Metrics Metrics
 	Pass    bool
 	Why     []string
-	// Level duration figures: completed and accepted requests per second
-	// of the level's planned duration.
-	Throughput float64
-	Goodput    float64
+	// NotSteady flags a repeat whose latency kept growing (PassRule).
+	NotSteady bool
 }
 
 // LevelFunc runs one repeat of the level at rate; repeat counts from 0.
-type LevelFunc func(ctx context.Context, rate float64, repeat int) (Metrics, time.Duration, error)
+type LevelFunc func(ctx context.Context, rate float64, repeat int) (Metrics, error)
+
+// Orders of the staircase's runs (SearchOptions.Order).
+const (
+	// OrderAscending runs every repeat of a level, then the next level.
+	OrderAscending = "ascending"
+	// OrderInterleaved climbs two neighbouring levels at a time and
+	// alternates their repeats (8, 16, 8, 16), so a drift of the server
+	// over time does not fall on one level only.
+	OrderInterleaved = "interleaved"
+	// OrderRandom climbs two neighbouring levels at a time and runs their
+	// repeats in a seeded random order.
+	OrderRandom = "random"
+)
+
+// Orders lists the values of --order.
+var Orders = []string{OrderAscending, OrderInterleaved, OrderRandom}
 
 // SearchOptions configures a capacity search.
 type SearchOptions struct {
@@ -87,6 +126,8 @@ type SearchOptions struct {
 	Repeats    int       // per level, at least 1
 	Resolution float64   // bisect until lowest fail - highest pass <= this; 0 = a quarter of that gap
 	Rule       PassRule
+	Order      string       // one of Orders; "" = ascending
+	Seed       int64        // of OrderRandom
 	OnRepeat   func(Repeat) // progress; may be nil
 }
 
@@ -103,71 +144,120 @@ type Search struct {
 	Saturated bool
 }
 
-// RunSearch climbs the staircase, stops after the first failing level,
-// then bisects between the highest passing and the lowest failing load.
+// RunSearch climbs the staircase in o.Order, stops after the first block
+// with a failing level, then bisects between the highest passing and the
+// lowest failing load.
 func RunSearch(ctx context.Context, o SearchOptions, level LevelFunc) (*Search, error) {
 	s := &Search{Rule: o.Rule.String(), LowestFail: math.Inf(1)}
-	for _, rate := range o.Rates {
-		pass, err := s.level(ctx, o, level, rate)
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x5ca1e))
+	width := 2
+	if o.Order == OrderAscending || o.Order == "" {
+		width = 1
+	}
+climb:
+	for i := 0; i < len(o.Rates); i += width {
+		block := o.Rates[i:min(i+width, len(o.Rates))]
+		pass, err := s.block(ctx, o, level, block, rng)
 		if err != nil {
 			return s, err
 		}
-		if !pass {
-			s.LowestFail = rate
-			break
+		for _, rate := range block {
+			if !pass[rate] {
+				s.LowestFail = rate
+				break climb
+			}
+			s.HighestPass = rate
 		}
-		s.HighestPass = rate
 	}
 	s.Saturated = !math.IsInf(s.LowestFail, 1)
 	if s.Saturated && s.HighestPass > 0 {
-		res := o.Resolution
-		if res <= 0 {
-			res = (s.LowestFail - s.HighestPass) / 4
-		}
-		for s.LowestFail-s.HighestPass > res*(1+1e-9) {
-			mid := (s.HighestPass + s.LowestFail) / 2
-			if mid <= s.HighestPass || mid >= s.LowestFail {
-				break // below float resolution
-			}
-			pass, err := s.level(ctx, o, level, mid)
-			if err != nil {
-				return s, err
-			}
-			if pass {
-				s.HighestPass = mid
-			} else {
-				s.LowestFail = mid
-			}
+		if err := s.bisect(ctx, o, level, rng); err != nil {
+			return s, err
 		}
 	}
 	s.Rated = s.HighestPass
 	return s, nil
 }
 
-// level runs every repeat of one level; it passes when every repeat does.
-func (s *Search) level(ctx context.Context, o SearchOptions, level LevelFunc, rate float64) (bool, error) {
-	pass := true
-	for i := range max(1, o.Repeats) {
-		if err := ctx.Err(); err != nil {
-			return false, fmt.Errorf("capacity search interrupted: %w", err)
+// bisect narrows the gap between the highest passing and the lowest
+// failing load down to the resolution.
+func (s *Search) bisect(ctx context.Context, o SearchOptions, level LevelFunc, rng *rand.Rand) error {
+	res := o.Resolution
+	if res <= 0 {
+		res = (s.LowestFail - s.HighestPass) / 4
+	}
+	for s.LowestFail-s.HighestPass > res*(1+1e-9) {
+		mid := (s.HighestPass + s.LowestFail) / 2
+		if mid <= s.HighestPass || mid >= s.LowestFail {
+			return nil // below float resolution
 		}
-		m, span, err := level(ctx, rate, i)
+		pass, err := s.block(ctx, o, level, []float64{mid}, rng)
 		if err != nil {
-			return false, fmt.Errorf("level %s req/s repeat %d: %w", pyRate(rate), i+1, err)
+			return err
 		}
-		r := Repeat{Rate: rate, Index: i, Metrics: m}
-		r.Pass, r.Why = o.Rule.Check(m)
-		if sec := span.Seconds(); sec > 0 {
-			r.Throughput = float64(m.Completed) / sec
-			r.Goodput = float64(m.Dispositions[probe.Accepted]) / sec
+		if pass[mid] {
+			s.HighestPass = mid
+		} else {
+			s.LowestFail = mid
 		}
-		s.Repeats = append(s.Repeats, r)
-		if o.OnRepeat != nil {
-			o.OnRepeat(r)
+	}
+	return nil
+}
+
+// block runs every repeat of the given levels in o.Order and says which
+// levels passed: a level passes when every repeat does.
+func (s *Search) block(ctx context.Context, o SearchOptions, level LevelFunc, rates []float64, rng *rand.Rand) (map[float64]bool, error) {
+	type run struct {
+		rate   float64
+		repeat int
+	}
+	var runs []run
+	if o.Order == OrderAscending || o.Order == "" {
+		for _, rate := range rates {
+			for i := range max(1, o.Repeats) {
+				runs = append(runs, run{rate, i})
+			}
 		}
-		pass = pass && r.Pass
+	} else {
+		for i := range max(1, o.Repeats) {
+			for _, rate := range rates {
+				runs = append(runs, run{rate, i})
+			}
+		}
+	}
+	if o.Order == OrderRandom {
+		rng.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
+	}
+	pass := map[float64]bool{}
+	for _, rate := range rates {
+		pass[rate] = true
+	}
+	for _, r := range runs {
+		ok, err := s.repeat(ctx, o, level, r.rate, r.repeat)
+		if err != nil {
+			return nil, err
+		}
+		pass[r.rate] = pass[r.rate] && ok
 	}
 	return pass, nil
+}
+
+// repeat runs one repeat of one level and records it.
+func (s *Search) repeat(ctx context.Context, o SearchOptions, level LevelFunc, rate float64, i int) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("capacity search interrupted: %w", err)
+	}
+	m, err := level(ctx, rate, i)
+	if err != nil {
+		return false, fmt.Errorf("level %s req/s repeat %d: %w", pyRate(rate), i+1, err)
+	}
+	r := Repeat{Rate: rate, Index: i, Metrics: m, NotSteady: !o.Rule.steady(m)}
+	r.Pass, r.Why = o.Rule.Check(m)
+	s.Repeats = append(s.Repeats, r)
+	if o.OnRepeat != nil {
+		o.OnRepeat(r)
+	}
+	return r.Pass, nil
 }
 
 // Staircase builds the offered rates: the given list (sorted), or from

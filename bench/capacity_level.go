@@ -23,42 +23,42 @@ type LevelOptions struct {
 	Duration, Warmup time.Duration
 	// Drain bounds how long requests may stay outstanding after the last
 	// planned send; 0 = wait for all (each bounded by its timeout).
-	Drain       time.Duration
+	Drain time.Duration
+	// Timeout is the Sender's bound on one request, at which the latency
+	// views count a client timeout.
+	Timeout     time.Duration
 	Seed        int64
 	Percentiles []float64 // the Dists' percentiles; include the pass rule's
 	Ledger      *probe.Ledger
 	Now         func() time.Time
 	OnFinish    func(*probe.Result) // every request, warm-up included; may be nil
+	OnLedger    func(*probe.Result) // every request written to Ledger; may be nil
 }
 
 // NewLevelFunc returns the LevelFunc that runs levels with o: round(rate *
 // (Warmup+Duration)) requests on vLLM's arrival process, the measured ones
-// written to the ledger and summarised.
+// written to the ledger with their level and repeat, and summarised.
 func NewLevelFunc(o LevelOptions) LevelFunc {
 	var seq atomic.Uint64
-	return func(ctx context.Context, rate float64, repeat int) (Metrics, time.Duration, error) {
+	return func(ctx context.Context, rate float64, repeat int) (Metrics, error) {
 		nWarm := int(math.Round(rate * o.Warmup.Seconds()))
 		n := max(1, int(math.Round(rate*o.Duration.Seconds())))
 		seed := o.Seed + int64(repeat)*1_000_003 + int64(math.Round(rate*1000))
 		offsets := Schedule(nWarm+n, rate, o.Burstiness, seed)
 		first := seq.Add(uint64(nWarm+n)) - uint64(nWarm+n) + 1
 		run := Execute(ctx, RunOptions{Target: o.Target, Probe: o.Probe, Offsets: offsets, Sender: o.Sender,
-			MaxInFlight: o.MaxInFlight, Drain: o.Drain, FirstSeq: first, Now: o.Now, OnFinish: o.OnFinish})
-		measured := &Run{Start: run.Start, End: run.End, Span: offsets[len(offsets)-1]}
-		if nWarm > 0 {
-			measured.Start = run.Start.Add(offsets[nWarm-1])
-			measured.Span -= offsets[nWarm-1]
-		}
-		if len(run.Results) > nWarm {
-			measured.Results = run.Results[nWarm:]
-		}
+			MaxInFlight: o.MaxInFlight, Drain: o.Drain, FirstSeq: first, Timeout: o.Timeout, Now: o.Now, OnFinish: o.OnFinish})
+		measured := run.measured(nWarm)
 		for _, r := range measured.Results {
+			r.Level, r.Repeat = rate, repeat+1
 			o.Ledger.Write(r)
+			if o.OnLedger != nil {
+				o.OnLedger(r)
+			}
 		}
-		span := time.Duration(float64(n) / rate * float64(time.Second))
 		if err := ctx.Err(); err != nil {
-			return Metrics{}, span, err
+			return Metrics{}, err
 		}
-		return Compute(measured, Goodput{}, o.Percentiles), span, nil
+		return Compute(measured, ComputeOptions{Percentiles: o.Percentiles}), nil
 	}
 }

@@ -7,30 +7,89 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// PrintTable prints one row per repeat: offered and achieved rates,
-// throughput, goodput, acceptance, p50 and the rule's percentile of TTFT,
-// TPOT and E2EL, the failure mix and the verdict.
+// Header is what a capacity report states before its results, so the
+// run can be audited: the server, the arrival process, the timeout, the
+// warm-up and the pass rule.
+type Header struct {
+	Target, Probe string
+	Server        ServerInfo
+	Burstiness    float64
+	Seed          int64
+	Timeout       time.Duration // per request
+	ReadyCheck    time.Duration // 0 = skipped
+	Warmup        time.Duration // per level repeat, before its measured window
+	Duration      time.Duration // the measured window of a level repeat
+	Drain         time.Duration // 0 = each request until its timeout
+	Repeats       int
+	Order         string // of the staircase's runs
+	Rule          string
+}
+
+// arrival describes the arrival process.
+func (h Header) arrival() string {
+	kind := "gamma gaps of shape " + pyRate(h.Burstiness)
+	switch {
+	case math.IsInf(h.Burstiness, 1):
+		kind = "constant gaps"
+	case h.Burstiness == 1:
+		kind = "exponential gaps (Poisson process)"
+	}
+	return fmt.Sprintf("open loop, %s of mean 1/rate, seed %d", kind, h.Seed)
+}
+
+// PrintHeader prints the header of a capacity report.
+func PrintHeader(w io.Writer, h Header) {
+	fmt.Fprintf(w, "Capacity search: target %s, probe %s\n", h.Target, h.Probe)
+	fmt.Fprintf(w, "Server: %s\n", h.Server)
+	fmt.Fprintf(w, "Arrivals: %s; levels run in %s order\n", h.arrival(), h.Order)
+	drain := "each request until its timeout"
+	if h.Drain > 0 {
+		drain = h.Drain.String() + " after the last send, then unfinished"
+	}
+	fmt.Fprintf(w, "Timeout: %s per request; drain: %s\n", h.Timeout, drain)
+	ready := "skipped"
+	if h.ReadyCheck > 0 {
+		ready = "up to " + h.ReadyCheck.String()
+	}
+	fmt.Fprintf(w, "Warm-up: %s at the level's rate before each %s measured window, not counted; ready check %s\n",
+		h.Warmup, h.Duration, ready)
+	fmt.Fprintf(w, "Pass rule: each of %d repeats has %s\n", h.Repeats, h.Rule)
+}
+
+// PrintTable prints one row per repeat: the offered rate, the requests
+// offered and sent, the achieved send rate, completed throughput and
+// goodput over the wall-clock window, acceptance, the token totals,
+// unfinished requests and timeouts, p50 and the rule's percentile of TTFT,
+// TPOT and E2EL with timeouts counted at the timeout, the failure mix and
+// the verdict.
 func PrintTable(w io.Writer, s *Search, rule PassRule) {
 	pw := "p" + percentileWord(rule.Percentile)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "offered/s\trepeat\tsent/s\tcompleted/s\tgoodput/s\tacceptance\tttft p50\tttft %s\ttpot p50\ttpot %s\te2el p50\te2el %s\tfailures\tresult\n", pw, pw, pw)
+	fmt.Fprintf(tw, "offered/s\trepeat\toffered\tsent\tsent/s\tcompleted/s\tgoodput/s\tacceptance\tprompt tok\toutput tok\t"+
+		"unfinished\ttimeouts\tttft p50\tttft %s\ttpot p50\ttpot %s\te2el p50\te2el %s\tsteady\tfailures\tresult\n", pw, pw, pw)
 	for _, r := range s.Repeats {
 		m := r.Metrics
 		verdict := "PASS"
 		if !r.Pass {
 			verdict = "FAIL: " + strings.Join(r.Why, "; ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			pyFloat(r.Rate, 2), r.Index+1, pyFloat(m.SendRate, 2), pyFloat(r.Throughput, 2), pyFloat(r.Goodput, 2),
-			pyFloat(m.Acceptance, 4),
+		steady := "yes"
+		if r.NotSteady {
+			steady = NotSteady
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			pyFloat(r.Rate, 2), r.Index+1, m.Offered, m.Sent, pyFloat(m.SendRate, 2), pyFloat(m.CompletedThroughput, 2),
+			pyFloat(m.Goodput, 2), pyFloat(m.Acceptance, 4), m.PromptTokens, m.OutputTokens,
+			m.Dispositions[probe.Unfinished], m.Timeouts,
 			msText(m, MetricTTFT, 50), msText(m, MetricTTFT, rule.Percentile),
 			msText(m, MetricTPOT, 50), msText(m, MetricTPOT, rule.Percentile),
 			msText(m, MetricE2EL, 50), msText(m, MetricE2EL, rule.Percentile),
-			failureMix(m), verdict)
+			steady, failureMix(m), verdict)
 	}
 	_ = tw.Flush()
 }
@@ -78,16 +137,43 @@ type repeatJSON struct {
 	Pass                bool               `json:"pass"`
 	Why                 []string           `json:"why,omitempty"`
 	Offered             int                `json:"offered"`
+	Abandoned           int                `json:"abandoned"`
 	Sent                int                `json:"sent"`
 	SendRate            any                `json:"send_rate"`
+	ServerCompleted     int                `json:"completed"`
+	WallClockS          float64            `json:"wall_clock_s"`
 	CompletedThroughput float64            `json:"completed_throughput"`
 	Goodput             float64            `json:"goodput"`
 	AcceptanceRatio     float64            `json:"acceptance_ratio"`
+	PromptTokens        int                `json:"prompt_tokens"`
+	OutputTokens        int                `json:"output_tokens"`
+	Unfinished          int                `json:"unfinished"`
+	Timeouts            int                `json:"timeouts"`
 	TTFTMS              map[string]float64 `json:"ttft_ms"`
 	TPOTMS              map[string]float64 `json:"tpot_ms"`
 	E2ELMS              map[string]float64 `json:"e2el_ms"`
 	Dispositions        map[string]int     `json:"dispositions"`
 	FailureReasons      map[string]int     `json:"failure_reasons"`
+	NotSteady           bool               `json:"not_steady"`
+	TTFTFirstThirdMS    float64            `json:"ttft_p50_first_third_ms"`
+	TTFTLastThirdMS     float64            `json:"ttft_p50_last_third_ms"`
+}
+
+// headerJSON is the header of the saved capacity report.
+type headerJSON struct {
+	Target      string     `json:"target"`
+	Probe       string     `json:"probe"`
+	Server      ServerInfo `json:"server"`
+	Arrival     string     `json:"arrival"`
+	Burstiness  any        `json:"burstiness"`
+	Seed        int64      `json:"seed"`
+	TimeoutS    float64    `json:"timeout_s"`
+	ReadyCheckS float64    `json:"ready_check_s"`
+	WarmupS     float64    `json:"warmup_s"`
+	DurationS   float64    `json:"level_duration_s"`
+	DrainS      float64    `json:"drain_s"`
+	Repeats     int        `json:"repeats"`
+	Order       string     `json:"order"`
 }
 
 // searchJSON is the saved capacity report.
@@ -97,29 +183,27 @@ type searchJSON struct {
 	HighestPass   float64      `json:"highest_pass"`
 	LowestFail    any          `json:"lowest_fail"` // null when no level failed
 	Saturated     bool         `json:"saturated"`
+	Header        *headerJSON  `json:"header,omitempty"`
 	Settings      any          `json:"settings,omitempty"`
 	Levels        []repeatJSON `json:"levels"`
 }
 
-// MarshalSearch renders the capacity report as JSON; settings is any
-// description of the run (flags, probe) to keep beside the results.
-func MarshalSearch(s *Search, settings any) ([]byte, error) {
+// MarshalSearch renders the capacity report as JSON: the header (nil for
+// none), settings (any description of the run to keep beside the
+// results) and every repeat.
+func MarshalSearch(s *Search, h *Header, settings any) ([]byte, error) {
 	out := searchJSON{Rule: s.Rule, RatedCapacity: s.Rated, HighestPass: s.HighestPass, Saturated: s.Saturated, Settings: settings}
+	if h != nil {
+		out.Header = &headerJSON{Target: h.Target, Probe: h.Probe, Server: h.Server, Arrival: h.arrival(),
+			Burstiness: jsonFloat(h.Burstiness), Seed: h.Seed, TimeoutS: h.Timeout.Seconds(), ReadyCheckS: h.ReadyCheck.Seconds(),
+			WarmupS: h.Warmup.Seconds(), DurationS: h.Duration.Seconds(), DrainS: h.Drain.Seconds(), Repeats: h.Repeats,
+			Order: h.Order}
+	}
 	if s.Saturated {
 		out.LowestFail = s.LowestFail
 	}
 	for _, r := range s.Repeats {
-		m := r.Metrics
-		disp := map[string]int{}
-		for d, n := range m.Dispositions {
-			disp[string(d)] = n
-		}
-		out.Levels = append(out.Levels, repeatJSON{
-			OfferedRate: r.Rate, Repeat: r.Index + 1, Pass: r.Pass, Why: r.Why, Offered: m.Offered, Sent: m.Sent,
-			SendRate: jsonFloat(m.SendRate), CompletedThroughput: r.Throughput, Goodput: r.Goodput,
-			AcceptanceRatio: m.Acceptance, TTFTMS: pctMap(m, MetricTTFT), TPOTMS: pctMap(m, MetricTPOT),
-			E2ELMS: pctMap(m, MetricE2EL), Dispositions: disp, FailureReasons: m.Reasons,
-		})
+		out.Levels = append(out.Levels, newRepeatJSON(r))
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
@@ -128,10 +212,28 @@ func MarshalSearch(s *Search, settings any) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// newRepeatJSON renders one repeat.
+func newRepeatJSON(r Repeat) repeatJSON {
+	m := r.Metrics
+	disp := map[string]int{}
+	for d, n := range m.Dispositions {
+		disp[string(d)] = n
+	}
+	return repeatJSON{
+		OfferedRate: r.Rate, Repeat: r.Index + 1, Pass: r.Pass, Why: r.Why, Offered: m.Offered, Abandoned: m.Abandoned,
+		Sent: m.Sent, SendRate: jsonFloat(m.SendRate), ServerCompleted: m.ServerCompleted, WallClockS: m.Window.Seconds(),
+		CompletedThroughput: m.CompletedThroughput, Goodput: m.Goodput, AcceptanceRatio: m.Acceptance,
+		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, Unfinished: m.Dispositions[probe.Unfinished],
+		Timeouts: m.Timeouts, TTFTMS: pctMap(m, MetricTTFT), TPOTMS: pctMap(m, MetricTPOT), E2ELMS: pctMap(m, MetricE2EL),
+		Dispositions: disp, FailureReasons: m.Reasons, NotSteady: r.NotSteady,
+		TTFTFirstThirdMS: m.TTFTFirstThird, TTFTLastThirdMS: m.TTFTLastThird,
+	}
+}
+
 // pctMap returns a metric's percentiles keyed "p50", "p99", ....
 func pctMap(m Metrics, name string) map[string]float64 {
 	out := map[string]float64{}
-	for _, p := range m.Dists[name].Percentiles {
+	for _, p := range m.Latency[name].Percentiles {
 		out["p"+percentileWord(p.P)] = p.MS
 	}
 	return out

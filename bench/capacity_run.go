@@ -28,6 +28,7 @@ type CapacityOptions struct {
 
 	Rates      []float64
 	Repeats    int
+	Order      string // one of Orders; "" = interleaved
 	Resolution float64
 	Duration   time.Duration // measured part of each level
 	Warmup     time.Duration
@@ -64,6 +65,10 @@ func (o *CapacityOptions) Validate() error {
 		return usageErr("--pass-acceptance %v must be in [0, 1]", o.Rule.MinAcceptance)
 	case !(o.Rule.Percentile > 0 && o.Rule.Percentile <= 100):
 		return usageErr("--pass-percentile %v must be in (0, 100]", o.Rule.Percentile)
+	case !(o.Rule.SteadyRatio == 0 || o.Rule.SteadyRatio >= 1) || o.Rule.SteadyGrowth < 0:
+		return usageErr("--steady-ratio %v must be 0 (off) or at least 1, --steady-growth not negative", o.Rule.SteadyRatio)
+	case o.Order != "" && !slices.Contains(Orders, o.Order):
+		return usageErr("--order %q: want one of %s", o.Order, strings.Join(Orders, ", "))
 	case o.Config == nil && !(o.Burstiness > 0):
 		return usageErr("--burstiness %v must be positive (or inf)", o.Burstiness)
 	}
@@ -76,6 +81,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	env.defaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.Order == "" {
+		o.Order = OrderInterleaved
 	}
 	setup, err := capacitySender(ctx, &o, env)
 	if err != nil {
@@ -92,14 +100,19 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}
+	header := Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
+		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
+		Repeats: o.Repeats, Order: o.Order, Rule: o.Rule.String()}
+	PrintHeader(env.Stdout, header)
 	bar := NewProgress(env.Progress, -1, "capacity")
-	var finished atomic.Int64
+	var written atomic.Int64
 	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
-		MaxInFlight: setup.maxInFlight,
-		Duration:    o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
+		MaxInFlight: setup.maxInFlight, Timeout: setup.timeout,
+		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
-		OnFinish:    func(*probe.Result) { finished.Add(1); bar.Add(1) }})
+		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) }})
 	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
+		Order: o.Order, Seed: o.Seed,
 		OnRepeat: func(r Repeat) {
 			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyFloat(r.Rate, 2), r.Index+1, passWord(r.Pass)))
 			env.Logger.Info("level repeat done", "offered_rate", r.Rate, "repeat", r.Index+1, "pass", r.Pass,
@@ -113,10 +126,10 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	if search != nil && len(search.Repeats) > 0 {
 		PrintTable(env.Stdout, search, o.Rule)
 		PrintVerdict(env.Stdout, search)
-		if werr := writeCapacityFiles(out, o, target, probeName); werr != nil {
+		if werr := writeCapacityFiles(out, o, header); werr != nil {
 			return out, errors.Join(err, werr)
 		}
-		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, finished.Load())
+		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, written.Load())
 	}
 	return out, err
 }
@@ -129,16 +142,14 @@ func passWord(ok bool) string {
 }
 
 // writeCapacityFiles writes the JSON report and the chart.
-func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeName string) error {
-	settings := map[string]any{"target": target, "probe": probeName, "rates": o.Rates, "repeats": o.Repeats,
-		"level_duration_s": o.Duration.Seconds(), "warmup_s": o.Warmup.Seconds(), "drain_s": o.Drain.Seconds(),
-		"resolution": o.Resolution, "seed": o.Seed}
+func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h Header) error {
+	settings := map[string]any{"rates": o.Rates, "resolution": o.Resolution}
 	if w := o.Workload; o.Config == nil {
 		settings["workload"] = map[string]any{"base_url": w.BaseURL, "endpoint": w.Endpoint, "backend": w.Backend,
 			"model": w.Model, "dataset_name": w.DatasetName, "dataset_path": w.DatasetPath, "random_input_len": w.RandomInputLen,
-			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio, "burstiness": jsonFloat(o.Burstiness)}
+			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio}
 	}
-	b, err := MarshalSearch(out.Search, settings)
+	b, err := MarshalSearch(out.Search, &h, settings)
 	if err != nil {
 		return err
 	}
@@ -146,7 +157,7 @@ func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, target, probeNa
 		return fmt.Errorf("write capacity report: %w", err)
 	}
 	err = writeFile(out.SVGPath, func(w io.Writer) error {
-		return WriteChart(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", target, probeName))
+		return WriteChart(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {
 		return fmt.Errorf("write chart: %w", err)

@@ -22,6 +22,8 @@ type sendSetup struct {
 	// whose time comes with that many outstanding is not sent and ends
 	// cancelled/in_flight_cap, as in the daemon.
 	maxInFlight int
+	timeout     time.Duration // the bound on one request
+	server      ServerInfo
 }
 
 // capacitySender builds what sends a search's requests and checks the
@@ -41,13 +43,22 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
-	req.Do(ctx, res)
-	if !completed(res) {
+	err = readyCheck(ctx, env, t.URL, o.Workload.ReadyCheckTimeout, func(ctx context.Context) (*probe.Result, error) {
+		res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
+		req.Do(ctx, res)
+		return res, nil
+	})
+	if err != nil {
 		req.Close()
-		return sendSetup{}, fmt.Errorf("target %s (%s) not ready: the test request ended %s: %s", t.Name, t.URL, res.Disposition, res.Error)
+		return sendSetup{}, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight}, nil
+	model, err := req.Model(ctx)
+	if err != nil {
+		req.Close()
+		return sendSetup{}, fmt.Errorf("target %s: server %s not ready: %w", t.Name, t.URL, err)
+	}
+	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight,
+		timeout: time.Duration(p.Timeout), server: ServerInfo{Model: model, Version: serverVersion(ctx, t)}}, nil
 }
 
 // fill sets the objectives the rule does not name yet.
@@ -76,7 +87,8 @@ func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, er
 		return sendSetup{}, err
 	}
 	o.Workload = w
-	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness}, nil
+	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout,
+		server: ServerInfo{Model: w.Model, Version: serverVersion(ctx, benchTarget(&w))}}, nil
 }
 
 // findPair returns the named probe and the target it runs against.

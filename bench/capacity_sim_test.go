@@ -3,8 +3,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +36,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 	for _, seed := range []int64{1, 2} {
 		url := saturatingSim(t)
 		w := benchTestOptions(url)
-		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{E2EL: 150 * time.Millisecond, set: true}
+		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{E2EL: 150 * time.Millisecond, hasE2EL: true}
 		dir := t.TempDir()
 		var stdout bytes.Buffer
 		out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: stairs, Repeats: 2,
@@ -48,7 +52,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 			t.Fatalf("seed %d: rated %v saturated %v: the simulator should saturate inside the staircase", seed, s.Rated, s.Saturated)
 		}
 		rated = append(rated, s.Rated)
-		checkCapacityFiles(t, out)
+		checkCapacityFiles(t, out, stdout.String())
 	}
 	// One staircase step at the rated load: the gap to the next stair.
 	step := 0.0
@@ -63,8 +67,9 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 }
 
 // checkCapacityFiles checks the report, the chart and the ledger exist
-// and agree.
-func checkCapacityFiles(t *testing.T, out *CapacityOutcome) {
+// and agree: the ledger has one line per measured request, each naming its
+// level and repeat, and the count printed is the lines written.
+func checkCapacityFiles(t *testing.T, out *CapacityOutcome, stdout string) {
 	t.Helper()
 	b, err := os.ReadFile(out.SVGPath)
 	if err != nil {
@@ -74,16 +79,34 @@ func checkCapacityFiles(t *testing.T, out *CapacityOutcome) {
 	if _, err := os.Stat(out.JSONPath); err != nil {
 		t.Error(err)
 	}
+	raw, err := os.ReadFile(out.LedgerOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(raw, []byte("\n"))
+	if want := fmt.Sprintf("Ledger: %s (%d requests)\n", out.LedgerOf, lines); !strings.Contains(stdout, want) {
+		t.Errorf("output lacks %q", want)
+	}
 	recs, _, err := probe.ReadLedger(out.LedgerOf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	perRepeat := map[string]int{}
+	for _, r := range recs {
+		if r.Level == nil || r.Repeat == nil {
+			t.Fatalf("record %d has no level or repeat", r.Seq)
+		}
+		perRepeat[fmt.Sprint(*r.Level, "/", *r.Repeat)]++
+	}
 	offered := 0
 	for _, r := range out.Search.Repeats {
 		offered += r.Metrics.Offered
+		if n := perRepeat[fmt.Sprint(r.Rate, "/", r.Index+1)]; n != r.Metrics.Offered {
+			t.Errorf("level %v repeat %d: %d ledger records, %d offered", r.Rate, r.Index+1, n, r.Metrics.Offered)
+		}
 	}
-	if len(recs) != offered {
-		t.Errorf("ledger holds %d records, the levels offered %d", len(recs), offered)
+	if len(recs) != offered || lines != offered {
+		t.Errorf("ledger holds %d records in %d lines, the levels offered %d", len(recs), lines, offered)
 	}
 }
 
@@ -105,7 +128,6 @@ func TestCapacityConfigProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Log(stdout.String())
 	if out.Search.Rule != "acceptance >= 0.9900 and p99 e2el <= 150ms" {
 		t.Errorf("rule %q: want the probe's SLO", out.Search.Rule)
 	}
@@ -117,5 +139,177 @@ func TestCapacityConfigProbe(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "capacity-c.svg")); err != nil {
 		t.Error(err)
+	}
+}
+
+// capacityJSON is the part of the saved report the tests read.
+type capacityJSON struct {
+	Header struct {
+		Server   ServerInfo `json:"server"`
+		Arrival  string     `json:"arrival"`
+		TimeoutS float64    `json:"timeout_s"`
+		WarmupS  float64    `json:"warmup_s"`
+	} `json:"header"`
+	Rule   string       `json:"rule"`
+	Levels []repeatJSON `json:"levels"`
+}
+
+func readCapacityJSON(t *testing.T, path string) capacityJSON {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c capacityJSON
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCapacityReportAgainstLedger runs one overloaded level against a
+// simulator that stalls some streams past the timeout and answers some
+// 500, and checks every figure of the report against a hand count of the
+// ledger, and the header.
+func TestCapacityReportAgainstLedger(t *testing.T) {
+	url, sim := startSim(t, func(o *simulator.Options) {
+		o.MaxNumSeqs = 2
+		o.PrefillBase, o.DecodeBase = 2*time.Millisecond, 2*time.Millisecond
+	})
+	sim.SetFaults(simulator.Faults{Stall: 0.15, StallDuration: 5 * time.Second, HTTP500: 0.1})
+	w := benchTestOptions(url)
+	w.Timeout, w.Goodput = 300*time.Millisecond, Goodput{TTFT: 100 * time.Millisecond, hasTTFT: true}
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{150}, Repeats: 1,
+		Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Burstiness: 1, Seed: 1,
+		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true, OutputDir: dir, Stamp: "r"}, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := probe.ReadLedger(out.LedgerOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := repeatJSON{Offered: len(recs)}
+	for _, r := range recs {
+		res := &probe.Result{Disposition: r.Disposition, Reason: r.Reason}
+		if r.Sent != nil {
+			want.Sent++
+		}
+		if res.ServerCompleted() {
+			want.ServerCompleted++
+			want.PromptTokens += r.PromptTokens
+			want.OutputTokens += r.OutputTokens
+		}
+		switch r.Disposition {
+		case probe.ClientTimeout:
+			want.Timeouts++
+		case probe.Unfinished:
+			want.Unfinished++
+		}
+	}
+	c := readCapacityJSON(t, out.JSONPath)
+	if len(c.Levels) != 1 {
+		t.Fatalf("%d repeats in the report, want 1", len(c.Levels))
+	}
+	got := c.Levels[0]
+	if want.Timeouts == 0 || got.Dispositions[string(probe.ServerFailure)] == 0 {
+		t.Fatalf("dispositions %v: want stalls timing out and 500 answers", got.Dispositions)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want int
+	}{{"offered", got.Offered, want.Offered}, {"sent", got.Sent, want.Sent}, {"completed", got.ServerCompleted, want.ServerCompleted},
+		{"prompt tokens", got.PromptTokens, want.PromptTokens}, {"output tokens", got.OutputTokens, want.OutputTokens},
+		{"timeouts", got.Timeouts, want.Timeouts}, {"unfinished", got.Unfinished, want.Unfinished}} {
+		t.Run(f.name, func(t *testing.T) {
+			if f.got != f.want {
+				t.Errorf("report says %d, ledger %d", f.got, f.want)
+			}
+		})
+	}
+	if math.Abs(got.CompletedThroughput-float64(want.ServerCompleted)/got.WallClockS) > 1e-9 || got.E2ELMS["p99"] < 300 || got.E2ELMS["p99"] > 300.0001 {
+		t.Errorf("completed %v/s over %vs, p99 e2el %vms: want completed over the wall clock and timeouts at 300ms",
+			got.CompletedThroughput, got.WallClockS, got.E2ELMS["p99"])
+	}
+	h := c.Header
+	if h.Server != (ServerInfo{Model: "sim-llama", Version: "0.26.0"}) || h.TimeoutS != 0.3 || h.WarmupS != 0.1 ||
+		h.Arrival != "open loop, exponential gaps (Poisson process) of mean 1/rate, seed 1" {
+		t.Errorf("header %+v", h)
+	}
+	for _, line := range []string{"Server: model sim-llama, vLLM version 0.26.0", "Timeout: 300ms per request",
+		"Warm-up: 100ms at the level's rate before each 400ms measured window, not counted; ready check skipped",
+		"Pass rule: each of 1 repeats has acceptance >= 0.9900 and p99 ttft <= 100ms"} {
+		if !strings.Contains(stdout.String(), line) {
+			t.Errorf("output lacks %q", line)
+		}
+	}
+}
+
+// TestCapacityNotSteady runs a level the simulator keeps up with and one
+// that overloads it over a short window, with a rule that only asks for a
+// steady state: the overloaded level's queue grows through the window, so
+// it is flagged not_steady and fails.
+func TestCapacityNotSteady(t *testing.T) {
+	w := benchTestOptions(saturatingSim(t))
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
+	var stdout bytes.Buffer
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: OrderAscending, Resolution: 1000,
+		Duration: 600 * time.Millisecond, Burstiness: 1, Seed: 1, OutputDir: t.TempDir(), Stamp: "s",
+		Rule: PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}}, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := out.Search.Repeats
+	if len(reps) != 2 {
+		t.Fatalf("%d repeats, want 2:\n%s", len(reps), stdout.String())
+	}
+	if light := reps[0]; !light.Pass || light.NotSteady {
+		t.Errorf("20 req/s: pass %v not_steady %v (ttft p50 thirds %.1fms, %.1fms), want steady",
+			light.Pass, light.NotSteady, light.Metrics.TTFTFirstThird, light.Metrics.TTFTLastThird)
+	}
+	heavy := reps[1]
+	if heavy.Pass || !heavy.NotSteady || !strings.HasPrefix(strings.Join(heavy.Why, ";"), NotSteady) {
+		t.Errorf("400 req/s: pass %v not_steady %v why %v (thirds %.1fms, %.1fms), want not_steady",
+			heavy.Pass, heavy.NotSteady, heavy.Why, heavy.Metrics.TTFTFirstThird, heavy.Metrics.TTFTLastThird)
+	}
+	c := readCapacityJSON(t, out.JSONPath)
+	if len(c.Levels) != 2 || c.Levels[0].NotSteady || !c.Levels[1].NotSteady || c.Levels[1].TTFTLastThirdMS <= c.Levels[1].TTFTFirstThirdMS {
+		t.Errorf("saved levels %+v: want the second flagged not_steady", c.Levels)
+	}
+	if !strings.Contains(stdout.String(), "steady (last-third ttft p50 <= 2.0 x first third, or within 50ms of it)") {
+		t.Errorf("the rule printed lacks the steady criterion:\n%s", stdout.String())
+	}
+}
+
+// TestCapacityChartPlateau checks the chart's curves on a staircase that
+// overloads the simulator: the completed curve is per second of the wall
+// clock, so it flattens at what the server finishes (about 70 req/s)
+// instead of following the offered 400 req/s.
+func TestCapacityChartPlateau(t *testing.T) {
+	w := benchTestOptions(saturatingSim(t))
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: OrderAscending,
+		Resolution: 1000, Duration: 500 * time.Millisecond, Burstiness: 1, Seed: 2, OutputDir: t.TempDir(), Stamp: "p",
+		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed, goodput := chartCurves(out.Search)
+	if len(completed) != 2 || len(goodput) != 2 {
+		t.Fatalf("curves %v %v, want two levels", completed, goodput)
+	}
+	for i, r := range out.Search.Repeats {
+		m := r.Metrics
+		if want := float64(m.ServerCompleted) / m.Window.Seconds(); completed[i].Y != want || completed[i].X != r.Rate {
+			t.Errorf("level %v: completed point %v, want %d completed / %v = %v", r.Rate, completed[i], m.ServerCompleted, m.Window, want)
+		}
+	}
+	if light := completed[0].Y; light < 10 || light > 30 {
+		t.Errorf("20 req/s: completed %v/s, want about 20", light)
+	}
+	if heavy := completed[1].Y; heavy > 200 {
+		t.Errorf("400 req/s: completed %v/s, want the plateau of a server that finishes about 70 req/s", heavy)
 	}
 }

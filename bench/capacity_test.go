@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -26,7 +27,7 @@ type fakeLevels struct {
 	ran        []float64
 }
 
-func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, time.Duration, error) {
+func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, error) {
 	f.ran = append(f.ran, rate)
 	acc := 1.0
 	if rate > f.capacity || (rate == f.failRate && repeat == f.failRepeat) {
@@ -34,7 +35,7 @@ func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, 
 	}
 	n := 100
 	return Metrics{Offered: n, Completed: n, Acceptance: acc,
-		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, time.Second, nil
+		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, nil
 }
 
 func TestRunSearch(t *testing.T) {
@@ -58,7 +59,7 @@ func TestRunSearch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.levels
 			s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Resolution: tt.resolution,
-				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
+				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: OrderAscending}, f.run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,10 +76,63 @@ func TestRunSearch(t *testing.T) {
 	}
 }
 
+// TestRunSearchOrder checks the order of the runs: interleaved alternates
+// the repeats of two neighbouring levels, random shuffles them with the
+// seed; both stop after the block holding the first failing level.
+func TestRunSearchOrder(t *testing.T) {
+	stairs := []float64{1, 2, 4, 8, 16}
+	run := func(order string, seed int64, capacity float64) ([]float64, *Search) {
+		f := fakeLevels{capacity: capacity}
+		s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Order: order, Seed: seed,
+			Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ran, s
+	}
+	t.Run("interleaved", func(t *testing.T) {
+		ran, s := run(OrderInterleaved, 0, 5)
+		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 6, 6, 5, 5}; !slices.Equal(ran, want) || s.Rated != 5 {
+			t.Errorf("ran %v rated %v, want %v and 5", ran, s.Rated, want)
+		}
+		for i, r := range s.Repeats[:4] {
+			if r.Index != i/2 {
+				t.Errorf("run %d at %v is repeat %d, want %d", i, r.Rate, r.Index+1, i/2+1)
+			}
+		}
+	})
+	t.Run("interleaved, the lower level of a block fails", func(t *testing.T) {
+		ran, s := run(OrderInterleaved, 0, 3)
+		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 3, 3, 3.5, 3.5}; !slices.Equal(ran, want) || s.Rated != 3 || s.LowestFail != 3.5 {
+			t.Errorf("ran %v rated %v lowest fail %v, want %v, 3 and 3.5", ran, s.Rated, s.LowestFail, want)
+		}
+	})
+	t.Run("random is seeded", func(t *testing.T) {
+		a, _ := run(OrderRandom, 7, 5)
+		b, _ := run(OrderRandom, 7, 5)
+		if !slices.Equal(a, b) {
+			t.Errorf("seed 7 ran %v then %v", a, b)
+		}
+		orders := map[string]bool{}
+		for seed := range int64(8) {
+			ran, s := run(OrderRandom, seed, 5)
+			block := slices.Clone(ran[:4])
+			slices.Sort(block)
+			if !slices.Equal(block, []float64{1, 1, 2, 2}) || s.Rated != 5 {
+				t.Errorf("seed %d ran %v rated %v: want the first block to be levels 1 and 2 twice each", seed, ran, s.Rated)
+			}
+			orders[fmt.Sprint(ran[:4])] = true
+		}
+		if len(orders) < 2 {
+			t.Errorf("8 seeds gave one order %v", orders)
+		}
+	})
+}
+
 func TestRunSearchError(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := RunSearch(context.Background(), SearchOptions{Rates: []float64{1}, Repeats: 1},
-		func(context.Context, float64, int) (Metrics, time.Duration, error) { return Metrics{}, 0, boom })
+		func(context.Context, float64, int) (Metrics, error) { return Metrics{}, boom })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "level 1.0 req/s") {
 		t.Errorf("err = %v, want the level named and the cause wrapped", err)
 	}
@@ -98,10 +152,10 @@ func TestPassRule(t *testing.T) {
 		pass bool
 		why  string
 	}{
-		{"meets everything", Metrics{Acceptance: 0.995, Dists: dists(499, 1999)}, true, ""},
-		{"low acceptance", Metrics{Acceptance: 0.98, Dists: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
-		{"slow ttft", Metrics{Acceptance: 1, Dists: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
-		{"slow e2el", Metrics{Acceptance: 1, Dists: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
+		{"meets everything", Metrics{Acceptance: 0.995, Latency: dists(499, 1999)}, true, ""},
+		{"low acceptance", Metrics{Acceptance: 0.98, Latency: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
+		{"slow ttft", Metrics{Acceptance: 1, Latency: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
+		{"slow e2el", Metrics{Acceptance: 1, Latency: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,6 +164,51 @@ func TestPassRule(t *testing.T) {
 				t.Errorf("Check = %v %q, want %v %q", pass, why, tt.pass, tt.why)
 			}
 		})
+	}
+}
+
+func TestPassRuleSteady(t *testing.T) {
+	rule := PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}
+	tests := []struct {
+		first, last float64
+		steady      bool
+	}{
+		{10, 30, true},    // tripled, but by less than 50ms
+		{100, 180, true},  // less than doubled
+		{10, 300, false},  // a growing queue
+		{200, 500, false}, // more than doubled and by more than 50ms
+		{0, 0, true},      // too few requests to tell
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.first, "->", tt.last), func(t *testing.T) {
+			pass, why := rule.Check(Metrics{TTFTFirstThird: tt.first, TTFTLastThird: tt.last})
+			if pass != tt.steady || (len(why) > 0) == tt.steady {
+				t.Errorf("Check = %v %v, want steady %v", pass, why, tt.steady)
+			}
+		})
+	}
+	off := PassRule{Percentile: 99}
+	if pass, _ := off.Check(Metrics{TTFTFirstThird: 1, TTFTLastThird: 1000}); !pass {
+		t.Error("SteadyRatio 0 should turn the check off")
+	}
+}
+
+// TestComputeThirds checks the medians of the TTFT thirds, in planned
+// order, with a timeout counted at the timeout.
+func TestComputeThirds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &Run{Start: t0, Timeout: time.Second}
+	for i, ttft := range []int{5, 1, 3, 50, 60, 70, 200, 0, 100} { // 0: timed out before its first token
+		r := &probe.Result{Seq: uint64(i + 1), Sent: t0, Disposition: probe.Accepted, TTFT: time.Duration(ttft) * time.Millisecond,
+			E2EL: time.Second, OutputTokens: 1}
+		if ttft == 0 {
+			r.Disposition, r.Reason, r.E2EL = probe.ClientTimeout, probe.ReasonTimeout, 0
+		}
+		run.Results, run.Ended = append(run.Results, r), append(run.Ended, t0.Add(time.Second))
+	}
+	m := Compute(run, ComputeOptions{Percentiles: []float64{50}})
+	if m.TTFTFirstThird != 3 || m.TTFTLastThird != 200 {
+		t.Errorf("thirds %v, %v; want 3 and 200 (median of 200, 1000, 100)", m.TTFTFirstThird, m.TTFTLastThird)
 	}
 }
 
@@ -158,7 +257,8 @@ func TestCapacityFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) {
+	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) ||
+		o.Order != OrderInterleaved || o.Rule.SteadyRatio != 2 || o.Rule.SteadyGrowth != 50*time.Millisecond {
 		t.Errorf("defaults: repeats %d rule %+v rates %v", o.Repeats, o.Rule, o.Rates)
 	}
 	for _, tt := range []struct {
@@ -173,6 +273,7 @@ func TestCapacityFlags(t *testing.T) {
 		{"probe without config", []string{"--probe", "chat"}},
 		{"config without probe", []string{"--config.file", "x.yml"}},
 		{"zero duration", []string{"--level-duration", "0s"}},
+		{"steady ratio below 1", []string{"--steady-ratio", "0.5"}},
 		{"stray argument", []string{"tpot:40"}},
 		{"bad nargs goodput", []string{"--goodput", "ttft:1", "tpot:x"}},
 	} {
@@ -181,6 +282,14 @@ func TestCapacityFlags(t *testing.T) {
 				t.Errorf("err = %v, want a usage error (exit 2)", err)
 			}
 		})
+	}
+}
+
+func TestCapacityOrderValidate(t *testing.T) {
+	o := CapacityOptions{Rates: []float64{1}, Repeats: 1, Duration: time.Second, Burstiness: 1, Order: "descending",
+		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}
+	if err := o.Validate(); ExitCode(err) != 2 || !strings.Contains(err.Error(), `--order "descending"`) {
+		t.Errorf("err = %v, want a usage error naming --order", err)
 	}
 }
 
@@ -218,7 +327,7 @@ func TestWriteChart(t *testing.T) {
 	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
 		for i := range 2 {
 			g := math.Min(r, 5.5) * 0.995
-			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Throughput: math.Min(r, 6), Goodput: g})
+			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
 		}
 	}
 	var buf bytes.Buffer
@@ -226,7 +335,7 @@ func TestWriteChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := svgDoc(t, buf.Bytes())
-	for _, want := range []string{"Capacity of test", "completed throughput", "goodput", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
+	for _, want := range []string{"Capacity of test", "completed/s (wall clock)", "goodput/s (accepted)", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
 		t.Run(want, func(t *testing.T) {
 			if !strings.Contains(text, want) {
 				t.Errorf("chart lacks %q", want)
@@ -237,8 +346,8 @@ func TestWriteChart(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	s := &Search{Rule: "acceptance >= 0.9900", Rated: 2, Saturated: true, LowestFail: 4, Repeats: []Repeat{
-		{Rate: 2, Pass: true, Throughput: 2, Goodput: 2, Metrics: Metrics{Acceptance: 1, SendRate: 2,
-			Dists: map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{50, 10}, {99, 20}}}}}},
+		{Rate: 2, Pass: true, Metrics: Metrics{Acceptance: 1, SendRate: 2, CompletedThroughput: 2, Goodput: 2,
+			Latency: map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{50, 10}, {99, 20}}}}}},
 		{Rate: 4, Why: []string{"acceptance 0.5000 < 0.9900"}, Metrics: Metrics{Acceptance: 0.5,
 			Dispositions: map[probe.Disposition]int{probe.Accepted: 1, probe.ClientTimeout: 1}}},
 	}}
@@ -253,7 +362,7 @@ func TestPrintTable(t *testing.T) {
 			}
 		})
 	}
-	b, err := MarshalSearch(s, nil)
+	b, err := MarshalSearch(s, nil, nil)
 	if err != nil || !strings.Contains(string(b), `"rated_capacity": 2`) || !strings.Contains(string(b), `"lowest_fail": 4`) {
 		t.Errorf("JSON %s, %v", b, err)
 	}

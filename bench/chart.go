@@ -40,8 +40,17 @@ func levelMeans(s *Search, value func(Repeat) float64) plotter.XYs {
 	return xys
 }
 
-// WriteChart draws goodput and completed throughput against offered load
-// (means of the repeats, failing repeats marked with a cross), the pass
+// chartCurves returns the completed throughput and the goodput of each
+// level, both per second of the repeats' wall-clock windows (first send to
+// last terminal response): past saturation the completed curve flattens at
+// what the server can finish instead of following the offered load.
+func chartCurves(s *Search) (completed, goodput plotter.XYs) {
+	return levelMeans(s, func(r Repeat) float64 { return r.Metrics.CompletedThroughput }),
+		levelMeans(s, func(r Repeat) float64 { return r.Metrics.Goodput })
+}
+
+// WriteChart draws goodput and completed throughput (chartCurves) against
+// offered load (means of the repeats, failing repeats marked with a cross), the pass
 // line goodput = MinAcceptance x offered, and the rated capacity, as SVG.
 func WriteChart(w io.Writer, s *Search, rule PassRule, title string) error {
 	return writeChart(w, s, rule, title, "svg")
@@ -57,13 +66,14 @@ func writeChart(w io.Writer, s *Search, rule PassRule, title, format string) err
 	p.Add(plotter.NewGrid())
 	maxX, maxY := 0.0, 0.0
 	for _, r := range s.Repeats {
-		maxX, maxY = max(maxX, r.Rate), max(maxY, r.Rate, r.Throughput, r.Goodput)
+		maxX, maxY = max(maxX, r.Rate), max(maxY, r.Rate, r.Metrics.CompletedThroughput, r.Metrics.Goodput)
 	}
 	maxY *= 1.4 // room for the legend above the curves
-	if err := addCurve(p, "completed throughput", levelMeans(s, func(r Repeat) float64 { return r.Throughput }), colThroughput, draw.CircleGlyph{}); err != nil {
+	completed, goodput := chartCurves(s)
+	if err := addCurve(p, "completed/s (wall clock)", completed, colThroughput, draw.CircleGlyph{}); err != nil {
 		return err
 	}
-	if err := addCurve(p, "goodput", levelMeans(s, func(r Repeat) float64 { return r.Goodput }), colGoodput, draw.SquareGlyph{}); err != nil {
+	if err := addCurve(p, "goodput/s (accepted)", goodput, colGoodput, draw.SquareGlyph{}); err != nil {
 		return err
 	}
 	if err := addFailures(p, s); err != nil {
@@ -113,7 +123,7 @@ func addFailures(p *plot.Plot, s *Search) error {
 	var xys plotter.XYs
 	for _, r := range s.Repeats {
 		if !r.Pass {
-			xys = append(xys, plotter.XY{X: r.Rate, Y: r.Goodput})
+			xys = append(xys, plotter.XY{X: r.Rate, Y: r.Metrics.Goodput})
 		}
 	}
 	if len(xys) == 0 {

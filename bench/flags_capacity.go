@@ -55,9 +55,15 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	cmd.Flag("warmup", "Warm-up at the level's rate before it is measured.").Default("5s").DurationVar(&o.Warmup)
 	cmd.Flag("drain", "How long requests may stay outstanding after a level's last send; 0 = each until its timeout.").Default("0s").DurationVar(&o.Drain)
 	cmd.Flag("repeats", "Repeats per level; a level passes when every repeat does.").Default("2").IntVar(&o.Repeats)
+	cmd.Flag("order", "Order of the runs: ascending, interleaved (neighbouring levels alternate: 8, 16, 8, 16) or random (seeded).").
+		Default(OrderInterleaved).EnumVar(&o.Order, Orders...)
 	cmd.Flag("resolution", "Bisect until lowest fail - highest pass <= this (req/s); 0 = a quarter of the first gap.").Default("0").Float64Var(&o.Resolution)
 	cmd.Flag("pass-acceptance", "Pass rule: minimum acceptance ratio.").Default("0.99").Float64Var(&o.Rule.MinAcceptance)
 	cmd.Flag("pass-percentile", "Pass rule: the latency percentile that must meet each SLO.").Default("99").Float64Var(&o.Rule.Percentile)
+	cmd.Flag("steady-ratio", "Pass rule: a repeat is not_steady when its last third's median TTFT exceeds this times the first third's (and --steady-growth); 0 = no check.").
+		Default("2").Float64Var(&o.Rule.SteadyRatio)
+	cmd.Flag("steady-growth", "Pass rule: the growth of the median TTFT from the first to the last third always tolerated.").
+		Default("50ms").DurationVar(&o.Rule.SteadyGrowth)
 	cmd.Flag("output-dir", "Directory of the JSON report, SVG chart and ledger.").Default(".").StringVar(&o.OutputDir)
 	return f
 }

@@ -2,12 +2,15 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // parseBench parses args the way main does and returns the options.
@@ -58,9 +61,10 @@ func TestBenchFlagsGoodput(t *testing.T) {
 		args []string
 		want Goodput
 	}{
-		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, Goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, set: true}},
-		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, Goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, set: true}},
-		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, Goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, set: true}},
+		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, Goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
+		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, Goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, hasTTFT: true, hasE2EL: true}},
+		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, Goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
+		{"zero is an objective", []string{"--goodput", "ttft:0"}, Goodput{hasTTFT: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +147,40 @@ func TestExitCode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := ExitCode(tt.err); got != tt.want {
 				t.Errorf("ExitCode = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGoodputZero checks vLLM's rule "good when objective >= measured": an
+// objective of 0 admits no measured request, in vLLM's goodput and in the
+// judge's, while a one-token request's TPOT of 0 still meets tpot:0.
+func TestGoodputZero(t *testing.T) {
+	tests := []struct {
+		pairs            string
+		ttft, tpot, e2el time.Duration
+		good             bool
+	}{
+		{"ttft:0", time.Millisecond, 0, time.Millisecond, false},
+		{"e2el:0", time.Microsecond, 0, time.Microsecond, false},
+		{"tpot:0", time.Millisecond, 0, time.Millisecond, true},
+		{"tpot:0", time.Millisecond, time.Microsecond, time.Millisecond, false},
+		{"ttft:5", 5 * time.Millisecond, 0, time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.pairs, " ", tt.ttft, tt.tpot), func(t *testing.T) {
+			g, err := ParseGoodput([]string{tt.pairs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.Good(tt.ttft, tt.tpot, tt.e2el); got != tt.good {
+				t.Errorf("Good = %v, want %v", got, tt.good)
+			}
+			o := Options{Goodput: g}
+			res := &probe.Result{TTFT: tt.ttft, TPOT: tt.tpot, E2EL: tt.e2el}
+			probe.Judge(benchProbe(&o), nil, res)
+			if judged := len(res.SLOViolations) == 0; judged != tt.good {
+				t.Errorf("the judge's SLO violations %v, want good=%v", res.SLOViolations, tt.good)
 			}
 		})
 	}

@@ -26,7 +26,9 @@ type Dist struct {
 // plus the prober's offered/completed/goodput/acceptance figures.
 type Metrics struct {
 	// vLLM's figures. Completed counts requests whose stream completed
-	// (accepted, latency_failure or quality_failure); Failed is the rest.
+	// (accepted, latency_failure or quality_failure): vLLM's "successful";
+	// Failed is the rest. Duration is vLLM's benchmark duration: from the
+	// start of the run to the end of its last request.
 	Completed, Failed        int
 	TotalInput, TotalOutput  int
 	Duration                 time.Duration
@@ -38,16 +40,41 @@ type Metrics struct {
 	MaxConcurrentRequests    int
 	Dists                    map[string]Dist // by metric name
 
-	// The prober's figures.
-	Offered      int
-	Sent         int
+	// The prober's figures, by the probe package's definitions.
+	Offered   int // requests whose planned time came
+	Abandoned int // given up by the prober itself (probe.Result.Abandoned)
+	Sent      int
+	// ServerCompleted counts the requests the server completed, useful or
+	// not (probe.Result.ServerCompleted); Timeouts the client timeouts.
+	ServerCompleted, Timeouts int
+	// PromptTokens and OutputTokens are the totals of the server-completed
+	// requests.
+	PromptTokens, OutputTokens int
+	// Window is the wall-clock measurement time: the first send to the
+	// last terminal response (or timeout, or cut) of a sent request.
+	Window       time.Duration
 	Dispositions map[probe.Disposition]int // every disposition, zeros included
 	Reasons      map[string]int            // failure reasons seen
-	OfferedRate  float64                   // offered / planned span; +Inf when all at once
-	SendRate     float64                   // sent / (last send - start)
-	Goodput      float64                   // accepted per second of duration
-	Acceptance   float64                   // accepted / offered
+	// OfferedRate is offered / planned span, or offered / the time offering
+	// lasted when the run was interrupted; +Inf when all at once.
+	OfferedRate         float64
+	SendRate            float64 // sent / (last send - start)
+	CompletedThroughput float64 // ServerCompleted per second of Window
+	Goodput             float64 // accepted per second of Window
+	Acceptance          float64 // accepted / (offered - abandoned)
+	// Latency holds TTFT, TPOT and E2EL of the completed streams and of
+	// the client timeouts and unfinished requests, counted at the time
+	// they were given up (censored): see censored.
+	Latency map[string]Dist
+	// TTFTFirstThird and TTFTLastThird are the medians (ms) of the
+	// censored TTFT of the first and the last third of those requests in
+	// planned order, for the steady-state check; both 0 with fewer than
+	// steadyMinSamples requests.
+	TTFTFirstThird, TTFTLastThird float64
 }
+
+// steadyMinSamples is the fewest requests whose TTFT thirds are compared.
+const steadyMinSamples = 6
 
 // AllDispositions lists the dispositions a bench report accounts for.
 var AllDispositions = append(slices.Clone(probe.Dispositions), probe.Unfinished)
@@ -62,25 +89,25 @@ func completed(r *probe.Result) bool {
 	return false
 }
 
-// Compute derives the metrics of a run. good is vLLM's --goodput rule (it
-// may be unset); percentiles and the metric names select the Dists.
-func Compute(run *Run, good Goodput, percentiles []float64) Metrics {
+// ComputeOptions are the definitions Compute applies to a run.
+type ComputeOptions struct {
+	Goodput     Goodput   // vLLM's --goodput rule; may be unset
+	Percentiles []float64 // the Dists' percentiles
+}
+
+// Compute derives the metrics of a run.
+func Compute(run *Run, o ComputeOptions) Metrics {
 	m := Metrics{Duration: run.Duration(), Offered: len(run.Results), Dists: map[string]Dist{},
 		Dispositions: map[probe.Disposition]int{}, Reasons: map[string]int{}}
 	for _, d := range AllDispositions {
 		m.Dispositions[d] = 0
 	}
 	samples := map[string][]float64{}
-	var lastSent time.Time
 	goodCount := 0
-	for _, r := range run.Results {
+	for i, r := range run.Results {
 		m.Dispositions[r.Disposition]++
 		if r.Reason != "" && r.Disposition != probe.Accepted {
 			m.Reasons[r.Reason]++
-		}
-		if !r.Sent.IsZero() {
-			m.Sent++
-			lastSent = later(lastSent, r.Sent)
 		}
 		if !completed(r) {
 			m.Failed++
@@ -97,38 +124,141 @@ func Compute(run *Run, good Goodput, percentiles []float64) Metrics {
 		for _, d := range r.ITLs {
 			samples[MetricITL] = append(samples[MetricITL], ms(d))
 		}
-		if good.IsSet() && good.Good(r.TTFT, r.TPOT, r.E2EL) {
+		if i < len(run.Queued) {
+			samples[MetricClientQueue] = append(samples[MetricClientQueue], ms(run.Queued[i]))
+			samples[MetricE2ELAndQueue] = append(samples[MetricE2ELAndQueue], ms(r.E2EL+run.Queued[i]))
+		}
+		if o.Goodput.IsSet() && o.Goodput.Good(r.TTFT, r.TPOT, r.E2EL) {
 			goodCount++
 		}
 	}
-	for _, name := range metricNames {
-		m.Dists[name] = distOf(samples[name], percentiles)
+	for _, name := range allMetricNames {
+		m.Dists[name] = distOf(samples[name], o.Percentiles)
 	}
-	m.rates(run, goodCount, lastSent)
+	m.vllmRates(goodCount)
 	m.MaxOutputTokensPerSecond, m.MaxConcurrentRequests = peaks(run.Results)
+	m.ledger(run, o.Percentiles)
 	return m
 }
 
-// rates fills the per-second figures.
-func (m *Metrics) rates(run *Run, goodCount int, lastSent time.Time) {
+// vllmRates fills vLLM's per-second figures: per second of Duration.
+func (m *Metrics) vllmRates(goodCount int) {
 	if s := m.Duration.Seconds(); s > 0 {
 		m.RequestThroughput = float64(m.Completed) / s
 		m.RequestGoodput = float64(goodCount) / s
 		m.OutputThroughput = float64(m.TotalOutput) / s
 		m.TotalTokenThroughput = float64(m.TotalInput+m.TotalOutput) / s
-		m.Goodput = float64(m.Dispositions[probe.Accepted]) / s
+	}
+}
+
+// ledger fills the prober's figures.
+func (m *Metrics) ledger(run *Run, percentiles []float64) {
+	var firstSent, lastSent, lastEnd time.Time
+	for i, r := range run.Results {
+		if r.Abandoned() {
+			m.Abandoned++
+		}
+		if r.ServerCompleted() {
+			m.ServerCompleted++
+			m.PromptTokens += r.PromptTokens
+			m.OutputTokens += r.OutputTokens
+		}
+		if r.Disposition == probe.ClientTimeout {
+			m.Timeouts++
+		}
+		if r.Sent.IsZero() {
+			continue
+		}
+		m.Sent++
+		if firstSent.IsZero() || r.Sent.Before(firstSent) {
+			firstSent = r.Sent
+		}
+		lastSent = later(lastSent, r.Sent)
+		if i < len(run.Ended) {
+			lastEnd = later(lastEnd, run.Ended[i])
+		}
+	}
+	if !firstSent.IsZero() && lastEnd.After(firstSent) {
+		m.Window = lastEnd.Sub(firstSent)
+	}
+	accepted := float64(m.Dispositions[probe.Accepted])
+	if s := m.Window.Seconds(); s > 0 {
+		m.CompletedThroughput = float64(m.ServerCompleted) / s
+		m.Goodput = accepted / s
 	}
 	m.OfferedRate = math.Inf(1)
-	if run.Span > 0 {
+	switch {
+	case run.Interrupted && run.Stopped.After(run.Start):
+		m.OfferedRate = float64(m.Offered) / run.Stopped.Sub(run.Start).Seconds()
+	case run.Span > 0:
 		m.OfferedRate = float64(m.Offered) / run.Span.Seconds()
 	}
 	m.SendRate = math.Inf(1)
 	if d := lastSent.Sub(run.Start); d > 0 {
 		m.SendRate = float64(m.Sent) / d.Seconds()
 	}
-	if m.Offered > 0 {
-		m.Acceptance = float64(m.Dispositions[probe.Accepted]) / float64(m.Offered)
+	if n := m.Offered - m.Abandoned; n > 0 {
+		m.Acceptance = accepted / float64(n)
 	}
+	var ttfts []float64
+	m.Latency, ttfts = censored(run, percentiles)
+	if n := len(ttfts); n >= steadyMinSamples {
+		m.TTFTFirstThird = distOf(ttfts[:n/3], nil).Median
+		m.TTFTLastThird = distOf(ttfts[n-n/3:], nil).Median
+	}
+}
+
+// censored summarises TTFT, TPOT and E2EL over the completed streams and
+// the requests given up before they completed, so overload cannot hide in
+// the tail: a client timeout or an unfinished request that was sent counts
+// at the time it was given up (the run's timeout for a client timeout,
+// else the time from its send to its end). Its TTFT is the measured one
+// when its first token came, else that time; its E2EL is that time; its
+// TPOT follows from them when it received more than one token. Server
+// failures, which have no latency of a completed response, are left out.
+// It also returns the TTFT samples in planned order.
+func censored(run *Run, percentiles []float64) (map[string]Dist, []float64) {
+	samples := map[string][]float64{}
+	for i, r := range run.Results {
+		ttft, tpot, e2el := r.TTFT, r.TPOT, r.E2EL
+		hasTPOT := r.OutputTokens > 1
+		switch {
+		case completed(r):
+		case (r.Disposition == probe.ClientTimeout || r.Disposition == probe.Unfinished) && !r.Sent.IsZero():
+			e2el = givenUpAfter(run, i)
+			if ttft == 0 || ttft > e2el {
+				ttft = e2el
+			}
+			hasTPOT = hasTPOT && r.TTFT > 0
+			if hasTPOT {
+				tpot = (e2el - ttft) / time.Duration(r.OutputTokens-1)
+			}
+		default:
+			continue
+		}
+		samples[MetricTTFT] = append(samples[MetricTTFT], ms(ttft))
+		samples[MetricE2EL] = append(samples[MetricE2EL], ms(e2el))
+		if hasTPOT {
+			samples[MetricTPOT] = append(samples[MetricTPOT], ms(tpot))
+		}
+	}
+	out := map[string]Dist{}
+	for _, name := range []string{MetricTTFT, MetricTPOT, MetricE2EL} {
+		out[name] = distOf(samples[name], percentiles)
+	}
+	return out, samples[MetricTTFT]
+}
+
+// givenUpAfter is how long after its send request i of run was given up.
+func givenUpAfter(run *Run, i int) time.Duration {
+	r := run.Results[i]
+	if r.Disposition == probe.ClientTimeout && run.Timeout > 0 {
+		return run.Timeout
+	}
+	if i < len(run.Ended) && run.Ended[i].After(r.Sent) {
+		return run.Ended[i].Sub(r.Sent)
+	}
+	return r.E2EL
 }
 
 // peaks computes vLLM's peak output token throughput and peak concurrent

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // ErrUsage marks errors in the user's flags; the command exits 2 on them.
@@ -41,23 +43,47 @@ const (
 	MetricE2EL = "e2el"
 )
 
-// metricNames lists the percentile metrics in vLLM's print order.
+// vLLM's client-side queueing metrics, reported with --max-concurrency
+// when --percentile-metrics names them: the wait for a concurrency slot,
+// and E2EL with that wait (only for a finite --request-rate).
+const (
+	MetricClientQueue  = "client_queue_time"
+	MetricE2ELAndQueue = "e2el_including_client_queue"
+)
+
+// metricNames lists the request metrics in vLLM's print order.
 var metricNames = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL}
 
-// Goodput holds the per-request objectives of --goodput; zero means unset.
+// allMetricNames adds the queueing metrics, which vLLM prints last.
+var allMetricNames = append(slices.Clone(metricNames), MetricClientQueue, MetricE2ELAndQueue)
+
+// Goodput holds the per-request objectives of --goodput. An objective
+// counts when it was given, whatever its value: ttft:0 is an objective no
+// request meets, as in vLLM.
 type Goodput struct {
-	TTFT, TPOT, E2EL time.Duration
-	set              bool
+	TTFT, TPOT, E2EL          time.Duration
+	hasTTFT, hasTPOT, hasE2EL bool
 }
 
 // IsSet reports whether any objective was given.
-func (g Goodput) IsSet() bool { return g.set }
+func (g Goodput) IsSet() bool { return g.hasTTFT || g.hasTPOT || g.hasE2EL }
 
-// Good reports whether a request's measurement meets every objective, as
-// vLLM checks it (objective >= value; TPOT is 0 for one output token).
+// Good reports whether a request's measurement meets every objective
+// given, as vLLM checks it (objective >= value; TPOT is 0 for one output
+// token).
 func (g Goodput) Good(ttft, tpot, e2el time.Duration) bool {
-	ok := func(slo, v time.Duration) bool { return slo == 0 || v <= slo }
-	return ok(g.TTFT, ttft) && ok(g.TPOT, tpot) && ok(g.E2EL, e2el)
+	ok := func(has bool, slo, v time.Duration) bool { return !has || v <= slo }
+	return ok(g.hasTTFT, g.TTFT, ttft) && ok(g.hasTPOT, g.TPOT, tpot) && ok(g.hasE2EL, g.E2EL, e2el)
+}
+
+// judgeSLO is an objective as the probe's judge takes it, where 0 means
+// none: an objective of 0 given to --goodput becomes the least duration,
+// which every measured latency exceeds.
+func judgeSLO(has bool, d time.Duration) model.Duration {
+	if has && d <= 0 {
+		return model.Duration(1)
+	}
+	return model.Duration(d)
 }
 
 // ParseGoodput parses vLLM's --goodput values: KEY:VALUE pairs separated by
@@ -78,15 +104,14 @@ func ParseGoodput(values []string) (Goodput, error) {
 			d := time.Duration(ms * float64(time.Millisecond))
 			switch key {
 			case MetricTTFT:
-				g.TTFT = d
+				g.TTFT, g.hasTTFT = d, true
 			case MetricTPOT:
-				g.TPOT = d
+				g.TPOT, g.hasTPOT = d, true
 			case MetricE2EL:
-				g.E2EL = d
+				g.E2EL, g.hasE2EL = d, true
 			default:
 				return Goodput{}, usageErr("--goodput %q: the key must be one of ttft, tpot, e2el", pair)
 			}
-			g.set = true
 		}
 	}
 	return g, nil
@@ -107,13 +132,13 @@ func ParsePercentiles(s string) ([]float64, error) {
 }
 
 // ParseMetrics parses --percentile-metrics: a comma-separated subset of
-// ttft, tpot, itl, e2el.
+// ttft, tpot, itl, e2el, client_queue_time, e2el_including_client_queue.
 func ParseMetrics(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		m := strings.TrimSpace(f)
-		if !slices.Contains(metricNames, m) {
-			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of ttft,tpot,itl,e2el", s)
+		if !slices.Contains(allMetricNames, m) {
+			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of %s", s, strings.Join(allMetricNames, ","))
 		}
 		out = append(out, m)
 	}

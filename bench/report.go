@@ -31,10 +31,29 @@ type Settings struct {
 
 // metricTitles are vLLM's section headers and short names per metric.
 var metricTitles = map[string][2]string{
-	MetricTTFT: {"Time to First Token", "TTFT"},
-	MetricTPOT: {"Time per Output Token (excl. 1st token)", "TPOT"},
-	MetricITL:  {"Inter-token Latency", "ITL"},
-	MetricE2EL: {"End-to-end Latency", "E2EL"},
+	MetricTTFT:         {"Time to First Token", "TTFT"},
+	MetricTPOT:         {"Time per Output Token (excl. 1st token)", "TPOT"},
+	MetricITL:          {"Inter-token Latency", "ITL"},
+	MetricE2EL:         {"End-to-end Latency", "E2EL"},
+	MetricClientQueue:  {"Client-side Queueing", "Client Queue Time"},
+	MetricE2ELAndQueue: {"Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue"},
+}
+
+// reported lists the selected metrics vLLM reports, in its order: the
+// queueing ones only with --max-concurrency, the queue-inclusive E2EL only
+// at a finite rate.
+func reported(s Settings) []string {
+	var out []string
+	for _, name := range allMetricNames {
+		switch {
+		case !slices.Contains(s.PercentileMetrics, name):
+		case (name == MetricClientQueue || name == MetricE2ELAndQueue) && s.MaxConcurrency <= 0:
+		case name == MetricE2ELAndQueue && math.IsInf(s.RequestRate, 1):
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // center centres s in a line of n fill characters, as Python's
@@ -119,10 +138,7 @@ func PrintResult(w io.Writer, s Settings, m Metrics) {
 	lineFloat(w, "Peak output token throughput (tok/s):", m.MaxOutputTokensPerSecond)
 	lineFloat(w, "Peak concurrent requests:", float64(m.MaxConcurrentRequests))
 	lineFloat(w, "Total token throughput (tok/s):", m.TotalTokenThroughput)
-	for _, name := range metricNames {
-		if !slices.Contains(s.PercentileMetrics, name) {
-			continue
-		}
+	for _, name := range reported(s) {
 		t, d := metricTitles[name], m.Dists[name]
 		fmt.Fprintln(w, center(t[0], '-', 50))
 		lineFloat(w, fmt.Sprintf("Mean %s (ms):", t[1]), d.Mean)
@@ -135,16 +151,24 @@ func PrintResult(w io.Writer, s Settings, m Metrics) {
 }
 
 // PrintLedger prints the prober's additions below vLLM's block: offered
-// load, throughput, goodput, acceptance and the disposition mix that
-// accounts for every offered request.
+// load, completed throughput and goodput over the wall-clock window,
+// acceptance, the latencies with timeouts counted at the timeout, and the
+// disposition mix that accounts for every offered request.
 func PrintLedger(w io.Writer, s Settings, m Metrics) {
 	fmt.Fprintln(w, center(" Prober Ledger ", '=', 50))
 	lineInt(w, "Offered requests:", m.Offered)
+	if m.Abandoned > 0 {
+		lineInt(w, "Abandoned by the prober:", m.Abandoned)
+	}
+	lineInt(w, "Sent requests:", m.Sent)
+	lineInt(w, "Completed requests:", m.ServerCompleted)
 	lineFloat(w, "Offered load (req/s):", m.OfferedRate)
 	lineFloat(w, "Achieved send rate (req/s):", m.SendRate)
-	lineFloat(w, "Completed throughput (req/s):", m.RequestThroughput)
+	lineFloat(w, "Wall-clock time (s):", m.Window.Seconds())
+	lineFloat(w, "Completed throughput (req/s):", m.CompletedThroughput)
 	lineFloat(w, "Goodput (accepted req/s):", m.Goodput)
 	fmt.Fprintf(w, "%-40s %-10s\n", "Acceptance ratio:", pyFloat(m.Acceptance, 4))
+	printCensored(w, s, m)
 	fmt.Fprintln(w, center("Dispositions", '-', 50))
 	for _, d := range AllDispositions {
 		lineInt(w, string(d)+":", m.Dispositions[d])
@@ -159,6 +183,26 @@ func PrintLedger(w io.Writer, s Settings, m Metrics) {
 		fmt.Fprintf(w, "%-40s %s\n", "Ledger:", s.LedgerPath)
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+// printCensored prints the selected latencies of Metrics.Latency: the
+// median and the selected percentiles.
+func printCensored(w io.Writer, s Settings, m Metrics) {
+	header := false
+	for _, name := range []string{MetricTTFT, MetricTPOT, MetricE2EL} {
+		if !slices.Contains(s.PercentileMetrics, name) {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, center("Latency, timeouts counted", '-', 50))
+			header = true
+		}
+		t, d := metricTitles[name], m.Latency[name]
+		lineFloat(w, fmt.Sprintf("Median %s (ms):", t[1]), d.Median)
+		for _, p := range d.Percentiles {
+			lineFloat(w, fmt.Sprintf("P%s %s (ms):", percentileWord(p.P), t[1]), p.MS)
+		}
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -208,29 +252,44 @@ func DefaultResultFilename(s Settings, at time.Time) string {
 // MarshalResult renders the saved JSON: vLLM's keys, then the prober's.
 func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time) ([]byte, error) {
 	out := vllmKeys(s, m, at)
-	for _, name := range s.PercentileMetrics {
+	for _, name := range reported(s) {
 		d := m.Dists[name]
 		out["mean_"+name+"_ms"], out["median_"+name+"_ms"], out["std_"+name+"_ms"] = d.Mean, d.Median, d.Std
 		for _, p := range d.Percentiles {
 			out["p"+percentileWord(p.P)+"_"+name+"_ms"] = p.MS
 		}
 	}
-	if detailed {
-		addDetailed(out, run)
-	}
+	addPerRequest(out, run, detailed)
 	disp := map[string]int{}
 	for d, n := range m.Dispositions {
 		disp[string(d)] = n
 	}
-	out["offered"], out["sent"], out["dispositions"], out["failure_reasons"] = m.Offered, m.Sent, disp, m.Reasons
+	out["offered"], out["abandoned"], out["sent"] = m.Offered, m.Abandoned, m.Sent
+	out["dispositions"], out["failure_reasons"] = disp, m.Reasons
 	out["offered_rate"], out["send_rate"] = jsonFloat(m.OfferedRate), jsonFloat(m.SendRate)
-	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.RequestThroughput, m.Goodput, m.Acceptance
+	out["server_completed"], out["wall_clock_s"] = m.ServerCompleted, m.Window.Seconds()
+	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.CompletedThroughput, m.Goodput, m.Acceptance
+	out["latency_censored_ms"] = censoredJSON(m)
 	out["ledger"] = s.LedgerPath
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// censoredJSON renders Metrics.Latency as {"ttft": {"mean": ..,
+// "median": .., "p99": ..}, ...}.
+func censoredJSON(m Metrics) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for name, d := range m.Latency {
+		v := map[string]float64{"mean": d.Mean, "median": d.Median}
+		for _, p := range d.Percentiles {
+			v["p"+percentileWord(p.P)] = p.MS
+		}
+		out[name] = v
+	}
+	return out
 }
 
 // vllmKeys returns vLLM's run settings, totals and throughputs.
@@ -258,16 +317,20 @@ func vllmKeys(s Settings, m Metrics, at time.Time) map[string]any {
 	}
 }
 
-// addDetailed adds vLLM's --save-detailed per-request lists.
-func addDetailed(out map[string]any, run *Run) {
+// addPerRequest adds vLLM's per-request lists: latencies and queue_times
+// always, as vLLM keeps them; input_lens, output_lens, ttfts, itls,
+// start_times (seconds from the start of the run), generated_texts and
+// errors only with --save-detailed. A request that did not complete has
+// output length and latency 0, as in vLLM.
+func addPerRequest(out map[string]any, run *Run, detailed bool) {
 	n := len(run.Results)
-	inLens, outLens, ttfts := make([]int, n), make([]int, n), make([]float64, n)
-	itls, starts := make([][]float64, n), make([]float64, n)
+	inLens, outLens, ttfts, lats := make([]int, n), make([]int, n), make([]float64, n), make([]float64, n)
+	itls, starts, queued := make([][]float64, n), make([]float64, n), make([]float64, n)
 	texts, errs := make([]string, n), make([]string, n)
 	for i, r := range run.Results {
 		inLens[i], texts[i], errs[i] = r.PromptTokens, r.Text, r.Error
 		if completed(r) {
-			outLens[i] = r.OutputTokens
+			outLens[i], lats[i] = r.OutputTokens, r.E2EL.Seconds()
 		}
 		ttfts[i] = r.TTFT.Seconds()
 		itls[i] = make([]float64, len(r.ITLs))
@@ -277,7 +340,13 @@ func addDetailed(out map[string]any, run *Run) {
 		if !r.Sent.IsZero() {
 			starts[i] = r.Sent.Sub(run.Start).Seconds()
 		}
+		if i < len(run.Queued) {
+			queued[i] = run.Queued[i].Seconds()
+		}
 	}
-	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inLens, outLens, ttfts, itls
-	out["start_times"], out["generated_texts"], out["errors"] = starts, texts, errs
+	out["latencies"], out["queue_times"] = lats, queued
+	if detailed {
+		out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inLens, outLens, ttfts, itls
+		out["start_times"], out["generated_texts"], out["errors"] = starts, texts, errs
+	}
 }

@@ -23,12 +23,12 @@ func syntheticRun() *Run {
 		{Seq: 2, Sent: t0.Add(500 * time.Millisecond), Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
 			TTFT: msd(200), ITLs: []time.Duration{msd(30)}, E2EL: msd(230), TPOT: msd(30), OutputTokens: 2, PromptTokens: 20},
 		{Seq: 3, Sent: t0.Add(time.Second), Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx, Error: "http 500: boom"},
-	}}
+	}, Ended: []time.Time{t0.Add(msd(130)), t0.Add(msd(730)), t0.Add(1600 * time.Millisecond)}}
 }
 
 func syntheticSettings() Settings {
 	return Settings{Backend: BackendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
-		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, set: true},
+		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
 		PercentileMetrics: metricNames, Percentiles: []float64{99, 99.9}}
 }
 
@@ -36,7 +36,7 @@ func syntheticSettings() Settings {
 // was printed by Python with vLLM's own format strings for these figures.
 func TestPrintResultGolden(t *testing.T) {
 	s := syntheticSettings()
-	m := Compute(syntheticRun(), s.Goodput, s.Percentiles)
+	m := Compute(syntheticRun(), ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	PrintResult(&buf, s, m)
 	want, err := os.ReadFile("testdata/result_block.golden")
@@ -65,7 +65,7 @@ func TestPrintResultOptionalLines(t *testing.T) {
 	s := syntheticSettings()
 	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), Goodput{}, []string{MetricTTFT}
 	var buf bytes.Buffer
-	PrintResult(&buf, s, Compute(syntheticRun(), s.Goodput, s.Percentiles))
+	PrintResult(&buf, s, Compute(syntheticRun(), ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles}))
 	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL"} {
 		t.Run(absent, func(t *testing.T) {
 			if strings.Contains(buf.String(), absent) {
@@ -77,14 +77,19 @@ func TestPrintResultOptionalLines(t *testing.T) {
 
 func TestPrintLedger(t *testing.T) {
 	s := syntheticSettings()
-	m := Compute(syntheticRun(), s.Goodput, s.Percentiles)
+	m := Compute(syntheticRun(), ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	PrintLedger(&buf, s, m)
 	for _, want := range []string{
 		"Offered requests:                        3         ",
 		"Offered load (req/s):                    3.00      ",
-		"Completed throughput (req/s):            1.00      ",
-		"Goodput (accepted req/s):                0.50      ",
+		// 3 completed (the 500 answer included) and 1 accepted over the
+		// 1.6s from the first send to the last answer.
+		"Completed requests:                      3         ",
+		"Wall-clock time (s):                     1.60      ",
+		"Completed throughput (req/s):            1.88      ",
+		"Goodput (accepted req/s):                0.62      ",
+		"P99 TTFT (ms):                           199.00    ",
 		"Acceptance ratio:                        0.3333    ",
 		"server_failure:                          1         ",
 		"latency_failure:                         1         ",
@@ -103,7 +108,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := MarshalResult(s, Compute(run, s.Goodput, s.Percentiles), run, true, run.Start)
+	b, err := MarshalResult(s, Compute(run, ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles}), run, true, run.Start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +119,8 @@ func TestMarshalResultKeys(t *testing.T) {
 	want := map[string]any{"date": "20260102-030405", "backend": "openai", "endpoint_type": "openai", "label": nil,
 		"model_id": "org/sim-llama", "num_prompts": 3.0, "request_rate": 3.0, "max_concurrency": 4.0, "completed": 2.0,
 		"failed": 1.0, "request_goodput": 0.5, "p99_ttft_ms": 199.0, "p99.9_itl_ms": 29.98, "mean_e2el_ms": 180.0,
-		"std_tpot_ms": 7.5, "offered": 3.0, "acceptance_ratio": 1.0 / 3}
+		"std_tpot_ms": 7.5, "offered": 3.0, "acceptance_ratio": 1.0 / 3, "server_completed": 3.0, "wall_clock_s": 1.6,
+		"completed_throughput": 3 / 1.6, "goodput": 1 / 1.6}
 	for _, k := range vllmResultKeys {
 		if _, ok := got[k]; !ok {
 			t.Errorf("saved JSON lacks vLLM key %q", k)
@@ -142,7 +148,7 @@ func TestMarshalResultKeys(t *testing.T) {
 var vllmResultKeys = []string{"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
 	"request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
 	"total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
-	"max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "input_lens", "output_lens", "ttfts", "itls",
+	"max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "latencies", "queue_times", "input_lens", "output_lens", "ttfts", "itls",
 	"start_times", "generated_texts", "errors", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
 	"mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms"}
 

@@ -26,6 +26,13 @@ type Sender interface {
 // the random workload of the flags (prompts nil) or the dataset's prompts,
 // request i sending prompts[i-1].
 func newRequester(o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
+	return probe.NewRequester(benchTarget(o), benchProbe(o), probe.RequesterOptions{Logger: env.Logger, Now: env.Now,
+		Timing: probe.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts,
+		MaxBodyBytes: maxBenchBody})
+}
+
+// benchTarget is the server of the flags: its URL, model and bearer token.
+func benchTarget(o *Options) config.Target {
 	t := config.Target{Name: hostOf(o.BaseURL), URL: o.BaseURL, Model: o.Model,
 		HTTPClientConfig: promconfig.DefaultHTTPClientConfig}
 	// vLLM's aiohttp session trusts the proxy environment too.
@@ -33,9 +40,7 @@ func newRequester(o *Options, prompts []probe.Prompt, env Env) (*probe.Requester
 	if o.APIKey != "" {
 		t.HTTPClientConfig.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: promconfig.Secret(o.APIKey)}
 	}
-	return probe.NewRequester(t, benchProbe(o), probe.RequesterOptions{Logger: env.Logger, Now: env.Now,
-		Timing: probe.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts,
-		MaxBodyBytes: maxBenchBody})
+	return t
 }
 
 // benchProbe is the contract bench sends and judges by: the random
@@ -45,7 +50,8 @@ func benchProbe(o *Options) config.Probe {
 	p := config.Probe{Name: ProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
 		Timeout: model.Duration(o.Timeout),
 		Request: config.Request{MaxTokens: o.RandomOutputLen, IgnoreEOS: o.IgnoreEOS},
-		SLO:     config.SLO{TTFT: model.Duration(o.Goodput.TTFT), TPOT: model.Duration(o.Goodput.TPOT), E2EL: model.Duration(o.Goodput.E2EL)},
+		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.hasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.hasTPOT, o.Goodput.TPOT),
+			E2EL: judgeSLO(o.Goodput.hasE2EL, o.Goodput.E2EL)},
 		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
 	if o.Chat() {
 		p.API = config.APIChat

@@ -150,3 +150,37 @@ func TestBenchRequesterFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchChatLatencyEndsAtLastToken runs bench's chat timing against a
+// server that sends its usage chunk 300 ms after the last token: E2EL and
+// TPOT end at the last token-carrying event, as vLLM's chat client has it.
+func TestBenchChatLatencyEndsAtLastToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range []string{`{"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+			`{"model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}`,
+			`{"model":"m","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"length"}]}`} {
+			fmt.Fprintf(w, "data: %s\n\n", e)
+		}
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+		fmt.Fprint(w, "data: {\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	o := benchTestOptions(srv.URL)
+	o.Backend, o.Endpoint, o.NumPrompts, o.RandomOutputLen = BackendOpenAIChat, "/v1/chat/completions", 2, 2
+	out, err := Bench(context.Background(), o, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Run.Results {
+		if r.Disposition != probe.Accepted || r.OutputTokens != 2 || r.E2EL >= 250*time.Millisecond || r.TPOT >= 250*time.Millisecond {
+			t.Errorf("request %d: %s e2el %v tpot %v, want accepted with latency at the last token, before the usage chunk",
+				r.Seq, r.Disposition, r.E2EL, r.TPOT)
+		}
+	}
+}

@@ -33,6 +33,10 @@ type RunOptions struct {
 	Drain time.Duration
 	// FirstSeq is the Seq of the first request (0 means 1).
 	FirstSeq uint64
+	// Timeout is the bound the Sender puts on one request; it is only
+	// recorded in the Run, where the latency views count a client
+	// timeout at it.
+	Timeout  time.Duration
 	Ledger   *probe.Ledger                                    // nil = none
 	OnFinish func(r *probe.Result)                            // called once per offered request; may be nil
 	Now      func() time.Time                                 // nil = time.Now
@@ -44,10 +48,38 @@ type Run struct {
 	// Results holds one Result per offered request, in planned order.
 	// Requests whose time never came (the run was interrupted) are absent.
 	Results []*probe.Result
-	Start   time.Time // the run's time zero
-	End     time.Time // when the last offered request ended
+	// Ended[i] is when Results[i] ended: its terminal response, its
+	// timeout, its refusal by the in-flight cap, or the end of the run.
+	Ended []time.Time
+	// Queued[i] is how long Results[i] waited for a concurrency slot
+	// after its time came (vLLM's client_queue_time).
+	Queued []time.Duration
+	Start  time.Time // the run's time zero
+	End    time.Time // when the last offered request ended
 	// Span is the planned duration: the last offset.
 	Span time.Duration
+	// Interrupted is set when the run's context ended before every planned
+	// request was offered; Stopped is when offering stopped.
+	Interrupted bool
+	Stopped     time.Time
+	// Timeout is RunOptions.Timeout.
+	Timeout time.Duration
+}
+
+// measured returns the part of r after its first nWarm planned requests:
+// their results, from the planned time of the last warm-up on.
+func (r *Run) measured(nWarm int) *Run {
+	if nWarm <= 0 {
+		return r
+	}
+	m := *r
+	nWarm = min(nWarm, len(r.Results))
+	m.Results, m.Ended, m.Queued = r.Results[nWarm:], r.Ended[nWarm:], r.Queued[nWarm:]
+	if nWarm > 0 {
+		off := r.Results[nWarm-1].Scheduled.Sub(r.Start)
+		m.Start, m.Span = r.Start.Add(off), r.Span-off
+	}
+	return &m
 }
 
 // Duration is the wall time of the run, vLLM's benchmark duration.
@@ -76,8 +108,9 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 	if o.MaxConcurrency > 0 {
 		slots = make(chan struct{}, o.MaxConcurrency)
 	}
-	run := &Run{Start: o.Now()}
-	if n := len(o.Offsets); n > 0 {
+	n := len(o.Offsets)
+	run := &Run{Start: o.Now(), Timeout: o.Timeout, Ended: make([]time.Time, n), Queued: make([]time.Duration, n)}
+	if n > 0 {
 		run.Span = o.Offsets[n-1]
 	}
 	var wg sync.WaitGroup
@@ -85,14 +118,14 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 	for i, off := range o.Offsets {
 		planned := run.Start.Add(off)
 		if o.Sleep(ctx, planned.Sub(o.Now())) != nil {
+			run.Interrupted, run.Stopped = true, o.Now()
 			break
 		}
 		res := &probe.Result{Seq: o.FirstSeq + uint64(i), Target: o.Target, Probe: o.Probe, Scheduled: planned}
 		run.Results = append(run.Results, res)
 		if o.MaxInFlight > 0 && inFlight.Load() >= int64(o.MaxInFlight) {
-			res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
-			res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", o.MaxInFlight)
-			finish(o, res)
+			refuse(o, res)
+			run.Ended[i] = o.Now()
 			continue
 		}
 		inFlight.Add(1)
@@ -100,7 +133,13 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 		go func() {
 			defer wg.Done()
 			defer inFlight.Add(-1)
-			send(reqCtx, o, slots, res)
+			came := o.Now()
+			send(reqCtx, o, slots, res, func() {
+				run.Ended[i] = o.Now()
+				if !res.Sent.IsZero() {
+					run.Queued[i] = max(res.Sent.Sub(came), 0)
+				}
+			})
 		}()
 	}
 	if o.Drain > 0 {
@@ -109,11 +148,13 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 	}
 	wg.Wait()
 	run.End = o.Now()
+	run.Ended, run.Queued = run.Ended[:len(run.Results)], run.Queued[:len(run.Results)]
 	return run
 }
 
-// send waits for a concurrency slot, sends, and finishes the Result.
-func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Result) {
+// send waits for a concurrency slot, sends, calls ended once the request
+// has ended and finishes the Result.
+func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Result, ended func()) {
 	sent := true
 	if slots != nil {
 		select {
@@ -130,6 +171,15 @@ func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Res
 		res.Disposition, res.Reason, res.Error = probe.Unfinished, "", errRunEnded.Error()
 		res.SLOViolations, res.QualityFailures = nil, nil
 	}
+	ended()
+	finish(o, res)
+}
+
+// refuse ends a request the in-flight cap does not let out, as the
+// daemon's max_in_flight does.
+func refuse(o RunOptions, res *probe.Result) {
+	res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
+	res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", o.MaxInFlight)
 	finish(o, res)
 }
 

@@ -40,6 +40,9 @@ type Record struct {
 	Error        string        `json:"error"`
 	// Text is present only when the ledger's record_text asks for it.
 	Text *string `json:"text,omitempty"`
+	// Level and Repeat are present only in a capacity run's ledger.
+	Level  *float64 `json:"level,omitempty"`
+	Repeat *int     `json:"repeat,omitempty"`
 }
 
 // ServerRecord is the server's own view of one request (vLLM's per-request
@@ -89,6 +92,10 @@ func NewRecord(r *Result, recordText string) Record {
 	}
 	if r.Server != nil {
 		rec.Server = &ServerRecord{QueueS: r.Server.QueueTime.Seconds(), TTFTS: r.Server.TTFT.Seconds()}
+	}
+	if r.Repeat > 0 {
+		level, repeat := r.Level, r.Repeat
+		rec.Level, rec.Repeat = &level, &repeat
 	}
 	if recordText == config.RecordTextAll || (recordText == config.RecordTextFailures && r.Disposition != Accepted) {
 		text := r.Text

@@ -38,16 +38,20 @@ func fullResult() *Result {
 }
 
 func TestRecordFieldNames(t *testing.T) {
+	capacity := fullResult()
+	capacity.Level, capacity.Repeat = 8, 2
 	for _, tc := range []struct {
 		name       string
+		res        *Result
 		recordText string
 		want       []string
 	}{
-		{"without text", config.RecordTextNone, ledgerFields},
-		{"with text", config.RecordTextAll, append(slices.Clone(ledgerFields), "text")},
+		{"without text", fullResult(), config.RecordTextNone, ledgerFields},
+		{"with text", fullResult(), config.RecordTextAll, append(slices.Clone(ledgerFields), "text")},
+		{"capacity run", capacity, config.RecordTextNone, append(slices.Clone(ledgerFields), "level", "repeat")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			line, err := json.Marshal(NewRecord(fullResult(), tc.recordText))
+			line, err := json.Marshal(NewRecord(tc.res, tc.recordText))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,8 +17,8 @@ const (
 	// TimingVLLMBench reproduces vllm bench serve: TTFT at the first event
 	// with a non-empty choices list (for chat, vLLM's role chunk counts),
 	// one ITL sample per later choice event, latency at the last choice
-	// event (chat: at the last event of any kind, the usage chunk
-	// included), and a stream without any choice event fails. Requests
+	// event (a later usage-only chunk does not move it, for chat as for
+	// completions), and a stream without any choice event fails. Requests
 	// carry vLLM's payload: stream_options {include_usage} only, no
 	// temperature, repetition_penalty 1.0 for completions and a single
 	// user message as one text content part.
@@ -39,16 +39,9 @@ func vllmMessages(msgs []config.Message) any {
 const errNoChoices = "never received a valid chunk to calculate TTFT"
 
 // vllmCarried applies vllm bench serve's rule to one event: it counts when
-// its choices list is not empty. A chat event without choices still moves
-// the latency, as vLLM's chat client stamps every message.
-func (m *measurement) vllmCarried(c *chunk, at time.Time) bool {
-	if len(c.Choices) > 0 {
-		return true
-	}
-	if m.chat && m.chunks > 0 {
-		m.last = at
-	}
-	return false
+// its choices list is not empty.
+func (m *measurement) vllmCarried(c *chunk, _ time.Time) bool {
+	return len(c.Choices) > 0
 }
 
 // failNoChoices fails a complete stream that had no choice event, as

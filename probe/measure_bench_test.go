@@ -67,9 +67,9 @@ type vllmCase struct {
 // TestVLLMBenchTiming pins vllm bench serve's definitions (TimingVLLMBench).
 func TestVLLMBenchTiming(t *testing.T) {
 	tests := []vllmCase{
-		{name: "chat role chunk is the first token and usage ends latency", chat: true,
+		{name: "chat role chunk is the first token and the usage chunk does not end latency", chat: true,
 			events: []string{vbChatRole, vbChatA, vbChatB, vbUsage, "[DONE]"},
-			want: Result{Disposition: Accepted, TTFT: ms(10), E2EL: ms(40), TPOT: ms(30),
+			want: Result{Disposition: Accepted, TTFT: ms(10), E2EL: ms(30), TPOT: ms(20),
 				ITLs: []time.Duration{ms(10), ms(10)}, OutputTokens: 2, PromptTokens: 7, Chunks: 3, Text: "ab"}},
 		{name: "completions latency at the last choice",
 			events: []string{vbCmplA, vbCmplB, vbUsage, "[DONE]"},

@@ -166,6 +166,12 @@ type Result struct {
 
 	Error string // a short, secret-free description of what went wrong
 	Text  string // generated text (content and reasoning)
+
+	// Level and Repeat place a request of a capacity run: the offered rate
+	// of its level (req/s) and its repeat, from 1. Repeat 0 = not a
+	// capacity run.
+	Level  float64
+	Repeat int
 }
 
 // Abandoned reports whether the prober itself gave the request up for its

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// handRun builds a run from (disposition, reason, count) groups: request i
+// is sent at i x gap from t0 and ends after took, except requests never
+// sent (in_flight_cap), which end when their time came.
+type group struct {
+	d      probe.Disposition
+	reason string
+	n      int
+}
+
+func handRun(t0 time.Time, gap, took time.Duration, groups ...group) *Run {
+	run := &Run{Start: t0}
+	for _, g := range groups {
+		for range g.n {
+			at := t0.Add(time.Duration(len(run.Results)) * gap)
+			r := &probe.Result{Seq: uint64(len(run.Results) + 1), Scheduled: at, Disposition: g.d, Reason: g.reason}
+			end := at
+			if g.reason != probe.ReasonInFlightCap {
+				r.Sent, end = at, at.Add(took)
+			}
+			if completed(r) {
+				r.TTFT, r.E2EL, r.OutputTokens = took/2, took, 1
+			}
+			run.Results, run.Ended = append(run.Results, r), append(run.Ended, end)
+		}
+	}
+	run.End = run.Ended[len(run.Ended)-1]
+	run.Span = run.Results[len(run.Results)-1].Scheduled.Sub(t0)
+	return run
+}
+
+// TestComputeWorkedExample is the goodput methodology's worked example at
+// one hundredth of its size: 720 requests offered over 6 s, 24 complete
+// late, 6 fail quality, 3 are server errors (answered, so completed), 3 are
+// unfinished. Completed = 717, accepted = 684: completed throughput 119.5/s,
+// goodput 114/s, acceptance 95%.
+func TestComputeWorkedExample(t *testing.T) {
+	gap := 6 * time.Second / 720
+	run := handRun(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), gap, gap, // the last answer comes 6 s after the first send
+		group{probe.LatencyFailure, probe.ReasonLatency, 24}, group{probe.QualityFailure, probe.ReasonQuality, 6},
+		group{probe.ServerFailure, probe.ReasonHTTP5xx, 3}, group{probe.Unfinished, "", 3}, group{probe.Accepted, "", 684})
+	m := Compute(run, ComputeOptions{Percentiles: []float64{99}})
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"offered", float64(m.Offered), 720},
+		{"completed", float64(m.ServerCompleted), 717},
+		{"wall clock", m.Window.Seconds(), 6},
+		{"completed throughput", m.CompletedThroughput, 119.5},
+		{"goodput", m.Goodput, 114},
+		{"acceptance", m.Acceptance, 0.95},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if math.Abs(c.got-c.want) > 1e-6*c.want { // 6s/720 is rounded to the nanosecond
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		})
+	}
+}
+
+// TestComputeAccounting pins who is offered, completed and accepted.
+func TestComputeAccounting(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name                    string
+		groups                  []group
+		completed, acceptDenom  int
+		completedRate, goodRate float64 // per second of the 1 s window (10 sends 100 ms apart, 100 ms each)
+	}{
+		{"in-flight-cap shedding stays offered",
+			[]group{{probe.Accepted, "", 8}, {probe.Cancelled, probe.ReasonInFlightCap, 2}}, 8, 10, 8 / 0.8, 8 / 0.8},
+		{"shutdown and removal leave the denominator",
+			[]group{{probe.Accepted, "", 8}, {probe.Cancelled, probe.ReasonShutdown, 1}, {probe.Cancelled, probe.ReasonRemoved, 1}}, 8, 8, 8, 8},
+		{"timeouts, disconnects and unfinished are offered, not completed",
+			[]group{{probe.Accepted, "", 6}, {probe.ClientTimeout, probe.ReasonTimeout, 2}, {probe.ServerFailure, probe.ReasonDisconnect, 1},
+				{probe.Unfinished, "", 1}}, 6, 10, 6, 6},
+		{"answered failures are completed",
+			[]group{{probe.Accepted, "", 4}, {probe.ServerFailure, probe.ReasonHTTP429, 1}, {probe.ServerFailure, probe.ReasonStreamError, 1},
+				{probe.ServerFailure, probe.ReasonNoDone, 1}, {probe.ServerFailure, probe.ReasonProtocol, 1}, {probe.ServerFailure, probe.ReasonHTTP4xx, 1},
+				{probe.ServerFailure, probe.ReasonConnect, 1}}, 9, 10, 9, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := handRun(t0, 100*time.Millisecond, 100*time.Millisecond, tt.groups...)
+			m := Compute(run, ComputeOptions{Percentiles: []float64{50}})
+			accepted := m.Dispositions[probe.Accepted]
+			if m.Offered != 10 || m.ServerCompleted != tt.completed || m.Acceptance != float64(accepted)/float64(tt.acceptDenom) {
+				t.Errorf("offered %d completed %d acceptance %v, want 10, %d and %d/%d", m.Offered, m.ServerCompleted, m.Acceptance,
+					tt.completed, accepted, tt.acceptDenom)
+			}
+			if math.Abs(m.CompletedThroughput-tt.completedRate) > 1e-9 || math.Abs(m.Goodput-tt.goodRate) > 1e-9 {
+				t.Errorf("completed %v/s goodput %v/s over %v, want %v and %v", m.CompletedThroughput, m.Goodput, m.Window,
+					tt.completedRate, tt.goodRate)
+			}
+		})
+	}
+}
+
+// TestComputeCensored checks that a client timeout counts at the timeout
+// and an unfinished request at the time it was cut, in every latency.
+func TestComputeCensored(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	msd := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	run := &Run{Start: t0, Timeout: msd(1000), Results: []*probe.Result{
+		{Sent: t0, Disposition: probe.Accepted, TTFT: msd(10), E2EL: msd(40), TPOT: msd(10), OutputTokens: 4},
+		// Timed out before its first token.
+		{Sent: t0, Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout},
+		// Timed out mid-stream after 3 tokens: TTFT as measured, E2EL at
+		// the timeout, TPOT = (1000-100)/(3-1).
+		{Sent: t0, Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, TTFT: msd(100), E2EL: msd(300), OutputTokens: 3},
+		// Cut by the end of the run 700 ms after its send.
+		{Sent: t0.Add(msd(100)), Disposition: probe.Unfinished},
+		// A failure has no latency of a completed response.
+		{Sent: t0, Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx},
+	}, Ended: []time.Time{t0.Add(msd(40)), t0.Add(msd(1001)), t0.Add(msd(1002)), t0.Add(msd(800)), t0.Add(msd(5))}}
+	m := Compute(run, ComputeOptions{Percentiles: []float64{100}})
+	tests := []struct {
+		metric string
+		want   []float64 // sorted samples
+	}{
+		{MetricTTFT, []float64{10, 100, 700, 1000}},
+		{MetricE2EL, []float64{40, 700, 1000, 1000}},
+		{MetricTPOT, []float64{10, 450}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.metric, func(t *testing.T) {
+			d := m.Latency[tt.metric]
+			mean := 0.0
+			for _, v := range tt.want {
+				mean += v
+			}
+			mean /= float64(len(tt.want))
+			if d.Percentiles[0].MS != tt.want[len(tt.want)-1] || math.Abs(d.Mean-mean) > 1e-9 {
+				t.Errorf("max %v mean %v, want %v and %v (samples %v)", d.Percentiles[0].MS, d.Mean, tt.want[len(tt.want)-1], mean, tt.want)
+			}
+		})
+	}
+	if v := m.Dists[MetricE2EL]; v.Mean != 40 {
+		t.Errorf("vLLM's E2EL mean %v, want 40: its block keeps completed requests only", v.Mean)
+	}
+	if m.Timeouts != 2 || m.Window != msd(1002) {
+		t.Errorf("timeouts %d window %v, want 2 and 1.002s", m.Timeouts, m.Window)
+	}
+}
+
+// TestPassRuleSeesTimeouts checks that capacity's pass rule reads the
+// censored latencies: 98 fast requests and 2 client timeouts at 1 s fail
+// a p99 E2EL objective of 500ms, which the completed requests alone meet.
+func TestPassRuleSeesTimeouts(t *testing.T) {
+	run := handRun(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10*time.Millisecond, 10*time.Millisecond,
+		group{probe.Accepted, "", 98}, group{probe.ClientTimeout, probe.ReasonTimeout, 2})
+	run.Timeout = time.Second
+	m := Compute(run, ComputeOptions{Percentiles: []float64{99}})
+	rule := PassRule{MinAcceptance: 0.9, Percentile: 99, E2EL: 500 * time.Millisecond}
+	pass, why := rule.Check(m)
+	if pass || len(why) != 1 || !strings.HasPrefix(why[0], "p99 e2el 1000.00ms > 500ms") {
+		t.Errorf("Check = %v %v, want a p99 e2el failure at the 1s timeout", pass, why)
+	}
+	if p99 := m.Dists[MetricE2EL].Percentiles[0].MS; p99 > 500 {
+		t.Errorf("vLLM's p99 E2EL %v over completed requests, want 10ms", p99)
+	}
+}
