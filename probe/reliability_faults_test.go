@@ -19,8 +19,8 @@ import (
 )
 
 const (
-	matrixRate     = 10.0 // requests/s of every pair, constant gaps
-	matrixTimeout  = 600 * time.Millisecond
+	matrixRate     = 10.0                    // requests/s of every pair, constant gaps
+	matrixTimeout  = 1500 * time.Millisecond // well above a loaded machine's scheduling delays, below the 3s faults
 	matrixDuration = 2 * time.Second
 	matrixMaxBody  = 256 << 10 // RequesterOptions.MaxBodyBytes
 	matrixMaxLine  = 64 << 10  // RequesterOptions.MaxLineBytes
