@@ -187,7 +187,7 @@ func (s *ServerScraper) fetchModel(ctx context.Context, client *http.Client, cfg
 		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
 		return ""
 	}
-	return strings.ToValidUTF8(models.Data[0].ID, "?")
+	return serverLabel(models.Data[0].ID)
 }
 
 // fetchVersion returns the server's vLLM version from /version, or "".
@@ -204,5 +204,5 @@ func (s *ServerScraper) fetchVersion(ctx context.Context, client *http.Client, c
 		s.logger.Debug("version discovery failed", "target", cfg.target.Name, "err", err)
 		return ""
 	}
-	return strings.ToValidUTF8(v.Version, "?")
+	return serverLabel(v.Version)
 }
