@@ -28,6 +28,8 @@ type daemonFlags struct {
 	// maxServerSeries caps the server series re-exported per target; 0 =
 	// collector.DefaultMaxSeriesPerTarget.
 	maxServerSeries int
+	// webLimits bound the web server's connections (webserver.go).
+	webLimits webLimits
 }
 
 func daemonCommand(app *kingpin.Application) action {
@@ -46,6 +48,10 @@ func daemonCommand(app *kingpin.Application) action {
 			logger.Error("Invalid flag", "flag", "--server-metrics.max-series-per-target", "value", f.maxServerSeries, "err", "must be at least 1")
 			return 2
 		}
+		if f.webLimits.maxConnections < 1 {
+			logger.Error("Invalid flag", "flag", "--web.max-connections", "value", f.webLimits.maxConnections, "err", "must be at least 1")
+			return 2
+		}
 		if err := runDaemon(ctx, logger, f, daemonHooks{}); err != nil {
 			logger.Error("Daemon failed", "err", err)
 			return 1
@@ -59,6 +65,9 @@ func addWebFlags(cmd *kingpin.CmdClause, f *daemonFlags, defaultAddress string) 
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
 	cmd.Flag("web.enable-lifecycle", "Enable reloading the configuration through HTTP POST /-/reload.").BoolVar(&f.enableLifecycle)
 	f.web = kingpinflag.AddFlags(cmd, defaultAddress)
+	f.webLimits = defaultWebLimits
+	cmd.Flag("web.max-connections", "Most connections the web server holds open at once per listen address; more wait to be accepted.").
+		Default(strconv.Itoa(defaultWebLimits.maxConnections)).IntVar(&f.webLimits.maxConnections)
 }
 
 // checkConfig implements --config.check: it prints the result and returns

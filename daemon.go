@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -66,6 +65,9 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 	defer d.closeLedger()
 
 	lns, err := listen(f.web)
+	if err == nil {
+		lns, err = limitListeners(lns, f.webLimits)
+	}
 	if err != nil {
 		return err
 	}
@@ -74,7 +76,7 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 		addrs[i] = l.Addr()
 		logger.Info("Listening", "address", l.Addr().String())
 	}
-	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newWebServer(d.routes(), f.webLimits)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- web.ServeMultiple(lns, srv, f.web, logger) }()
 	if hooks.listening != nil {

@@ -124,6 +124,10 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := d.safe.Get()
 	p, _ := cfg.Probe(probeName)
+	if wt := d.flags.webLimits.writeTimeout; wt > 0 {
+		// The request may take the probe's timeout before anything is written.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(p.Timeout) + wt))
+	}
 	ctx := r.Context()
 	res, err := d.engine.ProbeOnce(ctx, target, probeName)
 	if err != nil {

@@ -62,21 +62,30 @@ func withThresholds(base []float64, thresholds ...model.Duration) []float64 {
 	return slices.Compact(out)
 }
 
-// thresholds holds every SLO threshold of a config per quantity. DESIGN.md
-// section 7 adds all of them to every pair's buckets, so the histograms of
-// different probes share boundaries and aggregate exactly (sum by le).
+// MaxClassicBuckets bounds the classic buckets (+Inf aside) of any latency
+// histogram, whatever the number of probes: vLLM's boundaries for the
+// quantity (at most 22, TTFT's) plus the pair's own SLO threshold for it.
+const MaxClassicBuckets = 23
+
+// thresholds holds the SLO thresholds a pair's histograms get as extra
+// bucket boundaries: those of the pair's own probe only, so the size of a
+// histogram does not grow with the number of probes (a union over the
+// config made every series carry every probe's thresholds: megabytes of
+// /metrics for a few hundred probes). vLLM's boundaries are shared by every
+// pair, so sum by (le) across probes stays exact at those; at a
+// threshold only its probe has, such a sum is low until the next shared
+// boundary (histogram_quantile corrects the monotonicity, so a quantile
+// still lands in the right vLLM bucket).
 type thresholds struct {
 	ttft, tpot, e2el []model.Duration
 }
 
-// configThresholds collects the SLO thresholds of every probe in cfg.
-func configThresholds(cfg *config.Config) thresholds {
+// probeThresholds returns the SLO thresholds of p.
+func probeThresholds(p config.Probe) thresholds {
 	var th thresholds
-	for _, p := range cfg.Probes {
-		th.ttft = appendThreshold(th.ttft, p.SLO.TTFT)
-		th.tpot = appendThreshold(th.tpot, p.SLO.TPOT)
-		th.e2el = appendThreshold(th.e2el, p.SLO.E2EL)
-	}
+	th.ttft = appendThreshold(th.ttft, p.SLO.TTFT)
+	th.tpot = appendThreshold(th.tpot, p.SLO.TPOT)
+	th.e2el = appendThreshold(th.e2el, p.SLO.E2EL)
 	return th
 }
 

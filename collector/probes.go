@@ -163,8 +163,8 @@ func New(o Options) *Collector {
 
 // Sync makes the set of pairs match cfg: new (target, probe) pairs get every
 // counter at 0, removed pairs' series disappear, unchanged pairs keep their
-// values. Histogram buckets hold every SLO threshold of the config: when that
-// set changes, pairs keep their counters but get new histograms.
+// values. Histogram buckets hold the SLO thresholds of the pair's probe:
+// when they change, the pair keeps its counters but gets new histograms.
 func (c *Collector) Sync(cfg *config.Config) {
 	if cfg == nil {
 		return
@@ -172,7 +172,6 @@ func (c *Collector) Sync(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := make(map[pairKey]*pairMetrics, len(c.pairs))
-	th := configThresholds(cfg)
 	for _, t := range cfg.Targets {
 		for _, p := range cfg.ProbesFor(t) {
 			k := pairKey{t.Name, p.Name}
@@ -183,6 +182,7 @@ func (c *Collector) Sync(cfg *config.Config) {
 				c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe)
 				continue
 			}
+			th := probeThresholds(p)
 			if old, ok := c.pairs[k]; ok {
 				if !old.buckets.equal(th) {
 					old.buckets = th

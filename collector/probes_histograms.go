@@ -11,7 +11,7 @@ import (
 )
 
 // pairHistograms are the latency histograms of one pair. Their buckets
-// depend on the config's SLO thresholds, so pairs get a new set when those
+// depend on the pair's SLO thresholds, so a pair gets a new set when those
 // change.
 type pairHistograms struct {
 	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram

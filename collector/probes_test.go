@@ -295,14 +295,14 @@ func TestExemplarLimits(t *testing.T) {
 }
 
 func TestCollectorSync(t *testing.T) {
-	slow, fast := config.SLO{TTFT: dur("1s")}, config.SLO{TTFT: dur("700ms")}
+	slow, fast := config.SLO{TTFT: dur("1200ms")}, config.SLO{TTFT: dur("700ms")}
 	c := New(Options{Now: clock})
 	c.Sync(testConfig(map[string][]string{"t1": nil}, map[string]config.SLO{"keep": slow, "change": fast, "drop": slow}))
 	for _, p := range []string{"keep", "change", "drop"} {
 		finish(c, &probe.Result{Target: "t1", Probe: p, Disposition: probe.Accepted, TTFT: time.Second / 2})
 	}
-	// The probes swap SLOs: the config's set of thresholds stays the same.
-	c.Sync(testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": fast, "change": slow, "drop": slow}))
+	// keep keeps its SLO, change takes another one.
+	c.Sync(testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": slow, "change": slow, "drop": slow}))
 	finish(c, &probe.Result{Target: "t1", Probe: "drop", Disposition: probe.Accepted}) // removed pair: ignored
 
 	want := lines(
@@ -314,29 +314,31 @@ func TestCollectorSync(t *testing.T) {
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), offeredName); err != nil {
 		t.Error(err)
 	}
-	checkTTFT := func(t *testing.T, mfs map[string]*dto.MetricFamily, target, probe string, count uint64, bounds ...float64) {
+	// checkTTFT checks a pair's TTFT count and that its buckets have the
+	// bound and not the other.
+	checkTTFT := func(t *testing.T, mfs map[string]*dto.MetricFamily, target, probe string, count uint64, bound, other float64) {
 		t.Helper()
 		h := series(t, mfs, ttftName, "target", target, "probe", probe).GetHistogram()
 		if h.GetSampleCount() != count {
 			t.Errorf("count %d, want %d", h.GetSampleCount(), count)
 		}
-		for _, b := range bounds {
-			if !slices.Contains(upperBounds(h), b) {
-				t.Errorf("buckets %v lack %v", upperBounds(h), b)
-			}
+		if !slices.Contains(upperBounds(h), bound) || slices.Contains(upperBounds(h), other) {
+			t.Errorf("buckets %v: want %v and not %v", upperBounds(h), bound, other)
 		}
 	}
 	mfs := gather(t, c)
 	t.Run("same thresholds keep histograms", func(t *testing.T) {
-		checkTTFT(t, mfs, "t1", "keep", 1, 0.7, 1)
-		checkTTFT(t, mfs, "t1", "change", 1, 0.7, 1)
+		checkTTFT(t, mfs, "t1", "keep", 1, 1.2, 0.7)
 	})
-	t.Run("new pair starts empty with every threshold", func(t *testing.T) {
-		checkTTFT(t, mfs, "t2", "keep", 0, 0.7, 1)
+	t.Run("a changed threshold gives new buckets", func(t *testing.T) {
+		checkTTFT(t, mfs, "t1", "change", 0, 1.2, 0.7)
+	})
+	t.Run("new pair starts empty with its probe's threshold", func(t *testing.T) {
+		checkTTFT(t, mfs, "t2", "keep", 0, 1.2, 0.7)
 	})
 	c.Sync(testConfig(map[string][]string{"t1": {"keep"}}, map[string]config.SLO{"keep": {TTFT: dur("300ms")}}))
-	t.Run("a changed threshold set gives new buckets", func(t *testing.T) {
-		checkTTFT(t, gather(t, c), "t1", "keep", 0, 0.3)
+	t.Run("only the probe's own threshold", func(t *testing.T) {
+		checkTTFT(t, gather(t, c), "t1", "keep", 0, 0.3, 1.2)
 	})
 }
 

@@ -14,8 +14,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // acceptHeader asks for the classic text format. It deliberately does not
@@ -52,7 +53,7 @@ func (s *ServerScraper) run(ctx context.Context, l *targetLoop) {
 	for {
 		res := scrapeResult{start: s.opts.Now()}
 		if client == nil {
-			c, err := promconfig.NewClientFromConfig(l.cfg.target.HTTPClientConfig, "vllm-prober")
+			c, err := config.NewHTTPClient(l.cfg.target.HTTPClientConfig, "vllm-prober")
 			if err != nil {
 				res.err = fmt.Errorf("build http client: %w", err)
 			}
@@ -186,7 +187,7 @@ func (s *ServerScraper) fetchModel(ctx context.Context, client *http.Client, cfg
 		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
 		return ""
 	}
-	return strings.ToValidUTF8(models.Data[0].ID, "?")
+	return serverLabel(models.Data[0].ID)
 }
 
 // fetchVersion returns the server's vLLM version from /version, or "".
@@ -203,5 +204,5 @@ func (s *ServerScraper) fetchVersion(ctx context.Context, client *http.Client, c
 		s.logger.Debug("version discovery failed", "target", cfg.target.Name, "err", err)
 		return ""
 	}
-	return strings.ToValidUTF8(v.Version, "?")
+	return serverLabel(v.Version)
 }

@@ -39,7 +39,7 @@ var (
 	// DefaultTarget holds a target's defaults.
 	DefaultTarget = Target{
 		MetricsPath:      "/metrics",
-		HTTPClientConfig: promconfig.DefaultHTTPClientConfig,
+		HTTPClientConfig: defaultHTTPClientConfig(),
 	}
 
 	// DefaultProbe holds a probe's defaults. Rate has none: it is required.
@@ -59,4 +59,12 @@ func mustAnchored(src string) Regexp {
 		panic(err)
 	}
 	return re
+}
+
+// defaultHTTPClientConfig is prometheus/common's default with redirects
+// not followed (see NewHTTPClient).
+func defaultHTTPClientConfig() promconfig.HTTPClientConfig {
+	hc := promconfig.DefaultHTTPClientConfig
+	hc.FollowRedirects = false
+	return hc
 }

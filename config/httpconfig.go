@@ -19,7 +19,7 @@ func (d *decoder) decodeHTTP(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	before := len(d.p.list)
-	scratch := promconfig.DefaultHTTPClientConfig
+	scratch := defaultHTTPClientConfig()
 	d.decodeMapping(n, reflect.ValueOf(&scratch).Elem(), path)
 	if len(d.p.list) > before {
 		return
@@ -29,6 +29,10 @@ func (d *decoder) decodeHTTP(n *yaml.Node, v reflect.Value, path string) {
 		d.p.add(d.p.lineOf(path), path, "%s", d.scrub(err.Error()))
 		return
 	}
+	// Unlike prometheus/common's default, redirects are opt-in here (see
+	// NewHTTPClient): the scratch walk started from false and saw the key,
+	// merge keys included, if it is there.
+	hc.FollowRedirects = scratch.FollowRedirects
 	hc.SetDirectory(d.dir)
 	if err := hc.Validate(); err != nil {
 		d.p.add(d.p.lineOf(path), path, "%s", d.scrub(err.Error()))

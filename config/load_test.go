@@ -111,7 +111,7 @@ func TestDefaults(t *testing.T) {
 		{"scrape timeout", cfg.Global.ServerMetrics.Timeout, model.Duration(5 * time.Second)},
 		{"allow", cfg.Global.ServerMetrics.Allow.Source, DefaultServerMetricsAllow},
 		{"metrics_path", tg.MetricsPath, "/metrics"},
-		{"follow_redirects", tg.HTTPClientConfig.FollowRedirects, true},
+		{"follow_redirects", tg.HTTPClientConfig.FollowRedirects, false},
 		{"enable_http2", tg.HTTPClientConfig.EnableHTTP2, true},
 		{"target probes", len(cfg.ProbesFor(tg)), 1},
 		{"probe line", p.Line, 7},

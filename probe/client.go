@@ -124,6 +124,8 @@ func (r *Requester) httpError(ctx context.Context, res *Result, resp *http.Respo
 		res.Reason = ReasonHTTP4xx
 	case code >= 500:
 		res.Reason = ReasonHTTP5xx
+	case code >= 300 && code < 400:
+		res.Reason = ReasonRedirect
 	default:
 		res.Reason = ReasonProtocol
 	}

@@ -78,6 +78,11 @@ type Engine struct {
 type pairState struct {
 	seq      atomic.Uint64
 	inFlight atomic.Int64
+	// resume and resumeMean are the planned time the retired loop of a
+	// changed pair was waiting for and its mean gap in seconds (zero time:
+	// none); guarded by Engine.mu.
+	resume     time.Time
+	resumeMean float64
 }
 
 // NewEngine returns an Engine with no pairs; Apply starts them.

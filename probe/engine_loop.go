@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 )
@@ -22,6 +23,9 @@ type loop struct {
 	cancelReqs context.CancelCauseFunc
 	done       chan struct{}  // closed when the loop goroutine has returned
 	reqs       sync.WaitGroup // this loop's outstanding requests
+	// next is the planned time the loop was waiting for; written by the
+	// loop goroutine, read once done is closed.
+	next time.Time
 }
 
 // startLoop starts scheduling one pair; e.mu is held.
@@ -35,9 +39,16 @@ func (e *Engine) startLoop(s pairSpec, sender Sender, start time.Time) *loop {
 		spec:        s,
 		sender:      sender,
 		state:       st,
-		arrivals:    NewArrivals(s.probe.Rate, s.probe.Burstiness, pairSeed(s.key, s.probe)),
+		arrivals:    NewArrivals(s.probe.Rate, s.probe.Burstiness, loopSeed(pairSeed(s.key, s.probe), st.seq.Load())),
 		maxInFlight: int64(s.probe.MaxInFlight),
 		done:        make(chan struct{}),
+	}
+	first := start.Add(l.arrivals.first())
+	if !st.resume.IsZero() {
+		if t, ok := resumeAt(start, st.resume, st.resumeMean, l.arrivals.mean); ok {
+			first = t
+		}
+		st.resume = time.Time{}
 	}
 	if l.maxInFlight <= 0 {
 		l.maxInFlight = defaultMaxInFlight
@@ -46,17 +57,45 @@ func (e *Engine) startLoop(s pairSpec, sender Sender, start time.Time) *loop {
 	l.reqCtx, l.cancelReqs = context.WithCancelCause(e.root)
 	e.logger.Info("probe loop started", "target", s.key.target, "probe", s.key.probe,
 		"rate", s.probe.Rate, "burstiness", s.probe.Burstiness, "max_in_flight", l.maxInFlight)
-	go e.run(l, start)
+	go e.run(l, first)
 	return l
 }
 
-// run fires at planned times start + first + the sum of the gaps drawn so
-// far: absolute times, so the schedule never drifts and never waits for
+// loopSeed is the arrival seed of a pair's loop started after seq
+// requests: the pair's seed for its first loop, so a config's schedule
+// repeats from run to run, and a different one for a loop restarted by a
+// reload, which would otherwise replay the gaps its predecessor already
+// used.
+func loopSeed(pair int64, seq uint64) int64 {
+	return pair ^ int64(seq*0x9e3779b97f4a7c15)
+}
+
+// resumeAt returns the first planned time of a pair's loop restarted at
+// start by a reload, from the time next its previous loop was waiting for
+// with mean gap oldMean: that time itself (also when it is overdue: it
+// fires at once, late), or, when the rate changed, the remaining wait
+// scaled to the new mean gap newMean. The pair's schedule continues
+// instead of starting over, so reloads do not change its offered rate.
+// ok is false when either rate is zero (no gap to scale).
+func resumeAt(start, next time.Time, oldMean, newMean float64) (t time.Time, ok bool) {
+	rem := next.Sub(start)
+	switch {
+	case rem <= 0 || oldMean == newMean:
+		return next, true
+	case math.IsInf(oldMean, 1) || math.IsInf(newMean, 1) || !(oldMean > 0):
+		return time.Time{}, false
+	}
+	return start.Add(seconds(rem.Seconds() * newMean / oldMean)), true
+}
+
+// run fires at planned times first + the sum of the gaps drawn so far:
+// absolute times, so the schedule never drifts and never waits for
 // responses. A loop that falls behind still sends every request, late.
-func (e *Engine) run(l *loop, start time.Time) {
+func (e *Engine) run(l *loop, first time.Time) {
 	defer close(l.done)
-	planned := start.Add(l.arrivals.first())
+	planned := first
 	for {
+		l.next = planned
 		// A Sleep may end early; the planned time decides, not the wake-up.
 		for d := planned.Sub(e.o.Now()); d > 0; d = planned.Sub(e.o.Now()) {
 			if err := e.o.Sleep(l.schedCtx, d); err != nil {
@@ -131,6 +170,12 @@ func (e *Engine) finish(res *Result) {
 func (e *Engine) retire(l *loop, removed bool) {
 	l.stopSched()
 	<-l.done
+	// A changed pair's next loop continues this schedule (resumeAt); a
+	// removed pair that comes back later starts afresh.
+	l.state.resume, l.state.resumeMean = time.Time{}, 0
+	if !removed {
+		l.state.resume, l.state.resumeMean = l.next, l.arrivals.mean
+	}
 	e.logger.Info("probe loop stopped", "target", l.spec.key.target, "probe", l.spec.key.probe,
 		"removed", removed, "in_flight", l.state.inFlight.Load())
 	e.drains.Add(1)

@@ -87,7 +87,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	client, err := promconfig.NewClientFromConfig(t.HTTPClientConfig, "vllm_prober_"+t.Name,
+	client, err := config.NewHTTPClient(t.HTTPClientConfig, "vllm_prober_"+t.Name,
 		promconfig.WithUserAgent(o.UserAgent))
 	if err != nil {
 		return nil, fmt.Errorf("http client of target %q: %w", t.Name, err)

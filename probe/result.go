@@ -40,6 +40,7 @@ const (
 	ReasonHTTP4xx        = "http_4xx"        // a 4xx status other than 429
 	ReasonHTTP429        = "http_429"        // rate limited
 	ReasonHTTP5xx        = "http_5xx"        // a 5xx status
+	ReasonRedirect       = "redirect"        // a 3xx status: redirect not followed (config.NewHTTPClient)
 	ReasonStreamError    = "stream_error"    // an in-stream {"error": ...} event
 	ReasonProtocol       = "protocol"        // malformed event, oversized line or body, wrong content type
 	ReasonDisconnect     = "disconnect"      // the body ended with a read error before [DONE]
@@ -58,6 +59,7 @@ var Reasons = []string{
 	ReasonConnect, ReasonDNS, ReasonTLS, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx,
 	ReasonStreamError, ReasonProtocol, ReasonDisconnect, ReasonNoDone, ReasonModelDiscovery,
 	ReasonTimeout, ReasonShutdown, ReasonInFlightCap, ReasonRemoved, ReasonQuality, ReasonLatency,
+	ReasonRedirect,
 }
 
 // SLO names, the values of the metric label `slo`.

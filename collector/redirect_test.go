@@ -1,0 +1,83 @@
+package collector
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	promconfig "github.com/prometheus/common/config"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// TestServerScraperRedirects checks that a redirected /metrics is not
+// exported under the target unless follow_redirects is true, and then only
+// from the target's own origin, without credentials leaving it.
+func TestServerScraperRedirects(t *testing.T) {
+	var elsewhereHits, leaked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhereHits.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		_, _ = w.Write([]byte(sample(t)))
+	}))
+	defer elsewhere.Close()
+	var toOther atomic.Bool
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/real-metrics":
+			_, _ = w.Write([]byte(sample(t)))
+		case r.URL.Path != "/metrics":
+			http.NotFound(w, r)
+		case toOther.Load():
+			http.Redirect(w, r, elsewhere.URL+"/metrics", http.StatusFound)
+		default:
+			http.Redirect(w, r, "/real-metrics", http.StatusFound)
+		}
+	}))
+	defer origin.Close()
+
+	tests := []struct {
+		name          string
+		follow, other bool
+		success       string
+	}{
+		{"default: not followed", false, false, "0"},
+		{"default: other port not followed", false, true, "0"},
+		{"opt-in: same origin followed", true, false, "1"},
+		{"opt-in: other port not followed", true, true, "0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			toOther.Store(tc.other)
+			target := config.Target{Name: "llama", URL: origin.URL, Model: "m", MetricsPath: "/metrics",
+				HTTPClientConfig: config.DefaultTarget.HTTPClientConfig}
+			target.HTTPClientConfig.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: "s3cret"}
+			if tc.follow {
+				target.HTTPClientConfig.FollowRedirects = true
+			}
+			h := newHarness(t, ScraperOptions{})
+			h.Apply(&config.Config{Targets: []config.Target{target}})
+			h.wait(t, "llama")
+			want := successHelpLines + `vllm_probe_server_scrape_success{target="llama"} ` + tc.success + "\n"
+			if err := testutil.CollectAndCompare(h, strings.NewReader(want), scrapeSuccessName); err != nil {
+				t.Error(err)
+			}
+			n := testutil.CollectAndCount(h, "vllm:num_requests_running")
+			if (n > 0) != (tc.success == "1") {
+				t.Errorf("%d server series exported", n)
+			}
+			if st := h.State("llama"); tc.success == "0" && !strings.Contains(st.Err, "302") {
+				t.Errorf("scrape error %q does not name the redirect", st.Err)
+			}
+			h.Stop()
+		})
+	}
+	if elsewhereHits.Load() != 0 || leaked.Load() != 0 {
+		t.Errorf("the other port got %d requests, %d with Authorization", elsewhereHits.Load(), leaked.Load())
+	}
+}
