@@ -187,7 +187,7 @@ func (r *Result) Abandoned() bool {
 // ServerCompleted reports whether the server completed a terminal response
 // to the request, useful or not: accepted, latency_failure and
 // quality_failure, and a server_failure for which the server answered with
-// an HTTP status and ended the body itself (an error status, an in-stream
+// an HTTP status and ended the body itself (an error or redirect status, an in-stream
 // error event, a malformed stream, a stream without [DONE]). A connection
 // broken mid-body, a failure before any response, a client timeout, a
 // cancellation and an unfinished request are not completed. Completed
@@ -206,7 +206,7 @@ func (r *Result) ServerCompleted() bool {
 // server answered and ended the response itself, so the request counts as
 // completed (see ServerCompleted). Rules and dashboards select the same
 // reasons from vllm_probe_failures_total.
-var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStreamError, ReasonProtocol, ReasonNoDone}
+var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonRedirect, ReasonStreamError, ReasonProtocol, ReasonNoDone}
 
 // ObservedTTFT returns the TTFT latency views record for r: the measured
 // TTFT, or for a client_timeout that got no token the time it was

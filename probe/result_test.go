@@ -12,6 +12,7 @@ func TestAbandonedAndServerCompleted(t *testing.T) {
 		{"latency", Result{Disposition: LatencyFailure, Reason: ReasonLatency, HTTPStatus: 200}, false, true},
 		{"quality", Result{Disposition: QualityFailure, Reason: ReasonQuality, HTTPStatus: 200}, false, true},
 		{"http 500", Result{Disposition: ServerFailure, Reason: ReasonHTTP5xx, HTTPStatus: 500}, false, true},
+		{"redirect", Result{Disposition: ServerFailure, Reason: ReasonRedirect, HTTPStatus: 302}, false, true},
 		{"stream error", Result{Disposition: ServerFailure, Reason: ReasonStreamError, HTTPStatus: 200}, false, true},
 		{"no done", Result{Disposition: ServerFailure, Reason: ReasonNoDone, HTTPStatus: 200}, false, true},
 		{"disconnect", Result{Disposition: ServerFailure, Reason: ReasonDisconnect, HTTPStatus: 200}, false, false},

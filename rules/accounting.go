@@ -19,7 +19,7 @@ var (
 	// completedFailureReasons are the server_failure reasons for which the
 	// server answered and ended the response itself
 	// (probe.CompletedFailureReasons).
-	completedFailureReasons = []string{"http_4xx", "http_429", "http_5xx", "stream_error", "protocol", "no_done"}
+	completedFailureReasons = []string{"http_4xx", "http_429", "http_5xx", "redirect", "stream_error", "protocol", "no_done"}
 )
 
 // reasonInFlightCap is the cancelled reason of a request shed because

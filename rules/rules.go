@@ -18,7 +18,7 @@
 //   - completed throughput = accepted + latency_failure + quality_failure
 //     requests, plus the server_failure requests whose reason says the
 //     server completed the response (http_4xx, http_429, http_5xx,
-//     stream_error, protocol, no_done), per second.
+//     redirect, stream_error, protocol, no_done), per second.
 //   - goodput = accepted requests per second.
 //
 // accounting.go spells those label values, since rules does not import

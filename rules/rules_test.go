@@ -161,7 +161,7 @@ func TestGenerateRecording(t *testing.T) {
 		name, record, expr string
 	}{
 		{"completed: server-completed dispositions and failure reasons", RecordCompleted + "5m", "sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition=~\"accepted|latency_failure|quality_failure\"}[5m]))\n+\n" +
-			"sum by (target, probe) (rate(vllm_probe_failures_total{job=\"probers\",reason=~\"http_4xx|http_429|http_5xx|stream_error|protocol|no_done\"}[5m]))"},
+			"sum by (target, probe) (rate(vllm_probe_failures_total{job=\"probers\",reason=~\"http_4xx|http_429|http_5xx|redirect|stream_error|protocol|no_done\"}[5m]))"},
 		{"goodput", RecordGoodput + "3d", `sum by (target, probe) (rate(vllm_probe_requests_total{job="probers",disposition="accepted"}[3d]))`},
 		{"offered", RecordOffered + "2h", `sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="probers"}[2h]))`},
 		{"acceptance: shed requests stay in the denominator, abandoned ones leave it", RecordAcceptance + "1d", "sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\",disposition=\"accepted\"}[1d]))\n/\n(\n" +
