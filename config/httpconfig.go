@@ -32,5 +32,6 @@ func (d *decoder) decodeHTTP(n *yaml.Node, v reflect.Value, path string) {
 		d.p.add(d.p.lineOf(path), path, "%s", d.scrub(err.Error()))
 		return
 	}
+	d.checkCredentialFiles(&hc, path)
 	v.Set(reflect.ValueOf(hc))
 }

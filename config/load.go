@@ -2,17 +2,18 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
 
 // Load reads and parses the configuration file at path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, fileread.ConfigLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
 	}

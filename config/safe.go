@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
+
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
 
 // SafeConfig holds the running configuration and swaps in a new one only
@@ -44,7 +45,7 @@ func (s *SafeConfig) Hash() string {
 func (s *SafeConfig) Reload(path string) (changed bool, err error) {
 	s.reload.Lock()
 	defer s.reload.Unlock()
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, fileread.ConfigLimit)
 	if err != nil {
 		return false, fmt.Errorf("read config file: %w", err)
 	}

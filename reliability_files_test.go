@@ -1,0 +1,145 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+)
+
+// replaceFile swaps path for a FIFO or a symlink to /dev/zero.
+func replaceFile(t *testing.T, path, kind string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if kind == "fifo" {
+		err = syscall.Mkfifo(path, 0o600)
+	} else {
+		err = os.Symlink("/dev/zero", path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sighup sends SIGHUP to the daemon.
+func sighup(t *testing.T, d *daemontest.Proc) {
+	t.Helper()
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileConfigFile swaps the config file of a running daemon for a
+// FIFO and for a symlink to /dev/zero: each SIGHUP fails with a message
+// naming the file instead of hanging the signal loop or reading without
+// bound, --config.check says the same, and SIGTERM right after a SIGHUP
+// still stops the process.
+func TestHostileConfigFile(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "c.yml")
+	writeConfig(t, cfgPath, simURL, 2, "")
+	d := startDaemon(t, "--config.file="+cfgPath)
+
+	for _, tc := range []struct{ kind, want string }{
+		{"fifo", "c.yml: not a regular file (a FIFO)"},
+		{"zero", "c.yml: not a regular file (a character device)"},
+	} {
+		replaceFile(t, cfgPath, tc.kind)
+		code, out := runBinary(t, "--config.file="+cfgPath, "--config.check")
+		if code != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("--config.check of a %s: exit %d, want 1 and %q:\n%s", tc.kind, code, tc.want, out)
+		}
+		before := strings.Count(d.Logs(), "Error reloading config")
+		sighup(t, d)
+		waitFor(t, "the reload of a "+tc.kind+" to fail", func() bool {
+			return strings.Count(d.Logs(), "Error reloading config") > before
+		})
+		if logs := d.Logs(); !strings.Contains(logs, tc.want) {
+			t.Errorf("reload error does not say %q:\n%s", tc.want, logs)
+		}
+		if !metricsContain(t, d, "vllm_prober_config_last_reload_successful 0") {
+			t.Errorf("failed reload of a %s not shown in the metrics", tc.kind)
+		}
+	}
+
+	replaceFile(t, cfgPath, "fifo")
+	sighup(t, d)
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("daemon did not stop after SIGHUP then SIGTERM; logs:\n%s", d.Logs())
+	}
+	if err := d.Cmd.Wait(); err != nil {
+		t.Errorf("daemon exit: %v", err)
+	}
+}
+
+// TestURLSecretsNotEchoed writes a token as a target URL's user name and
+// an API key as its query: --config.check and a failed reload's log name
+// the problem without showing either.
+func TestURLSecretsNotEchoed(t *testing.T) {
+	const token, key = "sk-USERINFO-4f2a9c", "QUERYKEY-77b1e0"
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "c.yml")
+	writeConfig(t, cfgPath, simURL, 2, "")
+	d := startDaemon(t, "--config.file="+cfgPath, "--log.level=debug")
+
+	bad := strings.Replace(simURL, "http://", "http://"+token+"@", 1) + "/?api_key=" + key
+	writeConfig(t, cfgPath, bad, 2, "")
+	code, out := runBinary(t, "--config.file="+cfgPath, "--config.check")
+	if code != 1 || !strings.Contains(out, "targets[0].url: must not contain credentials") {
+		t.Errorf("--config.check: exit %d, want 1 naming the URL:\n%s", code, out)
+	}
+	sighup(t, d)
+	waitFor(t, "the reload to fail", func() bool { return strings.Contains(d.Logs(), "Error reloading config") })
+	_, status := get(t, http.MethodGet, d.URL("/"))
+	for where, text := range map[string]string{"--config.check": out, "logs": d.Logs(), "status page": status} {
+		for _, secret := range []string{token, key} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows %s:\n%s", where, secret, text)
+			}
+		}
+	}
+	if !regexp.MustCompile(`http://xxxxx@127\.0\.0\.1:\d+/\?api_key=xxxxx`).MatchString(d.Logs()) {
+		t.Errorf("reload error does not show the redacted URL:\n%s", d.Logs())
+	}
+}
+
+// TestUnchangedReloadLogsAtDebug reloads an unchanged config at the
+// default log level: nothing is logged for it.
+func TestUnchangedReloadLogsAtDebug(t *testing.T) {
+	simURL := startSimulator(t)
+	cfgPath := filepath.Join(t.TempDir(), "c.yml")
+	writeConfig(t, cfgPath, simURL, 2, "")
+	d := startDaemon(t, "--config.file="+cfgPath, "--web.enable-lifecycle")
+	for range 3 {
+		if code, body := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusOK {
+			t.Fatalf("reload: %d %s", code, body)
+		}
+	}
+	// A failed reload logs after them, so their lines would be read by now.
+	if err := os.WriteFile(cfgPath, []byte("nonsense: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusInternalServerError {
+		t.Fatalf("reload of a bad config: %d, want 500", code)
+	}
+	waitFor(t, "the failed reload's log", func() bool { return strings.Contains(d.Logs(), "Error reloading config") })
+	if logs := d.Logs(); strings.Contains(logs, "Config unchanged") {
+		t.Errorf("unchanged reloads logged at info:\n%s", logs)
+	}
+}
