@@ -143,3 +143,38 @@ func TestUnchangedReloadLogsAtDebug(t *testing.T) {
 		t.Errorf("unchanged reloads logged at info:\n%s", logs)
 	}
 }
+
+// TestLedgerDirectoryDeletedWhileRunning deletes the ledger's directory
+// under a running daemon: later records land in the file made again, no
+// write error is counted (none was lost) and the status page says the file
+// was reopened.
+func TestLedgerDirectoryDeletedWhileRunning(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	ledgerDir := filepath.Join(dir, "ledger")
+	ledger := filepath.Join(ledgerDir, "ledger.jsonl")
+	cfgPath := filepath.Join(dir, "c.yml")
+	writeConfig(t, cfgPath, simURL, 10, ledger)
+	d := startDaemon(t, "--config.file="+cfgPath)
+	waitFor(t, "records in the ledger", func() bool {
+		b, err := os.ReadFile(ledger)
+		return err == nil && len(b) > 0
+	})
+	if err := os.RemoveAll(ledgerDir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "records in the recreated ledger", func() bool {
+		b, err := os.ReadFile(ledger)
+		return err == nil && strings.Count(string(b), "\n") >= 3
+	})
+	_, page := get(t, http.MethodGet, d.URL("/"))
+	if !strings.Contains(page, "write errors: 0 · file deleted or replaced and reopened 1 times") {
+		t.Errorf("status page does not show the reopened ledger:\n%s", page)
+	}
+	if !metricsContain(t, d, "vllm_prober_ledger_write_errors_total 0") {
+		t.Error("write errors counted though no record was lost")
+	}
+	if logs := d.Logs(); !strings.Contains(logs, "ledger file vanished or was replaced") {
+		t.Errorf("reopening not logged:\n%s", logs)
+	}
+}
