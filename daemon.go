@@ -89,7 +89,7 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 	if hooks.started != nil {
 		hooks.started(d)
 	}
-	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes))
+	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes), "run_id", probe.RunID())
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

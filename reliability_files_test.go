@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // replaceFile swaps path for a FIFO or a symlink to /dev/zero.
@@ -176,5 +178,65 @@ func TestLedgerDirectoryDeletedWhileRunning(t *testing.T) {
 	}
 	if logs := d.Logs(); !strings.Contains(logs, "ledger file vanished or was replaced") {
 		t.Errorf("reopening not logged:\n%s", logs)
+	}
+}
+
+// TestLedgerRunIDSeparatesRestarts runs the daemon twice on one ledger:
+// each run's records carry the run_id it logged at start, and within a
+// run_id every pair's seq counts from 1 without gaps, which is how a
+// reader tells a restart from lost records.
+func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	cfgPath := filepath.Join(dir, "c.yml")
+	writeConfig(t, cfgPath, simURL, 10, ledger)
+	runIDRE := regexp.MustCompile(`msg="Probing started".* run_id=([0-9a-f]{16})`)
+	var logged []string
+	for range 2 {
+		d := startDaemon(t, "--config.file="+cfgPath)
+		var id string
+		waitFor(t, "the run_id logged at start", func() bool {
+			m := runIDRE.FindStringSubmatch(d.Logs())
+			if m != nil {
+				id = m[1]
+			}
+			return m != nil
+		})
+		waitFor(t, "records of this run", func() bool {
+			recs, _, err := probe.ReadLedger(ledger)
+			n := 0
+			for _, r := range recs {
+				if r.RunID == id {
+					n++
+				}
+			}
+			return err == nil && n >= 3
+		})
+		stopDaemon(t, d)
+		logged = append(logged, id)
+	}
+	if logged[0] == logged[1] {
+		t.Fatalf("both runs logged run_id %s", logged[0])
+	}
+	recs, torn, err := probe.ReadLedger(ledger)
+	if err != nil || torn != 0 {
+		t.Fatalf("ReadLedger: %v, %d torn", err, torn)
+	}
+	seqs := map[string][]uint64{}
+	for _, r := range recs {
+		seqs[r.RunID] = append(seqs[r.RunID], r.Seq)
+	}
+	if len(seqs) != 2 || len(seqs[logged[0]]) == 0 || len(seqs[logged[1]]) == 0 {
+		t.Fatalf("records by run_id %v, want those of the logged %v", seqs, logged)
+	}
+	for id, s := range seqs {
+		slices.Sort(s)
+		for i, seq := range s {
+			if seq != uint64(i+1) {
+				t.Errorf("run %s: seqs %v, want 1..%d", id, s, len(s))
+				break
+			}
+		}
 	}
 }

@@ -40,6 +40,9 @@ type Record struct {
 	Error        string        `json:"error"`
 	// Text is present only when the ledger's record_text asks for it.
 	Text *string `json:"text,omitempty"`
+	// RunID is the writing process's RunID, so a reader can tell a restart
+	// (a new run_id, seq from 1) from lost records (a gap in seq).
+	RunID string `json:"run_id"`
 }
 
 // ServerRecord is the server's own view of one request (vLLM's per-request
@@ -81,6 +84,7 @@ func NewRecord(r *Result, recordText string) Record {
 		FinishReason: r.FinishReason,
 		Model:        r.Model,
 		Error:        r.Error,
+		RunID:        runID,
 	}
 	if !r.Sent.IsZero() {
 		sent := r.Sent.UTC().Round(0)
