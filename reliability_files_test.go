@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -32,6 +36,23 @@ func replaceFile(t *testing.T, path, kind string) {
 	}
 }
 
+// runBounded is runBinary for a command that might hang: it is killed
+// after 30 seconds (exit code -1).
+func runBounded(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	case err != nil:
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return 0, string(out)
+}
+
 // sighup sends SIGHUP to the daemon.
 func sighup(t *testing.T, d *daemontest.Proc) {
 	t.Helper()
@@ -57,7 +78,7 @@ func TestHostileConfigFile(t *testing.T) {
 		{"zero", "c.yml: not a regular file (a character device)"},
 	} {
 		replaceFile(t, cfgPath, tc.kind)
-		code, out := runBinary(t, "--config.file="+cfgPath, "--config.check")
+		code, out := runBounded(t, "--config.file="+cfgPath, "--config.check")
 		if code != 1 || !strings.Contains(out, tc.want) {
 			t.Errorf("--config.check of a %s: exit %d, want 1 and %q:\n%s", tc.kind, code, tc.want, out)
 		}
@@ -236,6 +257,44 @@ func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 			if seq != uint64(i+1) {
 				t.Errorf("run %s: seqs %v, want 1..%d", id, s, len(s))
 				break
+			}
+		}
+	}
+}
+
+// TestRedirectedURLSecretsNotShown runs the daemon against a server that
+// redirects every request to a URL with a token as its user name and a key
+// in its query: the ledger, the status page, /api/v1/results and the logs
+// show neither, whether or not the redirect is followed.
+func TestRedirectedURLSecretsNotShown(t *testing.T) {
+	const token, key = "sk-REDIRUSER-81c3", "REDIRQUERY-5d0e"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+token+"@127.0.0.1:1/x?key="+key, http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	cfgPath := filepath.Join(dir, "c.yml")
+	writeConfig(t, cfgPath, srv.URL, 10, ledger)
+	d := startDaemon(t, "--config.file="+cfgPath, "--log.level=debug")
+	waitFor(t, "failed requests in the ledger and a failed scrape", func() bool {
+		b, _ := os.ReadFile(ledger)
+		_, page := get(t, http.MethodGet, d.URL("/"))
+		return strings.Contains(string(b), `"disposition":"server_failure"`) && strings.Contains(page, "failing")
+	})
+	shown := map[string]string{}
+	_, shown["status page"] = get(t, http.MethodGet, d.URL("/"))
+	_, shown["/api/v1/results"] = get(t, http.MethodGet, d.URL("/api/v1/results?limit=1000"))
+	stopDaemon(t, d)
+	b, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown["ledger"], shown["logs"] = string(b), d.Logs()
+	for where, text := range shown {
+		for _, secret := range []string{token, key} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows %s:\n%s", where, secret, text)
 			}
 		}
 	}
