@@ -48,20 +48,20 @@ type credentialFile struct {
 // itself (credentials at every request, TLS files when the client is
 // built), so their reads cannot be capped; the config checks them instead.
 func credentialFiles(hc *promconfig.HTTPClientConfig) []credentialFile {
-	fs := []credentialFile{{"bearer_token_file", hc.BearerTokenFile}}
+	files := []credentialFile{{"bearer_token_file", hc.BearerTokenFile}}
 	tls := func(prefix string, t promconfig.TLSConfig) {
-		fs = append(fs, credentialFile{prefix + "ca_file", t.CAFile}, credentialFile{prefix + "cert_file", t.CertFile},
+		files = append(files, credentialFile{prefix + "ca_file", t.CAFile}, credentialFile{prefix + "cert_file", t.CertFile},
 			credentialFile{prefix + "key_file", t.KeyFile})
 	}
 	tls("tls_config.", hc.TLSConfig)
 	if a := hc.BasicAuth; a != nil {
-		fs = append(fs, credentialFile{"basic_auth.username_file", a.UsernameFile}, credentialFile{"basic_auth.password_file", a.PasswordFile})
+		files = append(files, credentialFile{"basic_auth.username_file", a.UsernameFile}, credentialFile{"basic_auth.password_file", a.PasswordFile})
 	}
 	if a := hc.Authorization; a != nil {
-		fs = append(fs, credentialFile{"authorization.credentials_file", a.CredentialsFile})
+		files = append(files, credentialFile{"authorization.credentials_file", a.CredentialsFile})
 	}
 	if o := hc.OAuth2; o != nil {
-		fs = append(fs, credentialFile{"oauth2.client_secret_file", o.ClientSecretFile},
+		files = append(files, credentialFile{"oauth2.client_secret_file", o.ClientSecretFile},
 			credentialFile{"oauth2.client_certificate_key_file", o.ClientCertificateKeyFile})
 		tls("oauth2.tls_config.", o.TLSConfig)
 	}
@@ -73,11 +73,11 @@ func credentialFiles(hc *promconfig.HTTPClientConfig) []credentialFile {
 		slices.Sort(names)
 		for _, name := range names {
 			for i, f := range h.Headers[name].Files {
-				fs = append(fs, credentialFile{fmt.Sprintf("http_headers.%s.files[%d]", name, i), f})
+				files = append(files, credentialFile{fmt.Sprintf("http_headers.%s.files[%d]", name, i), f})
 			}
 		}
 	}
-	return fs
+	return files
 }
 
 // checkCredentialFiles reports credential files that are not regular files
