@@ -14,7 +14,7 @@ import (
 
 // Load reads and parses the configuration file at path.
 func Load(path string) (*Config, error) {
-	data, err := fileread.Read(path, fileread.ConfigLimit)
+	data, err := fileread.ReadWithin(path, fileread.ConfigLimit, ConfigReadTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
 	}

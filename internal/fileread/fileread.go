@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Size caps of the files read, documented in README.md's "Security".
@@ -35,6 +36,36 @@ var ErrTooLarge = errors.New("file too large")
 
 // ErrNotRegular is the cause of a file that is not a regular file.
 var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTimeout is the cause of a read that did not finish in time.
+var ErrTimeout = errors.New("read did not finish")
+
+// ReadWithin is Read that gives up after timeout, for a file on a mount
+// that stopped answering: a read cannot be interrupted, so it is left to
+// finish in the background and its result is dropped.
+func ReadWithin(path string, limit int64, timeout time.Duration) ([]byte, error) {
+	return within(path, timeout, func() ([]byte, error) { return Read(path, limit) })
+}
+
+func within(path string, timeout time.Duration, read func() ([]byte, error)) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1) // the abandoned read never blocks on it
+	go func() {
+		b, err := read()
+		done <- result{b, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-t.C:
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w in %s", ErrTimeout, timeout)}
+	}
+}
 
 // Open opens path for reading and checks, on the open file, that it is a
 // regular file (symlinks followed) of at most limit bytes. The open never

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRead(t *testing.T) {
@@ -82,5 +83,22 @@ func TestSize(t *testing.T) {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestWithinGivesUp covers a read that hangs (a stuck mount): it fails
+// with ErrTimeout while the read is still blocked.
+func TestWithinGivesUp(t *testing.T) {
+	unblock := make(chan struct{})
+	defer close(unblock)
+	_, err := within("stuck.yml", time.Millisecond, func() ([]byte, error) {
+		<-unblock
+		return nil, nil
+	})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "stuck.yml: read did not finish in 1ms") {
+		t.Fatalf("err = %v, want ErrTimeout naming the file", err)
+	}
+	if b, err := ReadWithin("/dev/null", 10, time.Minute); err == nil || len(b) != 0 {
+		t.Errorf("ReadWithin(/dev/null) = %q, %v; want the device refused", b, err)
 	}
 }
