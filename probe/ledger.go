@@ -33,7 +33,8 @@ var errLedgerClosed = errors.New("ledger closed")
 // buffers whole lines and writes them at least every second, before a
 // rotation and on Close, so a clean shutdown never leaves a torn record.
 // A failing disk never stops probing: lost records are counted in
-// WriteErrors and the state change is logged once. A Ledger with an empty
+// WriteErrors and the state change is logged once. A file deleted or
+// replaced under it is opened again at the next flush (see Reopens). A Ledger with an empty
 // path writes nothing. Its methods are safe for concurrent use, and a nil
 // *Ledger is a valid disabled ledger.
 type Ledger struct {
