@@ -38,7 +38,11 @@ type daemon struct {
 	reg     *prometheus.Registry
 
 	reloadMu sync.Mutex // serialises reloads from SIGHUP and HTTP
-	ready    chan struct{}
+	// applyMu orders a reload's apply against shutdown: once stopped, a
+	// reload that was still reading the file applies nothing.
+	applyMu sync.Mutex
+	stopped bool
+	ready   chan struct{}
 }
 
 // daemonHooks lets demo observe a running daemon.
@@ -90,15 +94,19 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 	if hooks.started != nil {
 		hooks.started(d)
 	}
-	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes))
+	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes), "run_id", probe.RunID())
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	reloads := d.reloader(ctx)
 	for {
 		select {
 		case <-hup:
-			_ = d.reload()
+			select {
+			case reloads <- struct{}{}:
+			default: // a reload is already due; it reads the newest file
+			}
 		case err := <-srvErr:
 			d.shutdown()
 			return fmt.Errorf("http server: %w", err)
@@ -114,6 +122,24 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 			return nil
 		}
 	}
+}
+
+// reloader runs SIGHUP reloads off the signal loop until ctx ends, so a
+// reload that hangs (a file on a stuck mount) never delays SIGTERM. Signals
+// that arrive during a reload are coalesced into one more.
+func (d *daemon) reloader(ctx context.Context) chan<- struct{} {
+	reloads := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-reloads:
+				_ = d.reload()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return reloads
 }
 
 func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*daemon, error) {
@@ -205,8 +231,14 @@ func (d *daemon) reload() error {
 	}
 	d.self.SetReload(true, time.Now())
 	if !changed {
-		d.logger.Info("Config unchanged, nothing to reload")
+		// Debug: a reloader that sends SIGHUP on a timer would flood the log.
+		d.logger.Debug("Config unchanged, nothing to reload")
 		return nil
+	}
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	if d.stopped {
+		return errors.New("shutting down, reloaded config not applied")
 	}
 	cfg := d.safe.Get()
 	if cfg.Global.Ledger != old.Global.Ledger || cfg.Global.HistoryLimit != old.Global.HistoryLimit {
@@ -220,6 +252,9 @@ func (d *daemon) reload() error {
 }
 
 func (d *daemon) shutdown() {
+	d.applyMu.Lock()
+	d.stopped = true
+	d.applyMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := d.engine.Shutdown(ctx); err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
+
+	"github.com/vllm-prober/vllm-prober/internal/logfilter"
 )
 
 const appName = "vllm-prober"
@@ -56,7 +58,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", appName, nameBadFlag(app, args, err))
 		return 2
 	}
-	logger := promslog.New(promslogConfig)
+	// Every message passes through logfilter: URL secrets are redacted and
+	// repeated warnings are rate-limited.
+	logger := slog.New(logfilter.New(promslog.New(promslogConfig).Handler(), logfilter.Options{}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return actions[cmd](ctx, logger)

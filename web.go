@@ -154,6 +154,7 @@ func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		LedgerOK:    d.ledger.Healthy(),
 		LedgerErr:   d.ledger.WriteErrors(),
 	}
+	page.LedgerReopens = d.ledger.Reopens()
 	for _, t := range cfg.Targets {
 		page.Targets = append(page.Targets, status.TargetState{Name: t.Name, Scrape: d.scraper.State(t.Name)})
 	}

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -19,7 +19,7 @@ import (
 // shuffled with seed (as vLLM samples them) and reused when the file holds
 // fewer than n. Errors name the file and line.
 func LoadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, fileread.BenchDatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}

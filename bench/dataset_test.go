@@ -20,6 +20,10 @@ func TestLoadDataset(t *testing.T) {
 	}
 	sharegpt := write("sg.json", `[{"conversations":[{"from":"human","value":"hello there"},{"from":"gpt","value":"one two three"}]},
 		{"conversations":[{"from":"human","value":"alone"}]}]`)
+	zero := filepath.Join(dir, "zero.jsonl")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
 	jsonl := write("d.jsonl", "{\"prompt\":\"a b c\"}\n\n{\"messages\":[{\"role\":\"user\",\"content\":\"x y\"}]}\n")
 	tests := []struct {
 		name    string
@@ -47,6 +51,7 @@ func TestLoadDataset(t *testing.T) {
 		{name: "message without role", path: write("role.jsonl", `{"messages":[{"content":"x"}]}`), wantErr: "role.jsonl:1: messages[0]: missing role"},
 		{name: "nothing usable", path: write("none.json", "[]"), wantErr: "no usable prompts"},
 		{name: "missing file", path: filepath.Join(dir, "nope.jsonl"), wantErr: "read dataset"},
+		{name: "symlink to /dev/zero", path: zero, wantErr: "zero.jsonl: not a regular file (a character device)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

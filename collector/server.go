@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // Server scrape metric names and help texts.
@@ -347,7 +348,7 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 	wasUp := l.attempts == 1 || l.state.Success
 	l.families, l.state.Series, l.state.Success, l.state.Err = nil, 0, false, ""
 	if res.err != nil {
-		l.state.Err = res.err.Error()
+		l.state.Err = redact.Text(res.err.Error()) // shown on the status page
 		if wasUp {
 			s.logger.Warn("server metrics scrape failed", "target", name, "err", res.err)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // maxErrors bounds how many problems one load reports, so a badly broken
@@ -36,7 +38,8 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	return b.String()
+	// Messages quote values as written; a URL among them may hold a secret.
+	return redact.Text(b.String())
 }
 
 // problems collects Errors of one file and remembers the line of every

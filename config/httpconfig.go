@@ -1,9 +1,7 @@
 package config
 
 import (
-	"net/url"
 	"reflect"
-	"strings"
 
 	promconfig "github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
@@ -38,28 +36,6 @@ func (d *decoder) decodeHTTP(n *yaml.Node, v reflect.Value, path string) {
 		d.p.add(d.p.lineOf(path), path, "%s", d.scrub(err.Error()))
 		return
 	}
+	d.checkCredentialFiles(&hc, path)
 	v.Set(reflect.ValueOf(hc))
-}
-
-// redactURL hides the password of a URL, also when it does not parse.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		if _, has := u.User.Password(); !has {
-			return s
-		}
-		return u.Redacted()
-	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }

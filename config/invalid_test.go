@@ -119,7 +119,7 @@ var invalidCases = []struct {
 	{
 		file: "invalid-http-proxy-url.yml",
 		want: []string{
-			`testdata/invalid-http-proxy-url.yml:5: targets[0].http_client_config.proxy_url: invalid URL: invalid character " " in host name, got "http://user:xxxxx@proxy host:3128"`,
+			`testdata/invalid-http-proxy-url.yml:5: targets[0].http_client_config.proxy_url: invalid URL: invalid character " " in host name, got "http://xxxxx@proxy host:3128"`,
 		},
 	},
 	{
@@ -279,7 +279,14 @@ var invalidCases = []struct {
 	{
 		file: "invalid-url-credentials.yml",
 		want: []string{
-			`testdata/invalid-url-credentials.yml:3: targets[0].url: must not contain credentials (use http_client_config), got "http://admin:xxxxx@127.0.0.1:8000"`,
+			`testdata/invalid-url-credentials.yml:3: targets[0].url: must not contain credentials (use http_client_config), got "http://xxxxx@127.0.0.1:8000"`,
+		},
+	},
+	{
+		file: "invalid-url-token-user.yml",
+		want: []string{
+			`testdata/invalid-url-token-user.yml:3: targets[0].url: must not contain credentials (use http_client_config), got "http://xxxxx@127.0.0.1:8000"`,
+			`testdata/invalid-url-token-user.yml:5: targets[1].url: must not have a query or fragment, got "http://127.0.0.1:8001/?api_key=xxxxx"`,
 		},
 	},
 	{

@@ -2,17 +2,19 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
+	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // Load reads and parses the configuration file at path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileread.ReadWithin(path, fileread.ConfigLimit, ConfigReadTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
 	}
@@ -90,11 +92,12 @@ func (c *Config) ProbesFor(t Target) []Probe {
 }
 
 // String returns the configuration as YAML with secrets shown as <secret>
-// and URL passwords redacted, safe to print or log.
+// and the user info and query values of URLs redacted, safe to print or
+// log.
 func (c *Config) String() string {
 	b, err := yaml.Marshal(c)
 	if err != nil {
 		return fmt.Sprintf("# config cannot be shown: %v\n", err)
 	}
-	return string(b)
+	return redact.Text(string(b))
 }

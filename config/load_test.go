@@ -264,10 +264,17 @@ targets:
     http_client_config:
       authorization: {credentials_file: token.txt}
       proxy_url: http://user:s3cr3t-pass@proxy:3128
+  - name: b
+    url: http://b
+    http_client_config:
+      proxy_url: http://sk-TOKENUSER@proxy:3128/?key=QUERYKEY
 ` + validProbe
 	cfg := mustParse(t, doc)
-	if out := cfg.String(); strings.Contains(out, "s3cr3t") {
-		t.Errorf("String() shows a secret:\n%s", out)
+	out := cfg.String()
+	for _, secret := range []string{"s3cr3t", "sk-TOKENUSER", "QUERYKEY"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("String() shows %s:\n%s", secret, out)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // describe names the YAML shape expected for values of t.
@@ -46,7 +48,7 @@ func (d *decoder) shown(n *yaml.Node, t reflect.Type) string {
 	case holdsSecret(t, nil):
 		return "<secret>"
 	case t == urlType:
-		return quote(redactURL(n.Value))
+		return quote(redact.URL(n.Value))
 	}
 	return quote(d.scrub(n.Value))
 }

@@ -4,9 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
+
+// ConfigReadTimeout bounds reading the config file, so a reload from a
+// mount that stopped answering fails instead of hanging.
+const ConfigReadTimeout = 10 * time.Second
 
 // SafeConfig holds the running configuration and swaps in a new one only
 // when it loaded cleanly. The zero value is ready to use; Get returns nil
@@ -44,7 +50,7 @@ func (s *SafeConfig) Hash() string {
 func (s *SafeConfig) Reload(path string) (changed bool, err error) {
 	s.reload.Lock()
 	defer s.reload.Unlock()
-	data, err := os.ReadFile(path)
+	data, err := fileread.ReadWithin(path, fileread.ConfigLimit, ConfigReadTimeout)
 	if err != nil {
 		return false, fmt.Errorf("read config file: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // NamePattern is the rule for target and probe names: they become label
@@ -86,7 +88,7 @@ func (v *validator) name(path, name string, seen map[string]int) {
 func (v *validator) target(t *Target, path string, seen map[string]int) {
 	v.name(path+".name", t.Name, seen)
 	if u, msg := checkBaseURL(t.URL); msg != "" {
-		v.p.fail(path+".url", "%s, got %s", msg, quote(redactURL(t.URL)))
+		v.p.fail(path+".url", "%s, got %s", msg, quote(redact.URL(t.URL)))
 	} else {
 		t.URL = u
 	}

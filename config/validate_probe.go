@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
 
 // ReservedExtraKeys are request body keys the prober sets itself; setting
@@ -141,7 +142,7 @@ func (v *validator) workload(p *Probe, path string) {
 			v.prompt(&w.Prompts[i], p.API, fmt.Sprintf("%s.prompts[%d]", path, i))
 		}
 	case "file":
-		if abs, ok := v.file(path+".file", w.File); ok {
+		if abs, ok := v.file(path+".file", w.File, fileread.DatasetLimit); ok {
 			w.File = abs
 		}
 	}
@@ -185,11 +186,11 @@ func (v *validator) quality(q *Quality, path string) {
 	if q.JSONSchema == "" {
 		return
 	}
-	abs, ok := v.file(path+".json_schema", q.JSONSchema)
+	abs, ok := v.file(path+".json_schema", q.JSONSchema, fileread.SchemaLimit)
 	if !ok {
 		return
 	}
-	if _, err := jsonschema.NewCompiler().Compile(abs); err != nil {
+	if _, err := NewSchemaCompiler().Compile(abs); err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
 		v.p.fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, quote(q.JSONSchema))
 		return
@@ -200,7 +201,7 @@ func (v *validator) quality(q *Quality, path string) {
 // file resolves a path relative to the config file's directory and checks
 // that it names an existing regular file. It returns the absolute path,
 // or false after reporting a problem.
-func (v *validator) file(path, name string) (string, bool) {
+func (v *validator) file(path, name string, limit int64) (string, bool) {
 	if name == "" {
 		v.p.fail(path, "must name a file, got \"\"")
 		return "", false
@@ -220,6 +221,9 @@ func (v *validator) file(path, name string) (string, bool) {
 		return "", false
 	case !st.Mode().IsRegular():
 		v.p.fail(path, "must be a regular file, got %s", quote(name))
+		return "", false
+	case st.Size() > limit:
+		v.p.fail(path, "must be at most %s, got %s", fileread.Size(limit), quote(name))
 		return "", false
 	}
 	return abs, true

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // loop is the scheduling loop of one configuration of one pair.
@@ -153,6 +155,8 @@ func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *Result)
 		}
 	}()
 	s.Do(ctx, res)
+	// A redirect's Location or a proxy's error may hold URLs with secrets.
+	res.Error = redact.Text(res.Error)
 }
 
 // finish hands a finished Result to the Listener, the Ledger and the

@@ -107,7 +107,7 @@ var schemas sync.Map // path -> *jsonschema.Schema
 
 // compileSchema compiles the JSON schema file at path and caches it.
 func compileSchema(path string) (*jsonschema.Schema, error) {
-	s, err := jsonschema.NewCompiler().Compile(path)
+	s, err := config.NewSchemaCompiler().Compile(path)
 	if err != nil {
 		return nil, fmt.Errorf("compile json schema %s: %w", path, err)
 	}

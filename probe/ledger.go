@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -32,7 +33,8 @@ var errLedgerClosed = errors.New("ledger closed")
 // buffers whole lines and writes them at least every second, before a
 // rotation and on Close, so a clean shutdown never leaves a torn record.
 // A failing disk never stops probing: lost records are counted in
-// WriteErrors and the state change is logged once. A Ledger with an empty
+// WriteErrors and the state change is logged once. A file deleted or
+// replaced under it is opened again at the next flush (see Reopens). A Ledger with an empty
 // path writes nothing. Its methods are safe for concurrent use, and a nil
 // *Ledger is a valid disabled ledger.
 type Ledger struct {
@@ -52,6 +54,7 @@ type Ledger struct {
 	closed         bool
 
 	writeErrors atomic.Uint64
+	reopens     atomic.Uint64
 	stop        chan struct{}
 	done        chan struct{}
 }
@@ -202,6 +205,7 @@ func (l *Ledger) flushLocked() {
 		return
 	}
 	defer func() { l.buf = l.buf[:0] }()
+	l.checkFileLocked()
 	if l.w == nil {
 		w, size, err := l.open(l.path)
 		if err != nil {
@@ -233,6 +237,35 @@ func (l *Ledger) flushLocked() {
 		l.unhealthy = false
 		l.logger.Info("ledger writes recovered", "path", l.path, "write_errors", l.writeErrors.Load())
 	}
+}
+
+// checkFileLocked closes the open file when the path no longer names it
+// (the file or its directory was deleted, or the file was moved or
+// replaced), so that flushLocked reopens the path, making its directory
+// again, instead of writing into a file no reader can find. Writers
+// without a Stat method (tests' fakes) are not checked.
+func (l *Ledger) checkFileLocked() {
+	f, ok := l.w.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return
+	}
+	open, err := f.Stat()
+	if err != nil {
+		return
+	}
+	cur, err := os.Stat(l.path)
+	if err == nil && os.SameFile(open, cur) {
+		return
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return // the path cannot be checked (permissions); keep the open file
+	}
+	l.reopens.Add(1)
+	l.logger.Warn("ledger file vanished or was replaced, reopening it", "path", l.path)
+	if err := l.w.Close(); err != nil {
+		l.logger.Warn("ledger close before reopening failed", "path", l.path, "err", err)
+	}
+	l.w = nil
 }
 
 // failLocked counts lost records and logs when the ledger starts failing.
@@ -331,6 +364,15 @@ func (l *Ledger) WriteErrors() uint64 {
 		return 0
 	}
 	return l.writeErrors.Load()
+}
+
+// Reopens returns how many times the ledger file was found deleted or
+// replaced and opened again.
+func (l *Ledger) Reopens() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.reopens.Load()
 }
 
 // Healthy reports whether the last write succeeded.

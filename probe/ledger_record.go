@@ -43,6 +43,9 @@ type Record struct {
 	// Level and Repeat are present only in a capacity run's ledger.
 	Level  *float64 `json:"level,omitempty"`
 	Repeat *int     `json:"repeat,omitempty"`
+	// RunID is the writing process's RunID, so a reader can tell a restart
+	// (a new run_id, seq from 1) from lost records (a gap in seq).
+	RunID string `json:"run_id"`
 }
 
 // ServerRecord is the server's own view of one request (vLLM's per-request
@@ -84,6 +87,7 @@ func NewRecord(r *Result, recordText string) Record {
 		FinishReason: r.FinishReason,
 		Model:        r.Model,
 		Error:        r.Error,
+		RunID:        runID,
 	}
 	if !r.Sent.IsZero() {
 		sent := r.Sent.UTC().Round(0)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -46,9 +47,9 @@ func TestRecordFieldNames(t *testing.T) {
 		recordText string
 		want       []string
 	}{
-		{"without text", fullResult(), config.RecordTextNone, ledgerFields},
-		{"with text", fullResult(), config.RecordTextAll, append(slices.Clone(ledgerFields), "text")},
-		{"capacity run", capacity, config.RecordTextNone, append(slices.Clone(ledgerFields), "level", "repeat")},
+		{"without text", fullResult(), config.RecordTextNone, append(slices.Clone(ledgerFields), "run_id")},
+		{"with text", fullResult(), config.RecordTextAll, append(slices.Clone(ledgerFields), "text", "run_id")},
+		{"capacity run", capacity, config.RecordTextNone, append(slices.Clone(ledgerFields), "level", "repeat", "run_id")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line, err := json.Marshal(NewRecord(tc.res, tc.recordText))
@@ -98,6 +99,13 @@ func TestRecordGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// run_id is random per process: checked here, then cut so the
+		// golden file holds what is stable.
+		runIDField := []byte(`,"run_id":"` + RunID() + `"}`)
+		if !bytes.HasSuffix(line, runIDField) {
+			t.Errorf("record does not end with %s: %s", runIDField, line)
+		}
+		line = append(bytes.TrimSuffix(line, runIDField), '}')
 		got.Write(append(line, '\n'))
 	}
 	want, err := os.ReadFile(filepath.Join("testdata", "ledger_golden.jsonl"))
@@ -177,4 +185,18 @@ func TestReadLedgerTorn(t *testing.T) {
 			t.Error("no error for a missing file")
 		}
 	})
+}
+
+// TestRunID checks the form of the process's run id: 16 hex digits, the
+// same in every record, different in another process (drawn again here).
+func TestRunID(t *testing.T) {
+	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(RunID()) {
+		t.Errorf("RunID() = %q, want 16 hex digits", RunID())
+	}
+	if a, b := NewRecord(fullResult(), ""), NewRecord(&Result{}, ""); a.RunID != RunID() || b.RunID != RunID() {
+		t.Errorf("records carry run_id %q and %q, want %q", a.RunID, b.RunID, RunID())
+	}
+	if newRunID() == RunID() {
+		t.Error("a new run id repeats this process's")
+	}
 }

@@ -362,3 +362,68 @@ func BenchmarkLedgerWrite(b *testing.B) {
 		l.Write(r)
 	}
 }
+
+// TestLedgerReopensAVanishedFile deletes, replaces and blocks the ledger's
+// file while the ledger runs: records go to the file at the path, made
+// again with its directory, and only what cannot be written is counted.
+func TestLedgerReopensAVanishedFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ledger")
+	path := filepath.Join(dir, "ledger.jsonl")
+	var logs syncBuffer
+	l, err := openLedger(config.Ledger{Path: path}, slog.New(slog.NewTextHandler(&logs, nil)), ledgerOptions{tick: make(chan time.Time)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Write(seqResult(1))
+	flushNow(l)
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(seqResult(2))
+	flushNow(l)
+	if got := readSeqs(t, path); fmt.Sprint(got) != "[2]" || l.WriteErrors() != 0 || l.Reopens() != 1 || !l.Healthy() {
+		t.Fatalf("after deleting the directory: file has %v, %d write errors, %d reopens, healthy %v; want [2], 0, 1, true",
+			got, l.WriteErrors(), l.Reopens(), l.Healthy())
+	}
+
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{\"seq\":9}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(seqResult(3))
+	flushNow(l)
+	if got := readSeqs(t, path); fmt.Sprint(got) != "[9 3]" || l.Reopens() != 2 {
+		t.Fatalf("after replacing the file: file has %v, %d reopens; want [9 3], 2", got, l.Reopens())
+	}
+
+	// A file where the directory was cannot be made a directory again.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(seqResult(4))
+	l.Write(seqResult(5))
+	flushNow(l)
+	if l.WriteErrors() != 2 || l.Healthy() {
+		t.Fatalf("with the directory blocked: %d write errors, healthy %v; want 2, false", l.WriteErrors(), l.Healthy())
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(seqResult(6))
+	flushNow(l)
+	if got := readSeqs(t, path); fmt.Sprint(got) != "[6]" || !l.Healthy() {
+		t.Fatalf("after unblocking: file has %v, healthy %v; want [6], true", got, l.Healthy())
+	}
+	for _, want := range []string{"ledger file vanished or was replaced, reopening it", "ledger writes failing", "ledger writes recovered"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}

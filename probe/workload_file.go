@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
 
 // maxDatasetLine bounds one line of a dataset file.
@@ -91,13 +91,13 @@ func decodeDatasetLine(line []byte, fn func(rec *DatasetRecord) error) error {
 // loadFileWorkload reads a JSONL dataset. Any bad line is an error naming
 // the file and line.
 func loadFileWorkload(p config.Probe, path string) (workload, error) {
-	f, err := os.Open(path)
+	f, err := fileread.Open(path, fileread.DatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("open dataset: %w", err)
 	}
 	defer f.Close()
 	var items []workItem
-	err = DecodeDataset(f, path, func(d *DatasetRecord) error {
+	err = DecodeDataset(fileread.Limit(f, path, fileread.DatasetLimit), path, func(d *DatasetRecord) error {
 		it, err := recordItem(p, d)
 		items = append(items, it)
 		return err

@@ -244,3 +244,17 @@ func TestFileWorkloadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestFileWorkloadRefusesDevices covers a dataset swapped for a symlink to
+// /dev/zero after the config was checked: reading it fails at once instead
+// of growing memory without bound.
+func TestFileWorkloadRefusesDevices(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zero.jsonl")
+	if err := os.Symlink("/dev/zero", path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := newWorkload(config.Probe{API: config.APIChat, Workload: config.Workload{File: path}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "zero.jsonl: not a regular file (a character device)") {
+		t.Fatalf("err = %v, want the file refused", err)
+	}
+}

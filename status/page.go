@@ -39,6 +39,9 @@ type Page struct {
 	Failures  []probe.Record
 	LedgerOK  bool
 	LedgerErr uint64
+	// LedgerReopens counts the ledger file found deleted or replaced and
+	// opened again.
+	LedgerReopens uint64
 	// MetricsPath is --web.telemetry-path; the Metrics link uses it
 	// ("/metrics" when empty).
 	MetricsPath string
