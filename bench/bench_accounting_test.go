@@ -94,11 +94,20 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 		}
 	})
 	t.Run("timeouts counted at the timeout", func(t *testing.T) {
-		if got := blockValue(t, block, "P100 E2EL (ms):"); got != "400.00" {
-			t.Errorf("censored max E2EL %s, want the 400ms timeout", got)
+		// A stream can finish a little after the timeout on a starved
+		// machine, so the largest E2EL is the timeout or a later finish.
+		maxDone := 0.0
+		for _, r := range recs {
+			if r.E2ELS != nil && (&probe.Result{Disposition: r.Disposition}).ServerCompleted() {
+				maxDone = max(maxDone, *r.E2ELS*1000)
+			}
 		}
-		if m.Dists[MetricE2EL].Percentiles[1].MS >= 400 {
-			t.Errorf("vLLM's max E2EL %v: its block keeps completed requests only", m.Dists[MetricE2EL].Percentiles[1].MS)
+		want := fmt.Sprintf("%.2f", max(float64(o.Timeout)/float64(time.Millisecond), maxDone))
+		if got := blockValue(t, block, "P100 E2EL (ms):"); got != want {
+			t.Errorf("censored max E2EL %s, want %s: the 400ms timeout or a later finish (%.2f)", got, want, maxDone)
+		}
+		if got := m.Dists[MetricE2EL].Percentiles[1].MS; math.Abs(got-maxDone) > 0.01 {
+			t.Errorf("vLLM's max E2EL %v, want the completed requests' %v: its block keeps completed requests only", got, maxDone)
 		}
 	})
 	if got := blockValue(t, block, "Acceptance ratio:"); got != fmt.Sprintf("%.4f", float64(accepted)/float64(len(recs))) {

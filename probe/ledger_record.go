@@ -78,8 +78,8 @@ func NewRecord(r *Result, recordText string) Record {
 		Flags:        recordFlags(r),
 		HTTPStatus:   r.HTTPStatus,
 		TTFTS:        optSeconds(r.TTFT),
-		TPOTS:        optSeconds(r.TPOT),
-		E2ELS:        optSeconds(r.E2EL),
+		TPOTS:        optSeconds(finished(r, r.TPOT)),
+		E2ELS:        optSeconds(finished(r, r.E2EL)),
 		ITLMaxS:      optSeconds(r.ITLMax()),
 		PromptTokens: r.PromptTokens,
 		OutputTokens: r.OutputTokens,
@@ -122,6 +122,18 @@ func recordFlags(r *Result) []string {
 }
 
 // optSeconds returns d in seconds, or nil when d was not measured (zero).
+// finished returns d for a request that ran to its end and 0 for one that
+// was given up (client_timeout, cancelled, unfinished): the ledger keeps
+// only what was measured, and a stream cut short has no end-to-end latency
+// (bench's vLLM timing keeps one in the Result for vLLM's own block).
+func finished(r *Result, d time.Duration) time.Duration {
+	switch r.Disposition {
+	case ClientTimeout, Cancelled, Unfinished:
+		return 0
+	}
+	return d
+}
+
 func optSeconds(d time.Duration) *float64 {
 	if d == 0 {
 		return nil

@@ -200,3 +200,19 @@ func TestRunID(t *testing.T) {
 		t.Error("a new run id repeats this process's")
 	}
 }
+
+// TestRecordGivenUpHasNoEnd: a request given up before its stream ended
+// (bench's vLLM timing keeps a partial E2EL and TPOT in the Result) is
+// recorded with e2el_s and tpot_s null and the TTFT it measured.
+func TestRecordGivenUpHasNoEnd(t *testing.T) {
+	for _, d := range []Disposition{ClientTimeout, Cancelled, Unfinished} {
+		t.Run(string(d), func(t *testing.T) {
+			r := fullResult()
+			r.Disposition = d
+			rec := NewRecord(r, config.RecordTextNone)
+			if rec.E2ELS != nil || rec.TPOTS != nil || rec.TTFTS == nil {
+				t.Errorf("e2el_s %v tpot_s %v ttft_s %v, want null, null and the measured TTFT", rec.E2ELS, rec.TPOTS, rec.TTFTS)
+			}
+		})
+	}
+}
