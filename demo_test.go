@@ -15,23 +15,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/status"
 )
-
-// designMetrics are the client metrics of DESIGN.md section 7.
-var designMetrics = []string{
-	"vllm_probe_requests_offered_total", "vllm_probe_requests_total", "vllm_probe_failures_total",
-	"vllm_probe_slo_violations_total", "vllm_probe_quality_failures_total", "vllm_probe_requests_in_flight",
-	"vllm_probe_time_to_first_token_seconds", "vllm_probe_inter_token_latency_seconds",
-	"vllm_probe_time_per_output_token_seconds", "vllm_probe_e2e_request_latency_seconds",
-	"vllm_probe_http_phase_seconds", "vllm_probe_schedule_lag_seconds", "vllm_probe_prompt_tokens_total",
-	"vllm_probe_output_tokens_total", "vllm_probe_server_time_to_first_token_seconds",
-	"vllm_probe_server_queue_time_seconds", "vllm_probe_target_info", "vllm_probe_server_scrape_success",
-	"vllm_probe_server_scrape_duration_seconds", "vllm_prober_build_info",
-	"vllm_prober_config_last_reload_successful", "vllm_prober_config_last_reload_success_timestamp_seconds",
-	"vllm_prober_ledger_write_errors_total",
-}
 
 // scrape fetches and parses /metrics.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -110,6 +97,10 @@ func TestDemo(t *testing.T) {
 	time.Sleep(2 * time.Second) // at least one server scrape at 5s intervals has happened by the third summary
 
 	fams := scrape(t, metricsURL)
+	designMetrics, err := designdoc.MetricNames(".")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range designMetrics {
 		if fams[name] == nil {
 			t.Errorf("/metrics lacks %s", name)

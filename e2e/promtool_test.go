@@ -56,7 +56,7 @@ func TestPromtoolCheckMetricsOnDemo(t *testing.T) {
 	}
 	// The whole page must parse; the only lint findings allowed are those
 	// vLLM's own names carry (colons, a histogram named *_total), which the
-	// re-export must keep unchanged (DESIGN.md section 7).
+	// re-export must keep unchanged (docs/design.md, "Metrics").
 	code, out = promtoolCheck(t, promtool, body)
 	if code != 0 && code != 3 {
 		t.Fatalf("promtool check metrics on the whole page: exit %d\n%s", code, out)

@@ -15,7 +15,7 @@ import (
 )
 
 // Judge sets res's Disposition, Reason, SLOViolations and QualityFailures
-// from its measured fields, in the order of DESIGN.md section 6. A
+// from its measured fields, in the order of docs/design.md, "Dispositions and accounting". A
 // server_failure, client_timeout or cancelled disposition already set by
 // the requester is kept; SLO violations are still listed for what was
 // measured. Quality checks run only on responses that completed, since a
