@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // Server scrape metric names and help texts.
@@ -57,7 +58,7 @@ type ScraperOptions struct {
 	MaxSeriesPerTarget int
 	// MaxBodyBytes bounds one /metrics response; 0 = DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// UserAgent is sent with every request; "" = "vllm-prober".
+	// UserAgent is sent with every request; "" = probe.DefaultUserAgent.
 	UserAgent string
 }
 
@@ -140,7 +141,7 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.UserAgent == "" {
-		o.UserAgent = "vllm-prober"
+		o.UserAgent = probe.DefaultUserAgent
 	}
 	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, loops: map[string]*targetLoop{}}
 	s.descs.success = prometheus.NewDesc(scrapeSuccessName, scrapeSuccessHelp, []string{labelTarget}, nil)
