@@ -127,13 +127,8 @@ func startSimulator(edit func(o *simulator.Options)) (*simulator.Server, string,
 	if edit != nil {
 		edit(&o)
 	}
-	sim, err := simulator.New(o)
+	sim, url, err := simulator.Serve(o, "127.0.0.1:0")
 	if err != nil {
-		return nil, "", fmt.Errorf("simulator: %w", err)
-	}
-	url, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		sim.Close()
 		return nil, "", fmt.Errorf("start simulator: %w", err)
 	}
 	return sim, url, nil
