@@ -37,12 +37,11 @@ const (
 	labelServerVersion = "server_version"
 )
 
-// Defaults of ScraperOptions and of an unset server_metrics config.
+// Defaults of ScraperOptions. An unset server_metrics config takes
+// config.DefaultGlobal's.
 const (
 	DefaultMaxSeriesPerTarget = 10000
 	DefaultMaxBodyBytes       = 32 << 20
-	defaultInterval           = 15 * time.Second
-	defaultTimeout            = 5 * time.Second
 )
 
 // ScraperOptions configures a ServerScraper.
@@ -194,10 +193,10 @@ func loopConfigs(cfg *config.Config) map[string]loopConfig {
 	sm := cfg.Global.ServerMetrics
 	interval, timeout := time.Duration(sm.Interval), time.Duration(sm.Timeout)
 	if interval <= 0 {
-		interval = defaultInterval
+		interval = time.Duration(config.DefaultGlobal.ServerMetrics.Interval)
 	}
 	if timeout <= 0 {
-		timeout = defaultTimeout
+		timeout = time.Duration(config.DefaultGlobal.ServerMetrics.Timeout)
 	}
 	timeout = min(timeout, interval)
 	allow := sm.Allow.Source

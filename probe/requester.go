@@ -94,7 +94,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 	}
 	r := &Requester{target: t, probe: p, opts: o, client: client, timeout: time.Duration(p.Timeout)}
 	if r.timeout <= 0 {
-		r.timeout = 30 * time.Second
+		r.timeout = time.Duration(config.DefaultProbe.Timeout)
 	}
 	if r.probe.Quality.Model == "" {
 		r.probe.Quality.Model = t.Model
