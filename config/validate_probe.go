@@ -189,12 +189,13 @@ func (v *validator) quality(q *Quality, path string) {
 	if !ok {
 		return
 	}
-	if _, err := jsonschema.NewCompiler().Compile(abs); err != nil {
+	schema, err := jsonschema.NewCompiler().Compile(abs)
+	if err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
 		v.p.fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, quote(q.JSONSchema))
 		return
 	}
-	q.JSONSchema = abs
+	q.JSONSchema, q.Schema = abs, schema
 }
 
 // file resolves a path relative to the config file's directory and checks

@@ -108,8 +108,8 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 		r.url = r.base + "/" + strings.TrimLeft(o.Endpoint, "/")
 	}
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
-	if p.Quality.JSONSchema != "" {
-		if _, err := compileSchema(p.Quality.JSONSchema); err != nil {
+	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
+		if r.probe.Quality.Schema, err = compileSchema(p.Quality.JSONSchema); err != nil {
 			client.CloseIdleConnections()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
