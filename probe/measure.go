@@ -15,7 +15,6 @@ type measurement struct {
 	start   time.Time // immediately before the request was written
 	headers time.Time // response headers received
 	timing  TimingMode
-	chat    bool // chat completions (vLLM's latency rule differs)
 
 	first, last time.Time // first and last token-carrying events
 	chunks      int
