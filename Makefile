@@ -1,13 +1,5 @@
 # vllm-prober build, test and benchmark targets.
 GO          ?= go
-PKG         := github.com/prometheus/common/version
-VERSION     ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0)
-REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-BRANCH      ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
-BUILD_USER  ?= $(shell whoami)@$(shell hostname)
-BUILD_DATE  ?= $(shell date -u +%Y%m%d-%H:%M:%S)
-LDFLAGS     := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Revision=$(REVISION) \
-               -X $(PKG).Branch=$(BRANCH) -X $(PKG).BuildUser=$(BUILD_USER) -X $(PKG).BuildDate=$(BUILD_DATE)
 # staticcheck runs at the version pinned by go.mod's tool directive; helm
 # and kustomize (deploy checks) at the versions pinned in tools/go.mod.
 STATICCHECK ?= $(GO) tool staticcheck
@@ -17,8 +9,12 @@ FUZZTIME    ?= 10s
 
 all: build test
 
+# build runs deploy/build.sh, the one build command (the Dockerfile and
+# deploy/check.sh run it too). VERSION, REVISION, BRANCH, BUILD_USER and
+# BUILD_DATE given on the command line or in the environment override the
+# build information it derives from the repository.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o vllm-prober .
+	./deploy/build.sh vllm-prober
 
 # test is the README's test command: formatting, vet, staticcheck and the
 # unit tests with the race detector.
