@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/status"
@@ -59,30 +59,11 @@ func sumBy(f *dto.MetricFamily) map[string]float64 {
 }
 
 func TestDemo(t *testing.T) {
-	cmd := exec.Command(binary, "demo", "--duration=20s", "--summary.interval=1s", "--web.listen-address=127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	var metricsURL string
+	metricsURL, head, sc := daemontest.StartDemo(t, binary, "--duration=20s", "--summary.interval=1s")
 	var out strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		out.WriteString(line + "\n")
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "metrics:" {
-			metricsURL = f[1]
-		}
-		if strings.HasPrefix(line, "target") && metricsURL != "" && strings.Count(out.String(), "ITL p99") >= 3 { // the third table header
-			break
-		}
-	}
-	if metricsURL == "" {
-		t.Fatalf("demo printed no metrics URL:\n%s", out.String())
+	out.WriteString(head)
+	for strings.Count(out.String(), "ITL p99") < 3 && sc.Scan() { // up to the third table header
+		out.WriteString(sc.Text() + "\n")
 	}
 	for _, w := range []string{"chat-arithmetic", "completions-random", "TTFT p99", "acceptance", "in flight",
 		"since start: offered, in flight (now), accepted, failed; over the last", "completed/s"} {
