@@ -8,8 +8,8 @@
 #     --build-arg BRANCH=$(git rev-parse --abbrev-ref HEAD) \
 #     --build-arg BUILD_DATE=$(date -u +%Y%m%d-%H:%M:%S) .
 #
-# deploy/check.sh runs the same `go build` command outside Docker in CI; keep
-# the two in step (deploy/deploytest checks the flags of both).
+# The build stage runs deploy/build.sh, the one build command (`make build`
+# and deploy/check.sh run it too; deploy/deploytest checks its flags).
 
 ARG GO_VERSION=1.26
 
@@ -30,15 +30,9 @@ ARG BUILD_USER=docker
 ARG BUILD_DATE=unknown
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath \
-      -ldflags "-s -w \
-        -X github.com/prometheus/common/version.Version=${VERSION} \
-        -X github.com/prometheus/common/version.Revision=${REVISION} \
-        -X github.com/prometheus/common/version.Branch=${BRANCH} \
-        -X github.com/prometheus/common/version.BuildUser=${BUILD_USER} \
-        -X github.com/prometheus/common/version.BuildDate=${BUILD_DATE}" \
-      -o /out/vllm-prober .
+    GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    VERSION=${VERSION} REVISION=${REVISION} BRANCH=${BRANCH} BUILD_USER=${BUILD_USER} BUILD_DATE=${BUILD_DATE} \
+      deploy/build.sh /out/vllm-prober
 
 # distroless/static carries CA certificates, tzdata and /etc/passwd with the
 # nonroot user (65532); no shell, no package manager.

@@ -156,7 +156,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		history: probe.NewHistory(cfg.Global.HistoryLimit),
 		tracker: status.NewTracker(status.TrackerOptions{}),
 		coll:    collector.New(collector.Options{Logger: logger}),
-		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries}),
+		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),
 		ready:   make(chan struct{}),
 	}
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })

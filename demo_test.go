@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,23 +14,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/status"
 )
-
-// designMetrics are the client metrics of DESIGN.md section 7.
-var designMetrics = []string{
-	"vllm_probe_requests_offered_total", "vllm_probe_requests_total", "vllm_probe_failures_total",
-	"vllm_probe_slo_violations_total", "vllm_probe_quality_failures_total", "vllm_probe_requests_in_flight",
-	"vllm_probe_time_to_first_token_seconds", "vllm_probe_inter_token_latency_seconds",
-	"vllm_probe_time_per_output_token_seconds", "vllm_probe_e2e_request_latency_seconds",
-	"vllm_probe_http_phase_seconds", "vllm_probe_schedule_lag_seconds", "vllm_probe_prompt_tokens_total",
-	"vllm_probe_output_tokens_total", "vllm_probe_server_time_to_first_token_seconds",
-	"vllm_probe_server_queue_time_seconds", "vllm_probe_target_info", "vllm_probe_server_scrape_success",
-	"vllm_probe_server_scrape_duration_seconds", "vllm_prober_build_info",
-	"vllm_prober_config_last_reload_successful", "vllm_prober_config_last_reload_success_timestamp_seconds",
-	"vllm_prober_ledger_write_errors_total",
-}
 
 // scrape fetches and parses /metrics.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -72,30 +59,11 @@ func sumBy(f *dto.MetricFamily) map[string]float64 {
 }
 
 func TestDemo(t *testing.T) {
-	cmd := exec.Command(binary, "demo", "--duration=20s", "--summary.interval=1s", "--web.listen-address=127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	var metricsURL string
+	metricsURL, head, sc := daemontest.StartDemo(t, binary, "--duration=20s", "--summary.interval=1s")
 	var out strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		out.WriteString(line + "\n")
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "metrics:" {
-			metricsURL = f[1]
-		}
-		if strings.HasPrefix(line, "target") && metricsURL != "" && strings.Count(out.String(), "ITL p99") >= 3 { // the third table header
-			break
-		}
-	}
-	if metricsURL == "" {
-		t.Fatalf("demo printed no metrics URL:\n%s", out.String())
+	out.WriteString(head)
+	for strings.Count(out.String(), "ITL p99") < 3 && sc.Scan() { // up to the third table header
+		out.WriteString(sc.Text() + "\n")
 	}
 	for _, w := range []string{"chat-arithmetic", "completions-random", "TTFT p99", "acceptance", "in flight",
 		"since start: offered, in flight (now), accepted, failed; over the last", "completed/s"} {
@@ -110,6 +78,10 @@ func TestDemo(t *testing.T) {
 	time.Sleep(2 * time.Second) // at least one server scrape at 5s intervals has happened by the third summary
 
 	fams := scrape(t, metricsURL)
+	designMetrics, err := designdoc.MetricNames(".")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range designMetrics {
 		if fams[name] == nil {
 			t.Errorf("/metrics lacks %s", name)

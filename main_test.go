@@ -15,6 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // binary is the vllm-prober binary built once for the tests that run it as
@@ -109,19 +110,7 @@ func startSimulatorServer(t *testing.T, edit ...func(*simulator.Options)) (*simu
 	t.Helper()
 	o := simulator.DefaultOptions()
 	o.Seed = 7
-	for _, e := range edit {
-		e(&o)
-	}
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	return sim, u
+	return simtest.Start(t, o, edit...)
 }
 
 func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -194,7 +195,7 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 		if attempt == 0 {
 			env.Logger.Info("waiting for the server", "url", url, "timeout", timeout, "err", err)
 		}
-		if sleepCtx(ctx, time.Second) != nil {
+		if wait.Sleep(ctx, time.Second) != nil {
 			return err
 		}
 	}

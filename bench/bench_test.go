@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // startSim starts a fast simulator and returns its base URL.
@@ -23,18 +24,7 @@ func startSim(t *testing.T, mod func(*simulator.Options)) (string, *simulator.Se
 	t.Helper()
 	o := simulator.DefaultOptions()
 	o.PrefillBase, o.PrefillPerToken, o.DecodeBase, o.DecodePerSeq = time.Millisecond, 0, time.Millisecond, 0
-	if mod != nil {
-		mod(&o)
-	}
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
+	sim, url := simtest.Start(t, o, mod)
 	return url, sim
 }
 

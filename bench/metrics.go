@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -301,14 +302,15 @@ func peaks(results []*probe.Result) (float64, int) {
 	return slices.Max(tokens), slices.Max(conc)
 }
 
-// distOf summarises samples (milliseconds).
+// distOf summarises samples (milliseconds) as `vllm bench serve` does:
+// linearly interpolated percentiles and the population standard deviation.
 func distOf(xs []float64, percentiles []float64) Dist {
 	if len(xs) == 0 {
 		xs = []float64{0}
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	d := Dist{Median: quantile(s, 50)}
+	d := Dist{Median: quantile.LinearInterpolated(s, 0.5)}
 	for _, x := range s {
 		d.Mean += x
 	}
@@ -318,22 +320,10 @@ func distOf(xs []float64, percentiles []float64) Dist {
 	}
 	d.Std = math.Sqrt(d.Std / float64(len(s)))
 	for _, p := range percentiles {
-		d.Percentiles = append(d.Percentiles, Percentile{P: p, MS: quantile(s, p)})
+		// numpy.percentile divides by 100 first, then interpolates.
+		d.Percentiles = append(d.Percentiles, Percentile{P: p, MS: quantile.LinearInterpolated(s, p/100)})
 	}
 	return d
-}
-
-// quantile is numpy.percentile's default (linear) method on sorted s.
-func quantile(s []float64, p float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	h := (float64(len(s)) - 1) * p / 100
-	lo := int(math.Floor(h))
-	if lo >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -95,7 +96,7 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = wait.Sleep
 	}
 	if o.FirstSeq == 0 {
 		o.FirstSeq = 1
@@ -188,23 +189,5 @@ func finish(o RunOptions, res *probe.Result) {
 	o.Ledger.Write(res)
 	if o.OnFinish != nil {
 		o.OnFinish(res)
-	}
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -33,7 +33,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// Probe metric names and help texts (DESIGN.md section 7).
+// Probe metric names and help texts (docs/design.md, "Metrics").
 const (
 	offeredName = "vllm_probe_requests_offered_total"
 	offeredHelp = "Requests whose planned send time has come, counted before they are sent or refused."

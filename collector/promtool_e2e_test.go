@@ -13,7 +13,7 @@ import (
 // TestPromtoolCheckMetrics lints the full exposition of every collector
 // (build info included) with `promtool check metrics`. promtool flags every
 // name containing a colon; the re-exported vllm:* names must keep their
-// colons (DESIGN.md section 7), so exactly that finding is accepted for
+// colons (docs/design.md, "Metrics"), so exactly that finding is accepted for
 // vllm:* families and any other finding fails the test.
 func TestPromtoolCheckMetrics(t *testing.T) {
 	const promtool = "/usr/bin/promtool"

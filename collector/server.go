@@ -17,6 +17,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // Server scrape metric names and help texts.
@@ -37,12 +38,11 @@ const (
 	labelServerVersion = "server_version"
 )
 
-// Defaults of ScraperOptions and of an unset server_metrics config.
+// Defaults of ScraperOptions. An unset server_metrics config takes
+// config.DefaultGlobal's.
 const (
 	DefaultMaxSeriesPerTarget = 10000
 	DefaultMaxBodyBytes       = 32 << 20
-	defaultInterval           = 15 * time.Second
-	defaultTimeout            = 5 * time.Second
 )
 
 // ScraperOptions configures a ServerScraper.
@@ -58,7 +58,7 @@ type ScraperOptions struct {
 	MaxSeriesPerTarget int
 	// MaxBodyBytes bounds one /metrics response; 0 = DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// UserAgent is sent with every request; "" = "vllm-prober".
+	// UserAgent is sent with every request; "" = probe.DefaultUserAgent.
 	UserAgent string
 }
 
@@ -141,7 +141,7 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.UserAgent == "" {
-		o.UserAgent = "vllm-prober"
+		o.UserAgent = probe.DefaultUserAgent
 	}
 	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, loops: map[string]*targetLoop{}}
 	s.descs.success = prometheus.NewDesc(scrapeSuccessName, scrapeSuccessHelp, []string{labelTarget}, nil)
@@ -194,10 +194,10 @@ func loopConfigs(cfg *config.Config) map[string]loopConfig {
 	sm := cfg.Global.ServerMetrics
 	interval, timeout := time.Duration(sm.Interval), time.Duration(sm.Timeout)
 	if interval <= 0 {
-		interval = defaultInterval
+		interval = time.Duration(config.DefaultGlobal.ServerMetrics.Interval)
 	}
 	if timeout <= 0 {
-		timeout = defaultTimeout
+		timeout = time.Duration(config.DefaultGlobal.ServerMetrics.Timeout)
 	}
 	timeout = min(timeout, interval)
 	allow := sm.Allow.Source

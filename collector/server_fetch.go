@@ -14,9 +14,11 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // acceptHeader asks for the classic text format. It deliberately does not
@@ -26,7 +28,8 @@ import (
 // protobuf anyway is still parsed, by its Content-Type.
 const acceptHeader = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
 
-// maxInfoBytes bounds the /v1/models and /version bodies.
+// maxInfoBytes bounds the /version body (probe.FetchModel bounds
+// /v1/models alike).
 const maxInfoBytes = 1 << 20
 
 // maxOpenMetricsBytes bounds an OpenMetrics body: expfmt's OpenMetrics
@@ -53,7 +56,8 @@ func (s *ServerScraper) run(ctx context.Context, l *targetLoop) {
 	for {
 		res := scrapeResult{start: s.opts.Now()}
 		if client == nil {
-			c, err := config.NewHTTPClient(l.cfg.target.HTTPClientConfig, "vllm-prober")
+			c, err := config.NewHTTPClient(l.cfg.target.HTTPClientConfig, "vllm-prober",
+				promconfig.WithUserAgent(s.opts.UserAgent))
 			if err != nil {
 				res.err = fmt.Errorf("build http client: %w", err)
 			}
@@ -102,7 +106,6 @@ func (s *ServerScraper) get(ctx context.Context, client *http.Client, cfg loopCo
 		return nil, nil, fmt.Errorf("build request for %s: %w", path, err)
 	}
 	req.Header.Set("Accept", accept)
-	req.Header.Set("User-Agent", s.opts.UserAgent)
 	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(cfg.timeout.Seconds(), 'f', -1, 64))
 	resp, err := client.Do(req)
 	if err != nil {
@@ -170,24 +173,18 @@ func decodeOpenMetrics(ctx context.Context, body []byte, format expfmt.Format, b
 	}
 }
 
-// fetchModel returns the first model id of /v1/models, or "" (the error is
-// logged at debug: model discovery is best effort here).
+// fetchModel returns the first model id of /v1/models (probe.FetchModel,
+// bounded by the scrape timeout), or "" (the error is logged at debug:
+// model discovery is best effort here).
 func (s *ServerScraper) fetchModel(ctx context.Context, client *http.Client, cfg loopConfig) string {
-	body, _, err := s.get(ctx, client, cfg, "/v1/models", "application/json", maxInfoBytes)
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	model, err := probe.FetchModel(ctx, client, cfg.target.URL)
 	if err != nil {
 		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
 		return ""
 	}
-	var models struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &models); err != nil || len(models.Data) == 0 {
-		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
-		return ""
-	}
-	return serverLabel(models.Data[0].ID)
+	return serverLabel(model)
 }
 
 // fetchVersion returns the server's vLLM version from /version, or "".

@@ -7,6 +7,7 @@ import (
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Config is the whole configuration file.
@@ -156,6 +157,10 @@ type Quality struct {
 	// JSONSchema is a path to a JSON Schema file (relative to the config
 	// file) the generated text must satisfy; "" disables the check.
 	JSONSchema string `yaml:"json_schema"`
+	// Schema is JSONSchema compiled once when the config was loaded, so a
+	// reload reads an edited schema file and nothing outlives the config;
+	// nil for a Probe built in code (probe.NewRequester compiles it then).
+	Schema *jsonschema.Schema `yaml:"-"`
 	// JSON requires the generated text to be valid JSON.
 	JSON bool `yaml:"json"`
 }

@@ -119,8 +119,8 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	if t == secretType && n.Kind == yaml.ScalarNode && n.Value != "" {
 		d.secrets = append(d.secrets, n.Value)
-		// DESIGN.md section 4: secrets come only from files, so a config
-		// can be shown, diffed and stored without them.
+		// Secrets come only from files (docs/design.md, "Configuration"),
+		// so a config can be shown, diffed and stored without them.
 		d.p.add(n.Line, path, "inline secrets are not allowed: put the value in a file and name it with %s", fileKeyFor(path))
 		return
 	}

@@ -75,6 +75,7 @@ func TestFullExampleValues(t *testing.T) {
 		{"tls server name", tg.HTTPClientConfig.TLSConfig.ServerName, "vllm.example.internal"},
 		{"workload file resolved", file.Workload.File, filepath.Join(dir, "prompts.jsonl")},
 		{"json schema resolved", js.Quality.JSONSchema, filepath.Join(dir, "answer.schema.json")},
+		{"json schema compiled at load", js.Quality.Schema != nil, true},
 		{"burstiness inf", file.Burstiness, math.Inf(1)},
 		{"timeout", file.Timeout, model.Duration(time.Minute)},
 		{"allow", cfg.Global.ServerMetrics.Allow.Source, "vllm:.*"},

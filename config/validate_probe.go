@@ -190,12 +190,13 @@ func (v *validator) quality(q *Quality, path string) {
 	if !ok {
 		return
 	}
-	if _, err := NewSchemaCompiler().Compile(abs); err != nil {
+	schema, err := NewSchemaCompiler().Compile(abs)
+	if err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
 		v.p.fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, quote(q.JSONSchema))
 		return
 	}
-	q.JSONSchema = abs
+	q.JSONSchema, q.Schema = abs, schema
 }
 
 // file resolves a path relative to the config file's directory and checks

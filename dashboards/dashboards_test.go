@@ -9,37 +9,22 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
-// designMetrics are the metric names of DESIGN.md section 7.
-var designMetrics = []string{
-	"vllm_probe_requests_offered_total", "vllm_probe_requests_total", "vllm_probe_failures_total",
-	"vllm_probe_slo_violations_total", "vllm_probe_quality_failures_total", "vllm_probe_requests_in_flight",
-	"vllm_probe_time_to_first_token_seconds", "vllm_probe_inter_token_latency_seconds",
-	"vllm_probe_time_per_output_token_seconds", "vllm_probe_e2e_request_latency_seconds",
-	"vllm_probe_http_phase_seconds", "vllm_probe_schedule_lag_seconds",
-	"vllm_probe_prompt_tokens_total", "vllm_probe_output_tokens_total",
-	"vllm_probe_server_time_to_first_token_seconds", "vllm_probe_server_queue_time_seconds",
-	"vllm_probe_target_info", "vllm_probe_server_scrape_success", "vllm_probe_server_scrape_duration_seconds",
-	"vllm_prober_build_info", "vllm_prober_config_last_reload_successful",
-	"vllm_prober_config_last_reload_success_timestamp_seconds", "vllm_prober_ledger_write_errors_total",
-}
-
-// referenceMetrics are vLLM's own series (shared/reference/vllm-api.md)
-// the dashboards read.
-var referenceMetrics = []string{
-	"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
-	"vllm:request_time_per_output_token_seconds", "vllm:e2e_request_latency_seconds",
-	"vllm:request_queue_time_seconds", "vllm:num_requests_running", "vllm:num_requests_waiting",
-}
-
-// knownMetrics: design and reference names with histogram suffixes, the
-// recording rules `rules` generates and Prometheus' own ALERTS.
+// knownMetrics: the metric names of docs/design.md and vLLM's own series
+// (as the simulator serves them) with histogram suffixes, the recording
+// rules `rules` generates and Prometheus' own ALERTS.
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	known := map[string]bool{"ALERTS": true}
-	for _, n := range append(append([]string{}, designMetrics...), referenceMetrics...) {
+	design, err := designdoc.MetricNames("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append(design, vllmMetrics(t)...) {
 		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
 			known[n+suffix] = true
 		}
@@ -60,6 +45,31 @@ func knownMetrics(t *testing.T) map[string]bool {
 		}
 	}
 	return known
+}
+
+// vllmMetrics returns the names of vLLM's own series, as the simulator
+// (which speaks vLLM's metric names) registers them.
+func vllmMetrics(t *testing.T) []string {
+	t.Helper()
+	sim, err := simulator.New(simulator.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	fams, err := sim.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fams {
+		if strings.HasPrefix(f.GetName(), "vllm:") {
+			names = append(names, f.GetName())
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("the simulator registers no vllm:* series")
+	}
+	return names
 }
 
 type jsonPanel struct {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks of the deployment artefacts that need tools outside Go's test
-# runner: the Dockerfile's build command (run here, outside Docker), the
+# runner: the build command (deploy/build.sh, run here outside Docker), the
 # shipped prober configs, the Helm chart (helm lint and helm template) and
 # the compose stack's Prometheus and Alertmanager configs (promtool, amtool).
 # The strict decoding of manifests and rendered charts is in
@@ -25,21 +25,11 @@ kustomize() { go tool -modfile=tools/go.mod kustomize "$@"; }
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-step "the Dockerfile's build command, outside Docker"
+step "the build command of the Dockerfile and make build (deploy/build.sh), outside Docker"
 VERSION=0.0.0-check
 REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 BRANCH=check
-BUILD_USER=check.sh
-BUILD_DATE="$(date -u +%Y%m%d-%H:%M:%S)"
-CGO_ENABLED=0 \
-  go build -trimpath \
-    -ldflags "-s -w \
-      -X github.com/prometheus/common/version.Version=${VERSION} \
-      -X github.com/prometheus/common/version.Revision=${REVISION} \
-      -X github.com/prometheus/common/version.Branch=${BRANCH} \
-      -X github.com/prometheus/common/version.BuildUser=${BUILD_USER} \
-      -X github.com/prometheus/common/version.BuildDate=${BUILD_DATE}" \
-    -o "$out/vllm-prober" .
+VERSION="$VERSION" REVISION="$REVISION" BRANCH="$BRANCH" BUILD_USER=check.sh deploy/build.sh "$out/vllm-prober"
 bin="$out/vllm-prober"
 "$bin" --version 2>&1 | grep -qF "version ${VERSION} (branch: ${BRANCH}, revision: ${REVISION})" ||
   { echo "vllm-prober --version does not carry the -ldflags build information" >&2; "$bin" --version >&2; exit 1; }

@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // Names of the alert test's target and probe, and its probe's TTFT SLO:
@@ -172,7 +173,7 @@ func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	t.Helper()
 	s := &alertStack{dir: t.TempDir(), webhook: newWebhook(t)}
-	_, s.simURL = startSimulator(t, simulator.DefaultOptions())
+	_, s.simURL = simtest.Start(t, simulator.DefaultOptions())
 
 	cfgPath := filepath.Join(s.dir, "prober.yml")
 	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, maxInFlight, alertTTFT))

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
-	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
 // binary is the vllm-prober binary under test.
@@ -29,19 +28,4 @@ func requireTool(t *testing.T, name string) string {
 		t.Fatalf("%s not found on PATH: install it (see .ci/run): %v", name, err)
 	}
 	return p
-}
-
-// startSimulator runs the simulator in-process on a loopback port.
-func startSimulator(t *testing.T, o simulator.Options) (*simulator.Server, string) {
-	t.Helper()
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	return sim, u
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"net/http"
 	"os/exec"
@@ -18,29 +17,11 @@ import (
 // /metrics output with promtool's linter.
 func TestPromtoolCheckMetricsOnDemo(t *testing.T) {
 	promtool := requireTool(t, "promtool")
-	cmd := exec.Command(binary, "demo", "--faults", "--duration=60s", "--summary.interval=1s", "--web.listen-address=127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var metricsURL string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && metricsURL == "" {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "metrics:" {
-			metricsURL = f[1]
-		}
-	}
+	metricsURL, _, sc := daemontest.StartDemo(t, binary, "--faults", "--duration=60s", "--summary.interval=1s")
 	go func() {
 		for sc.Scan() {
 		}
 	}()
-	if metricsURL == "" {
-		t.Fatal("demo printed no metrics URL")
-	}
 	time.Sleep(7 * time.Second) // requests finish and a server scrape happens
 	_, body := daemontest.Do(t, http.MethodGet, metricsURL)
 	for _, want := range []string{"vllm_probe_requests_total", "vllm:time_to_first_token_seconds_bucket"} {
@@ -56,7 +37,7 @@ func TestPromtoolCheckMetricsOnDemo(t *testing.T) {
 	}
 	// The whole page must parse; the only lint findings allowed are those
 	// vLLM's own names carry (colons, a histogram named *_total), which the
-	// re-export must keep unchanged (DESIGN.md section 7).
+	// re-export must keep unchanged (docs/design.md, "Metrics").
 	code, out = promtoolCheck(t, promtool, body)
 	if code != 0 && code != 3 {
 		t.Fatalf("promtool check metrics on the whole page: exit %d\n%s", code, out)

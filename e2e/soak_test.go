@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // soakDefaultDuration is the soak length in CI; `make soak` sets
@@ -120,7 +121,7 @@ func TestSoak(t *testing.T) {
 	dur := soakDuration(t)
 	o := simulator.DefaultOptions()
 	o.Seed = 42
-	sim, simURL := startSimulator(t, o)
+	sim, simURL := simtest.Start(t, o)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	cfgPath := relWrite(t, dir, "soak.yml", soakConfig(simURL, ledger, false))

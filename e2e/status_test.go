@@ -15,6 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // secretToken is a recognisable credential that must never be shown.
@@ -45,7 +46,7 @@ func chromiumDOM(t *testing.T, url, shot string) string {
 func TestStatusPageInChromium(t *testing.T) {
 	o := simulator.DefaultOptions()
 	o.APIKey = secretToken
-	_, simURL := startSimulator(t, o)
+	_, simURL := simtest.Start(t, o)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
 	if err := os.WriteFile(keyFile, []byte(secretToken), 0o600); err != nil {

@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -46,18 +45,16 @@ func TestEngineAccuracyAgainstSimulator(t *testing.T) {
 // and returns the absolute TTFT and ITL errors of every sent request.
 func accuracyRound(t *testing.T) (ttft, itl []time.Duration) {
 	t.Helper()
-	sim := startSimulator(t, func(o *simulator.Options) {
+	sim, simURL := startSimulator(t, func(o *simulator.Options) {
 		o.Trace = true
 		o.Faults = simulator.Faults{HTTP500: 0.1, Disconnect: 0.1, ErrorEvent: 0.05}
 	})
-	srv := httptest.NewServer(sim.Handler())
-	defer srv.Close()
 	defer sim.Close()
 
 	l := newRecListener()
 	e := NewEngine(EngineOptions{Listener: l, Grace: time.Second})
 	cfg := &config.Config{
-		Targets: []config.Target{{Name: "sim", URL: srv.URL, Model: "sim-llama"}},
+		Targets: []config.Target{{Name: "sim", URL: simURL, Model: "sim-llama"}},
 		Probes:  []config.Probe{engSimProbe("chat", config.APIChat, 10), engSimProbe("completions", config.APICompletions, 10)},
 	}
 	for i := range cfg.Probes {

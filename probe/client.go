@@ -43,7 +43,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("X-Request-Id", res.RequestID)
 
-	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing, chat: r.probe.API == config.APIChat}
+	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing}
 	res.Sent = m.start
 	if !res.Scheduled.IsZero() {
 		res.Lag = res.Sent.Sub(res.Scheduled)

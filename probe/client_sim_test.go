@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -11,22 +10,17 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
-// startSimulator serves the project's vLLM simulator on a loopback port.
-func startSimulator(t *testing.T, edit func(o *simulator.Options)) *simulator.Server {
+// startSimulator serves the project's vLLM simulator, seeded and without
+// jitter, on a loopback port until the test ends.
+func startSimulator(t *testing.T, edit func(o *simulator.Options)) (*simulator.Server, string) {
 	t.Helper()
 	o := simulator.DefaultOptions()
 	o.Seed = 1
 	o.Jitter = 0
-	if edit != nil {
-		edit(&o)
-	}
-	sim, err := simulator.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sim
+	return simtest.Start(t, o, edit)
 }
 
 func simProbe(api string) config.Probe {
@@ -59,11 +53,9 @@ func TestRequesterAgainstSimulator(t *testing.T) {
 		{name: "wrong model", faults: simulator.Faults{WrongModel: 1}, want: QualityFailure, reason: ReasonQuality, checks: []string{CheckModel}},
 		{name: "bad answer", faults: simulator.Faults{BadAnswer: 1}, want: QualityFailure, reason: ReasonQuality, checks: []string{CheckExpect}},
 	}
-	sim := startSimulator(t, nil)
-	srv := httptest.NewServer(sim.Handler())
-	defer srv.Close()
+	sim, simURL := startSimulator(t, nil)
 	for _, api := range []string{config.APIChat, config.APICompletions} {
-		tg := rqTarget(srv.URL)
+		tg := rqTarget(simURL)
 		tg.Model = "sim-llama"
 		r := newTestRequester(t, tg, simProbe(api), RequesterOptions{})
 		for _, tc := range tests {
@@ -82,10 +74,8 @@ func TestRequesterAgainstSimulator(t *testing.T) {
 // TestDiscoveredModelIsChecked: with no model configured anywhere, the
 // model discovered from /v1/models is the one the answer must name.
 func TestDiscoveredModelIsChecked(t *testing.T) {
-	sim := startSimulator(t, nil)
-	srv := httptest.NewServer(sim.Handler())
-	defer srv.Close()
-	tg := rqTarget(srv.URL)
+	sim, simURL := startSimulator(t, nil)
+	tg := rqTarget(simURL)
 	tg.Model = ""
 	r := newTestRequester(t, tg, simProbe(config.APIChat), RequesterOptions{})
 	if res := doRequest(context.Background(), r, 1); res.Disposition != Accepted {
@@ -101,10 +91,8 @@ func TestDiscoveredModelIsChecked(t *testing.T) {
 // TestRequesterAccuracy compares the client's TTFT and ITL with the
 // simulator's ground truth: when each event was flushed.
 func TestRequesterAccuracy(t *testing.T) {
-	sim := startSimulator(t, func(o *simulator.Options) { o.Trace = true })
-	srv := httptest.NewServer(sim.Handler())
-	defer srv.Close()
-	tg := rqTarget(srv.URL)
+	sim, simURL := startSimulator(t, func(o *simulator.Options) { o.Trace = true })
+	tg := rqTarget(simURL)
 	tg.Model = ""
 	p := rqProbe(config.APICompletions)
 	p.Workload = config.Workload{Random: &config.RandomWorkload{InputTokens: 64, OutputTokens: 16}}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -39,7 +40,7 @@ func (s *modelSource) get(ctx context.Context) (string, error) {
 	if s.model != "" {
 		return s.model, nil
 	}
-	model, err := fetchModel(ctx, s.client, s.base)
+	model, err := FetchModel(ctx, s.client, s.base)
 	if err != nil {
 		if !s.failing && ctx.Err() == nil {
 			s.logger.Warn("model discovery failed", "err", err)
@@ -65,8 +66,11 @@ func (s *modelSource) forget(model string) {
 	}
 }
 
-// fetchModel returns the first model id of GET {base}/v1/models.
-func fetchModel(ctx context.Context, client *http.Client, base string) (string, error) {
+// FetchModel returns the first model id of GET {base}/v1/models, the
+// model a vLLM server serves. It is the one model discovery of the module:
+// the requester and the collector's server scraper both use it.
+func FetchModel(ctx context.Context, client *http.Client, base string) (string, error) {
+	base = strings.TrimRight(base, "/")
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`

@@ -9,9 +9,6 @@ import (
 )
 
 const (
-	// defaultHistoryLimit is config's global.history_limit default, used
-	// when NewHistory is given no positive limit.
-	defaultHistoryLimit = 200
 	// maxKeptFailures bounds the failures kept per pair beyond the ring.
 	maxKeptFailures = 50
 	// historyTextBytes bounds the generated text kept per failure.
@@ -57,10 +54,10 @@ func (r *ring) add(e historyEntry) {
 }
 
 // NewHistory returns a History keeping limit records per pair; a limit
-// that is not positive means the default of 200.
+// that is not positive means config's global.history_limit default.
 func NewHistory(limit int) *History {
 	if limit <= 0 {
-		limit = defaultHistoryLimit
+		limit = config.DefaultGlobal.HistoryLimit
 	}
 	return &History{
 		limit:     limit,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -15,7 +14,7 @@ import (
 )
 
 // Judge sets res's Disposition, Reason, SLOViolations and QualityFailures
-// from its measured fields, in the order of DESIGN.md section 6. A
+// from its measured fields, in the order of docs/design.md, "Dispositions and accounting". A
 // server_failure, client_timeout or cancelled disposition already set by
 // the requester is kept; SLO violations are still listed for what was
 // measured. Quality checks run only on responses that completed, since a
@@ -84,7 +83,7 @@ func qualityFailures(q config.Quality, expect *config.Expect, res *Result) []str
 	if q.JSON && !json.Valid([]byte(res.Text)) {
 		out = append(out, CheckJSON)
 	}
-	if q.JSONSchema != "" && !matchesSchema(q.JSONSchema, res.Text) {
+	if q.JSONSchema != "" && !matchesSchema(q.Schema, res.Text) {
 		out = append(out, CheckJSONSchema)
 	}
 	if expect != nil && !expectMatches(expect, res.Text) {
@@ -100,32 +99,21 @@ func expectMatches(e *config.Expect, text string) bool {
 	return e.Contains == "" || strings.Contains(text, e.Contains)
 }
 
-// schemas caches compiled JSON schemas by path. NewRequester compiles (and
-// replaces) a probe's schema, so a reload picks up an edited file; Judge
-// compiles on first use when called without a requester (bench).
-var schemas sync.Map // path -> *jsonschema.Schema
-
-// compileSchema compiles the JSON schema file at path and caches it.
+// compileSchema compiles the JSON schema file at path, for a Probe built
+// in code (a loaded config carries its compiled Quality.Schema).
 func compileSchema(path string) (*jsonschema.Schema, error) {
 	s, err := config.NewSchemaCompiler().Compile(path)
 	if err != nil {
 		return nil, fmt.Errorf("compile json schema %s: %w", path, err)
 	}
-	schemas.Store(path, s)
 	return s, nil
 }
 
-// matchesSchema reports whether text is JSON that satisfies the schema at
-// path. A schema that does not compile fails every response.
-func matchesSchema(path, text string) bool {
-	var s *jsonschema.Schema
-	if v, ok := schemas.Load(path); ok {
-		s = v.(*jsonschema.Schema)
-	} else {
-		var err error
-		if s, err = compileSchema(path); err != nil {
-			return false
-		}
+// matchesSchema reports whether text is JSON that satisfies s. A missing
+// schema (one that did not compile) fails every response.
+func matchesSchema(s *jsonschema.Schema, text string) bool {
+	if s == nil {
+		return false
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(text)))
 	if err != nil {

@@ -30,11 +30,15 @@ func judgeProbe(t *testing.T) config.Probe {
 	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["answer"],"properties":{"answer":{"type":"integer"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	compiled, err := compileSchema(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return config.Probe{
 		SLO: config.SLO{TTFT: model.Duration(time.Second), TPOT: model.Duration(50 * time.Millisecond), E2EL: model.Duration(5 * time.Second)},
 		Quality: config.Quality{
 			Model: "m", FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1, MaxOutputTokens: 20,
-			Regex: re(`answer`), JSON: true, JSONSchema: schema,
+			Regex: re(`answer`), JSON: true, JSONSchema: schema, Schema: compiled,
 		},
 	}
 }

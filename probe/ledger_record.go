@@ -12,7 +12,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-// Record is one ledger line: exactly the fields of DESIGN.md section 6.
+// Record is one ledger line: exactly the fields of docs/design.md, "Ledger".
 // Durations are seconds; a duration that was not measured is null, so a
 // reader can tell "not measured" from "zero".
 type Record struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-// ledgerFields are the ledger fields of DESIGN.md section 6, in order.
+// ledgerFields are the ledger fields of docs/design.md, "Ledger", in order.
 var ledgerFields = []string{
 	"seq", "target", "probe", "request_id", "scheduled", "sent", "lag_s", "disposition", "reason", "flags",
 	"http_status", "ttft_s", "tpot_s", "e2el_s", "itl_max_s", "prompt_tokens", "output_tokens", "chunks",

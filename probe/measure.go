@@ -10,12 +10,11 @@ import (
 const FlagNoUsage = "no_usage"
 
 // measurement accumulates the client's view of one stream, event by event,
-// as DESIGN.md section 5 defines it.
+// as docs/design.md, "Measurement (client side)", defines it.
 type measurement struct {
 	start   time.Time // immediately before the request was written
 	headers time.Time // response headers received
 	timing  TimingMode
-	chat    bool // chat completions (vLLM's latency rule differs)
 
 	first, last time.Time // first and last token-carrying events
 	chunks      int

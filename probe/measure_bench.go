@@ -10,9 +10,10 @@ import (
 type TimingMode int
 
 const (
-	// TimingProbe is the prober's own definitions (DESIGN.md section 5):
-	// TTFT at the first event that carries a generated token, the chat
-	// role chunk excluded, and stream_options with continuous usage.
+	// TimingProbe is the prober's own definitions (docs/design.md,
+	// "Measurement (client side)"): TTFT at the first event that carries a
+	// generated token, the chat role chunk excluded, and stream_options
+	// with continuous usage.
 	TimingProbe TimingMode = iota
 	// TimingVLLMBench reproduces vllm bench serve: TTFT at the first event
 	// with a non-empty choices list (for chat, vLLM's role chunk counts),

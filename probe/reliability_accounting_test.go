@@ -1,7 +1,6 @@
 package probe_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -151,16 +150,7 @@ func runAccounting(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := ledger.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, torn, err := probe.ReadLedger(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
-	}
+	recs := stopAndReadLedger(t, e, ledger, path)
 	checkEveryRequestOnce(t, recs, counting)
 	checkCurrentSeries(t, recs, gatherCounts(t, reg), addedAt)
 	t.Logf("steps %v: %d requests", steps, len(recs))

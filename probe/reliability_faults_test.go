@@ -1,7 +1,6 @@
 package probe_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -187,16 +186,7 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 		t.Fatal(err)
 	}
 	time.Sleep(matrixDuration)
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := ledger.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, torn, err := probe.ReadLedger(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
-	}
+	recs := stopAndReadLedger(t, e, ledger, path)
 	return matrixRun{recs: recs, counts: gatherCounts(t, reg)}
 }
 

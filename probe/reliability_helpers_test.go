@@ -1,6 +1,7 @@
 package probe_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // relChatProbe is a quality-checked chat probe at a constant rate.
@@ -40,13 +42,25 @@ func relSim(t *testing.T, seed int64, f simulator.Faults) string {
 	t.Helper()
 	o := simulator.DefaultOptions()
 	o.Seed, o.Jitter, o.Faults = seed, 0, f
-	sim, err := simulator.New(o)
-	if err != nil {
+	_, url := simtest.Start(t, o)
+	return url
+}
+
+// stopAndReadLedger shuts e down, closes its ledger and returns the
+// ledger's records, failing the test on a torn line.
+func stopAndReadLedger(t *testing.T, e *probe.Engine, ledger *probe.Ledger, path string) []probe.Record {
+	t.Helper()
+	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(sim.Handler())
-	t.Cleanup(func() { srv.Close(); sim.Close() })
-	return srv.URL
+	if err := ledger.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, torn, err := probe.ReadLedger(path)
+	if err != nil || torn != 0 {
+		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
+	}
+	return recs
 }
 
 // relServer serves h on a loopback port.

@@ -94,7 +94,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 	}
 	r := &Requester{target: t, probe: p, opts: o, client: client, timeout: time.Duration(p.Timeout)}
 	if r.timeout <= 0 {
-		r.timeout = 30 * time.Second
+		r.timeout = time.Duration(config.DefaultProbe.Timeout)
 	}
 	if r.probe.Quality.Model == "" {
 		r.probe.Quality.Model = t.Model
@@ -108,8 +108,8 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 		r.url = r.base + "/" + strings.TrimLeft(o.Endpoint, "/")
 	}
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
-	if p.Quality.JSONSchema != "" {
-		if _, err := compileSchema(p.Quality.JSONSchema); err != nil {
+	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
+		if r.probe.Quality.Schema, err = compileSchema(p.Quality.JSONSchema); err != nil {
 			client.CloseIdleConnections()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}

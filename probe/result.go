@@ -15,7 +15,7 @@ import (
 // Disposition is the one terminal outcome of an offered request.
 type Disposition string
 
-// Dispositions, in the order the judge checks them (DESIGN.md section 6).
+// Dispositions, in the order the judge checks them (docs/design.md, "Dispositions and accounting").
 const (
 	ServerFailure  Disposition = "server_failure"
 	ClientTimeout  Disposition = "client_timeout"

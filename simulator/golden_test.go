@@ -41,14 +41,7 @@ func TestGoldenStreams(t *testing.T) {
 	_, url := startTest(t, fastOptions())
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := post(t, url+tc.path, tc.body)
-			got := resp.Status + "\n" + resp.Header.Get("Content-Type") + "\n"
-			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-				got += strings.Join(normaliseAll(events(t, body)), "\n") + "\n"
-			} else {
-				got += normalise(string(body)) + "\n"
-			}
-			compareGolden(t, tc.name, got)
+			compareGolden(t, tc.name, goldenText(t, url+tc.path, tc.body))
 		})
 	}
 }
@@ -59,6 +52,18 @@ func normaliseAll(evs []string) []string {
 		out[i] = normalise(e)
 	}
 	return out
+}
+
+// goldenText posts body to url and returns the answer as the golden files
+// hold it: status, content type and the normalised body or events.
+func goldenText(t *testing.T, url, body string) string {
+	t.Helper()
+	resp, b := post(t, url, body)
+	got := resp.Status + "\n" + resp.Header.Get("Content-Type") + "\n"
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return got + strings.Join(normaliseAll(events(t, b)), "\n") + "\n"
+	}
+	return got + normalise(string(b)) + "\n"
 }
 
 func compareGolden(t *testing.T, name, got string) {
@@ -172,14 +177,7 @@ func TestGoldenErrors(t *testing.T) {
 			o := fastOptions()
 			tc.mod(&o)
 			_, url := startTest(t, o)
-			resp, body := post(t, url+tc.path, tc.body)
-			got := resp.Status + "\n" + resp.Header.Get("Content-Type") + "\n"
-			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-				got += strings.Join(normaliseAll(events(t, body)), "\n") + "\n"
-			} else {
-				got += normalise(string(body)) + "\n"
-			}
-			compareGolden(t, tc.name, got)
+			compareGolden(t, tc.name, goldenText(t, url+tc.path, tc.body))
 		})
 	}
 }

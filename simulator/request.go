@@ -15,8 +15,6 @@ type apiError struct {
 	info   errorInfo
 }
 
-func (e *apiError) Error() string { return e.info.Message }
-
 // badRequest is vLLM's VLLMValidationError / ValueError (type BadRequestError).
 func badRequest(param, format string, args ...any) *apiError {
 	e := &apiError{status: http.StatusBadRequest, info: errorInfo{Message: fmt.Sprintf(format, args...), Type: "BadRequestError", Code: 400}}

@@ -105,6 +105,21 @@ func (s *Server) Start(addr string) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
+// Serve is New and Start in one: it serves a simulator with o on addr and
+// returns it with its base URL; nothing is left running when it fails.
+func Serve(o Options, addr string) (*Server, string, error) {
+	s, err := New(o)
+	if err != nil {
+		return nil, "", err
+	}
+	url, err := s.Start(addr)
+	if err != nil {
+		s.Close()
+		return nil, "", err
+	}
+	return s, url, nil
+}
+
 // Close stops serving, ends open streams and stops the engine. It is safe
 // to call more than once.
 func (s *Server) Close() error {

@@ -5,12 +5,12 @@ package status
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -259,8 +259,8 @@ func (t *Tracker) Snapshot() []PairStats {
 		if judged > 0 {
 			ps.Acceptance = float64(accepted) / float64(judged)
 		}
-		ps.TTFTP50, ps.TTFTP99 = quantile(st.ttft, 0.5), quantile(st.ttft, 0.99)
-		ps.ITLP50, ps.ITLP99 = quantile(st.itl, 0.5), quantile(st.itl, 0.99)
+		ps.TTFTP50, ps.TTFTP99 = sampleQuantile(st.ttft, 0.5), sampleQuantile(st.ttft, 0.99)
+		ps.ITLP50, ps.ITLP99 = sampleQuantile(st.itl, 0.5), sampleQuantile(st.itl, 0.99)
 		ps.WindowSamplesTTFT, ps.WindowSamplesITL = len(st.ttft), len(st.itl)
 		out = append(out, ps)
 	}
@@ -285,8 +285,9 @@ func pruneSamples(s []sample, since time.Time) []sample {
 	return s[i:]
 }
 
-// quantile returns the q-quantile (nearest rank) of the samples, or 0.
-func quantile(s []sample, q float64) time.Duration {
+// sampleQuantile returns the q-quantile (nearest rank: a latency some
+// request saw) of the samples, or 0.
+func sampleQuantile(s []sample, q float64) time.Duration {
 	if len(s) == 0 {
 		return 0
 	}
@@ -295,7 +296,5 @@ func quantile(s []sample, q float64) time.Duration {
 		vs[i] = x.v
 	}
 	slices.Sort(vs)
-	idx := int(math.Ceil(q*float64(len(vs)))) - 1
-	idx = min(max(idx, 0), len(vs)-1)
-	return vs[idx]
+	return quantile.NearestRank(vs, q)
 }

@@ -6,7 +6,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -55,6 +54,7 @@ func TestDockerignore(t *testing.T) {
 		{"go.mod", false},
 		{"go.sum", false},
 		{"main.go", false},
+		{"deploy/build.sh", false},
 		{"config/config.go", false},
 		{"probe/result.go", false},
 		{".git", true},
@@ -106,32 +106,57 @@ func TestDockerignoreKeepsEmbeds(t *testing.T) {
 
 var embedDirective = regexp.MustCompile(`(?m)^//go:embed (.+)$`)
 
-// TestCheckScriptBuild requires deploy/check.sh to run the Dockerfile's
-// `go build` command with the same flags, so CI exercises the image build.
-func TestCheckScriptBuild(t *testing.T) {
-	var docker buildCommand
-	for _, in := range parseDockerfile(readRepoFile(t, "Dockerfile")) {
-		if b, ok := parseBuild(in.args); ok && in.cmd == "RUN" {
-			docker = b
-		}
+// TestBuildScript checks the flags of the one build command.
+func TestBuildScript(t *testing.T) {
+	for _, err := range checkBuildScript(readRepoFile(t, buildScript)) {
+		t.Error(err)
 	}
-	script := strings.ReplaceAll(readRepoFile(t, "deploy/check.sh"), "\\\n", " ")
-	var found bool
-	for _, line := range strings.Split(script, "\n") {
-		b, ok := parseBuild(line)
-		if !ok || strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
-		}
-		found = true
-		for _, err := range checkBuild(b) {
-			t.Error("check.sh:", err)
-		}
-		if b.cgoDisabled != docker.cgoDisabled || b.trimpath != docker.trimpath || !slices.Equal(b.ldflags, docker.ldflags) {
-			t.Errorf("check.sh builds with %+v, the Dockerfile with %+v", b, docker)
-		}
+}
+
+// TestBuildScriptChecksFail breaks the build script one way at a time and
+// requires its check to notice.
+func TestBuildScriptChecksFail(t *testing.T) {
+	good := readRepoFile(t, buildScript)
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"cgo", "CGO_ENABLED=0 ", "", "CGO_ENABLED=0"},
+		{"trimpath", "go build -trimpath", "go build", "-trimpath"},
+		{"version ldflag", "version.Revision=", "version.Rev=", "version.Revision"},
+		{"no go build", "go build", "go vet", "0 go build"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			broken := strings.Replace(good, tc.old, tc.new, 1)
+			if broken == good {
+				t.Fatalf("%s has no %q", buildScript, tc.old)
+			}
+			for _, err := range checkBuildScript(broken) {
+				if strings.Contains(err.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no error containing %q", tc.want)
+		})
 	}
-	if !found {
-		t.Fatal("deploy/check.sh runs no go build")
+}
+
+// TestBuildCallers requires `make build` and deploy/check.sh to run the
+// build script rather than a go build of their own, so CI exercises the
+// image's build command (the Dockerfile's is checked by checkBuildStage).
+func TestBuildCallers(t *testing.T) {
+	for _, tc := range []struct{ file, call string }{
+		{"Makefile", "./" + buildScript + " vllm-prober"},
+		{"deploy/check.sh", buildScript + ` "$out/vllm-prober"`},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			text := readRepoFile(t, tc.file)
+			if !strings.Contains(text, tc.call) {
+				t.Errorf("%s does not run %s", tc.file, tc.call)
+			}
+			for _, line := range strings.Split(text, "\n") {
+				if _, ok := parseBuild(line); ok && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+					t.Errorf("%s runs its own go build: %s", tc.file, strings.TrimSpace(line))
+				}
+			}
+		})
 	}
 }
 
@@ -140,9 +165,9 @@ func TestCheckScriptBuild(t *testing.T) {
 func TestDockerfileChecksFail(t *testing.T) {
 	good := readRepoFile(t, "Dockerfile")
 	for _, tc := range []struct{ name, old, new, want string }{
-		{"cgo", "CGO_ENABLED=0 ", "", "CGO_ENABLED=0"},
-		{"trimpath", "go build -trimpath", "go build", "-trimpath"},
-		{"version ldflag", "version.Revision=", "version.Rev=", "version.Revision"},
+		{"own go build", "deploy/build.sh /out/vllm-prober", "go build -o /out/vllm-prober .", "own go build"},
+		{"build information not passed", "REVISION=${REVISION} ", "", "REVISION"},
+		{"platform not passed", "GOARCH=${TARGETARCH} ", "", "GOARCH"},
 		{"root user", "USER 65532:65532", "USER 0:0", "non-root"},
 		{"named user", "USER 65532:65532", "USER nonroot", "numeric"},
 		{"no user", "USER 65532:65532\n", "", "numeric"},

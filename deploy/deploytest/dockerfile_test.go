@@ -131,6 +131,15 @@ func checkDockerfile(text string) (string, []error) {
 
 var buildStageFrom = regexp.MustCompile(`(?i)golang:\S+\s+AS\s+build$`)
 
+// buildScript is the one build command; the Dockerfile, `make build` and
+// deploy/check.sh run it (checkBuildScript checks its flags).
+const buildScript = "deploy/build.sh"
+
+// buildScriptEnv are the variables the build stage must hand the build
+// script: the target platform and the build information.
+var buildScriptEnv = []string{"GOOS=${TARGETOS}", "GOARCH=${TARGETARCH}", "VERSION=${VERSION}", "REVISION=${REVISION}",
+	"BRANCH=${BRANCH}", "BUILD_USER=${BUILD_USER}", "BUILD_DATE=${BUILD_DATE}"}
+
 func checkBuildStage(ins []instruction, from instruction) []error {
 	var errs []error
 	if !buildStageFrom.MatchString(from.args) {
@@ -141,20 +150,40 @@ func checkBuildStage(ins []instruction, from instruction) []error {
 		if in.stage != 0 || in.cmd != "RUN" {
 			continue
 		}
-		b, ok := parseBuild(in.args)
-		if !ok {
+		if _, ok := parseBuild(in.args); ok {
+			errs = append(errs, fmt.Errorf("build stage runs its own go build instead of %s", buildScript))
+		}
+		if !strings.Contains(in.args, buildScript+" ") {
 			continue
 		}
 		found = true
-		errs = append(errs, checkBuild(b)...)
+		for _, env := range buildScriptEnv {
+			if !strings.Contains(in.args, env+" ") {
+				errs = append(errs, fmt.Errorf("%s: %s not passed", buildScript, env))
+			}
+		}
 		if !strings.Contains(in.args, "--mount=type=cache,target=/go/pkg/mod") || !strings.Contains(in.args, "--mount=type=cache,target=/root/.cache/go-build") {
-			errs = append(errs, fmt.Errorf("go build: no module and build cache mounts"))
+			errs = append(errs, fmt.Errorf("%s: no module and build cache mounts", buildScript))
 		}
 	}
 	if !found {
-		errs = append(errs, fmt.Errorf("build stage runs no go build"))
+		errs = append(errs, fmt.Errorf("build stage does not run %s", buildScript))
 	}
 	return errs
+}
+
+// checkBuildScript checks the go build command of the build script.
+func checkBuildScript(text string) []error {
+	var builds []buildCommand
+	for _, line := range strings.Split(strings.ReplaceAll(text, "\\\n", " "), "\n") {
+		if b, ok := parseBuild(line); ok && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			builds = append(builds, b)
+		}
+	}
+	if len(builds) != 1 {
+		return []error{fmt.Errorf("%s runs %d go build commands, want 1", buildScript, len(builds))}
+	}
+	return checkBuild(builds[0])
 }
 
 // checkRuntimeBase requires distroless static, or scratch with CA

@@ -116,6 +116,36 @@ func Start(t testing.TB, binary string, args ...string) *Proc {
 	return p
 }
 
+// StartDemo runs `binary demo` with args on a loopback listen address
+// until the test ends, and reads its standard output up to the line that
+// names the metrics URL. It returns that URL, the output read so far and
+// the scanner of the rest, which the caller must keep draining so the demo
+// never blocks on a full pipe.
+func StartDemo(t testing.TB, binary string, args ...string) (metricsURL, head string, stdout *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"demo", "--web.listen-address=127.0.0.1:0"}, args...)...)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(pipe)
+	var out strings.Builder
+	for metricsURL == "" && sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "metrics:" {
+			metricsURL = f[1]
+		}
+	}
+	if metricsURL == "" {
+		t.Fatalf("demo printed no metrics URL:\n%s", out.String())
+	}
+	return metricsURL, out.String(), sc
+}
+
 // Logs returns what the daemon logged so far.
 func (p *Proc) Logs() string {
 	p.mu.Lock()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
 // CostResult is what the daemon process used while probing.
@@ -80,7 +82,7 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 // measure samples the daemon after the warm-up and over opts.Duration,
 // scraping /metrics every opts.ScrapeEvery meanwhile.
 func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostOptions) error {
-	if err := sleepCtx(ctx, opts.Warmup); err != nil {
+	if err := wait.Sleep(ctx, opts.Warmup); err != nil {
 		return err
 	}
 	before, err := sampleProcess(out.DaemonPID)
@@ -97,7 +99,7 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 		if opts.ScrapeEvery > 0 {
 			step = min(step, opts.ScrapeEvery)
 		}
-		if err := sleepCtx(ctx, step); err != nil {
+		if err := wait.Sleep(ctx, step); err != nil {
 			return err
 		}
 		if opts.ScrapeEvery > 0 {
@@ -169,15 +171,4 @@ func requestsTotal(url string) (float64, int, error) {
 		total += m.GetCounter().GetValue()
 	}
 	return total, len(body), nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -35,10 +36,7 @@ func Summarize(d []time.Duration) Stats {
 		return Stats{}
 	}
 	slices.Sort(d)
-	rank := func(q float64) time.Duration {
-		return d[max(0, int(math.Ceil(q*float64(len(d))))-1)]
-	}
-	return Stats{N: len(d), P50: rank(0.5), P99: rank(0.99), Max: d[len(d)-1]}
+	return Stats{N: len(d), P50: quantile.NearestRank(d, 0.5), P99: quantile.NearestRank(d, 0.99), Max: d[len(d)-1]}
 }
 
 // String renders the stats in microseconds.
@@ -129,13 +127,8 @@ func startSimulator(edit func(o *simulator.Options)) (*simulator.Server, string,
 	if edit != nil {
 		edit(&o)
 	}
-	sim, err := simulator.New(o)
+	sim, url, err := simulator.Serve(o, "127.0.0.1:0")
 	if err != nil {
-		return nil, "", fmt.Errorf("simulator: %w", err)
-	}
-	url, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		sim.Close()
 		return nil, "", fmt.Errorf("start simulator: %w", err)
 	}
 	return sim, url, nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -61,7 +62,7 @@ func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResul
 	for _, c := range []struct {
 		sleep func(context.Context, time.Duration) error
 		dst   *Stats
-	}{{nil, &out.SchedulerLag}, {runtimeTimerSleep, &out.TimerLag}} {
+	}{{nil, &out.SchedulerLag}, {wait.Sleep, &out.TimerLag}} {
 		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d, newSender: noop, sleep: c.sleep}.run(ctx)
 		if err != nil {
 			return out, err
@@ -73,18 +74,6 @@ func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResul
 		*c.dst = Summarize(lags)
 	}
 	return out, nil
-}
-
-// runtimeTimerSleep waits on a plain runtime timer.
-func runtimeTimerSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // stampSender sends nothing: it stamps the send time as the requester does
