@@ -136,10 +136,8 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
 	d.engine = probe.NewEngine(probe.EngineOptions{
-		Logger:   logger,
-		Listener: probe.Listeners{d.coll, d.tracker},
-		Ledger:   ledger,
-		History:  d.history,
+		Logger: logger,
+		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history},
 		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {
 			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
 		},
@@ -181,13 +179,10 @@ func listen(f *web.FlagConfig) ([]net.Listener, error) {
 	return lns, nil
 }
 
-// apply makes cfg the running configuration of every component. Metrics
-// and status are synced first so that new pairs' first requests are
-// counted; results that removed pairs still deliver go to the ledger only,
-// since their series are gone.
+// apply makes cfg the running configuration. The engine owns the pairs
+// and tells its sinks (docs/design.md, Pair lifecycle); the server scraper
+// follows the targets.
 func (d *daemon) apply(cfg *config.Config) error {
-	d.coll.Sync(cfg)
-	d.tracker.Sync(cfg)
 	d.scraper.Apply(cfg)
 	return d.engine.Apply(cfg)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,4 +198,26 @@ func (h *countingHandler) count(msg string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.counts[msg]
+}
+
+// syncPairs makes the collector's pairs those of cfg through the Sink
+// calls the engine makes: PairStopped for pairs cfg lacks, PairStarted for
+// every pair of cfg (an unchanged pair's PairStarted changes nothing).
+func syncPairs(c *Collector, cfg *config.Config) {
+	pairs := cfg.Pairs()
+	c.mu.RLock()
+	var gone []config.PairKey
+	for k := range c.pairs {
+		key := config.PairKey{Target: k.target, Probe: k.probe}
+		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == key }) {
+			gone = append(gone, key)
+		}
+	}
+	c.mu.RUnlock()
+	for _, k := range gone {
+		c.PairStopped(k)
+	}
+	for _, p := range pairs {
+		c.PairStarted(p)
+	}
 }
