@@ -137,7 +137,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	d.self.SetReload(true, time.Now())
 	d.engine = probe.NewEngine(probe.EngineOptions{
 		Logger: logger,
-		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history},
+		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history, d.scraper},
 		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {
 			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
 		},
@@ -180,10 +180,11 @@ func listen(f *web.FlagConfig) ([]net.Listener, error) {
 }
 
 // apply makes cfg the running configuration. The engine owns the pairs
-// and tells its sinks (docs/design.md, Pair lifecycle); the server scraper
-// follows the targets.
+// and tells its sinks, the server scraper included (docs/design.md, Pair
+// lifecycle); the scraper's settings apply to whichever targets run, so
+// neither call depends on the other.
 func (d *daemon) apply(cfg *config.Config) error {
-	d.scraper.Apply(cfg)
+	d.scraper.Configure(cfg.Global.ServerMetrics)
 	return d.engine.Apply(cfg)
 }
 

@@ -124,6 +124,7 @@ type scraperHarness struct {
 	*ServerScraper
 	ticker    *manualTicker
 	published chan string
+	applied   []string // targets of the last Apply
 }
 
 func newHarness(t testing.TB, o ScraperOptions) *scraperHarness {
@@ -139,6 +140,24 @@ func newHarness(t testing.TB, o ScraperOptions) *scraperHarness {
 	}
 	t.Cleanup(h.Stop)
 	return h
+}
+
+// Apply makes the scraped targets those of cfg, with its settings, through
+// the calls the daemon and the engine make: Configure, then PairStopped
+// for targets cfg lacks and PairStarted for every target of cfg, as one
+// pair each.
+func (h *scraperHarness) Apply(cfg *config.Config) {
+	h.Configure(cfg.Global.ServerMetrics)
+	for _, name := range h.applied {
+		if _, ok := cfg.Target(name); !ok {
+			h.PairStopped(config.PairKey{Target: name, Probe: "p"})
+		}
+	}
+	h.applied = h.applied[:0]
+	for _, t := range cfg.Targets {
+		h.PairStarted(config.Pair{Key: config.PairKey{Target: t.Name, Probe: "p"}, Target: t})
+		h.applied = append(h.applied, t.Name)
+	}
 }
 
 // wait blocks until every named target published a scrape.

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // Server scrape metric names and help texts.
@@ -76,7 +77,9 @@ type ScrapeState struct {
 // at our scrape time, so /metrics stays fast) and re-exposes the allowed
 // families with their own names plus a target label. It implements
 // prometheus.Collector as an unchecked collector, since the families it
-// exports depend on the servers.
+// exports depend on the servers, and probe.Sink: it scrapes the target of
+// every pair the engine runs, while at least one of its pairs runs, with
+// the settings of Configure (docs/design.md, Pair lifecycle).
 type ServerScraper struct {
 	opts   ScraperOptions
 	logger *slog.Logger
@@ -87,19 +90,27 @@ type ServerScraper struct {
 	// published scrape.
 	onPublish func(target string)
 
-	applyMu sync.Mutex // serialises Apply and Stop
-	mu      sync.RWMutex
-	loops   map[string]*targetLoop
-	stopped bool
+	mu       sync.RWMutex
+	settings scrapeSettings
+	pairs    map[string]map[string]bool // running probes by target
+	loops    map[string]*targetLoop
+	running  sync.WaitGroup // every loop goroutine, retired ones included
+	stopped  bool
+}
+
+// scrapeSettings is how every target is scraped (global.server_metrics,
+// with defaults for unset fields).
+type scrapeSettings struct {
+	interval time.Duration
+	timeout  time.Duration
+	allow    string
 }
 
 // loopConfig is everything a target's scrape loop depends on; a loop is
 // restarted only when it changes.
 type loopConfig struct {
-	target   config.Target
-	interval time.Duration
-	timeout  time.Duration
-	allow    string
+	target config.Target
+	scrapeSettings
 }
 
 // targetLoop is one target's scrape goroutine and what it last published.
@@ -107,7 +118,6 @@ type targetLoop struct {
 	cfg     loopConfig
 	allow   *regexp.Regexp
 	cancel  context.CancelFunc
-	done    chan struct{}
 	parsing atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
 
 	// Guarded by ServerScraper.mu.
@@ -117,9 +127,13 @@ type targetLoop struct {
 	dropped  map[string]float64
 }
 
-var _ prometheus.Collector = (*ServerScraper)(nil)
+var (
+	_ prometheus.Collector = (*ServerScraper)(nil)
+	_ probe.Sink           = (*ServerScraper)(nil)
+)
 
-// NewServerScraper returns a scraper with no targets; call Apply.
+// NewServerScraper returns a scraper with no targets and the default
+// settings; the engine starts its pairs (probe.Sink).
 func NewServerScraper(o ScraperOptions) *ServerScraper {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -142,7 +156,8 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 	if o.UserAgent == "" {
 		o.UserAgent = "vllm-prober"
 	}
-	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, loops: map[string]*targetLoop{}}
+	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, settings: settingsOf(config.ServerMetrics{}),
+		pairs: map[string]map[string]bool{}, loops: map[string]*targetLoop{}}
 	s.descs.success = prometheus.NewDesc(scrapeSuccessName, scrapeSuccessHelp, []string{labelTarget}, nil)
 	s.descs.duration = prometheus.NewDesc(scrapeDurationName, scrapeDurationHelp, []string{labelTarget}, nil)
 	s.descs.info = prometheus.NewDesc(targetInfoName, targetInfoHelp, []string{labelTarget, labelModel, labelServerVersion}, nil)
@@ -150,47 +165,24 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 	return s
 }
 
-// Apply starts a scrape loop for every target of cfg, stops the loops of
-// removed targets (dropping their series) and restarts the loops whose
-// target or server_metrics settings changed. Every target gets a loop for
+// Configure sets how every target is scraped; the loops of running targets
+// restart when the settings change. Every target gets a loop for
 // target_info; only targets with a metrics_path scrape /metrics.
-func (s *ServerScraper) Apply(cfg *config.Config) {
-	if cfg == nil {
-		return
-	}
-	want := loopConfigs(cfg)
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	var stale []*targetLoop
-	for name, l := range s.loops {
-		if w, ok := want[name]; !ok || !reflect.DeepEqual(w, l.cfg) {
-			stale = append(stale, l)
-			delete(s.loops, name)
-		}
-	}
-	s.mu.Unlock()
-	for _, l := range stale {
-		l.cancel()
-		<-l.done
-	}
+func (s *ServerScraper) Configure(sm config.ServerMetrics) {
+	set := settingsOf(sm)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for name, w := range want {
-		if _, ok := s.loops[name]; !ok {
-			s.loops[name] = s.start(w)
-		}
+	if s.stopped || set == s.settings {
+		return
+	}
+	s.settings = set
+	for name, l := range s.loops {
+		s.replace(name, loopConfig{target: l.cfg.target, scrapeSettings: set})
 	}
 }
 
-// loopConfigs derives each target's loop config, with defaults for unset
-// server_metrics fields.
-func loopConfigs(cfg *config.Config) map[string]loopConfig {
-	sm := cfg.Global.ServerMetrics
+// settingsOf applies the defaults to unset server_metrics fields.
+func settingsOf(sm config.ServerMetrics) scrapeSettings {
 	interval, timeout := time.Duration(sm.Interval), time.Duration(sm.Timeout)
 	if interval <= 0 {
 		interval = defaultInterval
@@ -206,12 +198,60 @@ func loopConfigs(cfg *config.Config) map[string]loopConfig {
 	if allow == "" {
 		allow = DefaultAllow
 	}
-	out := make(map[string]loopConfig, len(cfg.Targets))
-	for _, t := range cfg.Targets {
-		t.Probes, t.Line = nil, 0 // the probe list does not affect scraping
-		out[t.Name] = loopConfig{target: t, interval: interval, timeout: timeout, allow: allow}
+	return scrapeSettings{interval: interval, timeout: timeout, allow: allow}
+}
+
+// PairStarted implements probe.Sink: the pair's target is scraped from now
+// on; its loop restarts when the target's settings changed, not when only
+// the probe did.
+func (s *ServerScraper) PairStarted(p config.Pair) {
+	t := p.Target
+	t.Probes, t.Line = nil, 0 // the probe list does not affect scraping
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
 	}
-	return out
+	if s.pairs[t.Name] == nil {
+		s.pairs[t.Name] = map[string]bool{}
+	}
+	s.pairs[t.Name][p.Key.Probe] = true
+	w := loopConfig{target: t, scrapeSettings: s.settings}
+	if l := s.loops[t.Name]; l != nil && reflect.DeepEqual(l.cfg, w) {
+		return
+	}
+	s.replace(t.Name, w)
+}
+
+// PairStopped implements probe.Sink: a target whose last pair stopped is
+// no longer scraped and its series disappear.
+func (s *ServerScraper) PairStopped(key config.PairKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pairs[key.Target], key.Probe)
+	if len(s.pairs[key.Target]) > 0 {
+		return
+	}
+	delete(s.pairs, key.Target)
+	if l := s.loops[key.Target]; l != nil {
+		l.cancel()
+		delete(s.loops, key.Target)
+	}
+}
+
+// Offered implements probe.Sink: requests are not the scraper's business.
+func (s *ServerScraper) Offered(string, string) {}
+
+// Finished implements probe.Sink: requests are not the scraper's business.
+func (s *ServerScraper) Finished(*probe.Result) {}
+
+// replace starts a loop for name with w in place of its running one, whose
+// late results publish discards; s.mu is held.
+func (s *ServerScraper) replace(name string, w loopConfig) {
+	if old := s.loops[name]; old != nil {
+		old.cancel()
+	}
+	s.loops[name] = s.start(w)
 }
 
 // start launches one loop; s.mu is held.
@@ -222,11 +262,15 @@ func (s *ServerScraper) start(w loopConfig) *targetLoop {
 		allow, _ = compileAllow(DefaultAllow)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, done: make(chan struct{}), dropped: map[string]float64{}}
+	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, dropped: map[string]float64{}}
 	if w.target.Model != "" {
 		l.state.Model = w.target.Model
 	}
-	go s.run(ctx, l)
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		s.run(ctx, l)
+	}()
 	return l
 }
 
@@ -240,20 +284,17 @@ func compileAllow(src string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// Stop stops every loop and waits for them; the scraper exports nothing
-// afterwards and Apply does nothing.
+// Stop stops every loop and waits for them, retired ones included; the
+// scraper exports nothing afterwards and starts no loop.
 func (s *ServerScraper) Stop() {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
 	s.mu.Lock()
 	s.stopped = true
-	loops := s.loops
+	for _, l := range s.loops {
+		l.cancel()
+	}
 	s.loops = map[string]*targetLoop{}
 	s.mu.Unlock()
-	for _, l := range loops {
-		l.cancel()
-		<-l.done
-	}
+	s.running.Wait()
 }
 
 // State returns the scrape state of target (the zero value when unknown).
