@@ -250,22 +250,22 @@ func TestEngineAccounting(t *testing.T) {
 	for _, r := range recs {
 		ledgerCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++
 	}
-	listenerCount := map[string]int{}
+	sinkCount := map[string]int{}
 	for _, target := range targets {
 		for _, p := range probes {
 			rs := h.sink.results(target, p.Name)
 			for _, r := range rs {
-				listenerCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++
+				sinkCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++
 			}
 			if n := len(hist.Recent(target, p.Name, 0)); n != len(rs) {
 				t.Errorf("%s/%s: %d history records, %d results", target, p.Name, n, len(rs))
 			}
 		}
 	}
-	if fmt.Sprint(ledgerCount) != fmt.Sprint(listenerCount) {
-		t.Errorf("ledger counts %v\nlistener counts %v", ledgerCount, listenerCount)
+	if fmt.Sprint(ledgerCount) != fmt.Sprint(sinkCount) {
+		t.Errorf("ledger counts %v\nsink counts %v", ledgerCount, sinkCount)
 	}
-	if listenerCount["t1/a cancelled"] == 0 || listenerCount["t1/a accepted"] == 0 {
-		t.Errorf("want both capped and accepted requests: %v", listenerCount)
+	if sinkCount["t1/a cancelled"] == 0 || sinkCount["t1/a accepted"] == 0 {
+		t.Errorf("want both capped and accepted requests: %v", sinkCount)
 	}
 }

@@ -212,7 +212,7 @@ func TestEngineShutdown(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 			if late := h.sink.lateCalls(); late != 0 {
-				t.Errorf("%d listener calls after Shutdown returned", late)
+				t.Errorf("%d sink calls after Shutdown returned", late)
 			}
 			if err := h.engine.Apply(testConfig([]string{"t1"}, testProbe("p", 10, 100))); !errors.Is(err, ErrEngineStopped) {
 				t.Errorf("Apply after Shutdown: %v, want ErrEngineStopped", err)
