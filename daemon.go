@@ -48,7 +48,7 @@ type daemonHooks struct {
 	// started is called once probing has started.
 	started func(d *daemon)
 	// drained is called at shutdown once every offered request has ended
-	// and reached the listeners and the ledger.
+	// and reached the engine's sinks (metrics, status, ledger, history).
 	drained func(d *daemon)
 }
 
