@@ -81,11 +81,7 @@ func checkConfig(path string) int {
 		fmt.Fprintf(os.Stderr, "%s: FAILED\n%v\n", path, err)
 		return 1
 	}
-	pairs := 0
-	for _, t := range cfg.Targets {
-		pairs += len(cfg.ProbesFor(t))
-	}
-	fmt.Printf("%s: SUCCESS: %d targets, %d probes, %d target/probe pairs\n", path, len(cfg.Targets), len(cfg.Probes), pairs)
+	fmt.Printf("%s: SUCCESS: %d targets, %d probes, %d target/probe pairs\n", path, len(cfg.Targets), len(cfg.Probes), len(cfg.Pairs()))
 	return 0
 }
 
@@ -94,15 +90,13 @@ func checkConfig(path string) int {
 // way it would fail that probe at startup.
 func checkWorkloads(cfg *config.Config) error {
 	var errs []error
-	for _, t := range cfg.Targets {
-		for _, p := range cfg.ProbesFor(t) {
-			r, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: promslog.NewNopLogger()})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("target %q, probe %q: %w", t.Name, p.Name, err))
-				continue
-			}
-			r.Close()
+	for _, p := range cfg.Pairs() {
+		r, err := probe.NewRequester(p.Target, p.Probe, probe.RequesterOptions{Logger: promslog.NewNopLogger()})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("target %q, probe %q: %w", p.Key.Target, p.Key.Probe, err))
+			continue
 		}
+		r.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -52,7 +52,7 @@ type daemonHooks struct {
 	// started is called once probing has started.
 	started func(d *daemon)
 	// drained is called at shutdown once every offered request has ended
-	// and reached the listeners and the ledger.
+	// and reached the engine's sinks (metrics, status, ledger, history).
 	drained func(d *daemon)
 }
 
@@ -162,10 +162,8 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
 	d.engine = probe.NewEngine(probe.EngineOptions{
-		Logger:   logger,
-		Listener: probe.Listeners{d.coll, d.tracker},
-		Ledger:   ledger,
-		History:  d.history,
+		Logger: logger,
+		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history, d.scraper},
 		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {
 			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
 		},
@@ -207,14 +205,12 @@ func listen(f *web.FlagConfig) ([]net.Listener, error) {
 	return lns, nil
 }
 
-// apply makes cfg the running configuration of every component. Metrics
-// and status are synced first so that new pairs' first requests are
-// counted; results that removed pairs still deliver go to the ledger only,
-// since their series are gone.
+// apply makes cfg the running configuration. The engine owns the pairs
+// and tells its sinks, the server scraper included (docs/design.md, Pair
+// lifecycle); the scraper's settings apply to whichever targets run, so
+// neither call depends on the other.
 func (d *daemon) apply(cfg *config.Config) error {
-	d.coll.Sync(cfg)
-	d.tracker.Sync(cfg)
-	d.scraper.Apply(cfg)
+	d.scraper.Configure(cfg.Global.ServerMetrics)
 	return d.engine.Apply(cfg)
 }
 

@@ -31,7 +31,7 @@ func BenchmarkScrape(b *testing.B) {
 		cfg.Targets = append(cfg.Targets, serverTarget(name, srv))
 	}
 	c := New(Options{})
-	c.Sync(cfg)
+	syncPairs(c, cfg)
 	fill(c, cfg)
 	h := newHarness(b, ScraperOptions{})
 	h.Apply(cfg)

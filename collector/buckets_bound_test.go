@@ -25,7 +25,7 @@ func distinctSLOConfig(n int) (*Collector, *config.Config) {
 		}})
 	}
 	c := New(Options{Now: clock})
-	c.Sync(cfg)
+	syncPairs(c, cfg)
 	for _, p := range cfg.Probes {
 		c.Offered("llama", p.Name)
 		c.Finished(&probe.Result{

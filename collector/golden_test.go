@@ -34,7 +34,7 @@ func exampleRegistry(t *testing.T) *prometheus.Registry {
 		},
 	}
 	c := New(Options{Now: clock})
-	c.Sync(cfg)
+	syncPairs(c, cfg)
 	for i, r := range []probe.Result{
 		{Probe: "chat-short", Disposition: probe.Accepted, TTFT: 120 * time.Millisecond, TPOT: 30 * time.Millisecond, E2EL: 2 * time.Second,
 			ITLs: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}, PromptTokens: 20, OutputTokens: 64,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,7 @@ type scraperHarness struct {
 	*ServerScraper
 	ticker    *manualTicker
 	published chan string
+	applied   []string // targets of the last Apply
 }
 
 func newHarness(t testing.TB, o ScraperOptions) *scraperHarness {
@@ -138,6 +140,24 @@ func newHarness(t testing.TB, o ScraperOptions) *scraperHarness {
 	}
 	t.Cleanup(h.Stop)
 	return h
+}
+
+// Apply makes the scraped targets those of cfg, with its settings, through
+// the calls the daemon and the engine make: Configure, then PairStopped
+// for targets cfg lacks and PairStarted for every target of cfg, as one
+// pair each.
+func (h *scraperHarness) Apply(cfg *config.Config) {
+	h.Configure(cfg.Global.ServerMetrics)
+	for _, name := range h.applied {
+		if _, ok := cfg.Target(name); !ok {
+			h.PairStopped(config.PairKey{Target: name, Probe: "p"})
+		}
+	}
+	h.applied = h.applied[:0]
+	for _, t := range cfg.Targets {
+		h.PairStarted(config.Pair{Key: config.PairKey{Target: t.Name, Probe: "p"}, Target: t})
+		h.applied = append(h.applied, t.Name)
+	}
 }
 
 // wait blocks until every named target published a scrape.
@@ -197,4 +217,26 @@ func (h *countingHandler) count(msg string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.counts[msg]
+}
+
+// syncPairs makes the collector's pairs those of cfg through the Sink
+// calls the engine makes: PairStopped for pairs cfg lacks, PairStarted for
+// every pair of cfg (an unchanged pair's PairStarted changes nothing).
+func syncPairs(c *Collector, cfg *config.Config) {
+	pairs := cfg.Pairs()
+	c.mu.RLock()
+	var gone []config.PairKey
+	for k := range c.pairs {
+		key := config.PairKey{Target: k.target, Probe: k.probe}
+		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == key }) {
+			gone = append(gone, key)
+		}
+	}
+	c.mu.RUnlock()
+	for _, k := range gone {
+		c.PairStopped(k)
+	}
+	for _, p := range pairs {
+		c.PairStarted(p)
+	}
 }

@@ -23,7 +23,7 @@ func BenchmarkFinished(b *testing.B) {
 	}
 	cfg.Probes = []config.Probe{{Name: "chat", SLO: config.SLO{TTFT: dur("300ms"), TPOT: dur("50ms")}}}
 	c := New(Options{})
-	c.Sync(cfg)
+	syncPairs(c, cfg)
 	itls := make([]time.Duration, 63)
 	for i := range itls {
 		itls[i] = time.Duration(20+i%10) * time.Millisecond

@@ -107,9 +107,8 @@ type Options struct {
 }
 
 // Collector turns probe.Results into the vllm_probe_* metrics. It implements
-// probe.Listener and prometheus.Collector. Results for pairs that Sync does
-// not know (not configured yet, or removed) are ignored, so call Sync before
-// the engine starts a new configuration.
+// probe.Sink and prometheus.Collector. Results for pairs it does not run
+// (not started yet, or stopped) are ignored.
 type Collector struct {
 	logger *slog.Logger
 	now    func() time.Time
@@ -129,11 +128,11 @@ type probeDescs struct {
 }
 
 var (
-	_ probe.Listener       = (*Collector)(nil)
+	_ probe.Sink           = (*Collector)(nil)
 	_ prometheus.Collector = (*Collector)(nil)
 )
 
-// New returns a Collector with no pairs; call Sync to add them.
+// New returns a Collector with no pairs; the engine starts them (probe.Sink).
 func New(o Options) *Collector {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -161,40 +160,34 @@ func New(o Options) *Collector {
 	}
 }
 
-// Sync makes the set of pairs match cfg: new (target, probe) pairs get every
-// counter at 0, removed pairs' series disappear, unchanged pairs keep their
-// values. Histogram buckets hold the SLO thresholds of the pair's probe:
-// when they change, the pair keeps its counters but gets new histograms.
-func (c *Collector) Sync(cfg *config.Config) {
-	if cfg == nil {
+// PairStarted implements probe.Sink: a new pair gets every counter at 0;
+// a changed one keeps its counters, and gets new histograms when its SLO
+// thresholds changed, since its buckets hold them.
+func (c *Collector) PairStarted(p config.Pair) {
+	k := pairKey{p.Key.Target, p.Key.Probe}
+	if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) {
+		c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe)
 		return
 	}
+	th := probeThresholds(p.Probe)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := make(map[pairKey]*pairMetrics, len(c.pairs))
-	for _, t := range cfg.Targets {
-		for _, p := range cfg.ProbesFor(t) {
-			k := pairKey{t.Name, p.Name}
-			if _, dup := next[k]; dup {
-				continue
-			}
-			if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) {
-				c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe)
-				continue
-			}
-			th := probeThresholds(p)
-			if old, ok := c.pairs[k]; ok {
-				if !old.buckets.equal(th) {
-					old.buckets = th
-					old.hists.Store(newPairHistograms(k, th))
-				}
-				next[k] = old
-				continue
-			}
-			next[k] = newPairMetrics(k, th, c.now())
+	if old, ok := c.pairs[k]; ok {
+		if !old.buckets.equal(th) {
+			old.buckets = th
+			old.hists.Store(newPairHistograms(k, th))
 		}
+		return
 	}
-	c.pairs = next
+	c.pairs[k] = newPairMetrics(k, th, c.now())
+}
+
+// PairStopped implements probe.Sink: the pair's series disappear, and the
+// results its requests still in flight deliver are not counted.
+func (c *Collector) PairStopped(key config.PairKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pairs, pairKey{key.Target, key.Probe})
 }
 
 func (c *Collector) pair(target, probeName string) *pairMetrics {
@@ -203,7 +196,7 @@ func (c *Collector) pair(target, probeName string) *pairMetrics {
 	return c.pairs[pairKey{target, probeName}]
 }
 
-// Offered implements probe.Listener.
+// Offered implements probe.Sink.
 func (c *Collector) Offered(target, probeName string) {
 	p := c.pair(target, probeName)
 	if p == nil {
@@ -213,7 +206,7 @@ func (c *Collector) Offered(target, probeName string) {
 	p.offer()
 }
 
-// Finished implements probe.Listener.
+// Finished implements probe.Sink.
 func (c *Collector) Finished(r *probe.Result) {
 	if r == nil {
 		return
@@ -238,8 +231,8 @@ func (c *Collector) Finished(r *probe.Result) {
 }
 
 // warnOnce logs an uncounted result once per key. Unknown pairs are
-// expected (a removed pair's last requests finish after Sync dropped its
-// series), so they log at debug; unknown label values are a bug, at warn.
+// expected (a removed pair's last requests finish after PairStopped
+// dropped its series), so they log at debug; unknown label values are a bug, at warn.
 func (c *Collector) warnOnce(msg, key string, args ...any) {
 	if !c.warned.first(msg + "\x00" + key) {
 		return

@@ -55,7 +55,8 @@ func newPairHistograms(k pairKey, th thresholds) *pairHistograms {
 }
 
 // newHistogram returns one classic+native histogram series labelled with
-// the pair (and phase, when given). Label values were checked in Sync.
+// the pair (and phase, when given). Label values were checked in
+// PairStarted.
 func newHistogram(k pairKey, name, help string, buckets []float64, phase ...string) prometheus.Histogram {
 	labels := []string{labelTarget, labelProbe}
 	values := []string{k.target, k.probe}

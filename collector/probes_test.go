@@ -24,7 +24,7 @@ func finish(c *Collector, r *probe.Result) {
 
 func TestCollectorPreInitialisesCounters(t *testing.T) {
 	c := New(Options{Now: clock})
-	c.Sync(testConfig(map[string][]string{"t1": {"chat"}}, map[string]config.SLO{"chat": {}, "other": {}}))
+	syncPairs(c, testConfig(map[string][]string{"t1": {"chat"}}, map[string]config.SLO{"chat": {}, "other": {}}))
 	var want strings.Builder
 	want.WriteString(lines("# HELP vllm_probe_requests_total "+requestsHelp, "# TYPE vllm_probe_requests_total counter"))
 	for _, d := range probe.Dispositions {
@@ -100,7 +100,7 @@ func TestCollectorCountsResults(t *testing.T) {
 			`vllm_probe_output_tokens_total{probe="p",target="t"} 12`)},
 	}
 	c := New(Options{Now: clock})
-	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}}))
+	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}}))
 	for _, r := range results {
 		r.Target, r.Probe = "t", "p"
 		finish(c, r)
@@ -181,7 +181,7 @@ func upperBounds(h *dto.Histogram) []float64 {
 func TestCollectorHistogramBuckets(t *testing.T) {
 	slo := config.SLO{TTFT: dur("300ms"), TPOT: dur("33ms"), E2EL: dur("20s")}
 	c := New(Options{Now: clock})
-	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": slo}))
+	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": slo}))
 	mfs := gather(t, c)
 	tests := []struct {
 		name   string
@@ -214,7 +214,7 @@ func TestCollectorHistogramBuckets(t *testing.T) {
 
 func TestCollectorObservations(t *testing.T) {
 	c := New(Options{Now: clock})
-	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {TTFT: dur("300ms")}}))
+	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {TTFT: dur("300ms")}}))
 	sent := fixedNow
 	finish(c, &probe.Result{
 		Target: "t", Probe: "p", RequestID: "req-1", Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
@@ -294,15 +294,15 @@ func TestExemplarLimits(t *testing.T) {
 	}
 }
 
-func TestCollectorSync(t *testing.T) {
+func TestCollectorPairChanges(t *testing.T) {
 	slow, fast := config.SLO{TTFT: dur("1200ms")}, config.SLO{TTFT: dur("700ms")}
 	c := New(Options{Now: clock})
-	c.Sync(testConfig(map[string][]string{"t1": nil}, map[string]config.SLO{"keep": slow, "change": fast, "drop": slow}))
+	syncPairs(c, testConfig(map[string][]string{"t1": nil}, map[string]config.SLO{"keep": slow, "change": fast, "drop": slow}))
 	for _, p := range []string{"keep", "change", "drop"} {
 		finish(c, &probe.Result{Target: "t1", Probe: p, Disposition: probe.Accepted, TTFT: time.Second / 2})
 	}
 	// keep keeps its SLO, change takes another one.
-	c.Sync(testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": slow, "change": slow, "drop": slow}))
+	syncPairs(c, testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": slow, "change": slow, "drop": slow}))
 	finish(c, &probe.Result{Target: "t1", Probe: "drop", Disposition: probe.Accepted}) // removed pair: ignored
 
 	want := lines(
@@ -336,7 +336,7 @@ func TestCollectorSync(t *testing.T) {
 	t.Run("new pair starts empty with its probe's threshold", func(t *testing.T) {
 		checkTTFT(t, mfs, "t2", "keep", 0, 1.2, 0.7)
 	})
-	c.Sync(testConfig(map[string][]string{"t1": {"keep"}}, map[string]config.SLO{"keep": {TTFT: dur("300ms")}}))
+	syncPairs(c, testConfig(map[string][]string{"t1": {"keep"}}, map[string]config.SLO{"keep": {TTFT: dur("300ms")}}))
 	t.Run("only the probe's own threshold", func(t *testing.T) {
 		checkTTFT(t, gather(t, c), "t1", "keep", 0, 0.3, 1.2)
 	})
@@ -345,7 +345,7 @@ func TestCollectorSync(t *testing.T) {
 func TestCollectorConcurrentUse(t *testing.T) {
 	c := New(Options{Now: clock})
 	cfg := testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}})
-	c.Sync(cfg)
+	syncPairs(c, cfg)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	var wg sync.WaitGroup
@@ -361,7 +361,7 @@ func TestCollectorConcurrentUse(t *testing.T) {
 			if _, err := reg.Gather(); err != nil {
 				t.Error(err)
 			}
-			c.Sync(cfg)
+			syncPairs(c, cfg)
 		}
 	})
 	wg.Wait()

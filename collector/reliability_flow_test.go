@@ -42,7 +42,7 @@ func flowCounts(t *testing.T, c *Collector) (offered, finished, inFlight float64
 // dispositions + in flight, with in flight never negative.
 func TestCollectorFlowConsistentUnderLoad(t *testing.T) {
 	c := New(Options{})
-	c.Sync(testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}}))
+	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}}))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 4 {
@@ -74,13 +74,13 @@ func TestCollectorIgnoresStaleResults(t *testing.T) {
 	c := New(Options{Now: func() time.Time { return now }})
 	with := testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}})
 	without := testConfig(map[string][]string{"u": nil}, map[string]config.SLO{"p": {}})
-	c.Sync(with)
+	syncPairs(c, with)
 	c.Offered("t", "p")
 	stale := &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Reason: probe.ReasonRemoved, Scheduled: now.Add(time.Second)}
 	now = now.Add(2 * time.Second)
-	c.Sync(without)
+	syncPairs(c, without)
 	now = now.Add(time.Second)
-	c.Sync(with)
+	syncPairs(c, with)
 	c.Finished(stale)
 	if offered, finished, inFlight := flowCounts(t, c); offered != 0 || finished != 0 || inFlight != 0 {
 		t.Errorf("after a stale result: offered %g, finished %g, in flight %g; want all 0", offered, finished, inFlight)

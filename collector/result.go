@@ -31,10 +31,7 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	}
 	p.Name = r.Probe
 	c := New(Options{})
-	c.Sync(&config.Config{
-		Targets: []config.Target{{Name: r.Target, Probes: []string{r.Probe}}},
-		Probes:  []config.Probe{p},
-	})
+	c.PairStarted(config.Pair{Key: config.PairKey{Target: r.Target, Probe: r.Probe}, Probe: p})
 	// The result was scheduled before this throwaway collector existed;
 	// clear Scheduled so the stale-result guard of Finished keeps it.
 	rc := *r
@@ -51,7 +48,7 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	duration := prometheus.NewGauge(prometheus.GaugeOpts{Name: durationName, Help: durationHelp, ConstLabels: labels})
 	duration.Set(resultDuration(r).Seconds())
 	// Registration of these fixed descriptors in a fresh registry can only
-	// fail on invalid label values, which Sync already refused; then the
+	// fail on invalid label values, which PairStarted already refused; then the
 	// registry simply lacks them.
 	_ = reg.Register(success)
 	_ = reg.Register(duration)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -77,7 +76,9 @@ type ScrapeState struct {
 // at our scrape time, so /metrics stays fast) and re-exposes the allowed
 // families with their own names plus a target label. It implements
 // prometheus.Collector as an unchecked collector, since the families it
-// exports depend on the servers.
+// exports depend on the servers, and probe.Sink: it scrapes the target of
+// every pair the engine runs, while at least one of its pairs runs, with
+// the settings of Configure (docs/design.md, Pair lifecycle).
 type ServerScraper struct {
 	opts   ScraperOptions
 	logger *slog.Logger
@@ -88,19 +89,27 @@ type ServerScraper struct {
 	// published scrape.
 	onPublish func(target string)
 
-	applyMu sync.Mutex // serialises Apply and Stop
-	mu      sync.RWMutex
-	loops   map[string]*targetLoop
-	stopped bool
+	mu       sync.RWMutex
+	settings scrapeSettings
+	pairs    map[string]map[string]bool // running probes by target
+	loops    map[string]*targetLoop
+	running  sync.WaitGroup // every loop goroutine, retired ones included
+	stopped  bool
+}
+
+// scrapeSettings is how every target is scraped (global.server_metrics,
+// with defaults for unset fields).
+type scrapeSettings struct {
+	interval time.Duration
+	timeout  time.Duration
+	allow    string
 }
 
 // loopConfig is everything a target's scrape loop depends on; a loop is
 // restarted only when it changes.
 type loopConfig struct {
-	target   config.Target
-	interval time.Duration
-	timeout  time.Duration
-	allow    string
+	target config.Target
+	scrapeSettings
 }
 
 // targetLoop is one target's scrape goroutine and what it last published.
@@ -108,7 +117,6 @@ type targetLoop struct {
 	cfg     loopConfig
 	allow   *regexp.Regexp
 	cancel  context.CancelFunc
-	done    chan struct{}
 	parsing atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
 
 	// Guarded by ServerScraper.mu.
@@ -118,9 +126,13 @@ type targetLoop struct {
 	dropped  map[string]float64
 }
 
-var _ prometheus.Collector = (*ServerScraper)(nil)
+var (
+	_ prometheus.Collector = (*ServerScraper)(nil)
+	_ probe.Sink           = (*ServerScraper)(nil)
+)
 
-// NewServerScraper returns a scraper with no targets; call Apply.
+// NewServerScraper returns a scraper with no targets and the default
+// settings; the engine starts its pairs (probe.Sink).
 func NewServerScraper(o ScraperOptions) *ServerScraper {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -143,76 +155,13 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 	if o.UserAgent == "" {
 		o.UserAgent = probe.DefaultUserAgent
 	}
-	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, loops: map[string]*targetLoop{}}
+	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, settings: settingsOf(config.ServerMetrics{}),
+		pairs: map[string]map[string]bool{}, loops: map[string]*targetLoop{}}
 	s.descs.success = prometheus.NewDesc(scrapeSuccessName, scrapeSuccessHelp, []string{labelTarget}, nil)
 	s.descs.duration = prometheus.NewDesc(scrapeDurationName, scrapeDurationHelp, []string{labelTarget}, nil)
 	s.descs.info = prometheus.NewDesc(targetInfoName, targetInfoHelp, []string{labelTarget, labelModel, labelServerVersion}, nil)
 	s.descs.dropped = prometheus.NewDesc(seriesDroppedName, seriesDroppedHelp, []string{labelTarget, labelReason}, nil)
 	return s
-}
-
-// Apply starts a scrape loop for every target of cfg, stops the loops of
-// removed targets (dropping their series) and restarts the loops whose
-// target or server_metrics settings changed. Every target gets a loop for
-// target_info; only targets with a metrics_path scrape /metrics.
-func (s *ServerScraper) Apply(cfg *config.Config) {
-	if cfg == nil {
-		return
-	}
-	want := loopConfigs(cfg)
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	var stale []*targetLoop
-	for name, l := range s.loops {
-		if w, ok := want[name]; !ok || !reflect.DeepEqual(w, l.cfg) {
-			stale = append(stale, l)
-			delete(s.loops, name)
-		}
-	}
-	s.mu.Unlock()
-	for _, l := range stale {
-		l.cancel()
-		<-l.done
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, w := range want {
-		if _, ok := s.loops[name]; !ok {
-			s.loops[name] = s.start(w)
-		}
-	}
-}
-
-// loopConfigs derives each target's loop config, with defaults for unset
-// server_metrics fields.
-func loopConfigs(cfg *config.Config) map[string]loopConfig {
-	sm := cfg.Global.ServerMetrics
-	interval, timeout := time.Duration(sm.Interval), time.Duration(sm.Timeout)
-	if interval <= 0 {
-		interval = time.Duration(config.DefaultGlobal.ServerMetrics.Interval)
-	}
-	if timeout <= 0 {
-		timeout = time.Duration(config.DefaultGlobal.ServerMetrics.Timeout)
-	}
-	timeout = min(timeout, interval)
-	allow := sm.Allow.Source
-	if allow == "" && sm.Allow.Regexp != nil {
-		allow = sm.Allow.String()
-	}
-	if allow == "" {
-		allow = DefaultAllow
-	}
-	out := make(map[string]loopConfig, len(cfg.Targets))
-	for _, t := range cfg.Targets {
-		t.Probes, t.Line = nil, 0 // the probe list does not affect scraping
-		out[t.Name] = loopConfig{target: t, interval: interval, timeout: timeout, allow: allow}
-	}
-	return out
 }
 
 // start launches one loop; s.mu is held.
@@ -223,11 +172,15 @@ func (s *ServerScraper) start(w loopConfig) *targetLoop {
 		allow, _ = compileAllow(DefaultAllow)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, done: make(chan struct{}), dropped: map[string]float64{}}
+	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, dropped: map[string]float64{}}
 	if w.target.Model != "" {
 		l.state.Model = w.target.Model
 	}
-	go s.run(ctx, l)
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		s.run(ctx, l)
+	}()
 	return l
 }
 
@@ -241,20 +194,17 @@ func compileAllow(src string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// Stop stops every loop and waits for them; the scraper exports nothing
-// afterwards and Apply does nothing.
+// Stop stops every loop and waits for them, retired ones included; the
+// scraper exports nothing afterwards and starts no loop.
 func (s *ServerScraper) Stop() {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
 	s.mu.Lock()
 	s.stopped = true
-	loops := s.loops
+	for _, l := range s.loops {
+		l.cancel()
+	}
 	s.loops = map[string]*targetLoop{}
 	s.mu.Unlock()
-	for _, l := range loops {
-		l.cancel()
-		<-l.done
-	}
+	s.running.Wait()
 }
 
 // State returns the scrape state of target (the zero value when unknown).

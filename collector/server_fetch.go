@@ -44,7 +44,6 @@ var errBodyTooLarge = errors.New("response body too large")
 // ends. The HTTP client is built lazily so a missing credentials or TLS file
 // is retried on the next tick.
 func (s *ServerScraper) run(ctx context.Context, l *targetLoop) {
-	defer close(l.done)
 	tick, stopTicker := s.opts.NewTicker(l.cfg.interval)
 	defer stopTicker()
 	var client *http.Client

@@ -51,8 +51,8 @@ func accuracyRound(t *testing.T) (ttft, itl []time.Duration) {
 	})
 	defer sim.Close()
 
-	l := newRecListener()
-	e := NewEngine(EngineOptions{Listener: l, Grace: time.Second})
+	l := newRecSink()
+	e := NewEngine(EngineOptions{Sinks: []Sink{l}, Grace: time.Second})
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "sim", URL: simURL, Model: "sim-llama"}},
 		Probes:  []config.Probe{engSimProbe("chat", config.APIChat, 10), engSimProbe("completions", config.APICompletions, 10)},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,11 +43,9 @@ type Sender interface {
 // EngineOptions configures an Engine; the zero value is usable.
 type EngineOptions struct {
 	Logger *slog.Logger
-	// Listener gets Offered when a planned time comes and Finished once per
-	// offered request; nil = none.
-	Listener Listener
-	Ledger   *Ledger  // nil = no ledger
-	History  *History // nil = no history
+	// Sinks get the life of every pair and the facts of every request, in
+	// this order (Sink); nil = none.
+	Sinks []Sink
 	// Grace is how long in-flight requests may finish at shutdown or when
 	// their pair is removed or changed; 0 = 10s.
 	Grace time.Duration
@@ -56,10 +56,13 @@ type EngineOptions struct {
 }
 
 // Engine runs one open-loop scheduling loop per configured (target, probe)
-// pair. Every offered request ends in exactly one Result that goes to the
-// Listener, the Ledger and the History, in that order.
+// pair. It is the only owner of the live set of pairs: Apply changes it and
+// tells the Sinks which pairs started and stopped; every offered request
+// ends in exactly one Result that goes to the Sinks, in order
+// (docs/design.md, Pair lifecycle).
 type Engine struct {
 	o        EngineOptions
+	sink     Sinks
 	logger   *slog.Logger
 	root     context.Context // parent of every request; cancelled at shutdown
 	stopRoot context.CancelCauseFunc
@@ -111,6 +114,7 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	e := &Engine{
 		o:      o,
+		sink:   Sinks(o.Sinks),
 		logger: o.Logger,
 		loops:  map[pairKey]*loop{},
 		states: map[pairKey]*pairState{},
@@ -136,85 +140,83 @@ func sleepRuntimeTimer(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// pairSpec is one configured pair.
-type pairSpec struct {
-	key         pairKey
-	target      config.Target
-	probe       config.Probe
-	fingerprint string
-}
-
-// pairsOf lists the configured pairs in config order.
-func pairsOf(cfg *config.Config) []pairSpec {
-	byName := make(map[string]config.Probe, len(cfg.Probes))
-	for _, p := range cfg.Probes {
-		byName[p.Name] = p
-	}
-	var specs []pairSpec
-	for _, t := range cfg.Targets {
-		probes := cfg.Probes
-		if len(t.Probes) > 0 {
-			probes = probes[:0:0]
-			for _, name := range t.Probes {
-				if p, ok := byName[name]; ok {
-					probes = append(probes, p)
-				}
-			}
-		}
-		for _, p := range probes {
-			specs = append(specs, pairSpec{key: pairKey{t.Name, p.Name}, target: t, probe: p, fingerprint: fingerprint(t, p)})
-		}
-	}
-	return specs
-}
-
-// Apply makes the running pairs those of cfg. Unchanged pairs keep running
-// with their state (sequence, arrival process); removed and changed pairs
-// stop scheduling and their in-flight requests get the grace period, then
-// end cancelled/removed; new and changed pairs start. A pair whose Sender
-// cannot be built is not started (a changed pair keeps its previous
-// configuration running) and is named in the returned joined error.
+// Apply makes the running pairs those of cfg. Unchanged pairs (same Key
+// and Fingerprint) keep running with their state (sequence, arrival
+// process); removed and changed pairs stop scheduling and their in-flight
+// requests get the grace period, then end cancelled/removed; new and
+// changed pairs start. A pair whose Sender cannot be built is not started
+// (a changed pair keeps its previous configuration running) and is named
+// in the returned joined error. The Sinks hear PairStopped for removed
+// pairs, then PairStarted for started ones in config order, each before
+// the pair's first offer.
 func (e *Engine) Apply(cfg *config.Config) error {
 	if cfg == nil {
 		return errors.New("apply config: nil config")
 	}
-	specs := pairsOf(cfg)
+	pairs := cfg.Pairs()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
 		return fmt.Errorf("apply config: %w", ErrEngineStopped)
 	}
-	wanted := make(map[pairKey]bool, len(specs))
-	for _, s := range specs {
-		wanted[s.key] = true
+	e.stopRemoved(pairs)
+	type starting struct {
+		pair   config.Pair
+		sender Sender
+		old    *loop
 	}
-	for key, l := range e.loops {
-		if !wanted[key] {
-			delete(e.loops, key)
-			e.retire(l, true)
-		}
-	}
+	var starts []starting
 	var errs []error
-	start := e.o.Now()
-	for _, s := range specs {
-		old := e.loops[s.key]
-		if old != nil && old.spec.fingerprint == s.fingerprint {
+	for _, p := range pairs {
+		old := e.loops[p.Key]
+		if old != nil && old.pair.Fingerprint == p.Fingerprint {
 			continue
 		}
-		sender, err := e.o.NewRequester(s.target, s.probe)
+		sender, err := e.o.NewRequester(p.Target, p.Probe)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("start probe %s: %w", s.key, err))
+			errs = append(errs, fmt.Errorf("start probe %s: %w", p.Key, err))
 			if old != nil {
-				e.logger.Warn("probe config change not applied, previous config keeps running", "target", s.key.target, "probe", s.key.probe, "err", err)
+				e.logger.Warn("probe config change not applied, previous config keeps running", "target", p.Key.Target, "probe", p.Key.Probe, "err", err)
 			}
 			continue
 		}
-		if old != nil {
-			e.retire(old, false)
+		starts = append(starts, starting{p, sender, old})
+	}
+	// Every sink knows a pair before its loop can offer, and a new pair's
+	// first planned time is not before the sinks added it.
+	for _, s := range starts {
+		e.sink.PairStarted(s.pair)
+	}
+	start := e.o.Now()
+	for _, s := range starts {
+		if s.old != nil {
+			e.retire(s.old, false)
 		}
-		e.loops[s.key] = e.startLoop(s, sender, start)
+		e.loops[s.pair.Key] = e.startLoop(s.pair, s.sender, start)
 	}
 	return errors.Join(errs...)
+}
+
+// stopRemoved retires the loops of pairs that are not in pairs and tells
+// the Sinks, in name order; e.mu is held.
+func (e *Engine) stopRemoved(pairs []config.Pair) {
+	wanted := make(map[pairKey]bool, len(pairs))
+	for _, p := range pairs {
+		wanted[p.Key] = true
+	}
+	var removed []pairKey
+	for key := range e.loops {
+		if !wanted[key] {
+			removed = append(removed, key)
+		}
+	}
+	slices.SortFunc(removed, func(a, b pairKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, key := range removed {
+		l := e.loops[key]
+		delete(e.loops, key)
+		e.retire(l, true)
+		e.sink.PairStopped(key)
+	}
 }
 
 // InFlight returns how many requests of the pair are outstanding, those of
@@ -222,7 +224,7 @@ func (e *Engine) Apply(cfg *config.Config) error {
 func (e *Engine) InFlight(target, probe string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if st := e.states[pairKey{target, probe}]; st != nil {
+	if st := e.states[pairKey{Target: target, Probe: probe}]; st != nil {
 		return int(st.inFlight.Load())
 	}
 	return 0
@@ -232,7 +234,7 @@ func (e *Engine) InFlight(target, probe string) int {
 // /probe endpoint. It is not offered, counted, written to the ledger or
 // kept in history. Unknown names give ErrUnknownPair.
 func (e *Engine) ProbeOnce(ctx context.Context, target, probe string) (*Result, error) {
-	key := pairKey{target, probe}
+	key := pairKey{Target: target, Probe: probe}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -261,8 +263,8 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probe string) (*Result, 
 
 // Shutdown stops scheduling, lets in-flight requests finish for the grace
 // period (or until ctx ends), then cancels the rest with ErrShutdown and
-// waits for them. After it returns there are no more Listener, Ledger or
-// History calls; it closes no Ledger. Later calls wait for the first.
+// waits for them. After it returns there are no more Sink calls; it stops
+// no pair in the Sinks and closes no Ledger. Later calls wait for the first.
 // ctx only shortens the grace period: Shutdown always waits for every
 // request to end (Senders return promptly once cancelled) and returns nil.
 func (e *Engine) Shutdown(ctx context.Context) error {

@@ -131,7 +131,7 @@ func (sf *senderFactory) New(t config.Target, p config.Probe) (Sender, error) {
 	if err := sf.fail[p.Name]; err != nil {
 		return nil, err
 	}
-	s := &fakeSender{key: pairKey{t.Name, p.Name}, hold: sf.hold, delay: sf.delay, release: sf.release}
+	s := &fakeSender{key: pairKey{Target: t.Name, Probe: p.Name}, hold: sf.hold, delay: sf.delay, release: sf.release}
 	sf.built = append(sf.built, s)
 	return s, nil
 }
@@ -141,16 +141,16 @@ func (sf *senderFactory) senders(target, probe string) []*fakeSender {
 	defer sf.mu.Unlock()
 	var out []*fakeSender
 	for _, s := range sf.built {
-		if s.key == (pairKey{target, probe}) {
+		if s.key == (pairKey{Target: target, Probe: probe}) {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// recListener counts Offered and keeps Finished results per pair, and
+// recSink counts Offered and keeps Finished results per pair, and
 // flags calls made after it was closed.
-type recListener struct {
+type recSink struct {
 	mu       sync.Mutex
 	offered  map[pairKey]int
 	finished map[pairKey][]*Result
@@ -158,41 +158,45 @@ type recListener struct {
 	late     int
 }
 
-func newRecListener() *recListener {
-	return &recListener{offered: map[pairKey]int{}, finished: map[pairKey][]*Result{}}
+func newRecSink() *recSink {
+	return &recSink{offered: map[pairKey]int{}, finished: map[pairKey][]*Result{}}
 }
 
-func (l *recListener) Offered(target, probe string) {
+func (l *recSink) PairStarted(config.Pair) {}
+
+func (l *recSink) PairStopped(config.PairKey) {}
+
+func (l *recSink) Offered(target, probe string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		l.late++
 	}
-	l.offered[pairKey{target, probe}]++
+	l.offered[pairKey{Target: target, Probe: probe}]++
 }
 
-func (l *recListener) Finished(r *Result) {
+func (l *recSink) Finished(r *Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		l.late++
 	}
-	k := pairKey{r.Target, r.Probe}
+	k := pairKey{Target: r.Target, Probe: r.Probe}
 	l.finished[k] = append(l.finished[k], r)
 }
 
-func (l *recListener) counts(target, probe string) (offered, finished int) {
+func (l *recSink) counts(target, probe string) (offered, finished int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := pairKey{target, probe}
+	k := pairKey{Target: target, Probe: probe}
 	return l.offered[k], len(l.finished[k])
 }
 
 // results returns the finished results of a pair in seq order.
-func (l *recListener) results(target, probe string) []*Result {
+func (l *recSink) results(target, probe string) []*Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := append([]*Result(nil), l.finished[pairKey{target, probe}]...)
+	out := append([]*Result(nil), l.finished[pairKey{Target: target, Probe: probe}]...)
 	sortBySeq(out)
 	return out
 }
@@ -205,14 +209,14 @@ func sortBySeq(rs []*Result) {
 	}
 }
 
-func (l *recListener) close() (late int) {
+func (l *recSink) close() (late int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
 	return l.late
 }
 
-func (l *recListener) lateCalls() int {
+func (l *recSink) lateCalls() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.late
@@ -246,16 +250,17 @@ func testProbe(name string, rate float64, maxInFlight int) config.Probe {
 
 // harness is an engine on a fake clock with fake senders.
 type harness struct {
-	clock    *fakeClock
-	factory  *senderFactory
-	listener *recListener
-	engine   *Engine
+	clock   *fakeClock
+	factory *senderFactory
+	sink    *recSink
+	engine  *Engine
 }
 
 func newHarness(t *testing.T, sf *senderFactory, o EngineOptions) *harness {
 	t.Helper()
-	h := &harness{clock: newFakeClock(testEpoch), factory: sf, listener: newRecListener()}
-	o.Now, o.Sleep, o.NewRequester, o.Listener = h.clock.Now, h.clock.Sleep, sf.New, h.listener
+	h := &harness{clock: newFakeClock(testEpoch), factory: sf, sink: newRecSink()}
+	o.Now, o.Sleep, o.NewRequester = h.clock.Now, h.clock.Sleep, sf.New
+	o.Sinks = append([]Sink{h.sink}, o.Sinks...)
 	if o.Grace == 0 {
 		o.Grace = 20 * time.Millisecond
 	}

@@ -8,12 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
 // loop is the scheduling loop of one configuration of one pair.
 type loop struct {
-	spec        pairSpec
+	pair        config.Pair
 	sender      Sender
 	state       *pairState
 	arrivals    *Arrivals
@@ -31,18 +32,18 @@ type loop struct {
 }
 
 // startLoop starts scheduling one pair; e.mu is held.
-func (e *Engine) startLoop(s pairSpec, sender Sender, start time.Time) *loop {
-	st := e.states[s.key]
+func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop {
+	st := e.states[p.Key]
 	if st == nil {
 		st = &pairState{}
-		e.states[s.key] = st
+		e.states[p.Key] = st
 	}
 	l := &loop{
-		spec:        s,
+		pair:        p,
 		sender:      sender,
 		state:       st,
-		arrivals:    NewArrivals(s.probe.Rate, s.probe.Burstiness, loopSeed(pairSeed(s.key, s.probe), st.seq.Load())),
-		maxInFlight: int64(s.probe.MaxInFlight),
+		arrivals:    NewArrivals(p.Probe.Rate, p.Probe.Burstiness, loopSeed(pairSeed(p.Key, p.Probe), st.seq.Load())),
+		maxInFlight: int64(p.Probe.MaxInFlight),
 		done:        make(chan struct{}),
 	}
 	first := start.Add(l.arrivals.first())
@@ -57,8 +58,8 @@ func (e *Engine) startLoop(s pairSpec, sender Sender, start time.Time) *loop {
 	}
 	l.schedCtx, l.stopSched = context.WithCancel(e.root)
 	l.reqCtx, l.cancelReqs = context.WithCancelCause(e.root)
-	e.logger.Info("probe loop started", "target", s.key.target, "probe", s.key.probe,
-		"rate", s.probe.Rate, "burstiness", s.probe.Burstiness, "max_in_flight", l.maxInFlight)
+	e.logger.Info("probe loop started", "target", p.Key.Target, "probe", p.Key.Probe,
+		"rate", p.Probe.Rate, "burstiness", p.Probe.Burstiness, "max_in_flight", l.maxInFlight)
 	go e.run(l, first)
 	return l
 }
@@ -117,13 +118,11 @@ func (e *Engine) run(l *loop, first time.Time) {
 func (e *Engine) fire(l *loop, planned time.Time) {
 	res := &Result{
 		Seq:       l.state.seq.Add(1),
-		Target:    l.spec.key.target,
-		Probe:     l.spec.key.probe,
+		Target:    l.pair.Key.Target,
+		Probe:     l.pair.Key.Probe,
 		Scheduled: planned,
 	}
-	if e.o.Listener != nil {
-		e.o.Listener.Offered(res.Target, res.Probe)
-	}
+	e.sink.Offered(res.Target, res.Probe)
 	// Only the current loop of a pair adds to its in-flight count, so the
 	// check and the increment cannot race with another fire.
 	if l.state.inFlight.Load() >= l.maxInFlight {
@@ -159,14 +158,9 @@ func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *Result)
 	res.Error = redact.Text(res.Error)
 }
 
-// finish hands a finished Result to the Listener, the Ledger and the
-// History, in that order.
+// finish hands a finished Result to the Sinks, in order.
 func (e *Engine) finish(res *Result) {
-	if e.o.Listener != nil {
-		e.o.Listener.Finished(res)
-	}
-	e.o.Ledger.Write(res)
-	e.o.History.Add(res)
+	e.sink.Finished(res)
 }
 
 // retire stops a loop's scheduling now and lets its requests finish in the
@@ -180,15 +174,15 @@ func (e *Engine) retire(l *loop, removed bool) {
 	if !removed {
 		l.state.resume, l.state.resumeMean = l.next, l.arrivals.mean
 	}
-	e.logger.Info("probe loop stopped", "target", l.spec.key.target, "probe", l.spec.key.probe,
+	e.logger.Info("probe loop stopped", "target", l.pair.Key.Target, "probe", l.pair.Key.Probe,
 		"removed", removed, "in_flight", l.state.inFlight.Load())
 	e.drains.Add(1)
-	go e.drain(l, removed)
+	go e.drain(l)
 }
 
 // drain waits up to the grace period for a retired loop's requests, then
 // cancels the rest with ErrRemoved, and closes its Sender.
-func (e *Engine) drain(l *loop, removed bool) {
+func (e *Engine) drain(l *loop) {
 	defer e.drains.Done()
 	idle := waitChan(&l.reqs)
 	grace := time.NewTimer(e.o.Grace)
@@ -201,13 +195,4 @@ func (e *Engine) drain(l *loop, removed bool) {
 	l.cancelReqs(ErrRemoved)
 	<-idle
 	l.sender.Close()
-	if !removed {
-		return
-	}
-	e.mu.Lock()
-	_, readded := e.loops[l.spec.key]
-	e.mu.Unlock()
-	if !readded {
-		e.o.History.Forget(l.spec.key.target, l.spec.key.probe)
-	}
 }

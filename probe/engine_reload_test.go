@@ -15,7 +15,7 @@ import (
 func (e *Engine) loopOf(target, probe string) *loop {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.loops[pairKey{target, probe}]
+	return e.loops[pairKey{Target: target, Probe: probe}]
 }
 
 // reloadRun is the outcome of TestEngineReload's scenario.
@@ -32,7 +32,7 @@ type reloadRun struct {
 // and shuts down.
 func runReload(t *testing.T) reloadRun {
 	r := reloadRun{hist: NewHistory(1000)}
-	r.h = newHarness(t, &senderFactory{hold: true}, EngineOptions{History: r.hist})
+	r.h = newHarness(t, &senderFactory{hold: true}, EngineOptions{Sinks: []Sink{r.hist}})
 	h := r.h
 	var gone, change config.Probe
 	r.keep, gone, change = testProbe("keep", 10, 1000), testProbe("gone", 10, 1000), testProbe("change", 10, 1000)
@@ -41,8 +41,8 @@ func runReload(t *testing.T) reloadRun {
 	}
 	h.run(t, 3*time.Second, 3)
 	r.keepBefore = h.engine.loopOf("t1", "keep")
-	r.goneOffered, _ = h.listener.counts("t1", "gone")
-	r.changeOffers, _ = h.listener.counts("t1", "change")
+	r.goneOffered, _ = h.sink.counts("t1", "gone")
+	r.changeOffers, _ = h.sink.counts("t1", "change")
 
 	change.Rate = 20
 	cfg2 := testConfig([]string{"t1", "t2"}, r.keep, change)
@@ -52,8 +52,8 @@ func runReload(t *testing.T) reloadRun {
 		t.Fatal(err)
 	}
 	waitFor(t, "removed and replaced requests to end", func() bool {
-		o, f := h.listener.counts("t1", "gone")
-		_, fc := h.listener.counts("t1", "change")
+		o, f := h.sink.counts("t1", "gone")
+		_, fc := h.sink.counts("t1", "change")
 		return o == f && fc == r.changeOffers
 	})
 	if err := h.engine.Apply(cfg2); err != nil {
@@ -77,14 +77,14 @@ func TestEngineReload(t *testing.T) {
 		if n := len(h.factory.senders("t1", "keep")); n != 1 {
 			t.Errorf("%d senders built for the unchanged pair, want 1", n)
 		}
-		got := scheduled(h.listener.results("t1", "keep"))
-		want := plannedUntil(pairKey{"t1", "keep"}, keep, testEpoch, h.clock.Now())
+		got := scheduled(h.sink.results("t1", "keep"))
+		want := plannedUntil(pairKey{Target: "t1", Probe: "keep"}, keep, testEpoch, h.clock.Now())
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("schedule changed by the reload:\n got %v\nwant %v", got, want)
 		}
 	})
 	t.Run("removed pair stops and its requests end removed", func(t *testing.T) {
-		offered, _ := h.listener.counts("t1", "gone")
+		offered, _ := h.sink.counts("t1", "gone")
 		if offered != goneOffered {
 			t.Errorf("offered %d after removal, had %d", offered, goneOffered)
 		}
@@ -97,7 +97,7 @@ func TestEngineReload(t *testing.T) {
 		if n := len(h.factory.senders("t1", "change")); n != 2 {
 			t.Fatalf("%d senders built, want 2", n)
 		}
-		rs := h.listener.results("t1", "change")
+		rs := h.sink.results("t1", "change")
 		if len(rs) <= changeOffered {
 			t.Fatalf("%d results, want more than the %d before the change", len(rs), changeOffered)
 		}
@@ -112,11 +112,11 @@ func TestEngineReload(t *testing.T) {
 		}
 	})
 	t.Run("added pair starts at seq 1 and honours target probes", func(t *testing.T) {
-		rs := h.listener.results("t2", "keep")
+		rs := h.sink.results("t2", "keep")
 		if len(rs) == 0 || rs[0].Seq != 1 {
 			t.Errorf("t2/keep: %d results, want some from seq 1", len(rs))
 		}
-		if o, _ := h.listener.counts("t2", "change"); o != 0 {
+		if o, _ := h.sink.counts("t2", "change"); o != 0 {
 			t.Errorf("t2/change offered %d, target runs only keep", o)
 		}
 	})
@@ -145,7 +145,7 @@ func TestEngineApplyErrors(t *testing.T) {
 		t.Error("a change that could not start replaced the running pair")
 	}
 	h.run(t, time.Second, 1)
-	if o, _ := h.listener.counts("t", "good"); o == 0 {
+	if o, _ := h.sink.counts("t", "good"); o == 0 {
 		t.Error("the previous configuration stopped probing")
 	}
 	if err := h.engine.Apply(nil); err == nil {
@@ -155,7 +155,7 @@ func TestEngineApplyErrors(t *testing.T) {
 
 func TestEngineProbeOnce(t *testing.T) {
 	hist := NewHistory(10)
-	h := newHarness(t, &senderFactory{}, EngineOptions{History: hist})
+	h := newHarness(t, &senderFactory{}, EngineOptions{Sinks: []Sink{hist}})
 	if err := h.engine.Apply(testConfig([]string{"t"}, testProbe("p", 10, 10))); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestEngineProbeOnce(t *testing.T) {
 			}
 		})
 	}
-	if o, f := h.listener.counts("t", "p"); o != 0 || f != 0 || len(hist.Recent("", "", 0)) != 0 {
+	if o, f := h.sink.counts("t", "p"); o != 0 || f != 0 || len(hist.Recent("", "", 0)) != 0 {
 		t.Errorf("ProbeOnce was counted: offered %d finished %d history %d", o, f, len(hist.Recent("", "", 0)))
 	}
 	t.Run("shutdown cancels a running probe", func(t *testing.T) {
@@ -206,7 +206,7 @@ func TestEngineAccounting(t *testing.T) {
 	}
 	hist := NewHistory(1000)
 	release := make(chan struct{})
-	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Ledger: ledger, History: hist})
+	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Sinks: []Sink{ledger, hist}})
 	targets, probes := []string{"t1", "t2"}, []config.Probe{testProbe("a", 10, 4), testProbe("b", 7, 2)}
 	if err := h.engine.Apply(testConfig(targets, probes...)); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestEngineAccounting(t *testing.T) {
 	balanced := func(stage string) {
 		for _, target := range targets {
 			for _, p := range probes {
-				o, f := h.listener.counts(target, p.Name)
+				o, f := h.sink.counts(target, p.Name)
 				if in := h.engine.InFlight(target, p.Name); o != f+in || o == 0 {
 					t.Errorf("%s: %s/%s offered %d != finished %d + in flight %d", stage, target, p.Name, o, f, in)
 				}
@@ -224,7 +224,7 @@ func TestEngineAccounting(t *testing.T) {
 	settled := func() bool {
 		for _, target := range targets {
 			for _, p := range probes {
-				if o, f := h.listener.counts(target, p.Name); o != f || h.engine.InFlight(target, p.Name) != 0 {
+				if o, f := h.sink.counts(target, p.Name); o != f || h.engine.InFlight(target, p.Name) != 0 {
 					return false
 				}
 			}
@@ -250,53 +250,22 @@ func TestEngineAccounting(t *testing.T) {
 	for _, r := range recs {
 		ledgerCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++
 	}
-	listenerCount := map[string]int{}
+	sinkCount := map[string]int{}
 	for _, target := range targets {
 		for _, p := range probes {
-			rs := h.listener.results(target, p.Name)
+			rs := h.sink.results(target, p.Name)
 			for _, r := range rs {
-				listenerCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++
+				sinkCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++
 			}
 			if n := len(hist.Recent(target, p.Name, 0)); n != len(rs) {
 				t.Errorf("%s/%s: %d history records, %d results", target, p.Name, n, len(rs))
 			}
 		}
 	}
-	if fmt.Sprint(ledgerCount) != fmt.Sprint(listenerCount) {
-		t.Errorf("ledger counts %v\nlistener counts %v", ledgerCount, listenerCount)
+	if fmt.Sprint(ledgerCount) != fmt.Sprint(sinkCount) {
+		t.Errorf("ledger counts %v\nsink counts %v", ledgerCount, sinkCount)
 	}
-	if listenerCount["t1/a cancelled"] == 0 || listenerCount["t1/a accepted"] == 0 {
-		t.Errorf("want both capped and accepted requests: %v", listenerCount)
-	}
-}
-
-func TestFingerprint(t *testing.T) {
-	base := func() (config.Target, config.Probe) {
-		return config.Target{Name: "t", URL: "http://a"},
-			config.Probe{Name: "p", Rate: 1, Request: config.Request{Extra: map[string]any{"a": 1, "b": []any{"x"}}}}
-	}
-	ref := fingerprint(base())
-	for _, tc := range []struct {
-		name   string
-		modify func(*config.Target, *config.Probe)
-		same   bool
-	}{
-		{"identical", func(*config.Target, *config.Probe) {}, true},
-		{"line numbers ignored", func(t *config.Target, p *config.Probe) { t.Line, p.Line = 3, 9 }, true},
-		{"rate", func(_ *config.Target, p *config.Probe) { p.Rate = 2 }, false},
-		{"url", func(t *config.Target, _ *config.Probe) { t.URL = "http://b" }, false},
-		{"secret", func(t *config.Target, _ *config.Probe) { t.HTTPClientConfig.BearerToken = "s3cret" }, false},
-		{"extra value", func(_ *config.Target, p *config.Probe) { p.Request.Extra["a"] = 2 }, false},
-		{"extra type", func(_ *config.Target, p *config.Probe) { p.Request.Extra["a"] = "1" }, false},
-		{"regex", func(_ *config.Target, p *config.Probe) { p.Quality.Regex = config.Regexp{Source: "x"} }, false},
-		{"workload", func(_ *config.Target, p *config.Probe) { p.Workload.Random = &config.RandomWorkload{} }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			target, probe := base()
-			tc.modify(&target, &probe)
-			if got := fingerprint(target, probe) == ref; got != tc.same {
-				t.Errorf("same fingerprint = %v, want %v", got, tc.same)
-			}
-		})
+	if sinkCount["t1/a cancelled"] == 0 || sinkCount["t1/a accepted"] == 0 {
+		t.Errorf("want both capped and accepted requests: %v", sinkCount)
 	}
 }

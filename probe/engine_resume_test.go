@@ -36,7 +36,7 @@ func TestEngineReloadsKeepTheRate(t *testing.T) {
 				}
 				h.run(t, step, 1)
 			}
-			offered, _ := h.listener.counts("t", "p")
+			offered, _ := h.sink.counts("t", "p")
 			want := tc.expect * (restarts * step).Seconds()
 			// A gamma process of shape k counts with variance about
 			// mean/k; 5 standard deviations never fail a seeded run by chance.
@@ -44,7 +44,7 @@ func TestEngineReloadsKeepTheRate(t *testing.T) {
 			if math.Abs(float64(offered)-want) > bound {
 				t.Errorf("offered %d over %v with %d reloads, want %.0f ± %.0f", offered, restarts*step, restarts, want, bound)
 			}
-			for i, r := range h.listener.results("t", "p") {
+			for i, r := range h.sink.results("t", "p") {
 				if r.Seq != uint64(i+1) {
 					t.Fatalf("result %d has seq %d", i, r.Seq)
 				}

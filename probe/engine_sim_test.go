@@ -34,7 +34,7 @@ func engSimProbe(name, api string, rate float64) config.Probe {
 // TestEngineAgainstSimulator runs the engine with the real request path at
 // 20 requests/s against the simulator with faults on, and checks that the
 // ledger holds one record per offered request with the same dispositions
-// the Listener saw.
+// the other sink saw.
 func TestEngineAgainstSimulator(t *testing.T) {
 	o := simulator.DefaultOptions()
 	o.Seed, o.Jitter = 1, 0
@@ -53,8 +53,8 @@ func TestEngineAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newRecListener()
-	e := NewEngine(EngineOptions{Listener: l, Ledger: ledger, Grace: 500 * time.Millisecond})
+	l := newRecSink()
+	e := NewEngine(EngineOptions{Sinks: []Sink{l, ledger}, Grace: 500 * time.Millisecond})
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "sim", URL: srv.URL, Model: "sim-llama"}},
 		Probes:  []config.Probe{engSimProbe("chat", config.APIChat, 10), engSimProbe("completions", config.APICompletions, 10)},

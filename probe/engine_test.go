@@ -49,12 +49,12 @@ func TestEngineOpenLoop(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.run(t, 30*time.Second, 1)
-			want := plannedUntil(pairKey{"t", "p"}, p, testEpoch, testEpoch.Add(30*time.Second))
+			want := plannedUntil(pairKey{Target: "t", Probe: "p"}, p, testEpoch, testEpoch.Add(30*time.Second))
 			if !tc.hold {
 				waitFor(t, "requests to finish", func() bool { return h.engine.InFlight("t", "p") == 0 })
-				waitFor(t, "results to arrive", func() bool { o, f := h.listener.counts("t", "p"); return o == f })
+				waitFor(t, "results to arrive", func() bool { o, f := h.sink.counts("t", "p"); return o == f })
 			}
-			offered, finished := h.listener.counts("t", "p")
+			offered, finished := h.sink.counts("t", "p")
 			if offered != len(want) {
 				t.Errorf("offered %d requests in 30s at 20/s, want %d", offered, len(want))
 			}
@@ -74,8 +74,8 @@ func TestEngineOpenLoopRealTime(t *testing.T) {
 	// outstanding; an open loop reaches about ten. (The exact offered
 	// count is checked on the fake clock in TestEngineOpenLoop.)
 	sf := &senderFactory{delay: 200 * time.Millisecond}
-	l := newRecListener()
-	e := NewEngine(EngineOptions{Listener: l, NewRequester: sf.New, Grace: time.Millisecond})
+	l := newRecSink()
+	e := NewEngine(EngineOptions{Sinks: []Sink{l}, NewRequester: sf.New, Grace: time.Millisecond})
 	defer e.Shutdown(context.Background())
 	p := testProbe("p", 50, 1000)
 	p.Burstiness = math.Inf(1)
@@ -94,11 +94,11 @@ func TestEngineInFlightCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run(t, time.Second, 1)
-	offered, finished := h.listener.counts("t", "p")
+	offered, finished := h.sink.counts("t", "p")
 	if offered != 10 || finished != 7 || h.engine.InFlight("t", "p") != 3 {
 		t.Fatalf("offered %d finished %d in flight %d, want 10, 7, 3", offered, finished, h.engine.InFlight("t", "p"))
 	}
-	for _, r := range h.listener.results("t", "p") {
+	for _, r := range h.sink.results("t", "p") {
 		if r.Disposition != Cancelled || r.Reason != ReasonInFlightCap || !r.Sent.IsZero() || r.Seq <= 3 {
 			t.Errorf("seq %d: %s/%s sent %v, want cancelled/in_flight_cap, never sent", r.Seq, r.Disposition, r.Reason, r.Sent)
 		}
@@ -107,7 +107,7 @@ func TestEngineInFlightCap(t *testing.T) {
 		t.Errorf("sender called %d times, want 3", calls)
 	}
 	h.engine.Shutdown(context.Background())
-	rs := h.listener.results("t", "p")
+	rs := h.sink.results("t", "p")
 	if len(rs) != 10 {
 		t.Fatalf("%d results after shutdown, want 10", len(rs))
 	}
@@ -131,10 +131,10 @@ func TestEngineSeededSchedule(t *testing.T) {
 		out := map[string][]time.Time{}
 		for _, target := range targets {
 			waitFor(t, "requests to finish", func() bool {
-				o, f := h.listener.counts(target, probe.Name)
+				o, f := h.sink.counts(target, probe.Name)
 				return o == f
 			})
-			out[target] = scheduled(h.listener.results(target, probe.Name))
+			out[target] = scheduled(h.sink.results(target, probe.Name))
 		}
 		return out
 	}
@@ -203,7 +203,7 @@ func TestEngineShutdown(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(began)
-			h.listener.close()
+			h.sink.close()
 			if took > tc.maxWait || (tc.want == Cancelled && !tc.cancelCtx && took < tc.grace) {
 				t.Errorf("shutdown took %v with grace %v", took, tc.grace)
 			}
@@ -211,8 +211,8 @@ func TestEngineShutdown(t *testing.T) {
 				checkDrained(t, h, target, "p", tc.want, tc.wantReason)
 			}
 			time.Sleep(20 * time.Millisecond)
-			if late := h.listener.lateCalls(); late != 0 {
-				t.Errorf("%d listener calls after Shutdown returned", late)
+			if late := h.sink.lateCalls(); late != 0 {
+				t.Errorf("%d sink calls after Shutdown returned", late)
 			}
 			if err := h.engine.Apply(testConfig([]string{"t1"}, testProbe("p", 10, 100))); !errors.Is(err, ErrEngineStopped) {
 				t.Errorf("Apply after Shutdown: %v, want ErrEngineStopped", err)
@@ -231,11 +231,11 @@ func TestEngineShutdown(t *testing.T) {
 // want/reason and the pair's senders are closed.
 func checkDrained(t *testing.T, h *harness, target, probe string, want Disposition, reason string) {
 	t.Helper()
-	offered, finished := h.listener.counts(target, probe)
+	offered, finished := h.sink.counts(target, probe)
 	if offered == 0 || offered != finished || h.engine.InFlight(target, probe) != 0 {
 		t.Errorf("%s/%s: offered %d finished %d in flight %d", target, probe, offered, finished, h.engine.InFlight(target, probe))
 	}
-	for _, r := range h.listener.results(target, probe) {
+	for _, r := range h.sink.results(target, probe) {
 		if r.Disposition != want || r.Reason != reason {
 			t.Errorf("%s/%s seq %d: %s/%s, want %s/%s", target, probe, r.Seq, r.Disposition, r.Reason, want, reason)
 		}

@@ -19,13 +19,17 @@ const (
 // memory for the status page and the results API: a ring of the last
 // limit records per pair, plus the last failures (up to min(limit, 50))
 // kept even after they leave the ring. Text is kept only for failures and
-// cut to 1 KiB. It is safe for concurrent use; a nil *History ignores Add.
+// cut to 1 KiB. As a Sink it keeps the pairs the Engine runs: a pair's
+// records go when a reload removes it, and the results its requests still
+// in flight deliver afterwards are not kept. It is safe for concurrent
+// use; a nil *History ignores Add.
 type History struct {
 	mu        sync.Mutex
 	limit     int
 	failLimit int
 	ord       uint64 // insertion order across pairs, for newest-first merges
 	pairs     map[pairKey]*pairHistory
+	live      map[pairKey]bool // started and not stopped (Sink)
 }
 
 type pairHistory struct {
@@ -63,11 +67,15 @@ func NewHistory(limit int) *History {
 		limit:     limit,
 		failLimit: min(limit, maxKeptFailures),
 		pairs:     map[pairKey]*pairHistory{},
+		live:      map[pairKey]bool{},
 	}
 }
 
-// Add records a finished request.
-func (h *History) Add(r *Result) {
+// Add records a finished request, whether its pair runs or not.
+func (h *History) Add(r *Result) { h.add(r, false) }
+
+// add records r; when liveOnly, only if its pair runs.
+func (h *History) add(r *Result, liveOnly bool) {
 	if h == nil {
 		return
 	}
@@ -76,9 +84,12 @@ func (h *History) Add(r *Result) {
 		cut := truncateUTF8(*rec.Text, historyTextBytes)
 		rec.Text = &cut
 	}
-	key := pairKey{r.Target, r.Probe}
+	key := pairKey{Target: r.Target, Probe: r.Probe}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if liveOnly && !h.live[key] {
+		return
+	}
 	p := h.pairs[key]
 	if p == nil {
 		p = &pairHistory{recent: ring{size: h.limit}, failures: ring{size: h.failLimit}}
@@ -113,15 +124,32 @@ func (h *History) LastFailures(target, probe string, n int) []Record {
 	return h.collect(target, probe, n, func(p *pairHistory) *ring { return &p.failures })
 }
 
-// Forget drops the records of one pair, for pairs removed from the config.
-func (h *History) Forget(target, probe string) {
+// PairStarted implements Sink.
+func (h *History) PairStarted(p config.Pair) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.pairs, pairKey{target, probe})
+	h.live[p.Key] = true
 }
+
+// PairStopped implements Sink by dropping the records of the pair.
+func (h *History) PairStopped(key config.PairKey) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.live, key)
+	delete(h.pairs, key)
+}
+
+// Offered implements Sink: a request is kept once it has finished.
+func (h *History) Offered(string, string) {}
+
+// Finished implements Sink by adding r if its pair runs.
+func (h *History) Finished(r *Result) { h.add(r, true) }
 
 func (h *History) collect(target, probe string, limit int, which func(*pairHistory) *ring) []Record {
 	if h == nil {
@@ -130,7 +158,7 @@ func (h *History) collect(target, probe string, limit int, which func(*pairHisto
 	h.mu.Lock()
 	var entries []historyEntry
 	for key, p := range h.pairs {
-		if (target == "" || key.target == target) && (probe == "" || key.probe == probe) {
+		if (target == "" || key.Target == target) && (probe == "" || key.Probe == probe) {
 			entries = append(entries, which(p).buf...)
 		}
 	}

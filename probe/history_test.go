@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/config"
 )
 
 func histResult(target, probe string, seq int, d Disposition) *Result {
@@ -61,10 +63,10 @@ func TestHistory(t *testing.T) {
 			}
 		}
 	})
-	t.Run("forget drops a pair", func(t *testing.T) {
-		h.Forget("b", "y")
+	t.Run("stopping a pair drops it", func(t *testing.T) {
+		h.PairStopped(config.PairKey{Target: "b", Probe: "y"})
 		if got := h.Recent("b", "y", 0); len(got) != 0 {
-			t.Errorf("%d records after Forget", len(got))
+			t.Errorf("%d records after PairStopped", len(got))
 		}
 	})
 }
@@ -123,5 +125,31 @@ func TestHistoryConcurrent(t *testing.T) {
 	nilHistory.Add(histResult("t", "p", 1, Accepted))
 	if nilHistory.Recent("", "", 0) != nil {
 		t.Error("nil history returned records")
+	}
+}
+
+// TestHistorySink checks that a pair's results are kept while it runs,
+// and that those its requests deliver after it stopped are not kept.
+func TestHistorySink(t *testing.T) {
+	h := NewHistory(10)
+	pair := config.Pair{Key: config.PairKey{Target: "t", Probe: "p"}}
+	h.Finished(histResult("t", "p", 1, Accepted))
+	if got := len(h.Recent("t", "p", 0)); got != 0 {
+		t.Errorf("%d records of a pair never started, want 0", got)
+	}
+	h.PairStarted(pair)
+	h.Finished(histResult("t", "p", 2, Accepted))
+	if got := len(h.Recent("t", "p", 0)); got != 1 {
+		t.Errorf("%d records of a running pair, want 1", got)
+	}
+	h.PairStopped(pair.Key)
+	h.Finished(histResult("t", "p", 3, Accepted))
+	if got := len(h.Recent("t", "p", 0)); got != 0 {
+		t.Errorf("%d records after the pair stopped, want 0", got)
+	}
+	h.PairStarted(pair)
+	h.Finished(histResult("t", "p", 4, Accepted))
+	if got := h.Recent("t", "p", 0); len(got) != 1 || got[0].Seq != 4 {
+		t.Errorf("records of the re-added pair = %+v, want seq 4 only", got)
 	}
 }

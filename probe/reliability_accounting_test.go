@@ -15,20 +15,24 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
-// countingListener counts the engine's calls per pair, across reloads.
-type countingListener struct {
+// countingSink counts the engine's calls per pair, across reloads.
+type countingSink struct {
 	mu       sync.Mutex
 	offered  map[string]int
 	finished map[string]int
 }
 
-func (c *countingListener) Offered(target, probeName string) {
+func (c *countingSink) PairStarted(config.Pair) {}
+
+func (c *countingSink) PairStopped(config.PairKey) {}
+
+func (c *countingSink) Offered(target, probeName string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offered[pairName(target, probeName)]++
 }
 
-func (c *countingListener) Finished(r *probe.Result) {
+func (c *countingSink) Finished(r *probe.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.finished[pairName(r.Target, r.Probe)]++
@@ -116,8 +120,8 @@ func runAccounting(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	coll, reg := newCollectorRegistry()
-	counting := &countingListener{offered: map[string]int{}, finished: map[string]int{}}
-	e := probe.NewEngine(probe.EngineOptions{Listener: probe.Listeners{coll, counting}, Ledger: ledger, Grace: 300 * time.Millisecond})
+	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}}
+	e := probe.NewEngine(probe.EngineOptions{Sinks: []probe.Sink{coll, counting, ledger}, Grace: 300 * time.Millisecond})
 
 	addedAt := map[string]time.Time{} // when each pair's current series began
 	apply := func(cfg *config.Config) {
@@ -133,7 +137,6 @@ func runAccounting(t *testing.T, seed uint64) {
 			delete(addedAt, "b/chat")
 			delete(addedAt, "b/completions")
 		}
-		coll.Sync(cfg) // the daemon's order: metrics first, then the engine
 		if err := e.Apply(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +161,7 @@ func runAccounting(t *testing.T, seed uint64) {
 
 // checkEveryRequestOnce: per pair, offered == finished == ledger records,
 // whose seqs are exactly 1..n.
-func checkEveryRequestOnce(t *testing.T, recs []probe.Record, c *countingListener) {
+func checkEveryRequestOnce(t *testing.T, recs []probe.Record, c *countingSink) {
 	t.Helper()
 	seqs := map[string][]uint64{}
 	for _, r := range recs {

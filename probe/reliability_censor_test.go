@@ -68,7 +68,9 @@ func TestTimeoutsAreCensored(t *testing.T) {
 			}
 
 			coll, reg := newCollectorRegistry()
-			coll.Sync(&config.Config{Targets: []config.Target{tg}, Probes: []config.Probe{p}})
+			for _, pair := range (&config.Config{Targets: []config.Target{tg}, Probes: []config.Probe{p}}).Pairs() {
+				coll.PairStarted(pair)
+			}
 			coll.Offered("sim", "chat")
 			late := *res // scheduled before this collector's pair existed
 			late.Scheduled = time.Time{}

@@ -176,12 +176,11 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 	}
 	coll, reg := newCollectorRegistry()
 	e := probe.NewEngine(probe.EngineOptions{
-		Listener: coll, Ledger: ledger, Grace: 3 * time.Second,
+		Sinks: []probe.Sink{coll, ledger}, Grace: 3 * time.Second,
 		NewRequester: func(tg config.Target, p config.Probe) (probe.Sender, error) {
 			return probe.NewRequester(tg, p, probe.RequesterOptions{MaxBodyBytes: matrixMaxBody, MaxLineBytes: matrixMaxLine})
 		},
 	})
-	coll.Sync(cfg)
 	if err := e.Apply(cfg); err != nil {
 		t.Fatal(err)
 	}

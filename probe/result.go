@@ -2,8 +2,9 @@
 // servers, measures what a client sees, judges every request against its
 // probe's contract and records one disposition per offered request.
 //
-// It never touches Prometheus types: it reports facts as Results to a
-// Listener (the collector) and to the ledger.
+// It never touches Prometheus types: its Engine reports the life of every
+// pair and the facts of every request to Sinks (the collector, the status
+// tracker, the ledger and the history).
 package probe
 
 import (
@@ -246,31 +247,4 @@ func (r *Result) ITLMax() time.Duration {
 		m = max(m, d)
 	}
 	return m
-}
-
-// Listener receives the engine's facts as they happen. Implementations must
-// be safe for concurrent use and must not block.
-type Listener interface {
-	// Offered is called when a request's planned time comes, before it is
-	// sent (or refused by the in-flight cap).
-	Offered(target, probe string)
-	// Finished is called once per offered request with its final Result.
-	Finished(r *Result)
-}
-
-// Listeners fans the engine's facts out to several listeners, in order.
-type Listeners []Listener
-
-// Offered implements Listener.
-func (ls Listeners) Offered(target, probe string) {
-	for _, l := range ls {
-		l.Offered(target, probe)
-	}
-}
-
-// Finished implements Listener.
-func (ls Listeners) Finished(r *Result) {
-	for _, l := range ls {
-		l.Finished(r)
-	}
 }

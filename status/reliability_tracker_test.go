@@ -16,13 +16,13 @@ func TestTrackerIgnoresStaleResults(t *testing.T) {
 	tr := NewTracker(TrackerOptions{Now: func() time.Time { return now }})
 	with := &config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}}
 	without := &config.Config{Probes: with.Probes}
-	tr.Sync(with)
+	syncPairs(tr, with)
 	tr.Offered("t", "p")
 	stale := &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Scheduled: now.Add(time.Second)}
 	now = now.Add(2 * time.Second)
-	tr.Sync(without)
+	syncPairs(tr, without)
 	now = now.Add(time.Second)
-	tr.Sync(with)
+	syncPairs(tr, with)
 	tr.Finished(stale)
 	tr.Offered("t", "p")
 	tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: now.Add(time.Second)})
@@ -41,7 +41,7 @@ func TestTrackerIgnoresStaleResults(t *testing.T) {
 func TestTrackerForgetsOldSamplesUnwatched(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: func() time.Time { return now }})
-	tr.Sync(&config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}})
+	syncPairs(tr, &config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}})
 	for range 600 { // 10 minutes at 1/s
 		now = now.Add(time.Second)
 		tr.Offered("t", "p")

@@ -24,7 +24,7 @@ type TrackerOptions struct {
 	Now func() time.Time
 }
 
-// Tracker is a probe.Listener that keeps per-pair statistics.
+// Tracker is a probe.Sink that keeps per-pair statistics.
 type Tracker struct {
 	opts  TrackerOptions
 	mu    sync.Mutex
@@ -40,7 +40,7 @@ type sample struct {
 }
 
 type pairState struct {
-	added        time.Time // when Sync first saw the pair
+	added        time.Time // when the pair started (PairStarted)
 	objective    float64
 	offered      uint64
 	inFlight     int64
@@ -125,7 +125,8 @@ func (p PairStats) NotAccepted() []DispositionCount {
 	return out
 }
 
-// NewTracker returns an empty Tracker; call Sync with the config.
+// NewTracker returns an empty Tracker; the engine starts its pairs
+// (probe.Sink).
 func NewTracker(o TrackerOptions) *Tracker {
 	if o.Window <= 0 {
 		o.Window = 5 * time.Minute
@@ -139,32 +140,35 @@ func NewTracker(o TrackerOptions) *Tracker {
 	return &Tracker{opts: o, pairs: map[pairKey]*pairState{}}
 }
 
-// Sync makes the tracked pairs those of cfg, keeping the state of pairs
-// that stay.
-func (t *Tracker) Sync(cfg *config.Config) {
+// PairStarted implements probe.Sink: a new pair is tracked from now on,
+// after those already tracked; a changed one keeps its state and takes
+// its new objective.
+func (t *Tracker) PairStarted(p config.Pair) {
+	k := pairKey{p.Key.Target, p.Key.Probe}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	keep := map[pairKey]*pairState{}
-	var order []pairKey
-	for _, tg := range cfg.Targets {
-		for _, p := range cfg.ProbesFor(tg) {
-			k := pairKey{tg.Name, p.Name}
-			st := t.pairs[k]
-			if st == nil {
-				st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}}
-			}
-			st.objective = p.Objective
-			keep[k] = st
-			order = append(order, k)
-		}
+	st := t.pairs[k]
+	if st == nil {
+		st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}}
+		t.pairs[k] = st
+		t.order = append(t.order, k)
 	}
-	t.pairs, t.order = keep, order
+	st.objective = p.Probe.Objective
+}
+
+// PairStopped implements probe.Sink: the pair and its state go.
+func (t *Tracker) PairStopped(key config.PairKey) {
+	k := pairKey{key.Target, key.Probe}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.pairs, k)
+	t.order = slices.DeleteFunc(t.order, func(o pairKey) bool { return o == k })
 }
 
 // Window returns the span of the windowed statistics.
 func (t *Tracker) Window() time.Duration { return t.opts.Window }
 
-// Offered implements probe.Listener.
+// Offered implements probe.Sink.
 func (t *Tracker) Offered(target, probeName string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -174,7 +178,7 @@ func (t *Tracker) Offered(target, probeName string) {
 	}
 }
 
-// Finished implements probe.Listener.
+// Finished implements probe.Sink.
 func (t *Tracker) Finished(r *probe.Result) {
 	now := t.opts.Now()
 	t.mu.Lock()
@@ -219,7 +223,8 @@ func (t *Tracker) boundedSamples(s []sample) []sample {
 	return s
 }
 
-// Snapshot returns every pair's statistics in config order.
+// Snapshot returns every pair's statistics in the order the pairs
+// started: config order, with pairs a reload added at the end.
 func (t *Tracker) Snapshot() []PairStats {
 	now := t.opts.Now()
 	since := now.Add(-t.opts.Window)

@@ -22,6 +22,10 @@ type resultLog struct {
 	results []probe.Result
 }
 
+func (l *resultLog) PairStarted(config.Pair) {}
+
+func (l *resultLog) PairStopped(config.PairKey) {}
+
 func (l *resultLog) Offered(string, string) {}
 
 func (l *resultLog) Finished(r *probe.Result) {
@@ -58,9 +62,8 @@ func TestTrackerUnderOverload(t *testing.T) {
 		}},
 	}
 	tr := status.NewTracker(status.TrackerOptions{Window: time.Hour})
-	tr.Sync(cfg)
 	log := &resultLog{}
-	e := probe.NewEngine(probe.EngineOptions{Listener: probe.Listeners{tr, log}, Grace: 20 * time.Millisecond})
+	e := probe.NewEngine(probe.EngineOptions{Sinks: []probe.Sink{tr, log}, Grace: 20 * time.Millisecond})
 	if err := e.Apply(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -21,10 +22,25 @@ func trackerConfig(probes ...string) *config.Config {
 	return cfg
 }
 
+// syncPairs makes the tracked pairs those of cfg through the Sink calls
+// the engine makes: PairStopped for pairs cfg lacks, PairStarted for every
+// pair of cfg (an unchanged pair's PairStarted changes nothing).
+func syncPairs(tr *Tracker, cfg *config.Config) {
+	pairs := cfg.Pairs()
+	for _, k := range slices.Clone(tr.order) {
+		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == config.PairKey{Target: k.target, Probe: k.probe} }) {
+			tr.PairStopped(config.PairKey{Target: k.target, Probe: k.probe})
+		}
+	}
+	for _, p := range pairs {
+		tr.PairStarted(p)
+	}
+}
+
 func TestTrackerSnapshot(t *testing.T) {
 	clock := &fakeNow{t: time.Unix(1000, 0)}
 	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: clock.now})
-	tr.Sync(trackerConfig("p"))
+	syncPairs(tr, trackerConfig("p"))
 	finish := func(r probe.Result) {
 		tr.Offered("t", "p")
 		r.Target, r.Probe = "t", "p"
@@ -77,12 +93,12 @@ func TestTrackerSnapshot(t *testing.T) {
 		}
 	})
 	t.Run("sync keeps staying pairs and drops removed ones", func(t *testing.T) {
-		tr.Sync(trackerConfig("p", "q"))
+		syncPairs(tr, trackerConfig("p", "q"))
 		snap := tr.Snapshot()
 		if len(snap) != 2 || snap[0].Offered != 105 || snap[1].Offered != 0 {
 			t.Fatalf("after adding q: %+v", snap)
 		}
-		tr.Sync(trackerConfig("q"))
+		syncPairs(tr, trackerConfig("q"))
 		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted}) // removed: ignored
 		if snap := tr.Snapshot(); len(snap) != 1 || snap[0].Probe != "q" {
 			t.Fatalf("after removing p: %+v", snap)
@@ -95,7 +111,7 @@ func TestTrackerSnapshot(t *testing.T) {
 // did; other failures without a token add no sample.
 func TestTrackerCensorsTimeouts(t *testing.T) {
 	tr := NewTracker(TrackerOptions{})
-	tr.Sync(trackerConfig("p"))
+	syncPairs(tr, trackerConfig("p"))
 	for _, r := range []probe.Result{
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second},
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second, TTFT: 300 * time.Millisecond},
@@ -113,7 +129,7 @@ func TestTrackerCensorsTimeouts(t *testing.T) {
 
 func TestTrackerBoundsSamples(t *testing.T) {
 	tr := NewTracker(TrackerOptions{MaxSamples: 10})
-	tr.Sync(trackerConfig("p"))
+	syncPairs(tr, trackerConfig("p"))
 	for i := range 100 {
 		tr.Offered("t", "p")
 		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, TTFT: time.Duration(i+1) * time.Millisecond,

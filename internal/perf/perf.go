@@ -53,12 +53,16 @@ func us(d time.Duration) string {
 	return fmt.Sprintf("%.0fµs", v)
 }
 
-// collector keeps every finished Result; it is the engine's Listener.
+// collector keeps every finished Result; it is the engine's only Sink.
 type collector struct {
 	mu      sync.Mutex
 	offered int
 	results []*probe.Result
 }
+
+func (c *collector) PairStarted(config.Pair) {}
+
+func (c *collector) PairStopped(config.PairKey) {}
 
 func (c *collector) Offered(string, string) {
 	c.mu.Lock()
@@ -95,7 +99,7 @@ type load struct {
 // requests have ended.
 func (l load) run(ctx context.Context) (offered int, results []*probe.Result, err error) {
 	c := &collector{}
-	e := probe.NewEngine(probe.EngineOptions{Listener: c, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
+	e := probe.NewEngine(probe.EngineOptions{Sinks: []probe.Sink{c}, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
 	p := config.Probe{
 		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
 		MaxInFlight: 1 << 16, Timeout: model.Duration(10 * time.Second),

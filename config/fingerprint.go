@@ -1,4 +1,4 @@
-package probe
+package config
 
 import (
 	"crypto/sha256"
@@ -10,14 +10,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // fingerprintMaxDepth bounds the walk over a config value.
 const fingerprintMaxDepth = 32
-
-var regexpType = reflect.TypeFor[config.Regexp]()
 
 // fingerprint returns a canonical digest of everything that configures one
 // (target, probe) pair, so a reload can tell unchanged pairs from changed
@@ -25,7 +21,7 @@ var regexpType = reflect.TypeFor[config.Regexp]()
 // restart the pair; the digest never leaves the process), and skips fields
 // that are not configuration: those tagged yaml:"-" (source line numbers)
 // and functions.
-func fingerprint(t config.Target, p config.Probe) string {
+func fingerprint(t Target, p Probe) string {
 	w := fingerprinter{h: sha256.New()}
 	w.value(reflect.ValueOf(t), 0)
 	w.value(reflect.ValueOf(p), 0)
@@ -116,21 +112,4 @@ func (w *fingerprinter) mapValue(v reflect.Value, depth int) {
 		w.str(e.key)
 		w.value(e.val, depth+1)
 	}
-}
-
-// pairSeed derives the arrival seed of one pair from its name and the
-// probe's workload seed, so runs of the same config repeat their schedule
-// while pairs differ from each other.
-func pairSeed(key pairKey, p config.Probe) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(key.target))
-	h.Write([]byte{0})
-	h.Write([]byte(key.probe))
-	h.Write([]byte{0})
-	var seed int64
-	if p.Workload.Random != nil {
-		seed = p.Workload.Random.Seed
-	}
-	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(seed)))
-	return int64(h.Sum64())
 }
