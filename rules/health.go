@@ -41,7 +41,7 @@ func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summ
 	return Rule{
 		Alert:  alert,
 		Expr:   expr,
-		For:    fmtDur(p.scale(forD)),
+		For:    p.forDur(forD),
 		Labels: map[string]string{"severity": severity},
 		Annotations: map[string]string{
 			"summary": summary, "description": description, "runbook_url": p.runbook(alert),

@@ -67,6 +67,22 @@ func (p *plan) ttftRecordingRules() []Rule {
 	}
 }
 
+// forTime is the scaled for: of d; 0 stays 0 (no for:).
+func (p *plan) forTime(d time.Duration) time.Duration {
+	if d == 0 {
+		return 0
+	}
+	return p.scale(d)
+}
+
+// forDur is the scaled for: of d as a rule writes it; "" (none) for 0.
+func (p *plan) forDur(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmtDur(p.scale(d))
+}
+
 func (p *plan) runbook(alert string) string {
 	return p.o.RunbookURL + "#" + strings.ToLower(alert)
 }
@@ -95,7 +111,7 @@ func (p *plan) burnAlert(pp pairPlan, b burnPlan) Rule {
 	r := Rule{
 		Alert: name,
 		Expr:  fmt.Sprintf("%s > %s\nand\n%s > %s", burnExpr(pp, b.Long), f, burnExpr(pp, b.Short), f),
-		For:   fmtDur(p.scale(forD)),
+		For:   p.forDur(forD),
 		Labels: map[string]string{
 			"severity": b.Severity, "target": pp.Target, "probe": pp.Probe,
 			"long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short),
