@@ -28,7 +28,6 @@ type burnPair struct {
 	Long, Short time.Duration
 }
 
-//
 // docs/alerts.md, "Why these windows", gives the reason for each pair and
 // the scenario matrix (matrix_test.go) measures them: the 12x pair pages a
 // total outage within 2 minutes and a 50% one within 5, the 8x pair a 10%
