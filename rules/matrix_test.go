@@ -422,3 +422,44 @@ func TestMatrixTableInDocs(t *testing.T) {
 	}
 	t.Errorf("the alert matrix in %s differs from matrixWant; regenerate with: go test ./rules -run TestMatrixTableInDocs -update", path)
 }
+
+// TestMatrixSeries: the scenario counters render as promtool values with
+// sparse steps left out, and a scenario's group measures all five cells.
+func TestMatrixSeries(t *testing.T) {
+	ms := &matrixSeries{values: map[string][]float64{}}
+	for s, inc := range []float64{0, 2, 2, 2, 2, 5, 5, 0} {
+		ms.add("c", s, inc)
+	}
+	if got, want := ms.render("c", 7, func(int) bool { return true }), "0+2x4 13+5x1 18+0x0"; got != want {
+		t.Errorf("dense render = %q, want %q", got, want)
+	}
+	if got, want := ms.render("c", 7, func(i int) bool { return i == 0 || i >= 4 }), "0+2x0 _x3 8+5x2 18+0x0"; got != want {
+		t.Errorf("sparse render = %q, want %q", got, want)
+	}
+	sc := matrixScenarios[0]
+	g, steps := matrixGroup(sc, 0.99, matrixWant[matrixKey(sc.name, 0.99)])
+	if want := int((sc.warm + time.Hour + sc.tail) / sc.step); steps != want {
+		t.Errorf("steps = %d, want %d", steps, want)
+	}
+	if len(g.ExprTests) != 5 || !strings.Contains(g.InputSeries[0].Values, fmt.Sprintf("+60x%d", int(matrixDense/sc.step)+int((time.Hour+sc.tail)/sc.step))) {
+		t.Errorf("group: %d expr tests, offered %q", len(g.ExprTests), g.InputSeries[0].Values[len(g.InputSeries[0].Values)-40:])
+	}
+}
+
+// TestMatrixProbeKeepsStandardWindows: at 1/s the matrix's probe has the
+// documented windows at every objective, so the table measures them.
+func TestMatrixProbeKeepsStandardWindows(t *testing.T) {
+	for _, o := range matrixObjectives {
+		rf, warnings, err := Generate(matrixConfig(1, o), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, ticket := windowsOf(alerts(rf, AlertFastBurn)), windowsOf(alerts(rf, AlertSlowBurn))
+		if strings.Join(page, ",") != "10m/5m,30m/5m,6h/10m" || strings.Join(ticket, ",") != "1d/10m" || len(warnings) != 0 {
+			t.Errorf("objective %g: page %v, ticket %v, warnings %v", o, page, ticket, warnings)
+		}
+		if r := alerts(rf, AlertLatencyHigh); len(r) != 1 || !strings.Contains(r[0].Expr, "> "+fmtF(matrixSLO.Seconds())) {
+			t.Errorf("objective %g: latency alerts %v", o, r)
+		}
+	}
+}
