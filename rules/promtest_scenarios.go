@@ -37,7 +37,8 @@ func (tb *testBuilder) burnTest(pp pairPlan, alert string, burns []burnPlan, tr 
 	for _, b := range burns {
 		burning := end-tb.steps(forD) >= 1
 		for s := end - tb.steps(forD); burning && s <= end; s++ {
-			burning = tb.burn(pp, tr, s, b.Long, leave) > b.Factor && tb.burn(pp, tr, s, b.Short, leave) > b.Factor
+			burning = tb.burn(pp, tr, s, b.Long, leave) > b.Factor && tb.burn(pp, tr, s, b.Short, leave) > b.Factor &&
+				offered(tr.window(s, tb.steps(b.Long))) >= heldRatio*offered(tr.window(s, tb.steps(b.Short)))
 		}
 		if !burning {
 			continue
@@ -130,9 +131,9 @@ func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
 	return test
 }
 
-// slowBurn: the first pair with a ticket alert fails a steady share of
-// its requests, a burn between its ticket and page thresholds, from the
-// start: every window sees the same burn at once.
+// slowBurn: the first pair with a ticket alert, healthy long enough to
+// fill its long window, then fails a steady share of its requests, a burn
+// between its ticket and page thresholds, until the ticket fires.
 func (tb *testBuilder) slowBurn() (TestGroup, bool) {
 	pp, tickets, ok := tb.firstWith(SeverityTicket)
 	if !ok {
@@ -152,7 +153,7 @@ func (tb *testBuilder) slowBurn() (TestGroup, bool) {
 	}
 	burn := (maxTicket + minPage) / 2
 	forD := tb.p.scale(tb.p.o.TicketFor)
-	tr := traffic{mixed(tb.steps(forD)+2, outHTTP5xx, burn*budget)}
+	tr := tb.burnTraffic(pp, tickets, outHTTP5xx, burn*budget, forD)
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
 	return tb.group(fmt.Sprintf("slow burn: %s/%s burns its budget %sx, below every page", pp.Target, pp.Probe, fmtF(burn)), ss,
 		tb.burnTest(pp, AlertSlowBurn, tickets, tr, forD),

@@ -126,13 +126,13 @@ func TestGenerateBurnThresholds(t *testing.T) {
 		forD     string
 	}{
 		{"12x page", AlertFastBurn, 0, SeverityPage,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 12\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 12", ""},
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 12\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 12\nand\ntarget_probe:vllm_probe_requests_offered:rate10m{target=\"llama\",probe=\"chat\"} * 600 >= 1.5 * target_probe:vllm_probe_requests_offered:rate5m{target=\"llama\",probe=\"chat\"} * 300", ""},
 		{"8x page", AlertFastBurn, 1, SeverityPage,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate30m{target=\"llama\",probe=\"chat\"}) / 0.005 > 8\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 8", ""},
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate30m{target=\"llama\",probe=\"chat\"}) / 0.005 > 8\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 8\nand\ntarget_probe:vllm_probe_requests_offered:rate30m{target=\"llama\",probe=\"chat\"} * 1800 >= 1.5 * target_probe:vllm_probe_requests_offered:rate5m{target=\"llama\",probe=\"chat\"} * 300", ""},
 		{"6x page", AlertFastBurn, 2, SeverityPage,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 6", ""},
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\ntarget_probe:vllm_probe_requests_offered:rate6h{target=\"llama\",probe=\"chat\"} * 21600 >= 1.5 * target_probe:vllm_probe_requests_offered:rate10m{target=\"llama\",probe=\"chat\"} * 600", ""},
 		{"1x ticket", AlertSlowBurn, 0, SeverityTicket,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1d{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 1", "15m"},
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1d{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\ntarget_probe:vllm_probe_requests_offered:rate1d{target=\"llama\",probe=\"chat\"} * 86400 >= 1.5 * target_probe:vllm_probe_requests_offered:rate10m{target=\"llama\",probe=\"chat\"} * 600", "15m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
