@@ -112,7 +112,7 @@ func (p *plan) burnAlert(pp pairPlan, b burnPlan) Rule {
 		Alert: name,
 		Expr: fmt.Sprintf("%s > %s\nand\n%s > %s\nand\n%s >= %s * %s", burnExpr(pp, b.Long), f, burnExpr(pp, b.Short), f,
 			heldExpr(pp, b.Long), fmtF(heldRatio), heldExpr(pp, b.Short)),
-		For:   p.forDur(forD),
+		For: p.forDur(forD),
 		Labels: map[string]string{
 			"severity": b.Severity, "target": pp.Target, "probe": pp.Probe,
 			"long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short),
