@@ -84,7 +84,7 @@ type Options struct {
 	// Default 100 (below that the p99 is the maximum of a few samples).
 	MinLatencySamples float64
 	// PageFor, TicketFor, LatencyFor and HealthFor are the `for:` durations
-	// of page alerts (burn rate and target down), ticket burn alerts, p99
+	// of page alerts (burn rate, and target down at least 2m), ticket burn alerts, p99
 	// latency alerts and prober-health alerts. Defaults 0, 15m, 10m, 5m:
 	// a page's two windows already confirm the burn, so a for: would only
 	// delay it.

@@ -62,7 +62,7 @@ func TestGenerateHealth(t *testing.T) {
 		{"scrape failing", AlertScrapeFailing, `max by (target) (vllm_probe_server_scrape_success{job="vllm-prober"}) == 0`, "5m"},
 		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[30m]))) > 1`, "5m"},
 		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate30m - target:vllm_time_to_first_token_seconds:p50_rate30m) > 0.5`, "10m"},
-		{"target down: no for:, the 5m window is the confirmation", AlertTargetDown, `>= 0.9`, ""},
+		{"target down: for: 2m, as a fresh prober's window holds few requests", AlertTargetDown, `>= 0.9`, "2m"},
 		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
 		{"in-flight cap: a sustained share of shed requests, not one", AlertInFlightCap,
 			`{job="vllm-prober",target="llama",probe="chat",reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober",target="llama",probe="chat"}[5m])) > 0.01`, "15m"},
