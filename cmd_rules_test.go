@@ -21,11 +21,11 @@ func TestRulesCommand(t *testing.T) {
 		want     []string
 	}{
 		{"low-traffic warnings on stderr", []string{"rules", "--config.file=deploy/examples/full.yml", "--output=" + out}, 0,
-			[]string{"Alert rule adjusted", "probe=chat-json", "windows widened from 1h/5m to 2h/10m"}},
+			[]string{"Alert rule adjusted", "probe=chat-json", "windows widened from 30m/5m to 1h/10m"}},
 		{"tests", []string{"rules", "--tests", "--config.file=deploy/examples/minimal.yml", "--rule-file=r.yml"}, 0,
 			[]string{"rule_files:\n  - r.yml", "alert_rule_test:", "alertname: VLLMProbeErrorBudgetFastBurn"}},
 		{"scaled windows and job", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=0.0166667", "--min-requests=1", "--job=probers"}, 0,
-			[]string{`ratio_rate5s`, `absent(up{job="probers"})`, "for: 2s"}},
+			[]string{`ratio_rate5s`, `absent(up{job="probers"})`, "for: 5s"}},
 		{"invalid config", []string{"rules", "--config.file=config/testdata/invalid-api.yml"}, 1, []string{"invalid-api.yml", "embeddings"}},
 		{"missing config", []string{"rules", "--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
 		{"negative scale", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=-1"}, 1, []string{"must not be negative"}},

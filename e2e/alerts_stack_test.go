@@ -33,8 +33,8 @@ const (
 	alertTTFT   = 2 * time.Second
 )
 
-// alertWindowScale shrinks every window 60 times: the 1h/5m page pair
-// becomes 1m/5s, the 30m p99 window 30s, a 2m for: 2s.
+// alertWindowScale shrinks every window 60 times: the 10m/5m page pair
+// becomes 10s/5s, the 30m p99 window 30s, a 10m for: 10s.
 const alertWindowScale = "0.0166667"
 
 // proberConfig probes the simulator at 10 requests/s with constant gaps, so

@@ -14,17 +14,17 @@ import (
 )
 
 // Phase lengths and deadlines of TestAlerts, with the windows scaled 60
-// times down: the page pair is 1m/5s with for: 2s, the p99 window 30s with
-// for: 10s.
+// times down: the severe page pair is 10s/5s without for:, the p99 window
+// 30s with for: 10s.
 const (
-	// healthyFor covers the 1m long window, the 30s p99 window plus its
-	// 10s for:, and the 5s for: of the health alerts.
+	// healthyFor covers the 30s long window of the 8x pair, the 30s p99
+	// window plus its 10s for:, and the 5s for: of the health alerts.
 	healthyFor = 75 * time.Second
-	// fireWithin: 14.4x burn needs 14.4% failures over 1m (~10s of the
-	// broken server), the p99 needs 1% slow requests then 10s of for:.
+	// fireWithin: the 12x burn needs 12% failures over 10s (a few seconds
+	// of the broken server), the p99 needs 1% slow requests then 10s of for:.
 	fireWithin = 90 * time.Second
-	// resolveWithin: the 30s p99 window and the 30s short window of the 6x
-	// page pair must forget the broken requests.
+	// resolveWithin: the 30s p99 window and the 10s short windows must
+	// forget the broken requests.
 	resolveWithin = 120 * time.Second
 )
 
@@ -52,7 +52,7 @@ func TestAlerts(t *testing.T) {
 
 	t.Logf("break phase: %s", brokenFaults)
 	s.setFaults(t, brokenFaults)
-	page := with(pair, "alertname", rules.AlertFastBurn, "severity", rules.SeverityPage, "long_window", "1m", "short_window", "5s")
+	page := with(pair, "alertname", rules.AlertFastBurn, "severity", rules.SeverityPage, "long_window", "10s", "short_window", "5s")
 	ttft := with(pair, "alertname", rules.AlertLatencyHigh, "severity", rules.SeverityTicket, "slo", "ttft")
 	start := time.Now()
 	s.waitFor(t, fireWithin, "the fast-burn page on /page and the TTFT alert on /ticket", func() bool {

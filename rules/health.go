@@ -27,6 +27,16 @@ const (
 // requests) and abandoned ones were given up by the prober.
 const targetDownRatio = 0.9
 
+// targetDownMinFor is the least for: of VLLMProbeTargetDown (before
+// scaling). Right after the prober starts, its 5m window holds the first
+// few requests only, and two failed ones would be 100%; the burn-rate
+// pages, which guard against that themselves, page a down target sooner.
+const targetDownMinFor = 2 * time.Minute
+
+// targetDownFor is the for: of VLLMProbeTargetDown: PageFor, at least
+// targetDownMinFor.
+func (p *plan) targetDownFor() time.Duration { return max(p.o.PageFor, targetDownMinFor) }
+
 // inFlightCapRatio is the share of a pair's offered requests shed at
 // max_in_flight, over the pair's count window, above which
 // VLLMProbeInFlightCapReached fires once it has held for the ticket for:
@@ -41,7 +51,7 @@ func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summ
 	return Rule{
 		Alert:  alert,
 		Expr:   expr,
-		For:    fmtDur(p.scale(forD)),
+		For:    p.forDur(forD),
 		Labels: map[string]string{"severity": severity},
 		Annotations: map[string]string{
 			"summary": summary, "description": description, "runbook_url": p.runbook(alert),
@@ -108,7 +118,7 @@ func (p *plan) targetAlerts() []Rule {
 	}
 	return []Rule{
 		p.healthRule(AlertTargetDown, SeverityPage,
-			fmt.Sprintf("%s\n/\n%s\n>= %s", byTarget(`disposition="server_failure"`), byTarget(`disposition!="cancelled"`), fmtF(targetDownRatio)), o.PageFor,
+			fmt.Sprintf("%s\n/\n%s\n>= %s", byTarget(`disposition="server_failure"`), byTarget(`disposition!="cancelled"`), fmtF(targetDownRatio)), p.targetDownFor(),
 			"Target {{ $labels.target }} is down: "+percentFmt+" of probe requests fail",
 			fmt.Sprintf("Over the last %s at least %s%% of the probe requests to target {{ $labels.target }} that ended (cancelled ones left out: never sent or abandoned) ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.", w5, fmtF(targetDownRatio*100))),
 		p.healthRule(AlertScrapeFailing, SeverityTicket,

@@ -28,17 +28,39 @@ type burnPair struct {
 	Long, Short time.Duration
 }
 
+// docs/alerts.md, "Why these windows", gives the reason for each pair and
+// the scenario matrix (matrix_test.go) measures them: the 12x pair pages a
+// total outage within 2 minutes and a 50% one within 5, the 8x pair a 10%
+// outage at a 99% objective within 30 minutes, the 6x pair a burn too low
+// for either within hours, and the 1x ticket a leak above the objective
+// within a day. Every short window is at most 10m, so an alert resolves
+// within 10 minutes of recovery plus an evaluation.
 var burnPairs = []burnPair{
-	{SeverityPage, 14.4, time.Hour, 5 * time.Minute},
-	{SeverityPage, 6, 6 * time.Hour, 30 * time.Minute},
-	{SeverityTicket, 3, 24 * time.Hour, 2 * time.Hour},
-	{SeverityTicket, 1, 72 * time.Hour, 6 * time.Hour},
+	{SeverityPage, 12, 10 * time.Minute, 5 * time.Minute},
+	{SeverityPage, 8, 30 * time.Minute, 5 * time.Minute},
+	{SeverityPage, 6, 6 * time.Hour, 10 * time.Minute},
+	{SeverityTicket, 1, 24 * time.Hour, 10 * time.Minute},
 }
 
 // standardWindows are always recorded (before scaling).
 var standardWindows = []time.Duration{
-	5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour,
+	5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour,
 }
+
+// noiseHorizon and maxFalseAlerts are the statistical guard of a burn
+// pair: on a service failing half its error budget at random (Poisson),
+// the long window may exceed the burn threshold at most maxFalseAlerts
+// times, expected, over noiseHorizon (before scaling), counting one try
+// per long window.
+const (
+	noiseHorizon   = 30 * 24 * time.Hour
+	maxFalseAlerts = 0.05
+)
+
+// countWindows are the candidate windows (before scaling) of a pair's
+// not-completing and in-flight cap alerts: the shortest expected to hold
+// minCountWindow requests, else the last.
+var countWindows = []time.Duration{5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour}
 
 // maxLatencyWindow bounds the widening of a p99 latency window (before scaling).
 const maxLatencyWindow = 6 * time.Hour
@@ -137,8 +159,8 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 			pp.Latency = append(pp.Latency, l)
 		}
 	}
-	pp.CountWindow = p.scale(standardWindows[len(standardWindows)-3])
-	for _, w := range standardWindows[:len(standardWindows)-2] {
+	pp.CountWindow = p.scale(countWindows[len(countWindows)-1])
+	for _, w := range countWindows {
 		if pr.Rate*p.scale(w).Seconds() >= minCountWindow {
 			pp.CountWindow = p.scale(w)
 			break
@@ -171,6 +193,13 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	inShort := pp.Rate * short.Seconds()
 	inLong := pp.Rate * long.Seconds()
 	k := math.Ceil(max(1, p.o.MinRequests/inShort, 1/(inLong*bp.Factor*budget)))
+	kCount := k
+	horizon := p.scale(noiseHorizon).Seconds()
+	for ; falseAlerts(pp.Rate*long.Seconds()*k, budget, bp.Factor, horizon/(long.Seconds()*k)) > maxFalseAlerts; k++ {
+		if long*time.Duration(k) > p.scale(standardWindows[len(standardWindows)-1]) {
+			break
+		}
+	}
 	b := burnPlan{burnPair: bp}
 	b.Long, b.Short = long, short
 	if k == 1 {
@@ -183,6 +212,11 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	if oneFails := 1 / (inLong * budget); oneFails > bp.Factor {
 		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
 	}
+	if k > kCount {
+		n := pp.Rate * long.Seconds() * kCount
+		whys = append(whys, fmt.Sprintf("failures at random at half the budget would fire it %.2g times in %s over %s windows (want at most %g)",
+			falseAlerts(n, budget, bp.Factor, horizon/(long.Seconds()*kCount)), fmtDur(p.scale(noiseHorizon)), fmtDur(long*time.Duration(kCount)), maxFalseAlerts))
+	}
 	why := strings.Join(whys, " and ")
 	maxLong := p.scale(standardWindows[len(standardWindows)-1])
 	wl, ws := long*time.Duration(k), short*time.Duration(k)
@@ -193,6 +227,26 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	b.Long, b.Short = wl, ws
 	b.Note = p.warn(pp, alert, "windows widened from %s/%s to %s/%s: %s", fmtDur(long), fmtDur(short), fmtDur(wl), fmtDur(ws), why)
 	return b, true
+}
+
+// falseAlerts is how many times, expected, the long window of a burn pair
+// holding n requests exceeds factor on a service whose requests fail at
+// random at half the budget, over tries independent windows: tries times
+// P(Poisson(n*budget/2) > factor*budget*n).
+func falseAlerts(n, budget, factor, tries float64) float64 {
+	lambda := n * budget / 2
+	m := math.Floor(factor*budget*n) + 1 // failures needed to exceed the threshold
+	if lambda <= 0 {
+		return 0
+	}
+	lg, _ := math.Lgamma(m + 1)
+	term := math.Exp(-lambda + m*math.Log(lambda) - lg)
+	sum := 0.0
+	for i := m; term > 0 && (i < lambda+10 || term > 1e-18*sum); i++ {
+		sum += term
+		term *= lambda / (i + 1)
+	}
+	return tries * min(1, sum)
 }
 
 // addBurn appends b unless widening gave it the same windows as another

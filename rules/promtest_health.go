@@ -57,7 +57,7 @@ func (tb *testBuilder) notCompleting() TestGroup {
 // connect.
 func (tb *testBuilder) targetDown() TestGroup {
 	target := tb.p.pairs[0].Target
-	steps := tb.steps(tb.p.scale(5*time.Minute)) + tb.steps(tb.p.scale(tb.p.o.PageFor)) + 2
+	steps := tb.steps(tb.p.scale(5*time.Minute)) + tb.steps(tb.p.scale(tb.p.targetDownFor())) + 2
 	var ss []InputSeries
 	for _, pp := range tb.p.pairs {
 		tr := healthyTraffic(steps)

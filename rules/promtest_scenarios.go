@@ -37,7 +37,8 @@ func (tb *testBuilder) burnTest(pp pairPlan, alert string, burns []burnPlan, tr 
 	for _, b := range burns {
 		burning := end-tb.steps(forD) >= 1
 		for s := end - tb.steps(forD); burning && s <= end; s++ {
-			burning = tb.burn(pp, tr, s, b.Long, leave) > b.Factor && tb.burn(pp, tr, s, b.Short, leave) > b.Factor
+			burning = tb.burn(pp, tr, s, b.Long, leave) > b.Factor && tb.burn(pp, tr, s, b.Short, leave) > b.Factor &&
+				offered(tr.window(s, tb.steps(b.Long))) >= heldRatio*offered(tr.window(s, tb.steps(b.Short)))
 		}
 		if !burning {
 			continue
@@ -71,7 +72,7 @@ func (tb *testBuilder) fastBurn() (TestGroup, bool) {
 	if !ok {
 		return TestGroup{}, false
 	}
-	forD := tb.p.scale(tb.p.o.PageFor)
+	forD := tb.p.forTime(tb.p.o.PageFor)
 	tr := tb.burnTraffic(pp, pages, outHTTP5xx, 1, forD)
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
 	return tb.group(fmt.Sprintf("fast burn: %s/%s fails every request", pp.Target, pp.Probe), ss,
@@ -92,7 +93,7 @@ func (tb *testBuilder) overload() (TestGroup, bool) {
 		maxF = max(maxF, b.Factor)
 	}
 	sh := min(1, max(0.5, 2*maxF*(1-pp.Objective)))
-	forD := tb.p.scale(tb.p.o.PageFor)
+	forD := tb.p.forTime(tb.p.o.PageFor)
 	tr := tb.burnTraffic(pp, pages, outShed, sh, forD)
 	capW, capFor := tb.capWindowFor(pp)
 	if need := tb.steps(capW) + tb.steps(capFor) + 1; tr[1].steps < need {
@@ -130,9 +131,9 @@ func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
 	return test
 }
 
-// slowBurn: the first pair with a ticket alert fails a steady share of
-// its requests, a burn between its ticket and page thresholds, from the
-// start: every window sees the same burn at once.
+// slowBurn: the first pair with a ticket alert, healthy long enough to
+// fill its long window, then fails a steady share of its requests, a burn
+// between its ticket and page thresholds, until the ticket fires.
 func (tb *testBuilder) slowBurn() (TestGroup, bool) {
 	pp, tickets, ok := tb.firstWith(SeverityTicket)
 	if !ok {
@@ -152,11 +153,11 @@ func (tb *testBuilder) slowBurn() (TestGroup, bool) {
 	}
 	burn := (maxTicket + minPage) / 2
 	forD := tb.p.scale(tb.p.o.TicketFor)
-	tr := traffic{mixed(tb.steps(forD)+2, outHTTP5xx, burn*budget)}
+	tr := tb.burnTraffic(pp, tickets, outHTTP5xx, burn*budget, forD)
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
 	return tb.group(fmt.Sprintf("slow burn: %s/%s burns its budget %sx, below every page", pp.Target, pp.Probe, fmtF(burn)), ss,
 		tb.burnTest(pp, AlertSlowBurn, tickets, tr, forD),
-		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.scale(tb.p.o.PageFor))), true
+		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.forTime(tb.p.o.PageFor))), true
 }
 
 // abandoned: half of the first pair's requests are cancelled at shutdown
@@ -178,11 +179,11 @@ func (tb *testBuilder) abandoned() TestGroup {
 		}
 	}
 	_, capFor := tb.capWindowFor(pp)
-	tr := traffic{mixed(h+tb.steps(max(tb.p.scale(tb.p.o.PageFor), capFor)), outShutdown, 0.5)}
+	tr := traffic{mixed(h+tb.steps(max(tb.p.forTime(tb.p.o.PageFor), capFor)), outShutdown, 0.5)}
 	end := tr.steps()
 	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
 	g := tb.group(fmt.Sprintf("abandoned: %s/%s cancels half its requests at shutdown, nothing burns", pp.Target, pp.Probe), ss,
-		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.scale(tb.p.o.PageFor), outShutdown),
+		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.forTime(tb.p.o.PageFor), outShutdown),
 		tb.burnTest(pp, AlertSlowBurn, tickets, tr, tb.p.scale(tb.p.o.TicketFor), outShutdown),
 		AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}})
 	perSecond := requestsPerStep / tb.step.Seconds()

@@ -97,6 +97,15 @@ func acceptance(c map[string]float64, leave ...string) float64 {
 	return c[outAccepted] / ended
 }
 
+// offered is every request of c, ended or in flight.
+func offered(c map[string]float64) float64 {
+	var n float64
+	for _, k := range sortedKeys(c) {
+		n += c[k]
+	}
+	return n
+}
+
 // share is the part of offered requests that ended as out.
 func share(c map[string]float64, out string) float64 {
 	var offered float64

@@ -67,6 +67,22 @@ func (p *plan) ttftRecordingRules() []Rule {
 	}
 }
 
+// forTime is the scaled for: of d; 0 stays 0 (no for:).
+func (p *plan) forTime(d time.Duration) time.Duration {
+	if d == 0 {
+		return 0
+	}
+	return p.scale(d)
+}
+
+// forDur is the scaled for: of d as a rule writes it; "" (none) for 0.
+func (p *plan) forDur(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmtDur(p.scale(d))
+}
+
 func (p *plan) runbook(alert string) string {
 	return p.o.RunbookURL + "#" + strings.ToLower(alert)
 }
@@ -94,8 +110,9 @@ func (p *plan) burnAlert(pp pairPlan, b burnPlan) Rule {
 	f := fmtF(b.Factor)
 	r := Rule{
 		Alert: name,
-		Expr:  fmt.Sprintf("%s > %s\nand\n%s > %s", burnExpr(pp, b.Long), f, burnExpr(pp, b.Short), f),
-		For:   fmtDur(p.scale(forD)),
+		Expr: fmt.Sprintf("%s > %s\nand\n%s > %s\nand\n%s >= %s * %s", burnExpr(pp, b.Long), f, burnExpr(pp, b.Short), f,
+			heldExpr(pp, b.Long), fmtF(heldRatio), heldExpr(pp, b.Short)),
+		For: p.forDur(forD),
 		Labels: map[string]string{
 			"severity": b.Severity, "target": pp.Target, "probe": pp.Probe,
 			"long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short),
@@ -107,6 +124,19 @@ func (p *plan) burnAlert(pp pairPlan, b burnPlan) Rule {
 		r.Annotations["low_traffic"] = b.Note
 	}
 	return r
+}
+
+// heldRatio: a burn pair fires only when its long window holds at least
+// this many times the requests of its short window. Full windows hold
+// long/short times as many (at least 2); after the prober starts, both
+// hold only what it has sent so far, and one early failure in a few
+// requests would burn both above the threshold and page. The windows were
+// chosen (planBurn) for the requests full windows hold.
+const heldRatio = 1.5
+
+// heldExpr is how many requests the pair offered over window w.
+func heldExpr(pp pairPlan, w time.Duration) string {
+	return fmt.Sprintf("%s%s%s * %s", RecordOffered, fmtDur(w), pairSel(pp), fmtF(w.Seconds()))
 }
 
 // burnAnnotations: $value is the first operand of the alert's `and`, the

@@ -84,8 +84,10 @@ type Options struct {
 	// Default 100 (below that the p99 is the maximum of a few samples).
 	MinLatencySamples float64
 	// PageFor, TicketFor, LatencyFor and HealthFor are the `for:` durations
-	// of page burn alerts, ticket burn alerts, p99 latency alerts and
-	// prober-health alerts. Defaults 2m, 15m, 10m, 5m.
+	// of page alerts (burn rate, and target down at least 2m), ticket burn alerts, p99
+	// latency alerts and prober-health alerts. Defaults 0, 15m, 10m, 5m:
+	// a page's two windows already confirm the burn, so a for: would only
+	// delay it.
 	PageFor, TicketFor, LatencyFor, HealthFor time.Duration
 	// LatencyWindow is the rate window of the p99 latency alerts. Default 30m.
 	LatencyWindow time.Duration
@@ -132,7 +134,6 @@ func (o Options) withDefaults() (Options, error) {
 	setF(&o.MinRequests, 30)
 	setF(&o.MinLatencySamples, 100)
 	setF(&o.TTFTGapRatio, 2)
-	setD(&o.PageFor, 2*time.Minute)
 	setD(&o.TicketFor, 15*time.Minute)
 	setD(&o.LatencyFor, 10*time.Minute)
 	setD(&o.HealthFor, 5*time.Minute)

@@ -62,7 +62,7 @@ func TestGenerateHealth(t *testing.T) {
 		{"scrape failing", AlertScrapeFailing, `max by (target) (vllm_probe_server_scrape_success{job="vllm-prober"}) == 0`, "5m"},
 		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[30m]))) > 1`, "5m"},
 		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate30m - target:vllm_time_to_first_token_seconds:p50_rate30m) > 0.5`, "10m"},
-		{"target down", AlertTargetDown, `>= 0.9`, "2m"},
+		{"target down: for: 2m, as a fresh prober's window holds few requests", AlertTargetDown, `>= 0.9`, "2m"},
 		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
 		{"in-flight cap: a sustained share of shed requests, not one", AlertInFlightCap,
 			`{job="vllm-prober",target="llama",probe="chat",reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober",target="llama",probe="chat"}[5m])) > 0.01`, "15m"},
@@ -127,7 +127,7 @@ func TestGenerateScaledDurations(t *testing.T) {
 	cases := []struct {
 		name, alert, forD, window string
 	}{
-		{"page for and windows", AlertFastBurn, "2s", "1m"},
+		{"page: no for:, scaled windows", AlertFastBurn, "", "10s"},
 		{"ticket for", AlertSlowBurn, "15s", "24m"},
 		{"latency for and window", AlertLatencyHigh, "10s", "[30s]"},
 		{"health for", AlertScrapeFailing, "5s", ""},
@@ -222,7 +222,7 @@ func TestTestsScenarios(t *testing.T) {
 	}{
 		{"healthy: no alert fires", AlertFastBurn, 0, ""},
 		{"healthy: no alert fires", AlertLatencyHigh, 0, ""},
-		{"fast burn: llama/chat fails every request", AlertFastBurn, 1, "33.3x"},
+		{"fast burn: llama/chat fails every request", AlertFastBurn, 2, "50.0x too fast over 10m"},
 		{"latency: llama/chat p99 ttft above its SLO", AlertLatencyHigh, 1, "1.99s"},
 		{"client TTFT far above the server's: target llama", AlertClientTTFTAboveServer, 1, "1.35s"},
 		{"scrape failing: target llama", AlertScrapeFailing, 1, "target llama"},

@@ -63,19 +63,23 @@ func TestGenerateBurnWindows(t *testing.T) {
 		warnings  int
 		lowTraffy bool
 	}{
-		{name: "standard windows at 0.2/s", rate: 0.2, obj: 0.99, page: []string{"1h/5m", "6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}},
-		{name: "0.05/s widens the 5m short window to hold 30 requests", rate: 0.05, obj: 0.99,
-			page: []string{"2h/10m", "6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}, warnings: 1, lowTraffy: true},
-		{name: "loose objective drops the 14.4x page", rate: 0.2, obj: 0.9,
-			page: []string{"6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}, warnings: 1},
+		{name: "standard windows at 0.2/s", rate: 0.2, obj: 0.99, page: []string{"10m/5m", "30m/5m", "6h/10m"}, ticket: []string{"1d/10m"}},
+		{name: "0.05/s widens the 5m short windows to hold 30 requests", rate: 0.05, obj: 0.99,
+			page: []string{"20m/10m", "1h/10m", "6h/10m"}, ticket: []string{"1d/10m"}, warnings: 2, lowTraffy: true},
+		{name: "loose objective drops the 12x page", rate: 0.2, obj: 0.9,
+			page: []string{"30m/5m", "6h/10m"}, ticket: []string{"1d/10m"}, warnings: 1},
 		{name: "strict objective: one failure would page, windows widen", rate: 0.2, obj: 0.99999,
-			page: []string{"10h/50m", "1d/2h"}, ticket: []string{"2d/4h"}, warnings: 4, lowTraffy: true},
-		{name: "very low rate drops ticket pairs it cannot widen", rate: 0.0005, obj: 0.99,
-			page: nil, ticket: nil, warnings: 4},
+			page: []string{"23h10m/11h35m", "1d11h/5h50m", "2d/1h20m"}, ticket: nil, warnings: 4, lowTraffy: true},
+		{name: "random failures at half the budget would fire too often: windows widen, the ticket is dropped", rate: 0.05, obj: 0.999,
+			page: []string{"1h30m/45m", "2h30m/25m", "6h/10m"}, ticket: nil, warnings: 3, lowTraffy: true},
+		{name: "very low rate drops the pairs it cannot widen", rate: 0.0005, obj: 0.99,
+			page: []string{"1d9h20m/16h40m"}, ticket: nil, warnings: 4, lowTraffy: true},
 		{name: "min requests option", rate: 0.2, obj: 0.99, opts: Options{MinRequests: 120},
-			page: []string{"2h/10m", "6h/30m"}, ticket: []string{"1d/2h", "3d/6h"}, warnings: 1, lowTraffy: true},
-		{name: "window scale 1/60", rate: 2, obj: 0.99, opts: Options{WindowScale: 1.0 / 60, MinRequests: 5},
-			page: []string{"1m/5s", "6m/30s"}, ticket: []string{"24m/2m", "1h12m/6m"}},
+			page: []string{"20m/10m", "1h/10m", "6h/10m"}, ticket: []string{"1d/10m"}, warnings: 2, lowTraffy: true},
+		{name: "window scale 1/60", rate: 10, obj: 0.99, opts: Options{WindowScale: 1.0 / 60},
+			page: []string{"10s/5s", "30s/5s", "6m/10s"}, ticket: []string{"24m/10s"}},
+		{name: "window scale 1/60 at 2/s: the noise guard widens the 12x pair", rate: 2, obj: 0.99, opts: Options{WindowScale: 1.0 / 60, MinRequests: 5},
+			page: []string{"20s/10s", "30s/5s", "6m/10s"}, ticket: []string{"24m/10s"}, warnings: 1, lowTraffy: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,14 +125,14 @@ func TestGenerateBurnThresholds(t *testing.T) {
 		expr     string
 		forD     string
 	}{
-		{"14.4x page", AlertFastBurn, 0, SeverityPage,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1h{target=\"llama\",probe=\"chat\"}) / 0.005 > 14.4\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 14.4", "2m"},
-		{"6x page", AlertFastBurn, 1, SeverityPage,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate30m{target=\"llama\",probe=\"chat\"}) / 0.005 > 6", "2m"},
-		{"3x ticket", AlertSlowBurn, 0, SeverityTicket,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1d{target=\"llama\",probe=\"chat\"}) / 0.005 > 3\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate2h{target=\"llama\",probe=\"chat\"}) / 0.005 > 3", "15m"},
-		{"1x ticket", AlertSlowBurn, 1, SeverityTicket,
-			"(1 - target_probe:vllm_probe_acceptance:ratio_rate3d{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 1", "15m"},
+		{"12x page", AlertFastBurn, 0, SeverityPage,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 12\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 12\nand\ntarget_probe:vllm_probe_requests_offered:rate10m{target=\"llama\",probe=\"chat\"} * 600 >= 1.5 * target_probe:vllm_probe_requests_offered:rate5m{target=\"llama\",probe=\"chat\"} * 300", ""},
+		{"8x page", AlertFastBurn, 1, SeverityPage,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate30m{target=\"llama\",probe=\"chat\"}) / 0.005 > 8\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate5m{target=\"llama\",probe=\"chat\"}) / 0.005 > 8\nand\ntarget_probe:vllm_probe_requests_offered:rate30m{target=\"llama\",probe=\"chat\"} * 1800 >= 1.5 * target_probe:vllm_probe_requests_offered:rate5m{target=\"llama\",probe=\"chat\"} * 300", ""},
+		{"6x page", AlertFastBurn, 2, SeverityPage,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate6h{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 6\nand\ntarget_probe:vllm_probe_requests_offered:rate6h{target=\"llama\",probe=\"chat\"} * 21600 >= 1.5 * target_probe:vllm_probe_requests_offered:rate10m{target=\"llama\",probe=\"chat\"} * 600", ""},
+		{"1x ticket", AlertSlowBurn, 0, SeverityTicket,
+			"(1 - target_probe:vllm_probe_acceptance:ratio_rate1d{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\n(1 - target_probe:vllm_probe_acceptance:ratio_rate10m{target=\"llama\",probe=\"chat\"}) / 0.005 > 1\nand\ntarget_probe:vllm_probe_requests_offered:rate1d{target=\"llama\",probe=\"chat\"} * 86400 >= 1.5 * target_probe:vllm_probe_requests_offered:rate10m{target=\"llama\",probe=\"chat\"} * 600", "15m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,7 +182,7 @@ func TestGenerateRecording(t *testing.T) {
 		})
 	}
 	t.Run("every standard window", func(t *testing.T) {
-		for _, w := range []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"} {
+		for _, w := range []string{"5m", "10m", "30m", "1h", "2h", "6h", "1d", "3d"} {
 			for _, prefix := range []string{RecordOffered, RecordCompleted, RecordGoodput, RecordAcceptance} {
 				if _, ok := recs[prefix+w]; !ok {
 					t.Errorf("missing %s%s", prefix, w)

@@ -1,0 +1,87 @@
+//go:build e2e
+
+package rules
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestAlertMatrix runs every scenario of the matrix at every objective
+// through `promtool test rules` against the rules Generate makes, and
+// checks the times to page, ticket and resolve and the number of pages
+// and tickets against matrixWant (docs/alerts.md, "Alert matrix"). Two
+// promtool processes run at a time.
+func TestAlertMatrix(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is required (apt-get install prometheus): %v", err)
+	}
+	type cell struct {
+		sc  matrixScenario
+		obj float64
+	}
+	var cells []cell
+	for _, sc := range matrixScenarios {
+		for _, obj := range matrixObjectives {
+			cells = append(cells, cell{sc, obj})
+		}
+	}
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for _, c := range cells {
+		want, ok := matrixWant[matrixKey(c.sc.name, c.obj)]
+		if !ok {
+			t.Errorf("%s at %g: no expected result in matrixWant", c.sc.name, c.obj)
+			continue
+		}
+		dir := t.TempDir()
+		cfg := matrixConfig(c.sc.rate, c.obj)
+		rf, warnings, err := Generate(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := matrixGroup(c.sc, c.obj, want)
+		tf := &TestFile{RuleFiles: []string{"rules.yml"}, EvaluationInterval: fmtDur(c.sc.step), Tests: []TestGroup{g}}
+		for name, v := range map[string]any{"rules.yml": rf, "test.yml": tf} {
+			b, err := Marshal(v, warnings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out, err := exec.Command(promtool, "test", "rules", filepath.Join(dir, "test.yml")).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s at %g%%: the measured result differs from the table (%s):\n%s", c.sc.name, c.obj*100, fmtResult(want), gotLines(string(out)))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// gotLines keeps promtool's expression, expected and got lines.
+func gotLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "expr:") || strings.HasPrefix(l, "exp:") || strings.HasPrefix(l, "got:") || strings.Contains(l, "rror") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func fmtResult(r matrixResult) string {
+	return fmt.Sprintf("page %s, ticket %s, resolve %s, pages %d, tickets %d", fmtCell(r.page), fmtCell(r.ticket), fmtCell(r.resolve), r.pages, r.tickets)
+}
