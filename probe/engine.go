@@ -128,18 +128,6 @@ func NewEngine(o EngineOptions) *Engine {
 // the median (docs/BENCHMARKS.md, schedule accuracy).
 func sleepTimer(ctx context.Context, d time.Duration) error { return sleepPrecise(ctx, d) }
 
-// sleepRuntimeTimer waits d on a runtime timer, or until ctx ends.
-func sleepRuntimeTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
 // Apply makes the running pairs those of cfg. Unchanged pairs (same Key
 // and Fingerprint) keep running with their state (sequence, arrival
 // process); removed and changed pairs stop scheduling and their in-flight

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
 // sleepPrecise waits d on a timerfd read through the runtime's poller,
@@ -28,11 +30,11 @@ func sleepPrecise(ctx context.Context, d time.Duration) error {
 	end := time.Now().Add(d)
 	f, err := newTimerFD(d)
 	if err != nil {
-		return sleepRuntimeTimer(ctx, d)
+		return wait.Sleep(ctx, d)
 	}
 	defer f.Close()
 	if err := f.SetReadDeadline(end); err != nil {
-		return sleepRuntimeTimer(ctx, d)
+		return wait.Sleep(ctx, d)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -42,7 +44,7 @@ func sleepPrecise(ctx context.Context, d time.Duration) error {
 		return cause
 	}
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		return sleepRuntimeTimer(ctx, time.Until(end))
+		return wait.Sleep(ctx, time.Until(end))
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package wait holds the one context-aware sleep of the module's tools and
 // harnesses. The probe engine's send-time wait is more precise (probe's
-// sleepPrecise) and falls back to the same plain runtime timer.
+// sleepPrecise) and falls back to Sleep where a timerfd cannot be had.
 package wait
 
 import (
