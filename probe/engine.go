@@ -18,9 +18,6 @@ import (
 // removal before they are cancelled.
 const defaultGrace = 10 * time.Second
 
-// defaultMaxInFlight applies when a probe's max_in_flight is not positive.
-const defaultMaxInFlight = 16
-
 var (
 	// ErrUnknownPair is returned by ProbeOnce for a target or probe the
 	// running configuration does not pair.

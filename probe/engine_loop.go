@@ -54,7 +54,7 @@ func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop 
 		st.resume = time.Time{}
 	}
 	if l.maxInFlight <= 0 {
-		l.maxInFlight = defaultMaxInFlight
+		l.maxInFlight = int64(config.DefaultProbe.MaxInFlight) // a probe built in code, not loaded
 	}
 	l.schedCtx, l.stopSched = context.WithCancel(e.root)
 	l.reqCtx, l.cancelReqs = context.WithCancelCause(e.root)
