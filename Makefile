@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK ?= $(GO) tool staticcheck
 # An execution count, not a duration: Go 1.26's fuzz coordinator can fail a
 # duration-limited run with "context deadline exceeded" as the time runs out
-# (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
+# (fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME    ?= 50000x
 
 .PHONY: all build test unit lint vet staticcheck fmt e2e e2e-tools fuzz bench soak clean
