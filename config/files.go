@@ -9,6 +9,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
 
@@ -83,21 +84,22 @@ func credentialFiles(hc *promconfig.HTTPClientConfig) []credentialFile {
 // checkCredentialFiles reports credential files that are not regular files
 // or exceed fileread.CredentialLimit. A missing file is left to the
 // request that reads it, as Prometheus does (a secret may be mounted later).
-func (d *decoder) checkCredentialFiles(hc *promconfig.HTTPClientConfig, path string) {
+// Relative paths are shown relative to dir, the config file's directory.
+func checkCredentialFiles(hc *promconfig.HTTPClientConfig, path, dir string, p *strictyaml.Problems) {
 	for _, f := range credentialFiles(hc) {
 		if f.path == "" {
 			continue
 		}
 		key := path + "." + f.key
 		shown := f.path // SetDirectory made it absolute; show it as written
-		if rel, err := filepath.Rel(d.dir, f.path); err == nil && filepath.IsLocal(rel) {
+		if rel, err := filepath.Rel(dir, f.path); err == nil && filepath.IsLocal(rel) {
 			shown = rel
 		}
 		switch err := fileread.Stat(f.path, fileread.CredentialLimit); {
 		case errors.Is(err, fileread.ErrNotRegular):
-			d.p.fail(key, "must be a regular file, got %s", quote(shown))
+			p.Fail(key, "must be a regular file, got %s", strictyaml.Quote(shown))
 		case errors.Is(err, fileread.ErrTooLarge):
-			d.p.fail(key, "must be at most %s, got %s", fileread.Size(fileread.CredentialLimit), quote(shown))
+			p.Fail(key, "must be at most %s, got %s", fileread.Size(fileread.CredentialLimit), strictyaml.Quote(shown))
 		}
 	}
 }

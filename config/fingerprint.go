@@ -46,7 +46,7 @@ func (w *fingerprinter) value(v reflect.Value, depth int) {
 	if depth > fingerprintMaxDepth {
 		return
 	}
-	if v.Type() == regexpType {
+	if v.Type() == reflect.TypeFor[Regexp]() {
 		w.str(v.FieldByName("Source").String())
 		return
 	}

@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"slices"
 
+	promconfig "github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
@@ -27,8 +29,8 @@ func Load(path string) (*Config, error) {
 // against its directory. Every problem is an *Error; several are joined
 // with errors.Join, in file order.
 func Parse(data []byte, filename string) (*Config, error) {
-	p := newProblems(filename)
-	root, err := parseYAML(data, filename)
+	p := strictyaml.NewProblems(filename)
+	root, err := strictyaml.Parse(data, filename)
 	if err != nil {
 		return nil, err
 	}
@@ -38,22 +40,50 @@ func Parse(data []byte, filename string) (*Config, error) {
 	}
 	cfg := &Config{Global: DefaultGlobal}
 	if root != nil {
-		if root.Kind != yaml.MappingNode {
-			p.add(root.Line, "", "the file must be a mapping, got %s", kindName(root))
-			return nil, p.err()
-		}
-		d := &decoder{p: p, dir: dir}
-		d.decode(root, reflect.ValueOf(cfg).Elem(), "")
-		if err := p.err(); err != nil {
+		strictyaml.Decode(root, cfg, p, decodeOptions(dir))
+		if err := p.Err(); err != nil {
 			return nil, err
 		}
 	}
 	v := &validator{p: p, dir: dir}
 	v.config(cfg)
-	if err := p.err(); err != nil {
+	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// decodeOptions tells strictyaml what it cannot know of this schema: list
+// elements start from DefaultProbe and DefaultTarget and remember their
+// line, redirects are opt-in (see NewHTTPClient), and the files an
+// http_client_config names are checked (checkCredentialFiles).
+func decodeOptions(dir string) strictyaml.Options {
+	return strictyaml.Options{
+		Dir:             dir,
+		Element:         elementDefaults,
+		FollowRedirects: DefaultTarget.HTTPClientConfig.FollowRedirects,
+		CheckHTTPClient: func(hc *promconfig.HTTPClientConfig, path string, p *strictyaml.Problems) {
+			checkCredentialFiles(hc, path, dir, p)
+		},
+		Shapes: map[reflect.Type]string{reflect.TypeFor[Regexp](): "a regular expression string"},
+	}
+}
+
+// elementDefaults returns the defaults a probe or target of the file
+// starts from, with its line.
+func elementDefaults(t reflect.Type, line int) (reflect.Value, bool) {
+	switch t {
+	case reflect.TypeFor[Probe]():
+		p := DefaultProbe
+		p.Quality.FinishReasons = append([]string(nil), DefaultProbe.Quality.FinishReasons...)
+		p.Line = line
+		return reflect.ValueOf(p), true
+	case reflect.TypeFor[Target]():
+		tg := DefaultTarget
+		tg.Line = line
+		return reflect.ValueOf(tg), true
+	}
+	return reflect.Value{}, false
 }
 
 // Probe returns the probe called name.

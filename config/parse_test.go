@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 )
 
 func TestErrorsAreTyped(t *testing.T) {
 	_, err := Parse([]byte(validTarget+strings.Replace(validProbe, "rate: 0.2", "rate: -1", 1)), "c.yml")
-	var ce *Error
+	var ce *strictyaml.Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("error %v is not a *Error", err)
 	}
-	want := Error{File: "c.yml", Line: 9, Path: "probes[0].rate", Msg: "must be a finite number > 0, got -1"}
+	want := strictyaml.Error{File: "c.yml", Line: 9, Path: "probes[0].rate", Msg: "must be a finite number > 0, got -1"}
 	if *ce != want {
 		t.Errorf("got %+v, want %+v", *ce, want)
 	}
@@ -54,8 +56,8 @@ func TestErrorListIsBounded(t *testing.T) {
 		t.Fatal("no error")
 	}
 	lines := strings.Split(err.Error(), "\n")
-	if len(lines) != maxErrors+1 {
-		t.Errorf("%d lines, want %d", len(lines), maxErrors+1)
+	if len(lines) != strictyaml.MaxErrors+1 {
+		t.Errorf("%d lines, want %d", len(lines), strictyaml.MaxErrors+1)
 	}
 	if got, want := lines[0], "c.yml:6: probes[0].rate: must be a finite number > 0, got 0"; got != want {
 		t.Errorf("first line %q, want %q", got, want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
@@ -20,17 +21,17 @@ var NamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$`)
 // validator checks a decoded Config; problems carry the line of the field
 // (or of its closest written ancestor).
 type validator struct {
-	p   *problems
+	p   *strictyaml.Problems
 	dir string
 }
 
 func (v *validator) config(c *Config) {
 	v.global(&c.Global)
 	if len(c.Targets) == 0 {
-		v.p.fail("targets", "at least one target is required, got none")
+		v.p.Fail("targets", "at least one target is required, got none")
 	}
 	if len(c.Probes) == 0 {
-		v.p.fail("probes", "at least one probe is required, got none")
+		v.p.Fail("probes", "at least one probe is required, got none")
 	}
 	targets := map[string]int{}
 	for i := range c.Targets {
@@ -52,21 +53,21 @@ func (v *validator) global(g *Global) {
 	switch l.RecordText {
 	case RecordTextNone, RecordTextFailures, RecordTextAll:
 	default:
-		v.p.fail("global.ledger.record_text", "must be one of none, failures, all, got %s", quote(l.RecordText))
+		v.p.Fail("global.ledger.record_text", "must be one of none, failures, all, got %s", strictyaml.Quote(l.RecordText))
 	}
 	v.atLeast("global.history_limit", g.HistoryLimit, 1)
 	sm := &g.ServerMetrics
 	v.positive("global.server_metrics.interval", sm.Interval)
 	v.positive("global.server_metrics.timeout", sm.Timeout)
 	if sm.Timeout > sm.Interval && sm.Interval > 0 {
-		v.p.fail("global.server_metrics.timeout", "must be <= interval (%s), got %s", sm.Interval, sm.Timeout)
+		v.p.Fail("global.server_metrics.timeout", "must be <= interval (%s), got %s", sm.Interval, sm.Timeout)
 	}
 	if sm.Allow.Source == "" {
 		sm.Allow.Source = DefaultServerMetricsAllow
 	}
 	re, err := anchored(sm.Allow.Source)
 	if err != nil {
-		v.p.fail("global.server_metrics.allow", "%v, got %s", err, quote(sm.Allow.Source))
+		v.p.Fail("global.server_metrics.allow", "%v, got %s", err, strictyaml.Quote(sm.Allow.Source))
 		return
 	}
 	sm.Allow = re
@@ -75,25 +76,25 @@ func (v *validator) global(g *Global) {
 // name checks a target or probe name: label-safe and unique.
 func (v *validator) name(path, name string, seen map[string]int) {
 	if !NamePattern.MatchString(name) {
-		v.p.fail(path, "must match %s, got %s", NamePattern, quote(name))
+		v.p.Fail(path, "must match %s, got %s", NamePattern, strictyaml.Quote(name))
 		return
 	}
 	if first, dup := seen[name]; dup {
-		v.p.fail(path, "duplicate name, first used at line %d, got %s", first, quote(name))
+		v.p.Fail(path, "duplicate name, first used at line %d, got %s", first, strictyaml.Quote(name))
 		return
 	}
-	seen[name] = v.p.lineOf(path)
+	seen[name] = v.p.LineOf(path)
 }
 
 func (v *validator) target(t *Target, path string, seen map[string]int) {
 	v.name(path+".name", t.Name, seen)
 	if u, msg := checkBaseURL(t.URL); msg != "" {
-		v.p.fail(path+".url", "%s, got %s", msg, quote(redact.URL(t.URL)))
+		v.p.Fail(path+".url", "%s, got %s", msg, strictyaml.Quote(redact.URL(t.URL)))
 	} else {
 		t.URL = u
 	}
 	if t.MetricsPath != "" && !strings.HasPrefix(t.MetricsPath, "/") {
-		v.p.fail(path+".metrics_path", "must start with / (or be \"\" to disable scraping), got %s", quote(t.MetricsPath))
+		v.p.Fail(path+".metrics_path", "must start with / (or be \"\" to disable scraping), got %s", strictyaml.Quote(t.MetricsPath))
 	}
 }
 
@@ -117,7 +118,7 @@ func checkBaseURL(s string) (string, string) {
 	}
 	if base, ok := trimAPIPath(u); ok {
 		return "", fmt.Sprintf("must be the server's base URL: the prober appends %s itself; use %s",
-			strings.Join(apiPaths[:len(apiPaths)-1], ", "), quote(base))
+			strings.Join(apiPaths[:len(apiPaths)-1], ", "), strictyaml.Quote(base))
 	}
 	return strings.TrimRight(s, "/"), ""
 }
@@ -147,9 +148,9 @@ func (v *validator) references(t Target, path string, probes map[string]int) {
 		ep := fmt.Sprintf("%s[%d]", path, i)
 		switch {
 		case seen[name]:
-			v.p.fail(ep, "probe listed twice, got %s", quote(name))
+			v.p.Fail(ep, "probe listed twice, got %s", strictyaml.Quote(name))
 		case probes[name] == 0:
-			v.p.fail(ep, "no probe with this name, got %s", quote(name))
+			v.p.Fail(ep, "no probe with this name, got %s", strictyaml.Quote(name))
 		}
 		seen[name] = true
 	}
@@ -157,13 +158,13 @@ func (v *validator) references(t Target, path string, probes map[string]int) {
 
 func (v *validator) atLeast(path string, got, min int) {
 	if got < min {
-		v.p.fail(path, "must be >= %d, got %d", min, got)
+		v.p.Fail(path, "must be >= %d, got %d", min, got)
 	}
 }
 
 func (v *validator) positive(path string, d model.Duration) {
 	if d <= 0 {
-		v.p.fail(path, "must be > 0, got %s", d)
+		v.p.Fail(path, "must be > 0, got %s", d)
 	}
 }
 

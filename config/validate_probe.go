@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
 )
 
@@ -25,51 +26,51 @@ var ReservedExtraKeys = []string{
 func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.name(path+".name", p.Name, seen)
 	if p.API != APIChat && p.API != APICompletions {
-		v.p.fail(path+".api", "must be one of chat, completions, got %s", quote(p.API))
+		v.p.Fail(path+".api", "must be one of chat, completions, got %s", strictyaml.Quote(p.API))
 	}
 	if !(p.Rate > 0) || !finite(p.Rate) {
-		v.p.fail(path+".rate", "must be a finite number > 0, got %s", fmtFloat(p.Rate))
+		v.p.Fail(path+".rate", "must be a finite number > 0, got %s", fmtFloat(p.Rate))
 	}
 	if !(p.Burstiness > 0) {
-		v.p.fail(path+".burstiness", "must be > 0 (or inf for constant gaps), got %s", fmtFloat(p.Burstiness))
+		v.p.Fail(path+".burstiness", "must be > 0 (or inf for constant gaps), got %s", fmtFloat(p.Burstiness))
 	}
 	v.atLeast(path+".max_in_flight", p.MaxInFlight, 1)
 	v.positive(path+".timeout", p.Timeout)
 	v.request(&p.Request, path+".request")
 	v.workload(p, path+".workload")
-	if r := p.Workload.Random; r != nil && v.p.written(path+".request.max_tokens") {
+	if r := p.Workload.Random; r != nil && v.p.Written(path+".request.max_tokens") {
 		// probe/workload_random.go draws every request's limit around
 		// output_tokens, so max_tokens would be silently unused.
-		v.p.fail(path+".request.max_tokens", "is not used with a random workload, whose output_tokens (%d) sets each request's limit: remove it, got %d", r.OutputTokens, p.Request.MaxTokens)
+		v.p.Fail(path+".request.max_tokens", "is not used with a random workload, whose output_tokens (%d) sets each request's limit: remove it, got %d", r.OutputTokens, p.Request.MaxTokens)
 	}
 	for _, s := range []struct {
 		name string
 		d    *model.Duration
 	}{{"ttft", &p.SLO.TTFT}, {"tpot", &p.SLO.TPOT}, {"e2el", &p.SLO.E2EL}} {
 		if *s.d < 0 {
-			v.p.fail(path+".slo."+s.name, "must be >= 0 (0 = no objective), got %s", *s.d)
+			v.p.Fail(path+".slo."+s.name, "must be >= 0 (0 = no objective), got %s", *s.d)
 		}
 	}
 	if p.Timeout > 0 && p.Timeout < p.SLO.E2EL {
 		// A request slower than the timeout ends client_timeout, so an
 		// E2EL objective past it could never fail a request.
-		v.p.fail(path+".timeout", "must be >= slo.e2el (%s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got %s", p.SLO.E2EL, p.Timeout)
+		v.p.Fail(path+".timeout", "must be >= slo.e2el (%s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got %s", p.SLO.E2EL, p.Timeout)
 	}
 	v.quality(&p.Quality, path+".quality")
 	if !(p.Objective > 0 && p.Objective < 1) {
-		v.p.fail(path+".objective", "must be between 0 and 1 (exclusive), got %s", fmtFloat(p.Objective))
+		v.p.Fail(path+".objective", "must be between 0 and 1 (exclusive), got %s", fmtFloat(p.Objective))
 	}
 }
 
 func (v *validator) request(r *Request, path string) {
 	v.atLeast(path+".max_tokens", r.MaxTokens, 1)
 	if !(r.Temperature >= 0) || !finite(r.Temperature) {
-		v.p.fail(path+".temperature", "must be a finite number >= 0, got %s", fmtFloat(r.Temperature))
+		v.p.Fail(path+".temperature", "must be a finite number >= 0, got %s", fmtFloat(r.Temperature))
 	}
 	if r.Extra != nil {
 		r.Extra = jsonValue(r.Extra).(map[string]any)
 		if _, err := json.Marshal(r.Extra); err != nil {
-			v.p.fail(path+".extra", "cannot be sent as JSON: %v", err)
+			v.p.Fail(path+".extra", "cannot be sent as JSON: %v", err)
 		}
 	}
 	keys := make([]string, 0, len(r.Extra))
@@ -79,7 +80,7 @@ func (v *validator) request(r *Request, path string) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if slices.Contains(ReservedExtraKeys, k) {
-			v.p.fail(path+".extra."+k, "is set by the prober and cannot be overridden, got %s", quote(k))
+			v.p.Fail(path+".extra."+k, "is set by the prober and cannot be overridden, got %s", strictyaml.Quote(k))
 		}
 	}
 }
@@ -126,7 +127,7 @@ func (v *validator) workload(p *Probe, path string) {
 		if len(kinds) > 1 {
 			got = strings.Join(kinds, ", ")
 		}
-		v.p.fail(path, "exactly one of random, prompts, file must be set, got %s", got)
+		v.p.Fail(path, "exactly one of random, prompts, file must be set, got %s", got)
 		return
 	}
 	switch kinds[0] {
@@ -135,7 +136,7 @@ func (v *validator) workload(p *Probe, path string) {
 		v.atLeast(path+".random.input_tokens", r.InputTokens, 1)
 		v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
 		if !(r.RangeRatio >= 0 && r.RangeRatio < 1) {
-			v.p.fail(path+".random.range_ratio", "must be >= 0 and < 1, got %s", fmtFloat(r.RangeRatio))
+			v.p.Fail(path+".random.range_ratio", "must be >= 0 and < 1, got %s", fmtFloat(r.RangeRatio))
 		}
 	case "prompts":
 		for i := range w.Prompts {
@@ -152,22 +153,22 @@ func (v *validator) prompt(pr *Prompt, api, path string) {
 	switch api {
 	case APIChat:
 		if len(pr.Messages) == 0 {
-			v.p.fail(path+".messages", "api chat needs messages, got none")
+			v.p.Fail(path+".messages", "api chat needs messages, got none")
 		}
 		if pr.Prompt != "" {
-			v.p.fail(path+".prompt", "api chat takes messages, not prompt, got %s", quote(pr.Prompt))
+			v.p.Fail(path+".prompt", "api chat takes messages, not prompt, got %s", strictyaml.Quote(pr.Prompt))
 		}
 	case APICompletions:
 		if pr.Prompt == "" {
-			v.p.fail(path+".prompt", "api completions needs a non-empty prompt, got \"\"")
+			v.p.Fail(path+".prompt", "api completions needs a non-empty prompt, got \"\"")
 		}
 		if len(pr.Messages) > 0 {
-			v.p.fail(path+".messages", "api completions takes prompt, not messages, got %d messages", len(pr.Messages))
+			v.p.Fail(path+".messages", "api completions takes prompt, not messages, got %d messages", len(pr.Messages))
 		}
 	}
 	for i, m := range pr.Messages {
 		if m.Role == "" {
-			v.p.fail(fmt.Sprintf("%s.messages[%d].role", path, i), "must not be empty, got \"\"")
+			v.p.Fail(fmt.Sprintf("%s.messages[%d].role", path, i), "must not be empty, got \"\"")
 		}
 	}
 }
@@ -175,13 +176,13 @@ func (v *validator) prompt(pr *Prompt, api, path string) {
 func (v *validator) quality(q *Quality, path string) {
 	for i, r := range q.FinishReasons {
 		if r == "" {
-			v.p.fail(fmt.Sprintf("%s.finish_reasons[%d]", path, i), "must not be empty, got \"\"")
+			v.p.Fail(fmt.Sprintf("%s.finish_reasons[%d]", path, i), "must not be empty, got \"\"")
 		}
 	}
 	v.atLeast(path+".min_output_tokens", q.MinOutputTokens, 0)
 	v.atLeast(path+".max_output_tokens", q.MaxOutputTokens, 0)
 	if q.MaxOutputTokens > 0 && q.MaxOutputTokens < q.MinOutputTokens {
-		v.p.fail(path+".max_output_tokens", "must be >= min_output_tokens (%d) when set, got %d", q.MinOutputTokens, q.MaxOutputTokens)
+		v.p.Fail(path+".max_output_tokens", "must be >= min_output_tokens (%d) when set, got %d", q.MinOutputTokens, q.MaxOutputTokens)
 	}
 	if q.JSONSchema == "" {
 		return
@@ -193,7 +194,7 @@ func (v *validator) quality(q *Quality, path string) {
 	schema, err := NewSchemaCompiler().Compile(abs)
 	if err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
-		v.p.fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, quote(q.JSONSchema))
+		v.p.Fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, strictyaml.Quote(q.JSONSchema))
 		return
 	}
 	q.JSONSchema, q.Schema = abs, schema
@@ -204,7 +205,7 @@ func (v *validator) quality(q *Quality, path string) {
 // or false after reporting a problem.
 func (v *validator) file(path, name string, limit int64) (string, bool) {
 	if name == "" {
-		v.p.fail(path, "must name a file, got \"\"")
+		v.p.Fail(path, "must name a file, got \"\"")
 		return "", false
 	}
 	abs := name
@@ -215,16 +216,16 @@ func (v *validator) file(path, name string, limit int64) (string, bool) {
 	var pe *fs.PathError
 	switch {
 	case errors.As(err, &pe):
-		v.p.fail(path, "cannot read file: %v, got %s", pe.Err, quote(name))
+		v.p.Fail(path, "cannot read file: %v, got %s", pe.Err, strictyaml.Quote(name))
 		return "", false
 	case err != nil:
-		v.p.fail(path, "cannot read file: %v, got %s", err, quote(name))
+		v.p.Fail(path, "cannot read file: %v, got %s", err, strictyaml.Quote(name))
 		return "", false
 	case !st.Mode().IsRegular():
-		v.p.fail(path, "must be a regular file, got %s", quote(name))
+		v.p.Fail(path, "must be a regular file, got %s", strictyaml.Quote(name))
 		return "", false
 	case st.Size() > limit:
-		v.p.fail(path, "must be at most %s, got %s", fileread.Size(limit), quote(name))
+		v.p.Fail(path, "must be at most %s, got %s", fileread.Size(limit), strictyaml.Quote(name))
 		return "", false
 	}
 	return abs, true

@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import (
 	"bytes"
@@ -199,7 +199,7 @@ func indentProblem(lines []string, at int, msg string) string {
 		if bl.keyCol < 0 {
 			return ""
 		}
-		what = "key " + quote(bl.key)
+		what = "key " + Quote(bl.key)
 	}
 	if prev, ok := previous(st, at); ok && col > prev.indent && opensBlock(prev) {
 		return "" // the first line of a nested block may be indented at will
@@ -246,7 +246,7 @@ func overIndented(st map[int]blockLine, at int, bl blockLine) string {
 			return ""
 		}
 		return fmt.Sprintf("key %s is indented deeper than %s (line %d), which already has the value %s and cannot hold keys: indent it %s to align it with %s",
-			quote(bl.key), quote(prev.key), i, quote(prev.value), spaces(prev.keyCol), quote(prev.key))
+			Quote(bl.key), Quote(prev.key), i, Quote(prev.value), spaces(prev.keyCol), Quote(prev.key))
 	}
 	return ""
 }
@@ -274,7 +274,7 @@ func levelName(l level) string {
 	if l.key == "" {
 		return "the list item"
 	}
-	return quote(l.key)
+	return Quote(l.key)
 }
 
 func spaces(n int) string {
@@ -284,9 +284,10 @@ func spaces(n int) string {
 	return strconv.Itoa(n) + " spaces"
 }
 
-// parseYAML parses the single document of data into a node tree; a nil
-// node means an empty file.
-func parseYAML(data []byte, filename string) (*yaml.Node, error) {
+// Parse parses the single document of data, the file named filename,
+// into a node tree; a nil node means an empty file. A syntax error is an
+// *Error at the line of the problem.
+func Parse(data []byte, filename string) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {

@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func (d *decoder) misplaced(n *yaml.Node, i int, t reflect.Type, path string, k 
 		}
 		if hasField(t.FieldByIndex(idx).Type, k.Value) {
 			return fmt.Sprintf(": it is a key of %s (line %d), indent it deeper to put it under %s",
-				quote(prev.Value), prev.Line, quote(prev.Value))
+				Quote(prev.Value), prev.Line, Quote(prev.Value))
 		}
 		break
 	}
@@ -41,7 +41,7 @@ func (d *decoder) misplaced(n *yaml.Node, i int, t reflect.Type, path string, k 
 		p := d.parents[j]
 		if hasField(p.t, k.Value) {
 			return fmt.Sprintf(": it is a key of %s, indent it less to align it with %s (line %d)",
-				pathName(p.path), quote(p.key.Value), p.key.Line)
+				pathName(p.path), Quote(p.key.Value), p.key.Line)
 		}
 	}
 	si := fieldsOf(t)
@@ -52,7 +52,7 @@ func (d *decoder) misplaced(n *yaml.Node, i int, t reflect.Type, path string, k 
 	slices.Sort(names)
 	for _, name := range names {
 		if hasField(t.FieldByIndex(si.fields[name]).Type, k.Value) {
-			return fmt.Sprintf(": it is a key of %s, write it under %s", joinPath(path, name), quote(name))
+			return fmt.Sprintf(": it is a key of %s, write it under %s", joinPath(path, name), Quote(name))
 		}
 	}
 	return suggest(k.Value, si)
@@ -70,7 +70,7 @@ func (d *decoder) nestedKeys(n *yaml.Node) string {
 		return ""
 	}
 	return fmt.Sprintf(": %s (line %d) is a key of %s, indent it less to align it with %s",
-		quote(k.Value), k.Line, pathName(p.path), quote(p.key.Value))
+		Quote(k.Value), k.Line, pathName(p.path), Quote(p.key.Value))
 }
 
 // hasField reports whether a mapping decoded into t may have the key.

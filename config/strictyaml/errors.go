@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 )
 
-// maxErrors bounds how many problems one load reports, so a badly broken
+// MaxErrors bounds how many problems one file reports, so a badly broken
 // file gives a readable message.
-const maxErrors = 50
+const MaxErrors = 50
 
 // Error is one problem found in a configuration file. Its text is
 // "file:line: path: message", for example
@@ -42,42 +42,46 @@ func (e *Error) Error() string {
 	return redact.Text(b.String())
 }
 
-// problems collects Errors of one file and remembers the line of every
-// field path seen while decoding.
-type problems struct {
+// Problems collects the Errors of one file, from decoding and from the
+// checks that follow it, and remembers the line of every field path seen
+// while decoding, so that a check can place its problem.
+type Problems struct {
 	file    string
 	list    []*Error
 	dropped int // problems past the bound of list, counted only
 	lines   map[string]int
 }
 
-func newProblems(file string) *problems {
-	return &problems{file: file, lines: map[string]int{"": 1}}
+// NewProblems returns an empty collection for the file named file.
+func NewProblems(file string) *Problems {
+	return &Problems{file: file, lines: map[string]int{"": 1}}
 }
 
-// add records a problem at an explicit line.
-func (p *problems) add(line int, path, format string, args ...any) {
-	if len(p.list) >= 10*maxErrors {
+// Add records a problem at an explicit line.
+func (p *Problems) Add(line int, path, format string, args ...any) {
+	if len(p.list) >= 10*MaxErrors {
 		p.dropped++
 		return
 	}
 	p.list = append(p.list, &Error{File: p.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// fail records a problem at the line of path (or of its closest ancestor
+// Fail records a problem at the line of path (or of its closest ancestor
 // seen in the file, for a field left to its default).
-func (p *problems) fail(path, format string, args ...any) {
-	p.add(p.lineOf(path), path, format, args...)
+func (p *Problems) Fail(path, format string, args ...any) {
+	p.Add(p.LineOf(path), path, format, args...)
 }
 
-// written reports whether path was a key in the file (itself or through
+// Written reports whether path was a key in the file (itself or through
 // a merge key), rather than left to its default.
-func (p *problems) written(path string) bool {
+func (p *Problems) Written(path string) bool {
 	_, ok := p.lines[path]
 	return ok
 }
 
-func (p *problems) lineOf(path string) int {
+// LineOf returns the line of path, or of its closest ancestor seen in the
+// file.
+func (p *Problems) LineOf(path string) int {
 	for {
 		if l, ok := p.lines[path]; ok {
 			return l
@@ -90,17 +94,17 @@ func (p *problems) lineOf(path string) int {
 	}
 }
 
-// err returns the problems in file order, joined, or nil.
-func (p *problems) err() error {
+// Err returns the problems in file order, joined, or nil.
+func (p *Problems) Err() error {
 	if len(p.list) == 0 {
 		return nil
 	}
 	slices.SortStableFunc(p.list, func(a, b *Error) int { return a.Line - b.Line })
 	list := p.list
-	errs := make([]error, 0, min(len(list), maxErrors)+1)
+	errs := make([]error, 0, min(len(list), MaxErrors)+1)
 	for i, e := range list {
-		if i == maxErrors {
-			errs = append(errs, &Error{File: p.file, Msg: fmt.Sprintf("%d more errors not shown", len(list)-maxErrors+p.dropped)})
+		if i == MaxErrors {
+			errs = append(errs, &Error{File: p.file, Msg: fmt.Sprintf("%d more errors not shown", len(list)-MaxErrors+p.dropped)})
 			break
 		}
 		errs = append(errs, e)
@@ -108,8 +112,9 @@ func (p *problems) err() error {
 	return errors.Join(errs...)
 }
 
-// quote formats a string value for a message.
-func quote(s string) string {
+// Quote formats a string value for a message: quoted, and cut after 80
+// bytes.
+func Quote(s string) string {
 	const max = 80
 	if len(s) > max {
 		s = s[:max] + "..."

@@ -1,4 +1,11 @@
-package config
+// Package strictyaml reads a YAML file into Go values strictly: unknown
+// and duplicate keys, type mismatches and inline secrets are problems, and
+// every problem is an *Error that names the file, line, field path and
+// value. Syntax errors are placed at the offending line, and keys written
+// at the wrong depth are explained with the indentation that fixes them.
+// It knows YAML, reflection and prometheus/common's HTTPClientConfig, not
+// the vllm-prober schema, which package config gives it through Options.
+package strictyaml
 
 import (
 	"errors"
@@ -21,24 +28,53 @@ const maxNodes = 100_000
 var (
 	httpConfigType = reflect.TypeFor[promconfig.HTTPClientConfig]()
 	durationType   = reflect.TypeFor[model.Duration]()
-	regexpType     = reflect.TypeFor[Regexp]()
 	secretType     = reflect.TypeFor[promconfig.Secret]()
 	urlType        = reflect.TypeFor[promconfig.URL]()
-	probeType      = reflect.TypeFor[Probe]()
-	targetType     = reflect.TypeFor[Target]()
 	v3Unmarshaler  = reflect.TypeFor[yaml.Unmarshaler]()
 	v2Unmarshaler  = reflect.TypeFor[interface {
 		UnmarshalYAML(func(any) error) error
 	}]()
 )
 
+// Options gives the decoder what it knows only of the schema it decodes.
+type Options struct {
+	// Dir is the directory of the file, against which relative file paths
+	// in an http_client_config are resolved.
+	Dir string
+	// Element returns the value a new list element of type t starts from
+	// (its defaults), given the line of the element; ok is false for types
+	// that start from their zero value.
+	Element func(t reflect.Type, line int) (v reflect.Value, ok bool)
+	// FollowRedirects is the value of follow_redirects in an
+	// http_client_config that leaves it out.
+	FollowRedirects bool
+	// CheckHTTPClient, when set, checks an http_client_config that decoded
+	// and validated cleanly, at path, before it is stored.
+	CheckHTTPClient func(hc *promconfig.HTTPClientConfig, path string, p *Problems)
+	// Shapes names the YAML shape of types with their own unmarshaler,
+	// such as "a regular expression string", for messages.
+	Shapes map[reflect.Type]string
+}
+
+// Decode sets the struct that v points to from root, the top-level mapping
+// of a file, recording every problem in p. Fields absent from the file
+// keep the value already in place (the defaults).
+func Decode(root *yaml.Node, v any, p *Problems, o Options) {
+	if root.Kind != yaml.MappingNode {
+		p.Add(root.Line, "", "the file must be a mapping, got %s", kindName(root))
+		return
+	}
+	d := &decoder{p: p, o: o}
+	d.decode(root, reflect.ValueOf(v).Elem(), "")
+}
+
 // decoder walks a yaml.Node tree into a Go value strictly: unknown and
 // duplicate keys and type mismatches are problems with file, line and
 // field path. Fields absent from the file keep the value already in place
 // (the defaults); so does an explicit null.
 type decoder struct {
-	p       *problems
-	dir     string   // directory of the file, for relative paths
+	p       *Problems
+	o       Options
 	secrets []string // secret values seen, scrubbed from messages
 	nodes   int
 	// merging holds the mappings whose merge keys are being applied, so a
@@ -53,7 +89,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	n = resolve(n)
 	d.nodes++
 	if d.nodes == maxNodes {
-		d.p.add(n.Line, path, "document too large or too many aliases")
+		d.p.Add(n.Line, path, "document too large or too many aliases")
 	}
 	if d.nodes >= maxNodes || isNull(n) {
 		return
@@ -76,7 +112,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		d.decodeMapping(n, v, path)
 	default:
-		d.p.add(n.Line, path, "must be %s, got %s%s", describe(t), d.shown(n, t), d.nestedKeys(n))
+		d.p.Add(n.Line, path, "must be %s, got %s%s", d.describe(t), d.shown(n, t), d.nestedKeys(n))
 	}
 }
 
@@ -121,7 +157,7 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
 		d.secrets = append(d.secrets, n.Value)
 		// Secrets come only from files (docs/design.md, "Configuration"),
 		// so a config can be shown, diffed and stored without them.
-		d.p.add(n.Line, path, "inline secrets are not allowed: put the value in a file and name it with %s", fileKeyFor(path))
+		d.p.Add(n.Line, path, "inline secrets are not allowed: put the value in a file and name it with %s", fileKeyFor(path))
 		return
 	}
 	if (t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32) && n.Kind == yaml.ScalarNode {
@@ -142,23 +178,23 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string) {
 	var ue *url.Error
 	if t == durationType && n.Kind == yaml.ScalarNode {
 		if whole, ok := wholeDuration(n.Value); ok {
-			d.p.add(n.Line, path, "must be %s, without fractions: write %s, got %s", describe(t), whole, quote(n.Value))
+			d.p.Add(n.Line, path, "must be %s, without fractions: write %s, got %s", d.describe(t), whole, Quote(n.Value))
 			return
 		}
 	}
 	switch {
 	case errors.As(err, &te) || t == durationType:
-		d.p.add(n.Line, path, "must be %s, got %s%s", describe(t), d.shown(n, t), d.nestedKeys(n))
+		d.p.Add(n.Line, path, "must be %s, got %s%s", d.describe(t), d.shown(n, t), d.nestedKeys(n))
 	case errors.As(err, &ue):
 		// url.Error repeats the whole URL, password included.
-		d.p.add(n.Line, path, "invalid URL: %s, got %s", d.scrub(ue.Err.Error()), d.shown(n, t))
+		d.p.Add(n.Line, path, "invalid URL: %s, got %s", d.scrub(ue.Err.Error()), d.shown(n, t))
 	default:
-		d.p.add(n.Line, path, "%s, got %s", d.scrub(err.Error()), d.shown(n, t))
+		d.p.Add(n.Line, path, "%s, got %s", d.scrub(err.Error()), d.shown(n, t))
 	}
 }
 
-// decodeSequence decodes a list into a fresh slice; elements that are
-// probes or targets start from their defaults and remember their line.
+// decodeSequence decodes a list into a fresh slice; elements start from
+// the defaults Options.Element gives them.
 func (d *decoder) decodeSequence(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
@@ -166,16 +202,10 @@ func (d *decoder) decodeSequence(n *yaml.Node, v reflect.Value, path string) {
 		ep := fmt.Sprintf("%s[%d]", path, i)
 		d.p.lines[ep] = c.Line
 		e := s.Index(i)
-		switch t.Elem() {
-		case probeType:
-			p := DefaultProbe
-			p.Quality.FinishReasons = append([]string(nil), DefaultProbe.Quality.FinishReasons...)
-			p.Line = c.Line
-			e.Set(reflect.ValueOf(p))
-		case targetType:
-			tg := DefaultTarget
-			tg.Line = c.Line
-			e.Set(reflect.ValueOf(tg))
+		if d.o.Element != nil {
+			if def, ok := d.o.Element(t.Elem(), c.Line); ok {
+				e.Set(def)
+			}
 		}
 		d.decode(c, e, ep)
 	}
@@ -196,12 +226,12 @@ func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		if k.Kind != yaml.ScalarNode {
-			d.p.add(k.Line, path, "keys must be strings, got %s", kindName(k))
+			d.p.Add(k.Line, path, "keys must be strings, got %s", kindName(k))
 			continue
 		}
 		kp := joinPath(path, k.Value)
 		if first, dup := seen[k.Value]; dup {
-			d.p.add(k.Line, kp, "duplicate key, first defined at line %d", first)
+			d.p.Add(k.Line, kp, "duplicate key, first defined at line %d", first)
 			continue
 		}
 		seen[k.Value] = k.Line
@@ -213,7 +243,7 @@ func (d *decoder) decodeMapping(n *yaml.Node, v reflect.Value, path string) {
 		f, inline, ok := fieldByName(v, k.Value)
 		switch {
 		case !ok:
-			d.p.add(k.Line, path, "unknown field %s%s", quote(k.Value), d.misplaced(n, i, v.Type(), path, k))
+			d.p.Add(k.Line, path, "unknown field %s%s", Quote(k.Value), d.misplaced(n, i, v.Type(), path, k))
 		case inline.IsValid():
 			d.decodeMapEntry(k, val, inline, kp)
 		default:
@@ -243,11 +273,11 @@ func (d *decoder) merge(n *yaml.Node, v reflect.Value, path string) {
 				return
 			}
 			if src.Kind != yaml.MappingNode {
-				d.p.add(src.Line, path, "merge key << needs a mapping, got %s", kindName(src))
+				d.p.Add(src.Line, path, "merge key << needs a mapping, got %s", kindName(src))
 				continue
 			}
 			if d.merging[src] {
-				d.p.add(n.Content[i].Line, path, "merge key << refers to a mapping that contains it")
+				d.p.Add(n.Content[i].Line, path, "merge key << refers to a mapping that contains it")
 				continue
 			}
 			if d.merging == nil {
@@ -276,7 +306,7 @@ func resolve(n *yaml.Node) *yaml.Node {
 func (d *decoder) decodeMapEntry(k, val *yaml.Node, m reflect.Value, path string) {
 	key := reflect.New(m.Type().Key()).Elem()
 	if key.Kind() != reflect.String {
-		d.p.add(k.Line, path, "unsupported key type")
+		d.p.Add(k.Line, path, "unsupported key type")
 		return
 	}
 	key.SetString(k.Value)

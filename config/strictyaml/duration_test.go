@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import "testing"
 

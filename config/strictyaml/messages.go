@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import (
 	"reflect"
@@ -10,12 +10,13 @@ import (
 )
 
 // describe names the YAML shape expected for values of t.
-func describe(t reflect.Type) string {
+func (d *decoder) describe(t reflect.Type) string {
+	if shape, ok := d.o.Shapes[t]; ok {
+		return shape
+	}
 	switch t {
 	case durationType:
 		return "a duration such as 30s or 1m30s"
-	case regexpType:
-		return "a regular expression string"
 	case urlType:
 		return "a URL string"
 	}
@@ -34,7 +35,7 @@ func describe(t reflect.Type) string {
 	case reflect.Struct, reflect.Map:
 		return "a mapping"
 	case reflect.Pointer:
-		return describe(t.Elem())
+		return d.describe(t.Elem())
 	}
 	return "a " + t.String()
 }
@@ -48,9 +49,9 @@ func (d *decoder) shown(n *yaml.Node, t reflect.Type) string {
 	case holdsSecret(t, nil):
 		return "<secret>"
 	case t == urlType:
-		return quote(redact.URL(n.Value))
+		return Quote(redact.URL(n.Value))
 	}
-	return quote(d.scrub(n.Value))
+	return Quote(d.scrub(n.Value))
 }
 
 // holdsSecret reports whether a value of type t is or contains a Secret, so
@@ -60,8 +61,8 @@ func holdsSecret(t reflect.Type, seen map[reflect.Type]bool) bool {
 	if t == secretType {
 		return true
 	}
-	if seen[t] || t.PkgPath() == regexpType.PkgPath() {
-		return false // this package's types hold secrets only in http_client_config
+	if seen[t] || t.Name() != "" && !strings.HasPrefix(t.PkgPath(), httpConfigType.PkgPath()) {
+		return false // only prometheus/common/config's types hold a Secret
 	}
 	if seen == nil {
 		seen = map[reflect.Type]bool{}
@@ -112,7 +113,7 @@ func suggest(key string, si *structInfo) string {
 	if best == "" {
 		return ""
 	}
-	return " (did you mean " + quote(best) + "?)"
+	return " (did you mean " + Quote(best) + "?)"
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
