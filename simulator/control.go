@@ -3,6 +3,8 @@ package simulator
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
 // handleFaults serves GET /sim/faults (the current faults) and POST
@@ -63,10 +65,10 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, validationError("[{'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}]"))
 		return
 	}
-	ids := s.tok.encode(text)
+	ids := s.tok.Encode(text)
 	var strs []string
 	if req.ReturnTokenStrs {
-		strs = split(text)
+		strs = textgen.Split(text)
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Count       int      `json:"count"`
@@ -90,7 +92,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	text, err := s.tok.decode(req.Tokens)
+	text, err := s.tok.Decode(req.Tokens)
 	if err != nil {
 		writeError(w, badRequest("tokens", "%v", err))
 		return

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
 // resyncAfter is how far behind its planned step start the engine may fall
@@ -66,7 +68,7 @@ type seq struct {
 	question     string // what the answer rule reads
 	target       int
 	finishReason string
-	gen          *generation
+	gen          *textgen.Generation
 	sink         *sink
 	aborted      atomic.Bool
 

@@ -132,7 +132,7 @@ func (e *engine) emitToken(s *seq, now time.Time) (output, bool) {
 	s.timing.lastToken = now
 	last := s.generated == s.target
 	if !(last && s.finishReason == "stop") { // EOS has no text
-		s.pendingText = append(s.pendingText, s.gen.token(i)...)
+		s.pendingText = append(s.pendingText, s.gen.Token(i)...)
 	}
 	s.pendingCount++
 	if s.generated > 1 && s.pendingCount < e.o.StreamInterval && !last {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
 // TestTrace checks the ground-truth record of a streamed request.
@@ -117,7 +119,7 @@ func TestPreemption(t *testing.T) {
 	}
 }
 
-func count(text string) int { return len(split(text)) }
+func count(text string) int { return len(textgen.Split(text)) }
 
 // TestSimpleEndpoints covers /health, /ping, /version, /load and /v1/models.
 func TestSimpleEndpoints(t *testing.T) {

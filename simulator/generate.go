@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
 // defaultCompletionMaxTokens is the OpenAI legacy default of /v1/completions.
@@ -126,8 +128,8 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	c.plan = s.faults.draw()
 	for _, sq := range seqs {
 		if c.plan.badAnswer {
-			sq.gen = newGeneration(s.o.Seed, sq.question, true)
-			sq.target, sq.finishReason = sq.gen.plan(sq.maxTokens, sq.minTokens, sq.ignoreEOS)
+			sq.gen = textgen.NewGeneration(s.o.Seed, sq.question, true)
+			sq.target, sq.finishReason = sq.gen.Plan(sq.maxTokens, sq.minTokens, sq.ignoreEOS)
 		}
 	}
 	c.seqs = seqs
@@ -142,7 +144,7 @@ func (s *Server) requestPrompts(req *genRequest, chat bool) ([]prompt, []string,
 		if e != nil {
 			return nil, nil, e
 		}
-		return []prompt{{text: text, ids: s.tok.encode(text)}}, []string{lastUser}, nil
+		return []prompt{{text: text, ids: s.tok.Encode(text)}}, []string{lastUser}, nil
 	}
 	prompts, e := s.parsePrompts(req.Prompt)
 	if e != nil {
@@ -187,8 +189,8 @@ func (s *Server) newSeq(req *genRequest, chat bool, p prompt, question string) (
 	}
 	sq := &seq{promptIDs: p.ids, maxTokens: maxTokens, minTokens: minTokens, question: question,
 		ignoreEOS: req.IgnoreEOS != nil && *req.IgnoreEOS}
-	sq.gen = newGeneration(s.o.Seed, question, false)
-	sq.target, sq.finishReason = sq.gen.plan(maxTokens, minTokens, sq.ignoreEOS)
+	sq.gen = textgen.NewGeneration(s.o.Seed, question, false)
+	sq.target, sq.finishReason = sq.gen.Plan(maxTokens, minTokens, sq.ignoreEOS)
 	return sq, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
 // apiError is an error answered with vLLM's error body before streaming.
@@ -124,7 +126,7 @@ func (s *Server) parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 		if str == "" {
 			return nil, badRequest("prompt", "Prompt cannot be empty.")
 		}
-		return []prompt{{text: str, ids: s.tok.encode(str)}}, nil
+		return []prompt{{text: str, ids: s.tok.Encode(str)}}, nil
 	}
 	var strs []string
 	if json.Unmarshal(raw, &strs) == nil && len(strs) > 0 {
@@ -133,7 +135,7 @@ func (s *Server) parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 			if t == "" {
 				return nil, badRequest("prompt", "Prompt cannot be empty.")
 			}
-			out[i] = prompt{text: t, ids: s.tok.encode(t)}
+			out[i] = prompt{text: t, ids: s.tok.Encode(t)}
 		}
 		return out, nil
 	}
@@ -160,7 +162,7 @@ func (s *Server) parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 
 func checkIDs(ids []int) *apiError {
 	for _, id := range ids {
-		if id < 0 || id >= vocabSize {
+		if id < 0 || id >= textgen.VocabSize {
 			return badRequest("prompt", "Token id %d is out of vocabulary", id)
 		}
 	}

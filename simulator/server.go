@@ -17,6 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
 // Server is a running simulator: the engine goroutine plus the HTTP
@@ -27,7 +29,7 @@ type Server struct {
 	reg         *prometheus.Registry
 	met         *serverMetrics
 	eng         *engine
-	tok         *tokenizer
+	tok         *textgen.Tokenizer
 	faults      *faultState
 	trace       *traceLog
 	handler     http.Handler
@@ -60,7 +62,7 @@ func New(o Options) (*Server, error) {
 		log:     logger,
 		reg:     reg,
 		met:     newServerMetrics(reg, o),
-		tok:     newTokenizer(),
+		tok:     textgen.NewTokenizer(),
 		faults:  newFaultState(o.Faults, o.Seed),
 		trace:   newTraceLog(o.TraceLimit),
 		created: time.Now().Unix(),

@@ -1,4 +1,8 @@
-package simulator
+// Package textgen is the simulator's text: a deterministic stand-in for a
+// BPE tokenizer and the generated output of a sequence, which answers
+// arithmetic questions (right, or wrong on demand) and otherwise produces
+// filler words.
+package textgen
 
 import (
 	"fmt"
@@ -13,22 +17,25 @@ import (
 const (
 	vocabDynamicCap = 1 << 17 // token strings that get their own id
 	vocabHashedBase = 1 << 20 // ids of token strings past the cap start here
-	vocabSize       = 1 << 21 // ids are valid below this
+	// VocabSize bounds token ids: ids are valid below it.
+	VocabSize = 1 << 21
 )
 
-// tokenizer is a deterministic stand-in for a BPE tokenizer: a token is a
+// Tokenizer is a deterministic stand-in for a BPE tokenizer: a token is a
 // run of letters and digits or a single other symbol, each carrying at most
 // one leading space; other whitespace runs are tokens of their own. Joining
 // the pieces gives the text back exactly, so counts, /tokenize and
 // /detokenize agree.
-type tokenizer struct {
+type Tokenizer struct {
 	mu   sync.Mutex
 	ids  map[string]int
 	strs []string
 }
 
-func newTokenizer() *tokenizer {
-	t := &tokenizer{ids: map[string]int{}}
+// NewTokenizer returns a Tokenizer whose vocabulary starts with the words
+// and symbols of generated text.
+func NewTokenizer() *Tokenizer {
+	t := &Tokenizer{ids: map[string]int{}}
 	for _, w := range fillerWords {
 		t.id(w)
 		t.id(" " + w)
@@ -39,8 +46,8 @@ func newTokenizer() *tokenizer {
 	return t
 }
 
-// split cuts text into token pieces.
-func split(text string) []string {
+// Split cuts text into token pieces.
+func Split(text string) []string {
 	var out []string
 	for i := 0; i < len(text); {
 		start := i
@@ -90,9 +97,9 @@ func piece(text string, i int, out *[]string, start int) int {
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-// encode returns the token ids of text.
-func (t *tokenizer) encode(text string) []int {
-	pieces := split(text)
+// Encode returns the token ids of text.
+func (t *Tokenizer) Encode(text string) []int {
+	pieces := Split(text)
 	ids := make([]int, len(pieces))
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -102,20 +109,20 @@ func (t *tokenizer) encode(text string) []int {
 	return ids
 }
 
-func (t *tokenizer) id(s string) int {
+func (t *Tokenizer) id(s string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.idLocked(s)
 }
 
-func (t *tokenizer) idLocked(s string) int {
+func (t *Tokenizer) idLocked(s string) int {
 	if id, ok := t.ids[s]; ok {
 		return id
 	}
 	if len(t.strs) >= vocabDynamicCap {
 		h := fnv.New32a()
 		h.Write([]byte(s))
-		return vocabHashedBase + int(h.Sum32()%(vocabSize-vocabHashedBase))
+		return vocabHashedBase + int(h.Sum32()%(VocabSize-vocabHashedBase))
 	}
 	id := len(t.strs)
 	t.ids[s] = id
@@ -123,16 +130,16 @@ func (t *tokenizer) idLocked(s string) int {
 	return id
 }
 
-// decode joins the pieces of ids. Ids never handed out decode to a
+// Decode joins the pieces of ids. Ids never handed out decode to a
 // deterministic placeholder word.
-func (t *tokenizer) decode(ids []int) (string, error) {
+func (t *Tokenizer) Decode(ids []int) (string, error) {
 	var b strings.Builder
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, id := range ids {
 		switch {
-		case id < 0 || id >= vocabSize:
-			return "", fmt.Errorf("token id %d is out of vocabulary (size %d)", id, vocabSize)
+		case id < 0 || id >= VocabSize:
+			return "", fmt.Errorf("token id %d is out of vocabulary (size %d)", id, VocabSize)
 		case id < len(t.strs):
 			b.WriteString(t.strs[id])
 		default:

@@ -1,4 +1,4 @@
-package simulator
+package textgen
 
 import (
 	"hash/fnv"
@@ -48,25 +48,27 @@ func answerText(prompt string, wrong bool) string {
 	return strconv.FormatInt(v, 10) + "."
 }
 
-// generation is the deterministic output of one sequence: the answer (if
+// Generation is the deterministic output of one sequence: the answer (if
 // the prompt asks one) followed by filler words, ending with EOS after
 // natural tokens unless ignore_eos or max_tokens says otherwise.
-type generation struct {
+type Generation struct {
 	answer  []string
 	rng     *rand.Rand
 	natural int // tokens including the EOS token
 }
 
-func newGeneration(seed int64, prompt string, wrong bool) *generation {
+// NewGeneration returns the output of a sequence that answers prompt,
+// wrongly when wrong is set; seed and prompt decide the filler words.
+func NewGeneration(seed int64, prompt string, wrong bool) *Generation {
 	h := fnv.New64a()
 	h.Write([]byte(prompt))
 	if wrong {
 		h.Write([]byte{0xba, 0xd})
 	}
 	sum := h.Sum64()
-	g := &generation{rng: rand.New(rand.NewPCG(uint64(seed), sum))}
+	g := &Generation{rng: rand.New(rand.NewPCG(uint64(seed), sum))}
 	if a := answerText(prompt, wrong); a != "" {
-		g.answer = split(a)
+		g.answer = Split(a)
 		g.natural = len(g.answer) + 1
 	} else {
 		g.natural = 16 + int(sum%48)
@@ -74,8 +76,8 @@ func newGeneration(seed int64, prompt string, wrong bool) *generation {
 	return g
 }
 
-// token returns the text of output token i (tokens are asked in order).
-func (g *generation) token(i int) string {
+// Token returns the text of output token i (tokens are asked in order).
+func (g *Generation) Token(i int) string {
 	if i < len(g.answer) {
 		return g.answer[i]
 	}
@@ -86,8 +88,8 @@ func (g *generation) token(i int) string {
 	return " " + w
 }
 
-// plan returns how many tokens to generate and the finish reason.
-func (g *generation) plan(maxTokens, minTokens int, ignoreEOS bool) (int, string) {
+// Plan returns how many tokens to generate and the finish reason.
+func (g *Generation) Plan(maxTokens, minTokens int, ignoreEOS bool) (int, string) {
 	if ignoreEOS {
 		return maxTokens, "length"
 	}
