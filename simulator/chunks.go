@@ -1,36 +1,41 @@
 package simulator
 
-import "time"
+import (
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
+)
 
 // roleChunk is the chat stream's first chunk, sent with the first output.
-func (s *Server) roleChunk(c *call) chatChunk {
-	ch := chatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
-		Choices:        []chatChunkChoice{{Index: 0, Delta: chatDelta{Role: "assistant", Content: strPtr("")}, Logprobs: jsonNull}},
-		PromptTokenIDs: jsonNull, PromptText: jsonNull}
+func (s *Server) roleChunk(c *call) wire.ChatChunk {
+	ch := wire.ChatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+		Choices:        []wire.ChatChunkChoice{{Index: 0, Delta: wire.ChatDelta{Role: "assistant", Content: strPtr("")}, Logprobs: wire.Null}},
+		PromptTokenIDs: wire.Null, PromptText: wire.Null}
 	if c.continuous {
 		p := c.promptTokens()
-		ch.Usage = &usageStream{PromptTokens: p, TotalTokens: p}
+		ch.Usage = &wire.UsageStream{PromptTokens: p, TotalTokens: p}
 	}
 	return ch
 }
 
-func (c *call) runningUsage(o output) *usageStream {
+func (c *call) runningUsage(o engine.Output) *wire.UsageStream {
 	if !c.continuous {
 		return nil
 	}
-	p := len(c.seqs[o.choice].promptIDs)
-	return &usageStream{PromptTokens: p, TotalTokens: p + o.total, CompletionTokens: o.total}
+	p := len(c.seqs[o.Choice].PromptIDs)
+	return &wire.UsageStream{PromptTokens: p, TotalTokens: p + o.Total, CompletionTokens: o.Total}
 }
 
 // chatContentChunk is a content chunk, or the finish chunk when o finishes.
-func (s *Server) chatContentChunk(c *call, o output, final bool) chatChunk {
-	choice := chatChunkChoice{Index: o.choice, Delta: chatDelta{Content: strPtr(o.text)}, Logprobs: jsonNull, TokenIDs: jsonNull}
-	if o.finish != "" {
-		choice.FinishReason = strPtr(o.finish)
-		choice.StopReason = jsonNull
+func (s *Server) chatContentChunk(c *call, o engine.Output, final bool) wire.ChatChunk {
+	choice := wire.ChatChunkChoice{Index: o.Choice, Delta: wire.ChatDelta{Content: strPtr(o.Text)}, Logprobs: wire.Null, TokenIDs: wire.Null}
+	if o.Finish != "" {
+		choice.FinishReason = strPtr(o.Finish)
+		choice.StopReason = wire.Null
 	}
-	ch := chatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
-		Choices: []chatChunkChoice{choice}, Usage: c.runningUsage(o)}
+	ch := wire.ChatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+		Choices: []wire.ChatChunkChoice{choice}, Usage: c.runningUsage(o)}
 	if final {
 		ch.SystemFingerprint = s.fingerprint
 	}
@@ -38,14 +43,14 @@ func (s *Server) chatContentChunk(c *call, o output, final bool) chatChunk {
 }
 
 // cmplContentChunk is a completions chunk; every choice key is present.
-func (s *Server) cmplContentChunk(c *call, o output, final bool) cmplChunk {
-	choice := cmplChunkChoice{Index: o.choice, Text: o.text, Logprobs: jsonNull, StopReason: jsonNull,
-		PromptTokenIDs: jsonNull, TokenIDs: jsonNull}
-	if o.finish != "" {
-		choice.FinishReason = strPtr(o.finish)
+func (s *Server) cmplContentChunk(c *call, o engine.Output, final bool) wire.CmplChunk {
+	choice := wire.CmplChunkChoice{Index: o.Choice, Text: o.Text, Logprobs: wire.Null, StopReason: wire.Null,
+		PromptTokenIDs: wire.Null, TokenIDs: wire.Null}
+	if o.Finish != "" {
+		choice.FinishReason = strPtr(o.Finish)
 	}
-	ch := cmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
-		Choices: []cmplChunkChoice{choice}, Usage: c.runningUsage(o)}
+	ch := wire.CmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+		Choices: []wire.CmplChunkChoice{choice}, Usage: c.runningUsage(o)}
 	if final {
 		ch.SystemFingerprint = s.fingerprint
 	}
@@ -53,22 +58,25 @@ func (s *Server) cmplContentChunk(c *call, o output, final bool) cmplChunk {
 }
 
 // perRequest builds vLLM's per-request timing metrics from engine times.
-func perRequest(t seqTiming, completion int) *perRequestMetrics {
+func perRequest(t engine.Timing, completion int) *wire.PerRequestMetrics {
 	ms := func(d time.Duration) *float64 {
 		v := float64(d) / float64(time.Millisecond)
 		return &v
 	}
-	m := &perRequestMetrics{
-		TimeToFirstTokenMs: ms(t.firstToken.Sub(t.scheduled)),
-		QueueTimeMs:        ms(t.scheduled.Sub(t.queued)),
-		GenerationTimeMs:   ms(t.lastToken.Sub(t.firstToken)),
+	m := &wire.PerRequestMetrics{
+		TimeToFirstTokenMs: ms(t.FirstToken.Sub(t.Scheduled)),
+		QueueTimeMs:        ms(t.Scheduled.Sub(t.Queued)),
+		GenerationTimeMs:   ms(t.LastToken.Sub(t.FirstToken)),
 	}
 	if completion > 1 {
-		m.MeanITLMs = ms(t.lastToken.Sub(t.firstToken) / time.Duration(completion-1))
+		m.MeanITLMs = ms(t.LastToken.Sub(t.FirstToken) / time.Duration(completion-1))
 	}
-	if d := t.lastToken.Sub(t.scheduled); d > 0 {
+	if d := t.LastToken.Sub(t.Scheduled); d > 0 {
 		v := float64(completion) / d.Seconds()
 		m.TokensPerSecond = &v
 	}
 	return m
 }
+
+// strPtr returns a pointer to s, for optional string fields.
+func strPtr(s string) *string { return &s }

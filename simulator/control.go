@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // handleFaults serves GET /sim/faults (the current faults) and POST
@@ -26,7 +27,7 @@ func (s *Server) handleFaults(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.SetFaults(f)
-		s.log.Info("simulator faults changed", "faults", string(compact(f)))
+		s.log.Info("simulator faults changed", "faults", string(wire.Compact(f)))
 	}
 	writeJSON(w, http.StatusOK, s.Faults())
 }
@@ -107,7 +108,7 @@ func (s *Server) checkModel(m *string) *apiError {
 	if m == nil || *m == s.o.Model {
 		return nil
 	}
-	e := &apiError{status: http.StatusNotFound, info: errorInfo{
+	e := &apiError{status: http.StatusNotFound, info: wire.ErrorInfo{
 		Message: "The model `" + *m + "` does not exist.", Type: "NotFoundError", Param: strPtr("model"), Code: 404,
 	}}
 	return e

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // TestTrace checks the ground-truth record of a streamed request.
@@ -74,7 +75,7 @@ func TestStreamInterval(t *testing.T) {
 			r := streamRequest(context.Background(), t, url+"/v1/completions", body)
 			var got []int
 			for _, e := range r.events {
-				var c cmplChunk
+				var c wire.CmplChunk
 				if e == "[DONE]" {
 					continue
 				}
@@ -102,7 +103,7 @@ func TestPreemption(t *testing.T) {
 		wg.Go(func() {
 			body := fmt.Sprintf(`{"prompt":[%d,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19],"max_tokens":30,"ignore_eos":true}`, i)
 			_, b := post(t, url+"/v1/completions", body)
-			var r cmplResponse
+			var r wire.CmplResponse
 			decodeJSON(t, b, &r)
 			if r.Usage.CompletionTokens != 30 || count(r.Choices[0].Text) != 30 {
 				t.Errorf("request %d: usage %+v text %q", i, r.Usage, r.Choices[0].Text)
@@ -174,36 +175,4 @@ func get(t testing.TB, url string) (*http.Response, []byte) {
 		}
 	}
 	return resp, []byte(b.String())
-}
-
-// TestStepStart checks where a step's clock starts.
-func TestStepStart(t *testing.T) {
-	now := time.Now()
-	queued := func(offsets ...time.Duration) step {
-		var st step
-		for _, o := range offsets {
-			s := &seq{}
-			s.timing.queued = now.Add(o)
-			st.seqs = append(st.seqs, s)
-		}
-		return st
-	}
-	cases := []struct {
-		name string
-		st   step
-		next time.Time
-		want time.Time
-	}{
-		{"idle starts at the newest queue time", queued(-3*time.Millisecond, -time.Millisecond), time.Time{}, now.Add(-time.Millisecond)},
-		{"busy starts at the previous deadline", queued(-time.Millisecond), now.Add(-200 * time.Microsecond), now.Add(-200 * time.Microsecond)},
-		{"far behind resyncs to now", queued(-time.Second), now.Add(-time.Second), now},
-		{"queue time in the future is clamped", queued(time.Millisecond), time.Time{}, now},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := stepStart(tc.st, tc.next, now); !got.Equal(tc.want) {
-				t.Errorf("start %s after now, want %s", got.Sub(now), tc.want.Sub(now))
-			}
-		})
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // FuzzGenerate feeds arbitrary bodies to both generation endpoints: the
@@ -58,7 +60,7 @@ func FuzzGenerate(f *testing.F) {
 				t.Fatalf("invalid JSON body %q", out)
 			}
 		case rec.Code == http.StatusBadRequest || rec.Code == http.StatusNotFound:
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != rec.Code || e.Error.Message == "" {
 				t.Fatalf("status %d with body %q", rec.Code, out)
 			}

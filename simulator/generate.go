@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 )
 
@@ -21,8 +22,8 @@ type call struct {
 	id           string
 	model        string
 	created      int64
-	seqs         []*seq
-	sink         *sink
+	seqs         []*engine.Seq
+	sink         *engine.Sink
 	plan         faultPlan
 	rc           *recorder
 }
@@ -30,7 +31,7 @@ type call struct {
 func (c *call) promptTokens() int {
 	n := 0
 	for _, s := range c.seqs {
-		n += len(s.promptIDs)
+		n += len(s.PromptIDs)
 	}
 	return n
 }
@@ -74,7 +75,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		c.model = s.o.Model + "-wrong"
 	}
 	s.log.Debug("simulator request", "id", c.id, "path", r.URL.Path, "stream", c.stream, "prompt_tokens", c.promptTokens())
-	s.eng.submit(c.seqs...)
+	s.eng.Submit(c.seqs...)
 	if c.stream {
 		s.stream(w, r, c)
 	} else {
@@ -102,7 +103,7 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	if req.N != nil && *req.N != 1 {
 		return nil, badRequest("n", "n=%d is not supported by the simulator; use n=1", *req.N)
 	}
-	c := &call{chat: chat, stream: req.Stream != nil && *req.Stream, model: s.o.Model, created: time.Now().Unix(), sink: newSink()}
+	c := &call{chat: chat, stream: req.Stream != nil && *req.Stream, model: s.o.Model, created: time.Now().Unix(), sink: engine.NewSink()}
 	if req.StreamOptions != nil {
 		if !c.stream {
 			return nil, validationError("[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, Stream options can only be defined when `stream=True`.'}]")
@@ -115,25 +116,31 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 		return nil, e
 	}
 	c.id = s.responseID(r, &req, chat)
-	var seqs []*seq
+	specs := make([]seqSpec, len(prompts))
 	for i, p := range prompts {
-		sq, e := s.newSeq(&req, chat, p, questions[i])
+		sp, e := s.newSeqSpec(&req, chat, p, questions[i])
 		if e != nil {
 			return nil, e
 		}
-		sq.choice, sq.sink, sq.timing.arrival = i, c.sink, arrival
-		seqs = append(seqs, sq)
+		specs[i] = sp
 	}
 	// Faults are drawn for valid requests only, in arrival order.
 	c.plan = s.faults.draw()
-	for _, sq := range seqs {
-		if c.plan.badAnswer {
-			sq.gen = textgen.NewGeneration(s.o.Seed, sq.question, true)
-			sq.target, sq.finishReason = sq.gen.Plan(sq.maxTokens, sq.minTokens, sq.ignoreEOS)
-		}
+	for i, sp := range specs {
+		gen := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.badAnswer)
+		sq := &engine.Seq{Choice: i, PromptIDs: sp.ids, MaxTokens: sp.maxTokens, Text: gen.Token, Sink: c.sink, Arrival: arrival}
+		sq.Target, sq.FinishReason = gen.Plan(sp.maxTokens, sp.minTokens, sp.ignoreEOS)
+		c.seqs = append(c.seqs, sq)
 	}
-	c.seqs = seqs
 	return c, nil
+}
+
+// seqSpec is one prompt of a request with its checked token limits.
+type seqSpec struct {
+	ids                  []int
+	question             string // what the answer rule reads
+	maxTokens, minTokens int
+	ignoreEOS            bool
 }
 
 // requestPrompts returns the prompts and, for each, the text the answer
@@ -171,27 +178,24 @@ func (s *Server) responseID(r *http.Request, req *genRequest, chat bool) string 
 	return prefix + s.randomHex(16)
 }
 
-// newSeq checks the token limits of one prompt and plans its output.
-func (s *Server) newSeq(req *genRequest, chat bool, p prompt, question string) (*seq, *apiError) {
+// newSeqSpec checks the token limits of one prompt.
+func (s *Server) newSeqSpec(req *genRequest, chat bool, p prompt, question string) (seqSpec, *apiError) {
 	maxTokens, e := s.maxTokens(req, chat, len(p.ids))
 	if e != nil {
-		return nil, e
+		return seqSpec{}, e
 	}
 	minTokens := 0
 	if req.MinTokens != nil {
 		minTokens = *req.MinTokens
 	}
 	if minTokens < 0 || minTokens > maxTokens {
-		return nil, badRequest("min_tokens", "min_tokens must be greater than or equal to 0 and less than or equal to max_tokens=%d, got %d.", maxTokens, minTokens)
+		return seqSpec{}, badRequest("min_tokens", "min_tokens must be greater than or equal to 0 and less than or equal to max_tokens=%d, got %d.", maxTokens, minTokens)
 	}
 	if question == "" && p.text == "" {
 		question = idsKey(p.ids)
 	}
-	sq := &seq{promptIDs: p.ids, maxTokens: maxTokens, minTokens: minTokens, question: question,
-		ignoreEOS: req.IgnoreEOS != nil && *req.IgnoreEOS}
-	sq.gen = textgen.NewGeneration(s.o.Seed, question, false)
-	sq.target, sq.finishReason = sq.gen.Plan(maxTokens, minTokens, sq.ignoreEOS)
-	return sq, nil
+	return seqSpec{ids: p.ids, question: question, maxTokens: maxTokens, minTokens: minTokens,
+		ignoreEOS: req.IgnoreEOS != nil && *req.IgnoreEOS}, nil
 }
 
 // maxTokens returns the effective max_tokens of a prompt, refusing limits

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -152,7 +154,7 @@ func TestKeyOrderMatchesReference(t *testing.T) {
 // TestStreamErrorEventMatchesReference checks the json.dumps rendering.
 func TestStreamErrorEventMatchesReference(t *testing.T) {
 	ref := sampleEvents(t)[10]
-	got := strings.TrimSuffix(strings.TrimPrefix(string(streamErrorEvent(internalError().info)), "data: "), "\n\n")
+	got := strings.TrimSuffix(strings.TrimPrefix(string(wire.StreamErrorEvent(internalError().info)), "data: "), "\n\n")
 	if got != ref {
 		t.Errorf("error event\n got: %s\nwant: %s", got, ref)
 	}

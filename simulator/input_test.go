@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // TestBadInput checks that bad requests get vLLM's answers and never break
@@ -59,7 +61,7 @@ func TestBadInput(t *testing.T) {
 			if tc.wantType == "" {
 				return
 			}
-			var e errorBody
+			var e wire.ErrorBody
 			decodeJSON(t, raw.Bytes(), &e)
 			if e.Error.Type != tc.wantType || e.Error.Code != tc.status {
 				t.Errorf("error %+v, want type %q code %d", e.Error, tc.wantType, tc.status)

@@ -9,6 +9,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // Reference bucket boundaries, copied from vllm-api.md section 5.2.
@@ -165,7 +167,7 @@ func TestMetricsCountTokens(t *testing.T) {
 		`{"prompt":[5,6,7,8,9,10],"max_tokens":7,"ignore_eos":true}`,
 	} {
 		_, b := post(t, url+"/v1/completions", body)
-		var r cmplResponse
+		var r wire.CmplResponse
 		decodeJSON(t, b, &r)
 		prompt += float64(r.Usage.PromptTokens)
 		gen += float64(r.Usage.CompletionTokens)

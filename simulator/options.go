@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
 )
 
 // Options configures a Server. Start from DefaultOptions.
@@ -25,34 +27,16 @@ type Options struct {
 	MaxModelLen int
 	// Seed makes ids, generated text, jitter and fault decisions deterministic.
 	Seed int64
-	// MaxNumSeqs bounds the running batch; further requests wait in a queue.
-	MaxNumSeqs int
-	// StreamInterval is the number of tokens buffered per streamed event.
-	StreamInterval int
 	// APIKey, when set, is required as a Bearer token on /v1 paths.
 	APIKey string
-
-	// PrefillBase and PrefillPerToken give the duration of an engine step
-	// that prefills: PrefillBase + PrefillPerToken * uncached prompt tokens.
-	PrefillBase, PrefillPerToken time.Duration
-	// DecodeBase and DecodePerSeq give the duration of an engine step that
-	// decodes: DecodeBase + DecodePerSeq * decoding sequences. A step that
-	// both prefills and decodes takes the sum of both parts.
-	DecodeBase, DecodePerSeq time.Duration
-	// Jitter scales every step duration by a uniform factor in
-	// [1-Jitter, 1+Jitter]; 0 turns it off.
-	Jitter float64
+	// Config is the engine's latency model: batch and KV cache sizes,
+	// prefix caching, stream interval and step costs.
+	engine.Config
 
 	// PerRequestMetrics attaches vLLM's per-request `metrics` object
 	// (--enable-per-request-metrics) to the final usage chunk and to
 	// non-streaming responses.
 	PerRequestMetrics bool
-	// PrefixCaching reuses the KV of identical leading 16-token blocks, which
-	// shortens prefill (vLLM V1's default).
-	PrefixCaching bool
-	// KVCacheTokens is the KV cache capacity in tokens; sequences are
-	// preempted when the running batch outgrows it.
-	KVCacheTokens int
 	// EnableRequestIDHeaders echoes X-Request-Id on responses
 	// (vLLM's --enable-request-id-headers).
 	EnableRequestIDHeaders bool
@@ -79,19 +63,21 @@ type Options struct {
 // 13 ms growing with the batch, 32 concurrent sequences.
 func DefaultOptions() Options {
 	return Options{
-		Model:             "sim-llama",
-		MaxModelLen:       8192,
-		Seed:              0,
-		MaxNumSeqs:        32,
-		StreamInterval:    1,
-		PrefillBase:       15 * time.Millisecond,
-		PrefillPerToken:   50 * time.Microsecond,
-		DecodeBase:        12 * time.Millisecond,
-		DecodePerSeq:      500 * time.Microsecond,
-		Jitter:            0.05,
+		Model:       "sim-llama",
+		MaxModelLen: 8192,
+		Seed:        0,
+		Config: engine.Config{
+			MaxNumSeqs:      32,
+			StreamInterval:  1,
+			PrefillBase:     15 * time.Millisecond,
+			PrefillPerToken: 50 * time.Microsecond,
+			DecodeBase:      12 * time.Millisecond,
+			DecodePerSeq:    500 * time.Microsecond,
+			Jitter:          0.05,
+			PrefixCaching:   true,
+			KVCacheTokens:   262144,
+		},
 		PerRequestMetrics: true,
-		PrefixCaching:     true,
-		KVCacheTokens:     262144,
 		MaxBodyBytes:      16 << 20,
 		TraceLimit:        10000,
 		Version:           "0.26.0",

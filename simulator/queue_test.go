@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // TestQueueing shows that with a bounded batch later requests wait: their
@@ -77,7 +79,7 @@ func runConcurrent(t *testing.T, url string, n int) ([]time.Duration, []time.Dur
 			}
 			ttfts[i] = r.contentTimes()[0]
 			var u struct {
-				Metrics perRequestMetrics `json:"metrics"`
+				Metrics wire.PerRequestMetrics `json:"metrics"`
 			}
 			usage := r.events[len(r.events)-2]
 			if err := json.NewDecoder(strings.NewReader(usage)).Decode(&u); err != nil || u.Metrics.QueueTimeMs == nil {

@@ -9,17 +9,18 @@ import (
 	"strings"
 
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // apiError is an error answered with vLLM's error body before streaming.
 type apiError struct {
 	status int
-	info   errorInfo
+	info   wire.ErrorInfo
 }
 
 // badRequest is vLLM's VLLMValidationError / ValueError (type BadRequestError).
 func badRequest(param, format string, args ...any) *apiError {
-	e := &apiError{status: http.StatusBadRequest, info: errorInfo{Message: fmt.Sprintf(format, args...), Type: "BadRequestError", Code: 400}}
+	e := &apiError{status: http.StatusBadRequest, info: wire.ErrorInfo{Message: fmt.Sprintf(format, args...), Type: "BadRequestError", Code: 400}}
 	if param != "" {
 		e.info.Param = strPtr(param)
 	}
@@ -29,16 +30,16 @@ func badRequest(param, format string, args ...any) *apiError {
 // validationError is FastAPI's request validation error as vLLM maps it:
 // 400 with the reason phrase as type.
 func validationError(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusBadRequest, info: errorInfo{Message: fmt.Sprintf(format, args...), Type: "Bad Request", Code: 400}}
+	return &apiError{status: http.StatusBadRequest, info: wire.ErrorInfo{Message: fmt.Sprintf(format, args...), Type: "Bad Request", Code: 400}}
 }
 
 // statusError is an HTTPException-style error: the reason phrase as type.
 func statusError(status int, message string) *apiError {
-	return &apiError{status: status, info: errorInfo{Message: message, Type: http.StatusText(status), Code: status}}
+	return &apiError{status: status, info: wire.ErrorInfo{Message: message, Type: http.StatusText(status), Code: status}}
 }
 
 func internalError() *apiError {
-	return &apiError{status: 500, info: errorInfo{Message: "Internal server error", Type: "InternalServerError", Code: 500}}
+	return &apiError{status: 500, info: wire.ErrorInfo{Message: "Internal server error", Type: "InternalServerError", Code: 500}}
 }
 
 // genRequest holds the fields of completions and chat requests that the

@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // collected is the whole output of a non-streaming call.
@@ -11,7 +14,7 @@ type collected struct {
 	texts    []strings.Builder
 	finishes []string
 	totals   []int
-	timing   seqTiming
+	timing   engine.Timing
 	last     time.Time
 }
 
@@ -21,20 +24,20 @@ func (s *Server) collect(r *http.Request, c *call) (*collected, bool) {
 	out := &collected{texts: make([]strings.Builder, len(c.seqs)), finishes: make([]string, len(c.seqs)), totals: make([]int, len(c.seqs))}
 	for done := 0; done < len(c.seqs); {
 		select {
-		case <-c.sink.notify:
+		case <-c.sink.Notify():
 		case <-r.Context().Done():
-			s.eng.abort(c.seqs...)
+			s.eng.Abort(c.seqs...)
 			return nil, false
 		case <-s.done:
 			return nil, false
 		}
-		for _, o := range c.sink.take() {
-			out.texts[o.choice].WriteString(o.text)
-			out.totals[o.choice] = o.total
-			out.last = o.at
-			if o.finish != "" {
-				out.finishes[o.choice] = o.finish
-				out.timing = o.timing
+		for _, o := range c.sink.Take() {
+			out.texts[o.Choice].WriteString(o.Text)
+			out.totals[o.Choice] = o.Total
+			out.last = o.At
+			if o.Finish != "" {
+				out.finishes[o.Choice] = o.Finish
+				out.timing = o.Timing
 				done++
 			}
 		}
@@ -57,22 +60,22 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.sleepUntil(r, last.Add(c.plan.extraTTFT)) || !s.applyBodyFault(w, r, c) {
 		return
 	}
-	var m *perRequestMetrics
+	var m *wire.PerRequestMetrics
 	if s.o.PerRequestMetrics && len(c.seqs) == 1 {
 		m = perRequest(timing, completion)
 	}
-	u := usageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion, PromptTokensDetails: jsonNull}
+	u := wire.UsageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion, PromptTokensDetails: wire.Null}
 	var body []byte
 	if c.chat {
-		body = compact(s.chatResponse(c, texts[0].String(), finishes[0], u, m))
+		body = wire.Compact(s.chatResponse(c, texts[0].String(), finishes[0], u, m))
 	} else {
-		choices := make([]cmplChoice, len(c.seqs))
+		choices := make([]wire.CmplChoice, len(c.seqs))
 		for i := range choices {
-			choices[i] = cmplChoice{Index: i, Text: texts[i].String(), Logprobs: jsonNull, FinishReason: finishes[i], StopReason: jsonNull,
-				TokenIDs: jsonNull, PromptLogprobs: jsonNull, PromptTokenIDs: jsonNull}
+			choices[i] = wire.CmplChoice{Index: i, Text: texts[i].String(), Logprobs: wire.Null, FinishReason: finishes[i], StopReason: wire.Null,
+				TokenIDs: wire.Null, PromptLogprobs: wire.Null, PromptTokenIDs: wire.Null}
 		}
-		body = compact(cmplResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices,
-			ServiceTier: jsonNull, SystemFingerprint: s.fingerprint, Usage: u, KVTransferParams: jsonNull, Metrics: m})
+		body = wire.Compact(wire.CmplResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices,
+			ServiceTier: wire.Null, SystemFingerprint: s.fingerprint, Usage: u, KVTransferParams: wire.Null, Metrics: m})
 	}
 	if c.plan.terminal == faultMalformed {
 		body = body[:len(body)/2]
@@ -94,7 +97,7 @@ func (s *Server) applyBodyFault(w http.ResponseWriter, r *http.Request, c *call)
 		abortConnection(w)
 		return false
 	case faultErrorEvent:
-		s.met.success.WithLabelValues("error").Inc()
+		s.met.RequestFailed()
 		c.rc.rec.Status = http.StatusInternalServerError
 		writeError(w, internalError())
 		return false
@@ -102,11 +105,11 @@ func (s *Server) applyBodyFault(w http.ResponseWriter, r *http.Request, c *call)
 	return true
 }
 
-func (s *Server) chatResponse(c *call, text, finish string, u usageFull, m *perRequestMetrics) chatResponse {
-	msg := chatMessageOut{Role: "assistant", Content: text, Refusal: jsonNull, Annotations: jsonNull, Audio: jsonNull,
-		FunctionCall: jsonNull, ToolCalls: []struct{}{}, Reasoning: jsonNull}
-	return chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
-		Choices:     []chatChoice{{Index: 0, Message: msg, Logprobs: jsonNull, FinishReason: finish, StopReason: jsonNull, TokenIDs: jsonNull}},
-		ServiceTier: jsonNull, SystemFingerprint: s.fingerprint, Usage: u, PromptLogprobs: jsonNull, PromptTokenIDs: jsonNull,
-		PromptText: jsonNull, KVTransferParams: jsonNull, Metrics: m}
+func (s *Server) chatResponse(c *call, text, finish string, u wire.UsageFull, m *wire.PerRequestMetrics) wire.ChatResponse {
+	msg := wire.ChatMessageOut{Role: "assistant", Content: text, Refusal: wire.Null, Annotations: wire.Null, Audio: wire.Null,
+		FunctionCall: wire.Null, ToolCalls: []struct{}{}, Reasoning: wire.Null}
+	return wire.ChatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
+		Choices:     []wire.ChatChoice{{Index: 0, Message: msg, Logprobs: wire.Null, FinishReason: finish, StopReason: wire.Null, TokenIDs: wire.Null}},
+		ServiceTier: wire.Null, SystemFingerprint: s.fingerprint, Usage: u, PromptLogprobs: wire.Null, PromptTokenIDs: wire.Null,
+		PromptText: wire.Null, KVTransferParams: wire.Null, Metrics: m}
 }

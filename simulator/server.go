@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // Server is a running simulator: the engine goroutine plus the HTTP
@@ -27,8 +29,8 @@ type Server struct {
 	o           Options
 	log         *slog.Logger
 	reg         *prometheus.Registry
-	met         *serverMetrics
-	eng         *engine
+	met         *engine.Metrics
+	eng         *engine.Engine
 	tok         *textgen.Tokenizer
 	faults      *faultState
 	trace       *traceLog
@@ -61,7 +63,7 @@ func New(o Options) (*Server, error) {
 		o:       o,
 		log:     logger,
 		reg:     reg,
-		met:     newServerMetrics(reg, o),
+		met:     engine.NewMetrics(reg, o.Model, o.MaxModelLen, o.Config),
 		tok:     textgen.NewTokenizer(),
 		faults:  newFaultState(o.Faults, o.Seed),
 		trace:   newTraceLog(o.TraceLimit),
@@ -72,8 +74,8 @@ func New(o Options) (*Server, error) {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s|%s|%d", o.Model, o.Version, o.MaxModelLen)
 	s.fingerprint = fmt.Sprintf("vllm-%s-%08x", o.Version, h.Sum32())
-	s.eng = newEngine(o, s.met)
-	go s.eng.run()
+	s.eng = engine.New(o.Config, o.Seed, s.met)
+	go s.eng.Run()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -135,7 +137,7 @@ func (s *Server) Close() error {
 	if s.httpSrv != nil {
 		s.closeErr = s.httpSrv.Close()
 	}
-	s.eng.close()
+	s.eng.Close()
 	return s.closeErr
 }
 
@@ -212,11 +214,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(compact(v))
+	w.Write(wire.Compact(v))
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, errorBody{Error: e.info})
+	writeJSON(w, e.status, wire.ErrorBody{Error: e.info})
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
@@ -254,12 +256,12 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 		Permission  []permission    `json:"permission"`
 	}
 	perm := permission{ID: "modelperm-" + s.randomHex(16), Object: "model_permission", Created: s.created,
-		AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*", Group: jsonNull}
+		AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*", Group: wire.Null}
 	writeJSON(w, http.StatusOK, struct {
 		Object string `json:"object"`
 		Data   []card `json:"data"`
 	}{"list", []card{{ID: s.o.Model, Object: "model", Created: s.created, OwnedBy: "vllm", Root: s.o.Model,
-		Parent: jsonNull, MaxModelLen: s.o.MaxModelLen, Permission: []permission{perm}}}})
+		Parent: wire.Null, MaxModelLen: s.o.MaxModelLen, Permission: []permission{perm}}}})
 }
 
 // randomHex returns n deterministic hex digits from the seeded source.

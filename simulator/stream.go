@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // sse writes events to one streaming response and records their flush times.
@@ -55,7 +58,7 @@ func (x *sse) flush() error {
 func (c *call) expectedEvents(interval int) int {
 	n := 0
 	for _, s := range c.seqs {
-		n += 1 + (s.target-1+interval-1)/interval
+		n += 1 + (s.Target-1+interval-1)/interval
 	}
 	return n
 }
@@ -67,33 +70,33 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 	x := &sse{w: w, rcn: http.NewResponseController(w), rc: c.rc}
 	c.rc.rec.Status = http.StatusOK
 	if x.rcn.Flush() != nil {
-		s.eng.abort(c.seqs...)
+		s.eng.Abort(c.seqs...)
 		return
 	}
 	faultAt := max(c.expectedEvents(s.o.StreamInterval)/2, min(1, c.expectedEvents(s.o.StreamInterval)-1))
-	st := &streamState{totals: make([]int, len(c.seqs)), timings: make([]seqTiming, len(c.seqs))}
+	st := &streamState{totals: make([]int, len(c.seqs)), timings: make([]engine.Timing, len(c.seqs))}
 	for st.finished < len(c.seqs) {
 		select {
-		case <-c.sink.notify:
+		case <-c.sink.Notify():
 		case <-r.Context().Done():
-			s.eng.abort(c.seqs...)
+			s.eng.Abort(c.seqs...)
 			return
 		case <-s.done:
 			return
 		}
-		for _, o := range c.sink.take() {
+		for _, o := range c.sink.Take() {
 			delay := c.plan.extraTTFT + time.Duration(st.events)*c.plan.extraITL
-			if !s.sleepUntil(r, o.at.Add(delay)) {
-				s.eng.abort(c.seqs...)
+			if !s.sleepUntil(r, o.At.Add(delay)) {
+				s.eng.Abort(c.seqs...)
 				return
 			}
 			if st.events == faultAt && !s.midStreamFault(w, r, c, x) {
-				s.eng.abort(c.seqs...)
+				s.eng.Abort(c.seqs...)
 				return
 			}
 			s.addOutput(x, c, st, o)
 			if x.flush() != nil {
-				s.eng.abort(c.seqs...)
+				s.eng.Abort(c.seqs...)
 				return
 			}
 		}
@@ -107,7 +110,7 @@ type streamState struct {
 	finished int
 	roleSent bool
 	totals   []int
-	timings  []seqTiming
+	timings  []engine.Timing
 }
 
 // sleepUntil waits for an absolute deadline; false when the client left.
@@ -126,8 +129,8 @@ func (s *Server) midStreamFault(w http.ResponseWriter, r *http.Request, c *call,
 		c.rc.rec.Status = 0
 		return false
 	case faultErrorEvent:
-		s.met.success.WithLabelValues("error").Inc()
-		x.addRaw("error", streamErrorEvent(internalError().info))
+		s.met.RequestFailed()
+		x.addRaw("error", wire.StreamErrorEvent(internalError().info))
 		x.addRaw("done", []byte("data: [DONE]\n\n"))
 		x.flush()
 		return false
@@ -159,25 +162,25 @@ func (c *call) object() string {
 }
 
 // addOutput buffers the chunk(s) of one engine output.
-func (s *Server) addOutput(x *sse, c *call, st *streamState, o output) {
-	st.totals[o.choice] = o.total
-	if o.finish != "" {
+func (s *Server) addOutput(x *sse, c *call, st *streamState, o engine.Output) {
+	st.totals[o.Choice] = o.Total
+	if o.Finish != "" {
 		st.finished++
-		st.timings[o.choice] = o.timing
+		st.timings[o.Choice] = o.Timing
 	}
-	final := o.finish != "" && st.finished == len(c.seqs) && !c.includeUsage
+	final := o.Finish != "" && st.finished == len(c.seqs) && !c.includeUsage
 	if c.chat && !st.roleSent {
 		st.roleSent = true
-		x.add("role", 0, compact(s.roleChunk(c)))
+		x.add("role", 0, wire.Compact(s.roleChunk(c)))
 	}
 	kind := "content"
-	if o.finish != "" {
+	if o.Finish != "" {
 		kind = "finish"
 	}
 	if c.chat {
-		x.add(kind, o.tokens, compact(s.chatContentChunk(c, o, final)))
+		x.add(kind, o.Tokens, wire.Compact(s.chatContentChunk(c, o, final)))
 	} else {
-		x.add(kind, o.tokens, compact(s.cmplContentChunk(c, o, final)))
+		x.add(kind, o.Tokens, wire.Compact(s.cmplContentChunk(c, o, final)))
 	}
 	st.events++
 }
@@ -190,17 +193,17 @@ func (s *Server) endStream(x *sse, c *call, st *streamState) {
 	}
 	c.rc.rec.CompletionTokens = completion
 	if c.includeUsage {
-		u := &usageStream{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion}
-		var m *perRequestMetrics
+		u := &wire.UsageStream{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion}
+		var m *wire.PerRequestMetrics
 		if s.o.PerRequestMetrics && len(c.seqs) == 1 {
 			m = perRequest(st.timings[0], completion)
 		}
 		if c.chat {
-			x.add("usage", 0, compact(chatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
-				Choices: []chatChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
+			x.add("usage", 0, wire.Compact(wire.ChatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+				Choices: []wire.ChatChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
 		} else {
-			x.add("usage", 0, compact(cmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
-				Choices: []cmplChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
+			x.add("usage", 0, wire.Compact(wire.CmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+				Choices: []wire.CmplChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
 		}
 	}
 	if c.plan.terminal != faultNoDone {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // TestTokenizeAgreesWithUsage checks that /tokenize, /detokenize and the
@@ -31,7 +33,7 @@ func TestTokenizeAgreesWithUsage(t *testing.T) {
 			}
 			decodeJSON(t, b, &tok)
 			_, b = post(t, url+tc.path, tc.generate)
-			var r cmplResponse
+			var r wire.CmplResponse
 			decodeJSON(t, b, &r)
 			if tok.Count != len(tok.Tokens) || tok.Count != r.Usage.PromptTokens || tok.MaxModelLen != 8192 {
 				t.Errorf("tokenize %+v, usage prompt_tokens %d", tok, r.Usage.PromptTokens)
@@ -58,7 +60,7 @@ func TestTokenizeAgreesWithUsage(t *testing.T) {
 	}
 	t.Run("token id prompt counts ids", func(t *testing.T) {
 		_, b := post(t, url+"/v1/completions", `{"prompt":[9,8,7,6,5,4,3],"max_tokens":1}`)
-		var r cmplResponse
+		var r wire.CmplResponse
 		decodeJSON(t, b, &r)
 		if r.Usage.PromptTokens != 7 {
 			t.Errorf("prompt_tokens %d, want 7", r.Usage.PromptTokens)
@@ -74,4 +76,4 @@ func idList(ids []int) (string, error) {
 	return "[" + strings.Join(parts, ",") + "]", nil
 }
 
-func quote(s string) string { return string(compact(s)) }
+func quote(s string) string { return string(wire.Compact(s)) }

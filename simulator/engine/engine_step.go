@@ -1,4 +1,4 @@
-package simulator
+package engine
 
 import (
 	"hash/fnv"
@@ -7,14 +7,14 @@ import (
 
 // plan drops aborted sequences, preempts when the KV cache would overflow,
 // admits waiting sequences and returns the step to run.
-func (e *engine) plan() step {
+func (e *Engine) plan() step {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.running = e.dropAborted(e.running, true)
 	e.waiting = e.dropAborted(e.waiting, false)
 
 	// Every decoding sequence grows by one token this step.
-	for len(e.running) > 1 && e.kvUsed+len(e.running) > e.o.KVCacheTokens {
+	for len(e.running) > 1 && e.kvUsed+len(e.running) > e.c.KVCacheTokens {
 		e.preemptLast()
 	}
 	var st step
@@ -22,10 +22,10 @@ func (e *engine) plan() step {
 		st.seqs = append(st.seqs, s)
 		st.decodes++
 	}
-	for len(e.waiting) > 0 && len(e.running) < e.o.MaxNumSeqs {
+	for len(e.waiting) > 0 && len(e.running) < e.c.MaxNumSeqs {
 		s := e.waiting[0]
 		need := s.kvTokens() + 1
-		if e.kvUsed+len(e.running)+need > e.o.KVCacheTokens && len(e.running) > 0 {
+		if e.kvUsed+len(e.running)+need > e.c.KVCacheTokens && len(e.running) > 0 {
 			break
 		}
 		e.waiting = e.waiting[1:]
@@ -39,18 +39,18 @@ func (e *engine) plan() step {
 }
 
 // prefillCost is the number of tokens a sequence computes when admitted.
-func (e *engine) prefillCost(s *seq) int {
+func (e *Engine) prefillCost(s *Seq) int {
 	if s.generated > 0 {
 		return s.kvTokens() // recompute after preemption, no cache credit
 	}
-	hits := e.prefix.lookup(s.promptIDs)
-	e.met.prefixQueries.Add(float64(len(s.promptIDs)))
+	hits := e.prefix.lookup(s.PromptIDs)
+	e.met.prefixQueries.Add(float64(len(s.PromptIDs)))
 	e.met.prefixHits.Add(float64(hits))
 	e.met.promptCached.Add(float64(hits))
-	return len(s.promptIDs) - hits
+	return len(s.PromptIDs) - hits
 }
 
-func (e *engine) dropAborted(ss []*seq, running bool) []*seq {
+func (e *Engine) dropAborted(ss []*Seq, running bool) []*Seq {
 	kept := ss[:0]
 	for _, s := range ss {
 		if !s.aborted.Load() {
@@ -68,31 +68,31 @@ func (e *engine) dropAborted(ss []*seq, running bool) []*seq {
 // preemptLast moves the most recently admitted sequence back to the front
 // of the queue; it recomputes its KV when readmitted (vLLM's recompute
 // preemption).
-func (e *engine) preemptLast() {
+func (e *Engine) preemptLast() {
 	s := e.running[len(e.running)-1]
 	e.running = e.running[:len(e.running)-1]
 	e.kvUsed -= s.kvTokens()
 	s.prefilled = false
-	e.waiting = append([]*seq{s}, e.waiting...)
+	e.waiting = append([]*Seq{s}, e.waiting...)
 	e.met.preemptions.Inc()
 }
 
-func (e *engine) setGauges() {
+func (e *Engine) setGauges() {
 	e.met.running.Set(float64(len(e.running)))
 	e.met.waiting.Set(float64(len(e.waiting)))
 	e.met.waitingReason.WithLabelValues("capacity").Set(float64(len(e.waiting)))
-	e.met.kvUsage.Set(float64(e.kvUsed) / float64(e.o.KVCacheTokens))
+	e.met.kvUsage.Set(float64(e.kvUsed) / float64(e.c.KVCacheTokens))
 }
 
 // complete gives every live sequence of the step its token, retires
 // finished sequences and then streams the outputs, so the server's metrics
 // are updated before a client can see the last token.
-func (e *engine) complete(st step, now time.Time) {
+func (e *Engine) complete(st step, now time.Time) {
 	e.met.iterationTokens.Observe(float64(st.prefillTokens + st.decodes))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var outs []output
-	var sinks []*sink
+	var outs []Output
+	var sinks []*Sink
 	for _, s := range st.seqs {
 		if s.aborted.Load() {
 			continue
@@ -100,14 +100,14 @@ func (e *engine) complete(st step, now time.Time) {
 		if !s.prefilled {
 			s.prefilled = true
 			if s.generated == 0 {
-				e.met.promptTokens.Add(float64(len(s.promptIDs)))
+				e.met.promptTokens.Add(float64(len(s.PromptIDs)))
 			}
 		}
 		e.kvUsed++
 		if o, ok := e.emitToken(s, now); ok {
-			outs, sinks = append(outs, o), append(sinks, s.sink)
+			outs, sinks = append(outs, o), append(sinks, s.Sink)
 		}
-		if s.generated == s.target {
+		if s.generated == s.Target {
 			e.retire(s)
 		}
 	}
@@ -119,36 +119,36 @@ func (e *engine) complete(st step, now time.Time) {
 
 // emitToken appends one token to s and returns an output when the stream
 // interval, the first token or the finish says so.
-func (e *engine) emitToken(s *seq, now time.Time) (output, bool) {
+func (e *Engine) emitToken(s *Seq, now time.Time) (Output, bool) {
 	i := s.generated
 	s.generated++
 	e.met.generationTokens.Inc()
-	if s.timing.firstToken.IsZero() {
-		s.timing.firstToken = now
-		e.met.ttft.Observe(now.Sub(s.timing.arrival).Seconds())
+	if s.timing.FirstToken.IsZero() {
+		s.timing.FirstToken = now
+		e.met.ttft.Observe(now.Sub(s.timing.Arrival).Seconds())
 	} else {
-		e.met.itl.Observe(now.Sub(s.timing.lastToken).Seconds())
+		e.met.itl.Observe(now.Sub(s.timing.LastToken).Seconds())
 	}
-	s.timing.lastToken = now
-	last := s.generated == s.target
-	if !(last && s.finishReason == "stop") { // EOS has no text
-		s.pendingText = append(s.pendingText, s.gen.Token(i)...)
+	s.timing.LastToken = now
+	last := s.generated == s.Target
+	if !(last && s.FinishReason == "stop") { // EOS has no text
+		s.pendingText = append(s.pendingText, s.Text(i)...)
 	}
 	s.pendingCount++
-	if s.generated > 1 && s.pendingCount < e.o.StreamInterval && !last {
-		return output{}, false
+	if s.generated > 1 && s.pendingCount < e.c.StreamInterval && !last {
+		return Output{}, false
 	}
-	o := output{choice: s.choice, text: string(s.pendingText), tokens: s.pendingCount, total: s.generated, at: now}
+	o := Output{Choice: s.Choice, Text: string(s.pendingText), Tokens: s.pendingCount, Total: s.generated, At: now}
 	if last {
-		o.finish = s.finishReason
-		o.timing = s.timing
+		o.Finish = s.FinishReason
+		o.Timing = s.timing
 	}
 	s.pendingText, s.pendingCount = nil, 0
 	return o, true
 }
 
 // retire removes a finished sequence and records its request metrics.
-func (e *engine) retire(s *seq) {
+func (e *Engine) retire(s *Seq) {
 	for i, r := range e.running {
 		if r == s {
 			e.running = append(e.running[:i], e.running[i+1:]...)
@@ -156,25 +156,25 @@ func (e *engine) retire(s *seq) {
 		}
 	}
 	e.kvUsed -= s.kvTokens()
-	e.prefix.insert(s.promptIDs)
+	e.prefix.insert(s.PromptIDs)
 	t := s.timing
 	m := e.met
-	m.success.WithLabelValues(s.finishReason).Inc()
-	m.e2e.Observe(t.lastToken.Sub(t.arrival).Seconds())
-	m.queueTime.Observe(t.scheduled.Sub(t.queued).Seconds())
-	m.prefillTime.Observe(t.firstToken.Sub(t.scheduled).Seconds())
-	decode := t.lastToken.Sub(t.firstToken).Seconds()
+	m.success.WithLabelValues(s.FinishReason).Inc()
+	m.e2e.Observe(t.LastToken.Sub(t.Arrival).Seconds())
+	m.queueTime.Observe(t.Scheduled.Sub(t.Queued).Seconds())
+	m.prefillTime.Observe(t.FirstToken.Sub(t.Scheduled).Seconds())
+	decode := t.LastToken.Sub(t.FirstToken).Seconds()
 	m.decodeTime.Observe(decode)
-	m.inferenceTime.Observe(t.lastToken.Sub(t.scheduled).Seconds())
+	m.inferenceTime.Observe(t.LastToken.Sub(t.Scheduled).Seconds())
 	tpot := 0.0
 	if s.generated > 1 {
 		tpot = decode / float64(s.generated-1)
 	}
 	m.tpot.Observe(tpot)
-	m.promptLen.Observe(float64(len(s.promptIDs)))
+	m.promptLen.Observe(float64(len(s.PromptIDs)))
 	m.genLen.Observe(float64(s.generated))
 	m.maxGenLen.Observe(float64(s.generated))
-	m.paramsMaxTokens.Observe(float64(s.maxTokens))
+	m.paramsMaxTokens.Observe(float64(s.MaxTokens))
 	m.paramsN.Observe(1)
 }
 

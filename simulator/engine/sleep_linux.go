@@ -1,6 +1,6 @@
 //go:build linux
 
-package simulator
+package engine
 
 import (
 	"syscall"

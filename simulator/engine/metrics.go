@@ -1,4 +1,4 @@
-package simulator
+package engine
 
 import (
 	"strconv"
@@ -37,8 +37,8 @@ func buckets125(maxValue int) []float64 {
 	}
 }
 
-// serverMetrics are the simulator's vllm:* series.
-type serverMetrics struct {
+// Metrics are the simulator's vllm:* series.
+type Metrics struct {
 	running, waiting, kvUsage                   prometheus.Gauge
 	waitingReason                               *prometheus.GaugeVec
 	prefixQueries, prefixHits, promptCached     prometheus.Counter
@@ -51,13 +51,14 @@ type serverMetrics struct {
 	inferenceTime                               prometheus.Histogram
 }
 
-// newServerMetrics registers every series on reg with vLLM's names, help
-// texts, labels and buckets.
-func newServerMetrics(reg prometheus.Registerer, o Options) *serverMetrics {
-	labels := prometheus.Labels{"model_name": o.Model, "engine": "0"}
+// NewMetrics registers every series on reg with vLLM's names, help texts,
+// labels and buckets, for an engine with config c serving model, whose
+// sequences are at most maxModelLen tokens long.
+func NewMetrics(reg prometheus.Registerer, model string, maxModelLen int, c Config) *Metrics {
+	labels := prometheus.Labels{"model_name": model, "engine": "0"}
 	f := factory{reg: reg, labels: labels}
-	lengths := buckets125(o.MaxModelLen)
-	m := &serverMetrics{
+	lengths := buckets125(maxModelLen)
+	m := &Metrics{
 		running:          f.gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
 		waiting:          f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
 		kvUsage:          f.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
@@ -100,14 +101,18 @@ func newServerMetrics(reg prometheus.Registerer, o Options) *serverMetrics {
 		Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig",
 		ConstLabels: prometheus.Labels{
 			"engine": "0", "block_size": strconv.Itoa(prefixBlock), "cache_dtype": "auto",
-			"enable_prefix_caching": pyBool(o.PrefixCaching), "gpu_memory_utilization": "0.9",
-			"num_gpu_blocks": strconv.Itoa(o.KVCacheTokens / prefixBlock),
+			"enable_prefix_caching": pyBool(c.PrefixCaching), "gpu_memory_utilization": "0.9",
+			"num_gpu_blocks": strconv.Itoa(c.KVCacheTokens / prefixBlock),
 		},
 	})
 	cacheInfo.Set(1)
 	reg.MustRegister(cacheInfo, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// RequestFailed counts a request that ended with an error, which the
+// HTTP side decides (vllm:request_success_total{finished_reason="error"}).
+func (m *Metrics) RequestFailed() { m.success.WithLabelValues("error").Inc() }
 
 func pyBool(b bool) string {
 	if b {

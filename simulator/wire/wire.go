@@ -1,4 +1,7 @@
-package simulator
+// Package wire holds the JSON shapes of vLLM's OpenAI-compatible
+// responses, chunks and errors, and encodes them the way vLLM does
+// (pydantic's Compact JSON, Python's json.dumps for in-stream errors).
+package wire
 
 import (
 	"bytes"
@@ -12,23 +15,24 @@ import (
 // fields in declaration order); json.RawMessage fields with omitempty are
 // keys that are present (as null) only on some chunks.
 
-var jsonNull = json.RawMessage("null")
+// Null is a JSON null, for keys vLLM always writes.
+var Null = json.RawMessage("null")
 
-type usageStream struct {
+type UsageStream struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	TotalTokens      int `json:"total_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 }
 
-type usageFull struct {
+type UsageFull struct {
 	PromptTokens        int             `json:"prompt_tokens"`
 	TotalTokens         int             `json:"total_tokens"`
 	CompletionTokens    int             `json:"completion_tokens"`
 	PromptTokensDetails json.RawMessage `json:"prompt_tokens_details"`
 }
 
-// perRequestMetrics is vLLM's PerRequestTimingMetrics (milliseconds).
-type perRequestMetrics struct {
+// PerRequestMetrics is vLLM's PerRequestTimingMetrics (milliseconds).
+type PerRequestMetrics struct {
 	TimeToFirstTokenMs *float64 `json:"time_to_first_token_ms"`
 	QueueTimeMs        *float64 `json:"queue_time_ms"`
 	GenerationTimeMs   *float64 `json:"generation_time_ms"`
@@ -36,18 +40,18 @@ type perRequestMetrics struct {
 	TokensPerSecond    *float64 `json:"tokens_per_second"`
 }
 
-type cmplChunk struct {
+type CmplChunk struct {
 	ID                string             `json:"id"`
 	Object            string             `json:"object"`
 	Created           int64              `json:"created"`
 	Model             string             `json:"model"`
-	Choices           []cmplChunkChoice  `json:"choices"`
-	Usage             *usageStream       `json:"usage,omitempty"`
+	Choices           []CmplChunkChoice  `json:"choices"`
+	Usage             *UsageStream       `json:"usage,omitempty"`
 	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
-	Metrics           *perRequestMetrics `json:"metrics,omitempty"`
+	Metrics           *PerRequestMetrics `json:"metrics,omitempty"`
 }
 
-type cmplChunkChoice struct {
+type CmplChunkChoice struct {
 	Index          int             `json:"index"`
 	Text           string          `json:"text"`
 	Logprobs       json.RawMessage `json:"logprobs"`
@@ -57,47 +61,47 @@ type cmplChunkChoice struct {
 	TokenIDs       json.RawMessage `json:"token_ids"`
 }
 
-type chatChunk struct {
+type ChatChunk struct {
 	ID                string             `json:"id"`
 	Object            string             `json:"object"`
 	Created           int64              `json:"created"`
 	Model             string             `json:"model"`
-	Choices           []chatChunkChoice  `json:"choices"`
-	Usage             *usageStream       `json:"usage,omitempty"`
+	Choices           []ChatChunkChoice  `json:"choices"`
+	Usage             *UsageStream       `json:"usage,omitempty"`
 	PromptTokenIDs    json.RawMessage    `json:"prompt_token_ids,omitempty"`
 	PromptText        json.RawMessage    `json:"prompt_text,omitempty"`
 	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
-	Metrics           *perRequestMetrics `json:"metrics,omitempty"`
+	Metrics           *PerRequestMetrics `json:"metrics,omitempty"`
 }
 
-type chatDelta struct {
+type ChatDelta struct {
 	Role    string  `json:"role,omitempty"`
 	Content *string `json:"content,omitempty"`
 }
 
-type chatChunkChoice struct {
+type ChatChunkChoice struct {
 	Index        int             `json:"index"`
-	Delta        chatDelta       `json:"delta"`
+	Delta        ChatDelta       `json:"delta"`
 	Logprobs     json.RawMessage `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason,omitempty"`
 	TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
 }
 
-type cmplResponse struct {
+type CmplResponse struct {
 	ID                string             `json:"id"`
 	Object            string             `json:"object"`
 	Created           int64              `json:"created"`
 	Model             string             `json:"model"`
-	Choices           []cmplChoice       `json:"choices"`
+	Choices           []CmplChoice       `json:"choices"`
 	ServiceTier       json.RawMessage    `json:"service_tier"`
 	SystemFingerprint string             `json:"system_fingerprint"`
-	Usage             usageFull          `json:"usage"`
+	Usage             UsageFull          `json:"usage"`
 	KVTransferParams  json.RawMessage    `json:"kv_transfer_params"`
-	Metrics           *perRequestMetrics `json:"metrics"`
+	Metrics           *PerRequestMetrics `json:"metrics"`
 }
 
-type cmplChoice struct {
+type CmplChoice struct {
 	Index          int             `json:"index"`
 	Text           string          `json:"text"`
 	Logprobs       json.RawMessage `json:"logprobs"`
@@ -108,23 +112,23 @@ type cmplChoice struct {
 	PromptTokenIDs json.RawMessage `json:"prompt_token_ids"`
 }
 
-type chatResponse struct {
+type ChatResponse struct {
 	ID                string             `json:"id"`
 	Object            string             `json:"object"`
 	Created           int64              `json:"created"`
 	Model             string             `json:"model"`
-	Choices           []chatChoice       `json:"choices"`
+	Choices           []ChatChoice       `json:"choices"`
 	ServiceTier       json.RawMessage    `json:"service_tier"`
 	SystemFingerprint string             `json:"system_fingerprint"`
-	Usage             usageFull          `json:"usage"`
+	Usage             UsageFull          `json:"usage"`
 	PromptLogprobs    json.RawMessage    `json:"prompt_logprobs"`
 	PromptTokenIDs    json.RawMessage    `json:"prompt_token_ids"`
 	PromptText        json.RawMessage    `json:"prompt_text"`
 	KVTransferParams  json.RawMessage    `json:"kv_transfer_params"`
-	Metrics           *perRequestMetrics `json:"metrics"`
+	Metrics           *PerRequestMetrics `json:"metrics"`
 }
 
-type chatMessageOut struct {
+type ChatMessageOut struct {
 	Role         string          `json:"role"`
 	Content      string          `json:"content"`
 	Refusal      json.RawMessage `json:"refusal"`
@@ -135,30 +139,30 @@ type chatMessageOut struct {
 	Reasoning    json.RawMessage `json:"reasoning"`
 }
 
-type chatChoice struct {
+type ChatChoice struct {
 	Index        int             `json:"index"`
-	Message      chatMessageOut  `json:"message"`
+	Message      ChatMessageOut  `json:"message"`
 	Logprobs     json.RawMessage `json:"logprobs"`
 	FinishReason string          `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason"`
 	TokenIDs     json.RawMessage `json:"token_ids"`
 }
 
-// errorBody is vLLM's ErrorResponse.
-type errorBody struct {
-	Error errorInfo `json:"error"`
+// ErrorBody is vLLM's ErrorResponse.
+type ErrorBody struct {
+	Error ErrorInfo `json:"error"`
 }
 
-type errorInfo struct {
+type ErrorInfo struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    int     `json:"code"`
 }
 
-// compact encodes v like pydantic's model_dump_json: no spaces, no HTML
+// Compact encodes v like pydantic's model_dump_json: no spaces, no HTML
 // escaping, no trailing newline.
-func compact(v any) []byte {
+func Compact(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -169,9 +173,9 @@ func compact(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// streamErrorEvent renders an in-stream error the way vLLM does, with
+// StreamErrorEvent renders an in-stream error the way vLLM does, with
 // Python's json.dumps (spaces after ':' and ',', non-ASCII escaped).
-func streamErrorEvent(e errorInfo) []byte {
+func StreamErrorEvent(e ErrorInfo) []byte {
 	param := "null"
 	if e.Param != nil {
 		param = pyQuote(*e.Param)
@@ -216,5 +220,3 @@ func utf16Pair(r rune) (rune, rune) {
 	r -= 0x10000
 	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
 }
-
-func strPtr(s string) *string { return &s }
