@@ -116,26 +116,12 @@ func TestBuildScript(t *testing.T) {
 // TestBuildScriptChecksFail breaks the build script one way at a time and
 // requires its check to notice.
 func TestBuildScriptChecksFail(t *testing.T) {
-	good := readRepoFile(t, buildScript)
-	for _, tc := range []struct{ name, old, new, want string }{
+	requireChecksFail(t, buildScript, checkBuildScript, []breakCase{
 		{"cgo", "CGO_ENABLED=0 ", "", "CGO_ENABLED=0"},
 		{"trimpath", "go build -trimpath", "go build", "-trimpath"},
 		{"version ldflag", "version.Revision=", "version.Rev=", "version.Revision"},
 		{"no go build", "go build", "go vet", "0 go build"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			broken := strings.Replace(good, tc.old, tc.new, 1)
-			if broken == good {
-				t.Fatalf("%s has no %q", buildScript, tc.old)
-			}
-			for _, err := range checkBuildScript(broken) {
-				if strings.Contains(err.Error(), tc.want) {
-					return
-				}
-			}
-			t.Fatalf("no error containing %q", tc.want)
-		})
-	}
+	})
 }
 
 // TestBuildCallers requires `make build` and deploy/check.sh to run the
@@ -163,8 +149,11 @@ func TestBuildCallers(t *testing.T) {
 // TestDockerfileChecksFail breaks the Dockerfile one way at a time and
 // requires the structure check to notice.
 func TestDockerfileChecksFail(t *testing.T) {
-	good := readRepoFile(t, "Dockerfile")
-	for _, tc := range []struct{ name, old, new, want string }{
+	checkDockerfileErrs := func(text string) []error {
+		_, errs := checkDockerfile(text)
+		return errs
+	}
+	requireChecksFail(t, "Dockerfile", checkDockerfileErrs, []breakCase{
 		{"own go build", "deploy/build.sh /out/vllm-prober", "go build -o /out/vllm-prober .", "own go build"},
 		{"build information not passed", "REVISION=${REVISION} ", "", "REVISION"},
 		{"platform not passed", "GOARCH=${TARGETARCH} ", "", "GOARCH"},
@@ -178,13 +167,24 @@ func TestDockerfileChecksFail(t *testing.T) {
 		{"single stage", "FROM gcr.io/distroless/static-debian12:nonroot", "", "multi-stage"},
 		{"no cache mounts", "--mount=type=cache,target=/root/.cache/go-build", "", "cache mounts"},
 		{"default config", "--config.file=/etc/vllm-prober/vllm-prober.yml", "--config.file=x.yml", "default config path"},
-	} {
+	})
+}
+
+// breakCase is one way to break a checked file: replace old with new, and
+// the check must report an error containing want.
+type breakCase struct{ name, old, new, want string }
+
+// requireChecksFail breaks the repository file one way per case and
+// requires check to notice each.
+func requireChecksFail(t *testing.T, file string, check func(text string) []error, cases []breakCase) {
+	good := readRepoFile(t, file)
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			broken := strings.Replace(good, tc.old, tc.new, 1)
 			if broken == good {
-				t.Fatalf("Dockerfile has no %q", tc.old)
+				t.Fatalf("%s has no %q", file, tc.old)
 			}
-			_, errs := checkDockerfile(broken)
+			errs := check(broken)
 			for _, err := range errs {
 				if strings.Contains(err.Error(), tc.want) {
 					return
