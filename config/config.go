@@ -1,5 +1,6 @@
 // Package config holds the vllm-prober configuration schema: plain data,
-// defaults, strict decoding and validation that names file, line and field.
+// defaults, and validation that names file, line and field. Strict YAML
+// decoding is config/strictyaml's; config tells it the schema's defaults.
 package config
 
 import (

@@ -26,8 +26,8 @@ func Load(path string) (*Config, error) {
 // Parse decodes data strictly, applies defaults and validates the result.
 // filename names the file in errors, and relative workload.file,
 // quality.json_schema and http_client_config file paths are resolved
-// against its directory. Every problem is an *Error; several are joined
-// with errors.Join, in file order.
+// against its directory. Every problem is a *strictyaml.Error; several
+// are joined with errors.Join, in file order.
 func Parse(data []byte, filename string) (*Config, error) {
 	p := strictyaml.NewProblems(filename)
 	root, err := strictyaml.Parse(data, filename)

@@ -14,7 +14,7 @@ func TestErrorsAreTyped(t *testing.T) {
 	_, err := Parse([]byte(validTarget+strings.Replace(validProbe, "rate: 0.2", "rate: -1", 1)), "c.yml")
 	var ce *strictyaml.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error %v is not a *Error", err)
+		t.Fatalf("error %v is not a *strictyaml.Error", err)
 	}
 	want := strictyaml.Error{File: "c.yml", Line: 9, Path: "probes[0].rate", Msg: "must be a finite number > 0, got -1"}
 	if *ce != want {
