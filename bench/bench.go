@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -241,12 +242,12 @@ func hostOf(base string) string {
 
 // printPreamble prints the settings vLLM prints before its run.
 func printPreamble(w io.Writer, o *Options) {
-	fmt.Fprintf(w, "Traffic request rate: %s\n", pyRate(o.RequestRate))
+	fmt.Fprintf(w, "Traffic request rate: %s\n", pyfmt.Rate(o.RequestRate))
 	kind := "Gamma distribution"
 	if o.Burstiness == 1 {
 		kind = "Poisson process"
 	}
-	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyRate(o.Burstiness), kind)
+	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyfmt.Rate(o.Burstiness), kind)
 	conc := "None"
 	if o.MaxConcurrency > 0 {
 		conc = fmt.Sprint(o.MaxConcurrency)

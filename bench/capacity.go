@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 )
 
 // PassRule is the written rule a capacity level must meet on every repeat:
@@ -32,8 +34,8 @@ const NotSteady = "not_steady"
 
 // String writes the rule out, for the report.
 func (r PassRule) String() string {
-	parts := []string{fmt.Sprintf("acceptance >= %s", pyFloat(r.MinAcceptance, 4))}
-	p := "p" + percentileWord(r.Percentile)
+	parts := []string{fmt.Sprintf("acceptance >= %s", pyfmt.Float(r.MinAcceptance, 4))}
+	p := "p" + pyfmt.Percentile(r.Percentile)
 	for _, s := range []struct {
 		name string
 		d    time.Duration
@@ -44,7 +46,7 @@ func (r PassRule) String() string {
 	}
 	if r.SteadyRatio > 0 {
 		parts = append(parts, fmt.Sprintf("steady (last-third ttft p50 <= %s x first third, or within %s of it)",
-			pyRate(r.SteadyRatio), r.SteadyGrowth))
+			pyfmt.Rate(r.SteadyRatio), r.SteadyGrowth))
 	}
 	return strings.Join(parts, " and ")
 }
@@ -63,7 +65,7 @@ func (r PassRule) Check(m Metrics) (bool, []string) {
 			NotSteady, m.TTFTLastThird, m.TTFTFirstThird))
 	}
 	if m.Acceptance < r.MinAcceptance {
-		why = append(why, fmt.Sprintf("acceptance %s < %s", pyFloat(m.Acceptance, 4), pyFloat(r.MinAcceptance, 4)))
+		why = append(why, fmt.Sprintf("acceptance %s < %s", pyfmt.Float(m.Acceptance, 4), pyfmt.Float(r.MinAcceptance, 4)))
 	}
 	for _, s := range []struct {
 		name string
@@ -73,7 +75,7 @@ func (r PassRule) Check(m Metrics) (bool, []string) {
 			continue
 		}
 		if v := percentileOf(m, s.name, r.Percentile); v > ms(s.d) {
-			why = append(why, fmt.Sprintf("p%s %s %.2fms > %s", percentileWord(r.Percentile), s.name, v, s.d))
+			why = append(why, fmt.Sprintf("p%s %s %.2fms > %s", pyfmt.Percentile(r.Percentile), s.name, v, s.d))
 		}
 	}
 	return len(why) == 0, why
@@ -249,7 +251,7 @@ func (s *Search) repeat(ctx context.Context, o SearchOptions, level LevelFunc, r
 	}
 	m, err := level(ctx, rate, i)
 	if err != nil {
-		return false, fmt.Errorf("level %s req/s repeat %d: %w", pyRate(rate), i+1, err)
+		return false, fmt.Errorf("level %s req/s repeat %d: %w", pyfmt.Rate(rate), i+1, err)
 	}
 	r := Repeat{Rate: rate, Index: i, Metrics: m, NotSteady: !o.Rule.steady(m)}
 	r.Pass, r.Why = o.Rule.Check(m)

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -32,7 +33,7 @@ type Header struct {
 
 // arrival describes the arrival process.
 func (h Header) arrival() string {
-	kind := "gamma gaps of shape " + pyRate(h.Burstiness)
+	kind := "gamma gaps of shape " + pyfmt.Rate(h.Burstiness)
 	switch {
 	case math.IsInf(h.Burstiness, 1):
 		kind = "constant gaps"
@@ -68,7 +69,7 @@ func PrintHeader(w io.Writer, h Header) {
 // TPOT and E2EL with timeouts counted at the timeout, the failure mix and
 // the verdict.
 func PrintTable(w io.Writer, s *Search, rule PassRule) {
-	pw := "p" + percentileWord(rule.Percentile)
+	pw := "p" + pyfmt.Percentile(rule.Percentile)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "offered/s\trepeat\toffered\tsent\tsent/s\tcompleted/s\tgoodput/s\tacceptance\tprompt tok\toutput tok\t"+
 		"unfinished\ttimeouts\tttft p50\tttft %s\ttpot p50\ttpot %s\te2el p50\te2el %s\tsteady\tfailures\tresult\n", pw, pw, pw)
@@ -83,8 +84,8 @@ func PrintTable(w io.Writer, s *Search, rule PassRule) {
 			steady = NotSteady
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			pyFloat(r.Rate, 2), r.Index+1, m.Offered, m.Sent, pyFloat(m.SendRate, 2), pyFloat(m.CompletedThroughput, 2),
-			pyFloat(m.Goodput, 2), pyFloat(m.Acceptance, 4), m.PromptTokens, m.OutputTokens,
+			pyfmt.Float(r.Rate, 2), r.Index+1, m.Offered, m.Sent, pyfmt.Float(m.SendRate, 2), pyfmt.Float(m.CompletedThroughput, 2),
+			pyfmt.Float(m.Goodput, 2), pyfmt.Float(m.Acceptance, 4), m.PromptTokens, m.OutputTokens,
 			m.Dispositions[probe.Unfinished], m.Timeouts,
 			msText(m, MetricTTFT, 50), msText(m, MetricTTFT, rule.Percentile),
 			msText(m, MetricTPOT, 50), msText(m, MetricTPOT, rule.Percentile),
@@ -101,9 +102,9 @@ func PrintVerdict(w io.Writer, s *Search) {
 	case s.Rated == 0:
 		fmt.Fprintln(w, "Rated capacity: none (the lowest level failed; start the staircase lower)")
 	case !s.Saturated:
-		fmt.Fprintf(w, "Rated capacity: at least %s req/s (no level failed; extend the staircase)\n", pyFloat(s.Rated, 2))
+		fmt.Fprintf(w, "Rated capacity: at least %s req/s (no level failed; extend the staircase)\n", pyfmt.Float(s.Rated, 2))
 	default:
-		fmt.Fprintf(w, "Rated capacity: %s req/s (lowest failing load %s req/s)\n", pyFloat(s.Rated, 2), pyFloat(s.LowestFail, 2))
+		fmt.Fprintf(w, "Rated capacity: %s req/s (lowest failing load %s req/s)\n", pyfmt.Float(s.Rated, 2), pyfmt.Float(s.LowestFail, 2))
 	}
 }
 
@@ -113,7 +114,7 @@ func msText(m Metrics, name string, p float64) string {
 	if math.IsNaN(v) {
 		return "-"
 	}
-	return pyFloat(v, 1) + "ms"
+	return pyfmt.Float(v, 1) + "ms"
 }
 
 // failureMix lists the dispositions other than accepted that occurred.
@@ -195,7 +196,7 @@ func MarshalSearch(s *Search, h *Header, settings any) ([]byte, error) {
 	out := searchJSON{Rule: s.Rule, RatedCapacity: s.Rated, HighestPass: s.HighestPass, Saturated: s.Saturated, Settings: settings}
 	if h != nil {
 		out.Header = &headerJSON{Target: h.Target, Probe: h.Probe, Server: h.Server, Arrival: h.arrival(),
-			Burstiness: jsonFloat(h.Burstiness), Seed: h.Seed, TimeoutS: h.Timeout.Seconds(), ReadyCheckS: h.ReadyCheck.Seconds(),
+			Burstiness: pyfmt.JSONFloat(h.Burstiness), Seed: h.Seed, TimeoutS: h.Timeout.Seconds(), ReadyCheckS: h.ReadyCheck.Seconds(),
 			WarmupS: h.Warmup.Seconds(), DurationS: h.Duration.Seconds(), DrainS: h.Drain.Seconds(), Repeats: h.Repeats,
 			Order: h.Order}
 	}
@@ -221,7 +222,7 @@ func newRepeatJSON(r Repeat) repeatJSON {
 	}
 	return repeatJSON{
 		OfferedRate: r.Rate, Repeat: r.Index + 1, Pass: r.Pass, Why: r.Why, Offered: m.Offered, Abandoned: m.Abandoned,
-		Sent: m.Sent, SendRate: jsonFloat(m.SendRate), ServerCompleted: m.ServerCompleted, WallClockS: m.Window.Seconds(),
+		Sent: m.Sent, SendRate: pyfmt.JSONFloat(m.SendRate), ServerCompleted: m.ServerCompleted, WallClockS: m.Window.Seconds(),
 		CompletedThroughput: m.CompletedThroughput, Goodput: m.Goodput, AcceptanceRatio: m.Acceptance,
 		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, Unfinished: m.Dispositions[probe.Unfinished],
 		Timeouts: m.Timeouts, TTFTMS: pctMap(m, MetricTTFT), TPOTMS: pctMap(m, MetricTPOT), E2ELMS: pctMap(m, MetricE2EL),
@@ -234,7 +235,7 @@ func newRepeatJSON(r Repeat) repeatJSON {
 func pctMap(m Metrics, name string) map[string]float64 {
 	out := map[string]float64{}
 	for _, p := range m.Latency[name].Percentiles {
-		out["p"+percentileWord(p.P)] = p.MS
+		out["p"+pyfmt.Percentile(p.P)] = p.MS
 	}
 	return out
 }

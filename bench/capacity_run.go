@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -114,7 +115,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
 		Order: o.Order, Seed: o.Seed,
 		OnRepeat: func(r Repeat) {
-			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyFloat(r.Rate, 2), r.Index+1, passWord(r.Pass)))
+			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyfmt.Float(r.Rate, 2), r.Index+1, passWord(r.Pass)))
 			env.Logger.Info("level repeat done", "offered_rate", r.Rate, "repeat", r.Index+1, "pass", r.Pass,
 				"acceptance", r.Metrics.Acceptance, "why", strings.Join(r.Why, "; "))
 		}}, level)

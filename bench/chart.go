@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 )
 
 // Chart colours: throughput blue, goodput green, pass line grey, rated
@@ -85,7 +87,7 @@ func writeChart(w io.Writer, s *Search, rule PassRule, title, format string) err
 	}
 	pass.Color, pass.Dashes = colPassLine, []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(pass)
-	p.Legend.Add(fmt.Sprintf("pass line: goodput = %s x offered", pyFloat(rule.MinAcceptance, 2)), pass)
+	p.Legend.Add(fmt.Sprintf("pass line: goodput = %s x offered", pyfmt.Float(rule.MinAcceptance, 2)), pass)
 	if s.Rated > 0 {
 		rated, err := plotter.NewLine(plotter.XYs{{X: s.Rated, Y: 0}, {X: s.Rated, Y: maxY}})
 		if err != nil {
@@ -93,7 +95,7 @@ func writeChart(w io.Writer, s *Search, rule PassRule, title, format string) err
 		}
 		rated.Color, rated.Width = colRated, vg.Points(1.5)
 		p.Add(rated)
-		p.Legend.Add(fmt.Sprintf("rated capacity %s req/s", pyFloat(s.Rated, 2)), rated)
+		p.Legend.Add(fmt.Sprintf("rated capacity %s req/s", pyfmt.Float(s.Rated, 2)), rated)
 	}
 	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, maxY
 	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)

@@ -7,10 +7,10 @@ import (
 	"math"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -66,19 +66,6 @@ func center(s string, fill byte, n int) string {
 	return strings.Repeat(string(fill), pad/2) + s + strings.Repeat(string(fill), pad-pad/2)
 }
 
-// pyFloat formats like Python's "{:.2f}" (inf, nan spelled as Python does).
-func pyFloat(v float64, prec int) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	case math.IsNaN(v):
-		return "nan"
-	}
-	return strconv.FormatFloat(v, 'f', prec, 64)
-}
-
 // lineInt and lineFloat print vLLM's "{:<40} {:<10}" and
 // "{:<40} {:<10.2f}" lines.
 func lineInt(w io.Writer, label string, v int) {
@@ -86,16 +73,7 @@ func lineInt(w io.Writer, label string, v int) {
 }
 
 func lineFloat(w io.Writer, label string, v float64) {
-	fmt.Fprintf(w, "%-40s %-10s\n", label, pyFloat(v, 2))
-}
-
-// percentileWord is vLLM's P label: an integer percentile without a
-// fraction, others as Python prints them.
-func percentileWord(p float64) string {
-	if p == math.Trunc(p) {
-		return strconv.Itoa(int(p))
-	}
-	return strconv.FormatFloat(p, 'f', -1, 64)
+	fmt.Fprintf(w, "%-40s %-10s\n", label, pyfmt.Float(v, 2))
 }
 
 // PrintFailures prints up to 10 failed requests' errors, as vLLM does
@@ -144,7 +122,7 @@ func PrintResult(w io.Writer, s Settings, m Metrics) {
 		lineFloat(w, fmt.Sprintf("Mean %s (ms):", t[1]), d.Mean)
 		lineFloat(w, fmt.Sprintf("Median %s (ms):", t[1]), d.Median)
 		for _, p := range d.Percentiles {
-			lineFloat(w, fmt.Sprintf("P%s %s (ms):", percentileWord(p.P), t[1]), p.MS)
+			lineFloat(w, fmt.Sprintf("P%s %s (ms):", pyfmt.Percentile(p.P), t[1]), p.MS)
 		}
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
@@ -167,7 +145,7 @@ func PrintLedger(w io.Writer, s Settings, m Metrics) {
 	lineFloat(w, "Wall-clock time (s):", m.Window.Seconds())
 	lineFloat(w, "Completed throughput (req/s):", m.CompletedThroughput)
 	lineFloat(w, "Goodput (accepted req/s):", m.Goodput)
-	fmt.Fprintf(w, "%-40s %-10s\n", "Acceptance ratio:", pyFloat(m.Acceptance, 4))
+	fmt.Fprintf(w, "%-40s %-10s\n", "Acceptance ratio:", pyfmt.Float(m.Acceptance, 4))
 	printCensored(w, s, m)
 	fmt.Fprintln(w, center("Dispositions", '-', 50))
 	for _, d := range AllDispositions {
@@ -200,7 +178,7 @@ func printCensored(w io.Writer, s Settings, m Metrics) {
 		t, d := metricTitles[name], m.Latency[name]
 		lineFloat(w, fmt.Sprintf("Median %s (ms):", t[1]), d.Median)
 		for _, p := range d.Percentiles {
-			lineFloat(w, fmt.Sprintf("P%s %s (ms):", percentileWord(p.P), t[1]), p.MS)
+			lineFloat(w, fmt.Sprintf("P%s %s (ms):", pyfmt.Percentile(p.P), t[1]), p.MS)
 		}
 	}
 }
@@ -214,27 +192,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// jsonFloat keeps infinities out of JSON numbers: Python writes the
-// string "inf" for --request-rate inf, and so do we for any infinity.
-func jsonFloat(v float64) any {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return pyFloat(v, 2)
-	}
-	return v
-}
-
-// pyRate renders a rate as Python's str(float) does: "inf", "10.0", "0.5".
-func pyRate(v float64) string {
-	if math.IsInf(v, 1) {
-		return "inf"
-	}
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
-	}
-	return s
-}
-
 // DefaultResultFilename is vLLM's name for a saved result:
 // {label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json.
 func DefaultResultFilename(s Settings, at time.Time) string {
@@ -242,7 +199,7 @@ func DefaultResultFilename(s Settings, at time.Time) string {
 	if label == "" {
 		label = s.Backend
 	}
-	name := label + "-" + pyRate(s.RequestRate) + "qps"
+	name := label + "-" + pyfmt.Rate(s.RequestRate) + "qps"
 	if s.MaxConcurrency > 0 {
 		name += fmt.Sprintf("-concurrency%d", s.MaxConcurrency)
 	}
@@ -256,7 +213,7 @@ func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time)
 		d := m.Dists[name]
 		out["mean_"+name+"_ms"], out["median_"+name+"_ms"], out["std_"+name+"_ms"] = d.Mean, d.Median, d.Std
 		for _, p := range d.Percentiles {
-			out["p"+percentileWord(p.P)+"_"+name+"_ms"] = p.MS
+			out["p"+pyfmt.Percentile(p.P)+"_"+name+"_ms"] = p.MS
 		}
 	}
 	addPerRequest(out, run, detailed)
@@ -266,7 +223,7 @@ func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time)
 	}
 	out["offered"], out["abandoned"], out["sent"] = m.Offered, m.Abandoned, m.Sent
 	out["dispositions"], out["failure_reasons"] = disp, m.Reasons
-	out["offered_rate"], out["send_rate"] = jsonFloat(m.OfferedRate), jsonFloat(m.SendRate)
+	out["offered_rate"], out["send_rate"] = pyfmt.JSONFloat(m.OfferedRate), pyfmt.JSONFloat(m.SendRate)
 	out["server_completed"], out["wall_clock_s"] = m.ServerCompleted, m.Window.Seconds()
 	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.CompletedThroughput, m.Goodput, m.Acceptance
 	out["latency_censored_ms"] = censoredJSON(m)
@@ -285,7 +242,7 @@ func censoredJSON(m Metrics) map[string]map[string]float64 {
 	for name, d := range m.Latency {
 		v := map[string]float64{"mean": d.Mean, "median": d.Median}
 		for _, p := range d.Percentiles {
-			v["p"+percentileWord(p.P)] = p.MS
+			v["p"+pyfmt.Percentile(p.P)] = p.MS
 		}
 		out[name] = v
 	}
@@ -307,7 +264,7 @@ func vllmKeys(s Settings, m Metrics, at time.Time) map[string]any {
 	return map[string]any{
 		"date": at.Format("20060102-150405"), "endpoint_type": s.Backend, "backend": s.Backend,
 		"label": label, "model_id": s.Model, "tokenizer_id": s.Model, "num_prompts": s.NumPrompts,
-		"request_rate": jsonFloat(s.RequestRate), "burstiness": jsonFloat(s.Burstiness), "max_concurrency": maxConc,
+		"request_rate": pyfmt.JSONFloat(s.RequestRate), "burstiness": pyfmt.JSONFloat(s.Burstiness), "max_concurrency": maxConc,
 		"duration": m.Duration.Seconds(), "completed": m.Completed, "failed": m.Failed,
 		"total_input_tokens": m.TotalInput, "total_output_tokens": m.TotalOutput,
 		"request_throughput": m.RequestThroughput, "request_goodput": goodput,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -178,7 +179,7 @@ func TestQuantileMatchesNumpy(t *testing.T) {
 		p, want float64
 	}{{50, 2.5}, {99, 3.97}, {100, 4}, {25, 1.75}}
 	for _, tt := range tests {
-		t.Run(percentileWord(tt.p), func(t *testing.T) {
+		t.Run(pyfmt.Percentile(tt.p), func(t *testing.T) {
 			if got := distOf(xs, []float64{tt.p}).Percentiles[0].MS; math.Abs(got-tt.want) > 1e-12 {
 				t.Errorf("p%v = %v, want %v (numpy linear)", tt.p, got, tt.want)
 			}
