@@ -1,3 +1,8 @@
+// Package bench runs one-shot benchmarks (`vllm-prober bench`, a Go
+// counterpart of `vllm bench serve`) and capacity searches
+// (`vllm-prober capacity`) on top of the probe package: the same judge,
+// dispositions and ledger as the daemon, vLLM's arrival process, and vLLM's
+// printed result block and saved JSON so numbers compare line by line.
 package bench
 
 import (
@@ -11,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
@@ -44,7 +50,7 @@ func (e *Env) defaults() {
 type Outcome struct {
 	Settings   Settings
 	Metrics    Metrics
-	Run        *Run
+	Run        *openloop.Run
 	ResultPath string // "" when not saved
 }
 
@@ -204,10 +210,10 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 
 // runPlanned sends the warm-ups, then the planned requests with a
 // progress bar.
-func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Ledger, env Env) *Run {
+func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger *probe.Ledger, env Env) *openloop.Run {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
-		Execute(ctx, RunOptions{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
+		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
 			Sender: sender, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
 		fmt.Fprintln(env.Stdout, "Warmup run completed.")
 	}
@@ -216,9 +222,9 @@ func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Le
 	bar := NewProgress(env.Progress, o.NumPrompts, "bench")
 	defer bar.Finish()
 	var mu sync.Mutex
-	return Execute(ctx, RunOptions{
+	return openloop.Execute(ctx, openloop.Options{
 		Target: hostOf(o.BaseURL), Probe: ProbeName,
-		Offsets:        Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
+		Offsets:        openloop.Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
 		Timeout:        o.Timeout,

@@ -6,13 +6,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // LevelOptions configures how NewLevelFunc runs one repeat of a level.
 type LevelOptions struct {
 	Target, Probe string
-	Sender        Sender
+	Sender        openloop.Sender
 	Burstiness    float64
 	// MaxInFlight caps outstanding requests like a probe's max_in_flight:
 	// a request over it is not sent and ends cancelled/in_flight_cap.
@@ -44,11 +45,11 @@ func NewLevelFunc(o LevelOptions) LevelFunc {
 		nWarm := int(math.Round(rate * o.Warmup.Seconds()))
 		n := max(1, int(math.Round(rate*o.Duration.Seconds())))
 		seed := o.Seed + int64(repeat)*1_000_003 + int64(math.Round(rate*1000))
-		offsets := Schedule(nWarm+n, rate, o.Burstiness, seed)
+		offsets := openloop.Schedule(nWarm+n, rate, o.Burstiness, seed)
 		first := seq.Add(uint64(nWarm+n)) - uint64(nWarm+n) + 1
-		run := Execute(ctx, RunOptions{Target: o.Target, Probe: o.Probe, Offsets: offsets, Sender: o.Sender,
+		run := openloop.Execute(ctx, openloop.Options{Target: o.Target, Probe: o.Probe, Offsets: offsets, Sender: o.Sender,
 			MaxInFlight: o.MaxInFlight, Drain: o.Drain, FirstSeq: first, Timeout: o.Timeout, Now: o.Now, OnFinish: o.OnFinish})
-		measured := run.measured(nWarm)
+		measured := run.Measured(nWarm)
 		for _, r := range measured.Results {
 			r.Level, r.Repeat = rate, repeat+1
 			o.Ledger.Write(r)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -16,7 +17,7 @@ const capacityPrompts = 1000
 // sendSetup is what sends a search's requests and how.
 type sendSetup struct {
 	target, probe string
-	sender        Sender
+	sender        openloop.Sender
 	burstiness    float64
 	// maxInFlight is the probe's max_in_flight (0 in flag mode): a request
 	// whose time comes with that many outstanding is not sent and ends

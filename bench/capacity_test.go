@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -197,7 +198,7 @@ func TestPassRuleSteady(t *testing.T) {
 // order, with a timeout counted at the timeout.
 func TestComputeThirds(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	run := &Run{Start: t0, Timeout: time.Second}
+	run := &openloop.Run{Start: t0, Timeout: time.Second}
 	for i, ttft := range []int{5, 1, 3, 50, 60, 70, 200, 0, 100} { // 0: timed out before its first token
 		r := &probe.Result{Seq: uint64(i + 1), Sent: t0, Disposition: probe.Accepted, TTFT: time.Duration(ttft) * time.Millisecond,
 			E2EL: time.Second, OutputTokens: 1}

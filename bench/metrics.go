@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -97,7 +98,7 @@ type ComputeOptions struct {
 }
 
 // Compute derives the metrics of a run.
-func Compute(run *Run, o ComputeOptions) Metrics {
+func Compute(run *openloop.Run, o ComputeOptions) Metrics {
 	m := Metrics{Duration: run.Duration(), Offered: len(run.Results), Dists: map[string]Dist{},
 		Dispositions: map[probe.Disposition]int{}, Reasons: map[string]int{}}
 	for _, d := range AllDispositions {
@@ -153,7 +154,7 @@ func (m *Metrics) vllmRates(goodCount int) {
 }
 
 // ledger fills the prober's figures.
-func (m *Metrics) ledger(run *Run, percentiles []float64) {
+func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 	var firstSent, lastSent, lastEnd time.Time
 	for i, r := range run.Results {
 		if r.Abandoned() {
@@ -218,7 +219,7 @@ func (m *Metrics) ledger(run *Run, percentiles []float64) {
 // TPOT follows from them when it received more than one token. Server
 // failures, which have no latency of a completed response, are left out.
 // It also returns the TTFT samples in planned order.
-func censored(run *Run, percentiles []float64) (map[string]Dist, []float64) {
+func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []float64) {
 	samples := map[string][]float64{}
 	for i, r := range run.Results {
 		ttft, tpot, e2el := r.TTFT, r.TPOT, r.E2EL
@@ -251,7 +252,7 @@ func censored(run *Run, percentiles []float64) (map[string]Dist, []float64) {
 }
 
 // givenUpAfter is how long after its send request i of run was given up.
-func givenUpAfter(run *Run, i int) time.Duration {
+func givenUpAfter(run *openloop.Run, i int) time.Duration {
 	r := run.Results[i]
 	if r.Disposition == probe.ClientTimeout && run.Timeout > 0 {
 		return run.Timeout

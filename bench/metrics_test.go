@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -18,8 +19,8 @@ type group struct {
 	n      int
 }
 
-func handRun(t0 time.Time, gap, took time.Duration, groups ...group) *Run {
-	run := &Run{Start: t0}
+func handRun(t0 time.Time, gap, took time.Duration, groups ...group) *openloop.Run {
+	run := &openloop.Run{Start: t0}
 	for _, g := range groups {
 		for range g.n {
 			at := t0.Add(time.Duration(len(run.Results)) * gap)
@@ -113,7 +114,7 @@ func TestComputeAccounting(t *testing.T) {
 func TestComputeCensored(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	msd := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	run := &Run{Start: t0, Timeout: msd(1000), Results: []*probe.Result{
+	run := &openloop.Run{Start: t0, Timeout: msd(1000), Results: []*probe.Result{
 		{Sent: t0, Disposition: probe.Accepted, TTFT: msd(10), E2EL: msd(40), TPOT: msd(10), OutputTokens: 4},
 		// Timed out before its first token.
 		{Sent: t0, Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout},

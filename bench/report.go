@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -78,7 +79,7 @@ func lineFloat(w io.Writer, label string, v float64) {
 
 // PrintFailures prints up to 10 failed requests' errors, as vLLM does
 // before its result block.
-func PrintFailures(w io.Writer, run *Run) {
+func PrintFailures(w io.Writer, run *openloop.Run) {
 	var failed []*probe.Result
 	for _, r := range run.Results {
 		if !completed(r) {
@@ -207,7 +208,7 @@ func DefaultResultFilename(s Settings, at time.Time) string {
 }
 
 // MarshalResult renders the saved JSON: vLLM's keys, then the prober's.
-func MarshalResult(s Settings, m Metrics, run *Run, detailed bool, at time.Time) ([]byte, error) {
+func MarshalResult(s Settings, m Metrics, run *openloop.Run, detailed bool, at time.Time) ([]byte, error) {
 	out := vllmKeys(s, m, at)
 	for _, name := range reported(s) {
 		d := m.Dists[name]
@@ -279,7 +280,7 @@ func vllmKeys(s Settings, m Metrics, at time.Time) map[string]any {
 // start_times (seconds from the start of the run), generated_texts and
 // errors only with --save-detailed. A request that did not complete has
 // output length and latency 0, as in vLLM.
-func addPerRequest(out map[string]any, run *Run, detailed bool) {
+func addPerRequest(out map[string]any, run *openloop.Run, detailed bool) {
 	n := len(run.Results)
 	inLens, outLens, ttfts, lats := make([]int, n), make([]int, n), make([]float64, n), make([]float64, n)
 	itls, starts, queued := make([][]float64, n), make([]float64, n), make([]float64, n)

@@ -9,16 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // syntheticRun is a run whose every figure is worked out by hand: two
 // completed requests (one accepted, one latency failure) and one failure.
-func syntheticRun() *Run {
+func syntheticRun() *openloop.Run {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	msd := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
-	return &Run{Start: t0, End: t0.Add(2 * time.Second), Span: time.Second, Results: []*probe.Result{
+	return &openloop.Run{Start: t0, End: t0.Add(2 * time.Second), Span: time.Second, Results: []*probe.Result{
 		{Seq: 1, Sent: t0, Disposition: probe.Accepted, TTFT: msd(100), ITLs: []time.Duration{msd(10), msd(20)},
 			E2EL: msd(130), TPOT: msd(15), OutputTokens: 3, PromptTokens: 10},
 		{Seq: 2, Sent: t0.Add(500 * time.Millisecond), Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,

@@ -13,13 +13,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// Sender sends one offered request and fills its Result, disposition
-// included. *probe.Requester satisfies it.
-type Sender interface {
-	Do(ctx context.Context, res *probe.Result)
-	Close()
-}
-
 // newRequester returns the probe package's Requester set up as vllm bench
 // serve: its payload and timing definitions (probe.TimingVLLMBench), the
 // endpoint, the bearer token, X-Request-Id bench-<8 hex>-<i>, and either

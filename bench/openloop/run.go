@@ -1,4 +1,7 @@
-package bench
+// Package openloop offers planned requests open loop, the way `vllm bench
+// serve` does: each at its planned time whatever the others are doing, on
+// vLLM's arrival schedule. bench and capacity runs are built on it.
+package openloop
 
 import (
 	"context"
@@ -12,12 +15,19 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
+// Sender sends one offered request and fills its Result, disposition
+// included. *probe.Requester satisfies it.
+type Sender interface {
+	Do(ctx context.Context, res *probe.Result)
+	Close()
+}
+
 // errRunEnded is the cause of the request contexts still open when a run
 // ends (interrupted, or its drain time is over): they become unfinished.
 var errRunEnded = errors.New("run ended with the request outstanding")
 
-// RunOptions configures one open-loop run of planned requests.
-type RunOptions struct {
+// Options configures one open-loop run of planned requests.
+type Options struct {
 	Target, Probe string // names written into every Result
 	// Offsets are the planned send times from the start of the run.
 	Offsets []time.Duration
@@ -63,13 +73,13 @@ type Run struct {
 	// request was offered; Stopped is when offering stopped.
 	Interrupted bool
 	Stopped     time.Time
-	// Timeout is RunOptions.Timeout.
+	// Timeout is Options.Timeout.
 	Timeout time.Duration
 }
 
-// measured returns the part of r after its first nWarm planned requests:
+// Measured returns the part of r after its first nWarm planned requests:
 // their results, from the planned time of the last warm-up on.
-func (r *Run) measured(nWarm int) *Run {
+func (r *Run) Measured(nWarm int) *Run {
 	if nWarm <= 0 {
 		return r
 	}
@@ -91,7 +101,7 @@ func (r *Run) Duration() time.Duration { return r.End.Sub(r.Start) }
 // latency and failures, not as a lower offered load. When ctx ends no more
 // requests are offered and outstanding ones end unfinished; Execute then
 // returns what was offered. Every offered Result is written to the ledger.
-func Execute(ctx context.Context, o RunOptions) *Run {
+func Execute(ctx context.Context, o Options) *Run {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -155,7 +165,7 @@ func Execute(ctx context.Context, o RunOptions) *Run {
 
 // send waits for a concurrency slot, sends, calls ended once the request
 // has ended and finishes the Result.
-func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Result, ended func()) {
+func send(ctx context.Context, o Options, slots chan struct{}, res *probe.Result, ended func()) {
 	sent := true
 	if slots != nil {
 		select {
@@ -178,14 +188,14 @@ func send(ctx context.Context, o RunOptions, slots chan struct{}, res *probe.Res
 
 // refuse ends a request the in-flight cap does not let out, as the
 // daemon's max_in_flight does.
-func refuse(o RunOptions, res *probe.Result) {
+func refuse(o Options, res *probe.Result) {
 	res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
 	res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", o.MaxInFlight)
 	finish(o, res)
 }
 
 // finish writes an ended request to the ledger and reports it.
-func finish(o RunOptions, res *probe.Result) {
+func finish(o Options, res *probe.Result) {
 	o.Ledger.Write(res)
 	if o.OnFinish != nil {
 		o.OnFinish(res)

@@ -1,9 +1,4 @@
-// Package bench runs one-shot benchmarks (`vllm-prober bench`, a Go
-// counterpart of `vllm bench serve`) and capacity searches
-// (`vllm-prober capacity`) on top of the probe package: the same judge,
-// dispositions and ledger as the daemon, vLLM's arrival process, and vLLM's
-// printed result block and saved JSON so numbers compare line by line.
-package bench
+package openloop
 
 import (
 	"math"

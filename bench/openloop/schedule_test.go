@@ -1,4 +1,4 @@
-package bench
+package openloop
 
 import (
 	"math"

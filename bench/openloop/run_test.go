@@ -1,4 +1,4 @@
-package bench
+package openloop
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func TestExecuteOpenLoop(t *testing.T) {
 	done := make(chan *Run)
 	finished := atomic.Int32{}
 	go func() {
-		done <- Execute(context.Background(), RunOptions{Target: "t", Probe: "p", Offsets: offsets, Sender: s, FirstSeq: 7,
+		done <- Execute(context.Background(), Options{Target: "t", Probe: "p", Offsets: offsets, Sender: s, FirstSeq: 7,
 			Now: clock.Now, Sleep: clock.Sleep, OnFinish: func(*probe.Result) { finished.Add(1) }})
 	}()
 	var run *Run
@@ -88,7 +88,7 @@ func TestExecuteOpenLoop(t *testing.T) {
 func TestExecuteDrain(t *testing.T) {
 	s := &blockingSender{release: make(chan struct{})} // never released
 	s.started.Add(2)
-	run := Execute(context.Background(), RunOptions{Offsets: []time.Duration{0, 0}, Sender: s, Drain: 50 * time.Millisecond})
+	run := Execute(context.Background(), Options{Offsets: []time.Duration{0, 0}, Sender: s, Drain: 50 * time.Millisecond})
 	for _, r := range run.Results {
 		if r.Disposition != probe.Unfinished || r.Error == "" {
 			t.Errorf("request %d ended %s %q, want unfinished after the drain", r.Seq, r.Disposition, r.Error)
@@ -120,7 +120,7 @@ func TestExecuteMaxInFlight(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &holdSender{}
 			clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-			run := Execute(context.Background(), RunOptions{Offsets: []time.Duration{0, 0, time.Second, time.Second},
+			run := Execute(context.Background(), Options{Offsets: []time.Duration{0, 0, time.Second, time.Second},
 				Sender: s, MaxInFlight: tt.maxInFlight, Drain: 50 * time.Millisecond, Now: clock.Now, Sleep: clock.Sleep})
 			count := map[string]int{}
 			for _, r := range run.Results {
