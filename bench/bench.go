@@ -18,6 +18,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -49,7 +50,7 @@ func (e *Env) defaults() {
 // Outcome is a finished bench run.
 type Outcome struct {
 	Settings   Settings
-	Metrics    Metrics
+	Metrics    stats.Metrics
 	Run        *openloop.Run
 	ResultPath string // "" when not saved
 }
@@ -92,7 +93,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err := ledger.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
-	m := Compute(run, ComputeOptions{Goodput: o.Goodput, Percentiles: o.MetricPercentiles})
+	m := stats.Compute(run, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
 	PrintFailures(env.Stdout, run)
 	PrintResult(env.Stdout, s, m)
 	PrintLedger(env.Stdout, s, m)
@@ -182,7 +183,7 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 	for attempt := 0; ; attempt++ {
 		res, err := try(ctx)
 		switch {
-		case err == nil && completed(res):
+		case err == nil && stats.Completed(res):
 			fmt.Fprintln(env.Stdout, "Initial test run completed.")
 			return nil
 		case err == nil && res.Reason == probe.ReasonHTTP4xx:

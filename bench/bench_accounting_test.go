@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -62,12 +63,16 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 		if first.IsZero() || r.Sent.Before(first) {
 			first = *r.Sent
 		}
+		var end time.Time
 		switch {
 		case r.Disposition == probe.ClientTimeout:
 			timeouts++
-			lastEnd = later(lastEnd, r.Sent.Add(o.Timeout))
+			end = r.Sent.Add(o.Timeout)
 		case r.E2ELS != nil:
-			lastEnd = later(lastEnd, r.Sent.Add(time.Duration(*r.E2ELS*float64(time.Second))))
+			end = r.Sent.Add(time.Duration(*r.E2ELS * float64(time.Second)))
+		}
+		if end.After(lastEnd) {
+			lastEnd = end
 		}
 	}
 	m := out.Metrics
@@ -106,7 +111,7 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 		if got := blockValue(t, block, "P100 E2EL (ms):"); got != want {
 			t.Errorf("censored max E2EL %s, want %s: the 400ms timeout or a later finish (%.2f)", got, want, maxDone)
 		}
-		if got := m.Dists[MetricE2EL].Percentiles[1].MS; math.Abs(got-maxDone) > 0.01 {
+		if got := m.Dists[stats.MetricE2EL].Percentiles[1].MS; math.Abs(got-maxDone) > 0.01 {
 			t.Errorf("vLLM's max E2EL %v, want the completed requests' %v: its block keeps completed requests only", got, maxDone)
 		}
 	})
@@ -174,7 +179,7 @@ func TestBenchClientQueueTime(t *testing.T) {
 	url, _ := startSim(t, func(o *simulator.Options) { o.DecodeBase = 5 * time.Millisecond })
 	o := benchTestOptions(url)
 	o.NumPrompts, o.MaxConcurrency, o.SaveResult, o.ResultDir = 8, 1, true, t.TempDir()
-	o.PercentileMetrics = []string{MetricTTFT, MetricClientQueue, MetricE2ELAndQueue}
+	o.PercentileMetrics = []string{stats.MetricTTFT, stats.MetricClientQueue, stats.MetricE2ELAndQueue}
 	var stdout bytes.Buffer
 	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
 	if err != nil {

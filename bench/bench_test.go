@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
@@ -33,7 +34,7 @@ func benchTestOptions(url string) Options {
 	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: BackendOpenAI, DatasetName: DatasetRandom,
 		RandomInputLen: 16, RandomOutputLen: 4, NumPrompts: 40, RequestRate: 400, Burstiness: 1, Seed: 3,
 		Goodput: Goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
-		PercentileMetrics: metricNames, Timeout: 10 * time.Second}
+		PercentileMetrics: stats.RequestMetrics, Timeout: 10 * time.Second}
 }
 
 // blockValue returns the value printed after label in the result block.
@@ -187,7 +188,7 @@ func TestExecuteUnfinished(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			run := openloop.Execute(ctx, openloop.Options{Offsets: []time.Duration{0, 0, 0, time.Hour}, Sender: c, MaxConcurrency: tt.conc})
-			m := Compute(run, ComputeOptions{Percentiles: []float64{99}})
+			m := stats.Compute(run, stats.Options{Percentiles: []float64{99}})
 			if m.Offered != tt.offered || m.Dispositions[probe.Unfinished] != tt.offered {
 				t.Errorf("offered %d, dispositions %v: want %d offered, all unfinished (%s)", m.Offered, m.Dispositions, tt.offered, run.Results[0].Error)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
 // PassRule is the written rule a capacity level must meet on every repeat:
@@ -39,7 +40,7 @@ func (r PassRule) String() string {
 	for _, s := range []struct {
 		name string
 		d    time.Duration
-	}{{MetricTTFT, r.TTFT}, {MetricTPOT, r.TPOT}, {MetricE2EL, r.E2EL}} {
+	}{{stats.MetricTTFT, r.TTFT}, {stats.MetricTPOT, r.TPOT}, {stats.MetricE2EL, r.E2EL}} {
 		if s.d > 0 {
 			parts = append(parts, fmt.Sprintf("%s %s <= %s", p, s.name, s.d))
 		}
@@ -52,13 +53,13 @@ func (r PassRule) String() string {
 }
 
 // steady reports whether a repeat's latency held steady through its window.
-func (r PassRule) steady(m Metrics) bool {
+func (r PassRule) steady(m stats.Metrics) bool {
 	first, last := m.TTFTFirstThird, m.TTFTLastThird
-	return r.SteadyRatio <= 0 || last <= r.SteadyRatio*first || last-first <= ms(r.SteadyGrowth)
+	return r.SteadyRatio <= 0 || last <= r.SteadyRatio*first || last-first <= stats.Milliseconds(r.SteadyGrowth)
 }
 
 // Check applies the rule to a repeat's metrics and says why it failed.
-func (r PassRule) Check(m Metrics) (bool, []string) {
+func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 	var why []string
 	if !r.steady(m) {
 		why = append(why, fmt.Sprintf("%s: last-third ttft p50 %.2fms vs %.2fms in the first third",
@@ -70,11 +71,11 @@ func (r PassRule) Check(m Metrics) (bool, []string) {
 	for _, s := range []struct {
 		name string
 		d    time.Duration
-	}{{MetricTTFT, r.TTFT}, {MetricTPOT, r.TPOT}, {MetricE2EL, r.E2EL}} {
+	}{{stats.MetricTTFT, r.TTFT}, {stats.MetricTPOT, r.TPOT}, {stats.MetricE2EL, r.E2EL}} {
 		if s.d <= 0 {
 			continue
 		}
-		if v := percentileOf(m, s.name, r.Percentile); v > ms(s.d) {
+		if v := percentileOf(m, s.name, r.Percentile); v > stats.Milliseconds(s.d) {
 			why = append(why, fmt.Sprintf("p%s %s %.2fms > %s", pyfmt.Percentile(r.Percentile), s.name, v, s.d))
 		}
 	}
@@ -83,7 +84,7 @@ func (r PassRule) Check(m Metrics) (bool, []string) {
 
 // percentileOf returns percentile p of a metric's censored Dist
 // (Metrics.Latency), in ms.
-func percentileOf(m Metrics, name string, p float64) float64 {
+func percentileOf(m stats.Metrics, name string, p float64) float64 {
 	for _, q := range m.Latency[name].Percentiles {
 		if q.P == p {
 			return q.MS
@@ -96,7 +97,7 @@ func percentileOf(m Metrics, name string, p float64) float64 {
 type Repeat struct {
 	Rate    float64
 	Index   int
-	Metrics Metrics
+	Metrics stats.Metrics
 	Pass    bool
 	Why     []string
 	// NotSteady flags a repeat whose latency kept growing (PassRule).
@@ -104,7 +105,7 @@ type Repeat struct {
 }
 
 // LevelFunc runs one repeat of the level at rate; repeat counts from 0.
-type LevelFunc func(ctx context.Context, rate float64, repeat int) (Metrics, error)
+type LevelFunc func(ctx context.Context, rate float64, repeat int) (stats.Metrics, error)
 
 // Orders of the staircase's runs (SearchOptions.Order).
 const (

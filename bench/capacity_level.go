@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -41,7 +42,7 @@ type LevelOptions struct {
 // written to the ledger with their level and repeat, and summarised.
 func NewLevelFunc(o LevelOptions) LevelFunc {
 	var seq atomic.Uint64
-	return func(ctx context.Context, rate float64, repeat int) (Metrics, error) {
+	return func(ctx context.Context, rate float64, repeat int) (stats.Metrics, error) {
 		nWarm := int(math.Round(rate * o.Warmup.Seconds()))
 		n := max(1, int(math.Round(rate*o.Duration.Seconds())))
 		seed := o.Seed + int64(repeat)*1_000_003 + int64(math.Round(rate*1000))
@@ -58,8 +59,8 @@ func NewLevelFunc(o LevelOptions) LevelFunc {
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return Metrics{}, err
+			return stats.Metrics{}, err
 		}
-		return Compute(measured, ComputeOptions{Percentiles: o.Percentiles}), nil
+		return stats.Compute(measured, stats.Options{Percentiles: o.Percentiles}), nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -87,9 +88,9 @@ func PrintTable(w io.Writer, s *Search, rule PassRule) {
 			pyfmt.Float(r.Rate, 2), r.Index+1, m.Offered, m.Sent, pyfmt.Float(m.SendRate, 2), pyfmt.Float(m.CompletedThroughput, 2),
 			pyfmt.Float(m.Goodput, 2), pyfmt.Float(m.Acceptance, 4), m.PromptTokens, m.OutputTokens,
 			m.Dispositions[probe.Unfinished], m.Timeouts,
-			msText(m, MetricTTFT, 50), msText(m, MetricTTFT, rule.Percentile),
-			msText(m, MetricTPOT, 50), msText(m, MetricTPOT, rule.Percentile),
-			msText(m, MetricE2EL, 50), msText(m, MetricE2EL, rule.Percentile),
+			msText(m, stats.MetricTTFT, 50), msText(m, stats.MetricTTFT, rule.Percentile),
+			msText(m, stats.MetricTPOT, 50), msText(m, stats.MetricTPOT, rule.Percentile),
+			msText(m, stats.MetricE2EL, 50), msText(m, stats.MetricE2EL, rule.Percentile),
 			steady, failureMix(m), verdict)
 	}
 	_ = tw.Flush()
@@ -109,7 +110,7 @@ func PrintVerdict(w io.Writer, s *Search) {
 }
 
 // msText renders percentile p of a metric in ms, "-" when not measured.
-func msText(m Metrics, name string, p float64) string {
+func msText(m stats.Metrics, name string, p float64) string {
 	v := percentileOf(m, name, p)
 	if math.IsNaN(v) {
 		return "-"
@@ -118,9 +119,9 @@ func msText(m Metrics, name string, p float64) string {
 }
 
 // failureMix lists the dispositions other than accepted that occurred.
-func failureMix(m Metrics) string {
+func failureMix(m stats.Metrics) string {
 	var parts []string
-	for _, d := range AllDispositions {
+	for _, d := range stats.AllDispositions {
 		if n := m.Dispositions[d]; n > 0 && d != probe.Accepted {
 			parts = append(parts, fmt.Sprintf("%s=%d", d, n))
 		}
@@ -225,14 +226,14 @@ func newRepeatJSON(r Repeat) repeatJSON {
 		Sent: m.Sent, SendRate: pyfmt.JSONFloat(m.SendRate), ServerCompleted: m.ServerCompleted, WallClockS: m.Window.Seconds(),
 		CompletedThroughput: m.CompletedThroughput, Goodput: m.Goodput, AcceptanceRatio: m.Acceptance,
 		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, Unfinished: m.Dispositions[probe.Unfinished],
-		Timeouts: m.Timeouts, TTFTMS: pctMap(m, MetricTTFT), TPOTMS: pctMap(m, MetricTPOT), E2ELMS: pctMap(m, MetricE2EL),
+		Timeouts: m.Timeouts, TTFTMS: pctMap(m, stats.MetricTTFT), TPOTMS: pctMap(m, stats.MetricTPOT), E2ELMS: pctMap(m, stats.MetricE2EL),
 		Dispositions: disp, FailureReasons: m.Reasons, NotSteady: r.NotSteady,
 		TTFTFirstThirdMS: m.TTFTFirstThird, TTFTLastThirdMS: m.TTFTLastThird,
 	}
 }
 
 // pctMap returns a metric's percentiles keyed "p50", "p99", ....
-func pctMap(m Metrics, name string) map[string]float64 {
+func pctMap(m stats.Metrics, name string) map[string]float64 {
 	out := map[string]float64{}
 	for _, p := range m.Latency[name].Percentiles {
 		out["p"+pyfmt.Percentile(p.P)] = p.MS

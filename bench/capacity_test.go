@@ -16,6 +16,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -28,14 +29,14 @@ type fakeLevels struct {
 	ran        []float64
 }
 
-func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (Metrics, error) {
+func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (stats.Metrics, error) {
 	f.ran = append(f.ran, rate)
 	acc := 1.0
 	if rate > f.capacity || (rate == f.failRate && repeat == f.failRepeat) {
 		acc = 0.5
 	}
 	n := 100
-	return Metrics{Offered: n, Completed: n, Acceptance: acc,
+	return stats.Metrics{Offered: n, Completed: n, Acceptance: acc,
 		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, nil
 }
 
@@ -133,7 +134,7 @@ func TestRunSearchOrder(t *testing.T) {
 func TestRunSearchError(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := RunSearch(context.Background(), SearchOptions{Rates: []float64{1}, Repeats: 1},
-		func(context.Context, float64, int) (Metrics, error) { return Metrics{}, boom })
+		func(context.Context, float64, int) (stats.Metrics, error) { return stats.Metrics{}, boom })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "level 1.0 req/s") {
 		t.Errorf("err = %v, want the level named and the cause wrapped", err)
 	}
@@ -144,19 +145,19 @@ func TestPassRule(t *testing.T) {
 	if got, want := rule.String(), "acceptance >= 0.9900 and p99 ttft <= 500ms and p99 e2el <= 2s"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
-	dists := func(ttft, e2el float64) map[string]Dist {
-		return map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{99, ttft}}}, MetricE2EL: {Percentiles: []Percentile{{99, e2el}}}}
+	dists := func(ttft, e2el float64) map[string]stats.Dist {
+		return map[string]stats.Dist{stats.MetricTTFT: {Percentiles: []stats.Percentile{{P: 99, MS: ttft}}}, stats.MetricE2EL: {Percentiles: []stats.Percentile{{P: 99, MS: e2el}}}}
 	}
 	tests := []struct {
 		name string
-		m    Metrics
+		m    stats.Metrics
 		pass bool
 		why  string
 	}{
-		{"meets everything", Metrics{Acceptance: 0.995, Latency: dists(499, 1999)}, true, ""},
-		{"low acceptance", Metrics{Acceptance: 0.98, Latency: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
-		{"slow ttft", Metrics{Acceptance: 1, Latency: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
-		{"slow e2el", Metrics{Acceptance: 1, Latency: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
+		{"meets everything", stats.Metrics{Acceptance: 0.995, Latency: dists(499, 1999)}, true, ""},
+		{"low acceptance", stats.Metrics{Acceptance: 0.98, Latency: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
+		{"slow ttft", stats.Metrics{Acceptance: 1, Latency: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
+		{"slow e2el", stats.Metrics{Acceptance: 1, Latency: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,34 +183,15 @@ func TestPassRuleSteady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.first, "->", tt.last), func(t *testing.T) {
-			pass, why := rule.Check(Metrics{TTFTFirstThird: tt.first, TTFTLastThird: tt.last})
+			pass, why := rule.Check(stats.Metrics{TTFTFirstThird: tt.first, TTFTLastThird: tt.last})
 			if pass != tt.steady || (len(why) > 0) == tt.steady {
 				t.Errorf("Check = %v %v, want steady %v", pass, why, tt.steady)
 			}
 		})
 	}
 	off := PassRule{Percentile: 99}
-	if pass, _ := off.Check(Metrics{TTFTFirstThird: 1, TTFTLastThird: 1000}); !pass {
+	if pass, _ := off.Check(stats.Metrics{TTFTFirstThird: 1, TTFTLastThird: 1000}); !pass {
 		t.Error("SteadyRatio 0 should turn the check off")
-	}
-}
-
-// TestComputeThirds checks the medians of the TTFT thirds, in planned
-// order, with a timeout counted at the timeout.
-func TestComputeThirds(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	run := &openloop.Run{Start: t0, Timeout: time.Second}
-	for i, ttft := range []int{5, 1, 3, 50, 60, 70, 200, 0, 100} { // 0: timed out before its first token
-		r := &probe.Result{Seq: uint64(i + 1), Sent: t0, Disposition: probe.Accepted, TTFT: time.Duration(ttft) * time.Millisecond,
-			E2EL: time.Second, OutputTokens: 1}
-		if ttft == 0 {
-			r.Disposition, r.Reason, r.E2EL = probe.ClientTimeout, probe.ReasonTimeout, 0
-		}
-		run.Results, run.Ended = append(run.Results, r), append(run.Ended, t0.Add(time.Second))
-	}
-	m := Compute(run, ComputeOptions{Percentiles: []float64{50}})
-	if m.TTFTFirstThird != 3 || m.TTFTLastThird != 200 {
-		t.Errorf("thirds %v, %v; want 3 and 200 (median of 200, 1000, 100)", m.TTFTFirstThird, m.TTFTLastThird)
 	}
 }
 
@@ -328,7 +310,7 @@ func TestWriteChart(t *testing.T) {
 	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
 		for i := range 2 {
 			g := math.Min(r, 5.5) * 0.995
-			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
+			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: stats.Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
 		}
 	}
 	var buf bytes.Buffer
@@ -347,9 +329,9 @@ func TestWriteChart(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	s := &Search{Rule: "acceptance >= 0.9900", Rated: 2, Saturated: true, LowestFail: 4, Repeats: []Repeat{
-		{Rate: 2, Pass: true, Metrics: Metrics{Acceptance: 1, SendRate: 2, CompletedThroughput: 2, Goodput: 2,
-			Latency: map[string]Dist{MetricTTFT: {Percentiles: []Percentile{{50, 10}, {99, 20}}}}}},
-		{Rate: 4, Why: []string{"acceptance 0.5000 < 0.9900"}, Metrics: Metrics{Acceptance: 0.5,
+		{Rate: 2, Pass: true, Metrics: stats.Metrics{Acceptance: 1, SendRate: 2, CompletedThroughput: 2, Goodput: 2,
+			Latency: map[string]stats.Dist{stats.MetricTTFT: {Percentiles: []stats.Percentile{{P: 50, MS: 10}, {P: 99, MS: 20}}}}}},
+		{Rate: 4, Why: []string{"acceptance 0.5000 < 0.9900"}, Metrics: stats.Metrics{Acceptance: 0.5,
 			Dispositions: map[probe.Disposition]int{probe.Accepted: 1, probe.ClientTimeout: 1}}},
 	}}
 	var buf bytes.Buffer
@@ -366,5 +348,31 @@ func TestPrintTable(t *testing.T) {
 	b, err := MarshalSearch(s, nil, nil)
 	if err != nil || !strings.Contains(string(b), `"rated_capacity": 2`) || !strings.Contains(string(b), `"lowest_fail": 4`) {
 		t.Errorf("JSON %s, %v", b, err)
+	}
+}
+
+// TestPassRuleSeesTimeouts checks that capacity's pass rule reads the
+// censored latencies: 98 fast requests and 2 client timeouts at 1 s fail
+// a p99 E2EL objective of 500ms, which the completed requests alone meet.
+func TestPassRuleSeesTimeouts(t *testing.T) {
+	t0, gap := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10*time.Millisecond
+	run := &openloop.Run{Start: t0, Timeout: time.Second}
+	for i := range 100 {
+		at := t0.Add(time.Duration(i) * gap)
+		r := &probe.Result{Seq: uint64(i + 1), Scheduled: at, Sent: at, Disposition: probe.Accepted, TTFT: gap / 2, E2EL: gap, OutputTokens: 1}
+		if i >= 98 {
+			r.Disposition, r.Reason, r.TTFT, r.E2EL, r.OutputTokens = probe.ClientTimeout, probe.ReasonTimeout, 0, 0, 0
+		}
+		run.Results, run.Ended = append(run.Results, r), append(run.Ended, at.Add(gap))
+	}
+	run.End, run.Span = run.Ended[99], 99*gap
+	m := stats.Compute(run, stats.Options{Percentiles: []float64{99}})
+	rule := PassRule{MinAcceptance: 0.9, Percentile: 99, E2EL: 500 * time.Millisecond}
+	pass, why := rule.Check(m)
+	if pass || len(why) != 1 || !strings.HasPrefix(why[0], "p99 e2el 1000.00ms > 500ms") {
+		t.Errorf("Check = %v %v, want a p99 e2el failure at the 1s timeout", pass, why)
+	}
+	if p99 := m.Dists[stats.MetricE2EL].Percentiles[0].MS; p99 > 500 {
+		t.Errorf("vLLM's p99 E2EL %v over completed requests, want 10ms", p99)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
 // CapacityFlags holds the raw values of the capacity command's flags.
@@ -97,7 +99,7 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 		return o, usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
 	}
 	w.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
-	w.MetricPercentiles, w.PercentileMetrics = []float64{50, o.Rule.Percentile}, metricNames
+	w.MetricPercentiles, w.PercentileMetrics = []float64{50, o.Rule.Percentile}, stats.RequestMetrics
 	w.APIKey = os.Getenv("OPENAI_API_KEY")
 	var list []float64
 	if strings.TrimSpace(f.rates) != "" {

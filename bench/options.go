@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
 // ErrUsage marks errors in the user's flags; the command exits 2 on them.
@@ -35,28 +37,6 @@ const (
 	DatasetCustom   = "custom" // JSONL of {"prompt"} or {"messages"} lines
 )
 
-// Metric names of the percentile metrics.
-const (
-	MetricTTFT = "ttft"
-	MetricTPOT = "tpot"
-	MetricITL  = "itl"
-	MetricE2EL = "e2el"
-)
-
-// vLLM's client-side queueing metrics, reported with --max-concurrency
-// when --percentile-metrics names them: the wait for a concurrency slot,
-// and E2EL with that wait (only for a finite --request-rate).
-const (
-	MetricClientQueue  = "client_queue_time"
-	MetricE2ELAndQueue = "e2el_including_client_queue"
-)
-
-// metricNames lists the request metrics in vLLM's print order.
-var metricNames = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL}
-
-// allMetricNames adds the queueing metrics, which vLLM prints last.
-var allMetricNames = append(slices.Clone(metricNames), MetricClientQueue, MetricE2ELAndQueue)
-
 // Goodput holds the per-request objectives of --goodput. An objective
 // counts when it was given, whatever its value: ttft:0 is an objective no
 // request meets, as in vLLM.
@@ -74,6 +54,14 @@ func (g Goodput) IsSet() bool { return g.hasTTFT || g.hasTPOT || g.hasE2EL }
 func (g Goodput) Good(ttft, tpot, e2el time.Duration) bool {
 	ok := func(has bool, slo, v time.Duration) bool { return !has || v <= slo }
 	return ok(g.hasTTFT, g.TTFT, ttft) && ok(g.hasTPOT, g.TPOT, tpot) && ok(g.hasE2EL, g.E2EL, e2el)
+}
+
+// rule returns Good as Compute takes it: nil when no objective was given.
+func (g Goodput) rule() func(ttft, tpot, e2el time.Duration) bool {
+	if !g.IsSet() {
+		return nil
+	}
+	return g.Good
 }
 
 // judgeSLO is an objective as the probe's judge takes it, where 0 means
@@ -103,11 +91,11 @@ func ParseGoodput(values []string) (Goodput, error) {
 			}
 			d := time.Duration(ms * float64(time.Millisecond))
 			switch key {
-			case MetricTTFT:
+			case stats.MetricTTFT:
 				g.TTFT, g.hasTTFT = d, true
-			case MetricTPOT:
+			case stats.MetricTPOT:
 				g.TPOT, g.hasTPOT = d, true
-			case MetricE2EL:
+			case stats.MetricE2EL:
 				g.E2EL, g.hasE2EL = d, true
 			default:
 				return Goodput{}, usageErr("--goodput %q: the key must be one of ttft, tpot, e2el", pair)
@@ -137,8 +125,8 @@ func ParseMetrics(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		m := strings.TrimSpace(f)
-		if !slices.Contains(allMetricNames, m) {
-			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of %s", s, strings.Join(allMetricNames, ","))
+		if !slices.Contains(stats.AllMetrics, m) {
+			return nil, usageErr("--percentile-metrics %q: want a comma-separated subset of %s", s, strings.Join(stats.AllMetrics, ","))
 		}
 		out = append(out, m)
 	}

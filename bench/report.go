@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -32,12 +33,12 @@ type Settings struct {
 
 // metricTitles are vLLM's section headers and short names per metric.
 var metricTitles = map[string][2]string{
-	MetricTTFT:         {"Time to First Token", "TTFT"},
-	MetricTPOT:         {"Time per Output Token (excl. 1st token)", "TPOT"},
-	MetricITL:          {"Inter-token Latency", "ITL"},
-	MetricE2EL:         {"End-to-end Latency", "E2EL"},
-	MetricClientQueue:  {"Client-side Queueing", "Client Queue Time"},
-	MetricE2ELAndQueue: {"Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue"},
+	stats.MetricTTFT:         {"Time to First Token", "TTFT"},
+	stats.MetricTPOT:         {"Time per Output Token (excl. 1st token)", "TPOT"},
+	stats.MetricITL:          {"Inter-token Latency", "ITL"},
+	stats.MetricE2EL:         {"End-to-end Latency", "E2EL"},
+	stats.MetricClientQueue:  {"Client-side Queueing", "Client Queue Time"},
+	stats.MetricE2ELAndQueue: {"Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue"},
 }
 
 // reported lists the selected metrics vLLM reports, in its order: the
@@ -45,11 +46,11 @@ var metricTitles = map[string][2]string{
 // at a finite rate.
 func reported(s Settings) []string {
 	var out []string
-	for _, name := range allMetricNames {
+	for _, name := range stats.AllMetrics {
 		switch {
 		case !slices.Contains(s.PercentileMetrics, name):
-		case (name == MetricClientQueue || name == MetricE2ELAndQueue) && s.MaxConcurrency <= 0:
-		case name == MetricE2ELAndQueue && math.IsInf(s.RequestRate, 1):
+		case (name == stats.MetricClientQueue || name == stats.MetricE2ELAndQueue) && s.MaxConcurrency <= 0:
+		case name == stats.MetricE2ELAndQueue && math.IsInf(s.RequestRate, 1):
 		default:
 			out = append(out, name)
 		}
@@ -82,7 +83,7 @@ func lineFloat(w io.Writer, label string, v float64) {
 func PrintFailures(w io.Writer, run *openloop.Run) {
 	var failed []*probe.Result
 	for _, r := range run.Results {
-		if !completed(r) {
+		if !stats.Completed(r) {
 			failed = append(failed, r)
 		}
 	}
@@ -96,7 +97,7 @@ func PrintFailures(w io.Writer, run *openloop.Run) {
 }
 
 // PrintResult prints vLLM's "Serving Benchmark Result" block line for line.
-func PrintResult(w io.Writer, s Settings, m Metrics) {
+func PrintResult(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, center(" Serving Benchmark Result ", '=', 50))
 	lineInt(w, "Successful requests:", m.Completed)
 	lineInt(w, "Failed requests:", m.Failed)
@@ -133,7 +134,7 @@ func PrintResult(w io.Writer, s Settings, m Metrics) {
 // load, completed throughput and goodput over the wall-clock window,
 // acceptance, the latencies with timeouts counted at the timeout, and the
 // disposition mix that accounts for every offered request.
-func PrintLedger(w io.Writer, s Settings, m Metrics) {
+func PrintLedger(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, center(" Prober Ledger ", '=', 50))
 	lineInt(w, "Offered requests:", m.Offered)
 	if m.Abandoned > 0 {
@@ -149,7 +150,7 @@ func PrintLedger(w io.Writer, s Settings, m Metrics) {
 	fmt.Fprintf(w, "%-40s %-10s\n", "Acceptance ratio:", pyfmt.Float(m.Acceptance, 4))
 	printCensored(w, s, m)
 	fmt.Fprintln(w, center("Dispositions", '-', 50))
-	for _, d := range AllDispositions {
+	for _, d := range stats.AllDispositions {
 		lineInt(w, string(d)+":", m.Dispositions[d])
 	}
 	if len(m.Reasons) > 0 {
@@ -166,9 +167,9 @@ func PrintLedger(w io.Writer, s Settings, m Metrics) {
 
 // printCensored prints the selected latencies of Metrics.Latency: the
 // median and the selected percentiles.
-func printCensored(w io.Writer, s Settings, m Metrics) {
+func printCensored(w io.Writer, s Settings, m stats.Metrics) {
 	header := false
-	for _, name := range []string{MetricTTFT, MetricTPOT, MetricE2EL} {
+	for _, name := range []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricE2EL} {
 		if !slices.Contains(s.PercentileMetrics, name) {
 			continue
 		}
@@ -208,7 +209,7 @@ func DefaultResultFilename(s Settings, at time.Time) string {
 }
 
 // MarshalResult renders the saved JSON: vLLM's keys, then the prober's.
-func MarshalResult(s Settings, m Metrics, run *openloop.Run, detailed bool, at time.Time) ([]byte, error) {
+func MarshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time) ([]byte, error) {
 	out := vllmKeys(s, m, at)
 	for _, name := range reported(s) {
 		d := m.Dists[name]
@@ -238,7 +239,7 @@ func MarshalResult(s Settings, m Metrics, run *openloop.Run, detailed bool, at t
 
 // censoredJSON renders Metrics.Latency as {"ttft": {"mean": ..,
 // "median": .., "p99": ..}, ...}.
-func censoredJSON(m Metrics) map[string]map[string]float64 {
+func censoredJSON(m stats.Metrics) map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
 	for name, d := range m.Latency {
 		v := map[string]float64{"mean": d.Mean, "median": d.Median}
@@ -251,7 +252,7 @@ func censoredJSON(m Metrics) map[string]map[string]float64 {
 }
 
 // vllmKeys returns vLLM's run settings, totals and throughputs.
-func vllmKeys(s Settings, m Metrics, at time.Time) map[string]any {
+func vllmKeys(s Settings, m stats.Metrics, at time.Time) map[string]any {
 	var label, maxConc, goodput any
 	if s.Label != "" {
 		label = s.Label
@@ -287,7 +288,7 @@ func addPerRequest(out map[string]any, run *openloop.Run, detailed bool) {
 	texts, errs := make([]string, n), make([]string, n)
 	for i, r := range run.Results {
 		inLens[i], texts[i], errs[i] = r.PromptTokens, r.Text, r.Error
-		if completed(r) {
+		if stats.Completed(r) {
 			outLens[i], lats[i] = r.OutputTokens, r.E2EL.Seconds()
 		}
 		ttfts[i] = r.TTFT.Seconds()

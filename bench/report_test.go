@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
-	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -31,14 +31,14 @@ func syntheticRun() *openloop.Run {
 func syntheticSettings() Settings {
 	return Settings{Backend: BackendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
 		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
-		PercentileMetrics: metricNames, Percentiles: []float64{99, 99.9}}
+		PercentileMetrics: stats.RequestMetrics, Percentiles: []float64{99, 99.9}}
 }
 
 // TestPrintResultGolden compares with testdata/result_block.golden, which
 // was printed by Python with vLLM's own format strings for these figures.
 func TestPrintResultGolden(t *testing.T) {
 	s := syntheticSettings()
-	m := Compute(syntheticRun(), ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles})
+	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	PrintResult(&buf, s, m)
 	want, err := os.ReadFile("testdata/result_block.golden")
@@ -65,9 +65,9 @@ func line(ls []string, i int) string {
 
 func TestPrintResultOptionalLines(t *testing.T) {
 	s := syntheticSettings()
-	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), Goodput{}, []string{MetricTTFT}
+	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), Goodput{}, []string{stats.MetricTTFT}
 	var buf bytes.Buffer
-	PrintResult(&buf, s, Compute(syntheticRun(), ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles}))
+	PrintResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}))
 	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL"} {
 		t.Run(absent, func(t *testing.T) {
 			if strings.Contains(buf.String(), absent) {
@@ -79,7 +79,7 @@ func TestPrintResultOptionalLines(t *testing.T) {
 
 func TestPrintLedger(t *testing.T) {
 	s := syntheticSettings()
-	m := Compute(syntheticRun(), ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles})
+	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	PrintLedger(&buf, s, m)
 	for _, want := range []string{
@@ -110,7 +110,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := MarshalResult(s, Compute(run, ComputeOptions{Goodput: s.Goodput, Percentiles: s.Percentiles}), run, true, run.Start)
+	b, err := MarshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,22 +171,5 @@ func TestDefaultResultFilename(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestQuantileMatchesNumpy(t *testing.T) {
-	xs := []float64{1, 2, 3, 4}
-	tests := []struct {
-		p, want float64
-	}{{50, 2.5}, {99, 3.97}, {100, 4}, {25, 1.75}}
-	for _, tt := range tests {
-		t.Run(pyfmt.Percentile(tt.p), func(t *testing.T) {
-			if got := distOf(xs, []float64{tt.p}).Percentiles[0].MS; math.Abs(got-tt.want) > 1e-12 {
-				t.Errorf("p%v = %v, want %v (numpy linear)", tt.p, got, tt.want)
-			}
-		})
-	}
-	if d := distOf(xs, nil); math.Abs(d.Std-1.118033988749895) > 1e-12 || d.Mean != 2.5 {
-		t.Errorf("dist = %+v, want numpy's population std 1.1180", d)
 	}
 }

@@ -1,4 +1,8 @@
-package bench
+// Package stats computes what a bench or capacity run measured: vLLM's
+// BenchmarkMetrics (numpy's linear percentiles over the completed
+// requests) and the prober's offered, completed, goodput and acceptance
+// figures with timeouts counted at the timeout.
+package stats
 
 import (
 	"math"
@@ -9,6 +13,28 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
+
+// Metric names of the percentile metrics.
+const (
+	MetricTTFT = "ttft"
+	MetricTPOT = "tpot"
+	MetricITL  = "itl"
+	MetricE2EL = "e2el"
+)
+
+// vLLM's client-side queueing metrics, reported with --max-concurrency
+// when --percentile-metrics names them: the wait for a concurrency slot,
+// and E2EL with that wait (only for a finite --request-rate).
+const (
+	MetricClientQueue  = "client_queue_time"
+	MetricE2ELAndQueue = "e2el_including_client_queue"
+)
+
+// RequestMetrics lists the request metrics in vLLM's print order.
+var RequestMetrics = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL}
+
+// AllMetrics adds the queueing metrics, which vLLM prints last.
+var AllMetrics = append(slices.Clone(RequestMetrics), MetricClientQueue, MetricE2ELAndQueue)
 
 // Percentile is one requested percentile of a metric, in milliseconds.
 type Percentile struct {
@@ -81,9 +107,9 @@ const steadyMinSamples = 6
 // AllDispositions lists the dispositions a bench report accounts for.
 var AllDispositions = append(slices.Clone(probe.Dispositions), probe.Unfinished)
 
-// completed reports whether a request's stream completed, whatever the
+// Completed reports whether a request's stream completed, whatever the
 // judge then said of it: vLLM's "successful".
-func completed(r *probe.Result) bool {
+func Completed(r *probe.Result) bool {
 	switch r.Disposition {
 	case probe.Accepted, probe.LatencyFailure, probe.QualityFailure:
 		return true
@@ -91,14 +117,16 @@ func completed(r *probe.Result) bool {
 	return false
 }
 
-// ComputeOptions are the definitions Compute applies to a run.
-type ComputeOptions struct {
-	Goodput     Goodput   // vLLM's --goodput rule; may be unset
+// Options are the definitions Compute applies to a run.
+type Options struct {
+	// Good is vLLM's --goodput rule: whether a completed request's
+	// latencies meet every objective given. nil = no goodput.
+	Good        func(ttft, tpot, e2el time.Duration) bool
 	Percentiles []float64 // the Dists' percentiles
 }
 
 // Compute derives the metrics of a run.
-func Compute(run *openloop.Run, o ComputeOptions) Metrics {
+func Compute(run *openloop.Run, o Options) Metrics {
 	m := Metrics{Duration: run.Duration(), Offered: len(run.Results), Dists: map[string]Dist{},
 		Dispositions: map[probe.Disposition]int{}, Reasons: map[string]int{}}
 	for _, d := range AllDispositions {
@@ -111,30 +139,30 @@ func Compute(run *openloop.Run, o ComputeOptions) Metrics {
 		if r.Reason != "" && r.Disposition != probe.Accepted {
 			m.Reasons[r.Reason]++
 		}
-		if !completed(r) {
+		if !Completed(r) {
 			m.Failed++
 			continue
 		}
 		m.Completed++
 		m.TotalInput += r.PromptTokens
 		m.TotalOutput += r.OutputTokens
-		samples[MetricTTFT] = append(samples[MetricTTFT], ms(r.TTFT))
-		samples[MetricE2EL] = append(samples[MetricE2EL], ms(r.E2EL))
+		samples[MetricTTFT] = append(samples[MetricTTFT], Milliseconds(r.TTFT))
+		samples[MetricE2EL] = append(samples[MetricE2EL], Milliseconds(r.E2EL))
 		if r.OutputTokens > 1 {
-			samples[MetricTPOT] = append(samples[MetricTPOT], ms(r.TPOT))
+			samples[MetricTPOT] = append(samples[MetricTPOT], Milliseconds(r.TPOT))
 		}
 		for _, d := range r.ITLs {
-			samples[MetricITL] = append(samples[MetricITL], ms(d))
+			samples[MetricITL] = append(samples[MetricITL], Milliseconds(d))
 		}
 		if i < len(run.Queued) {
-			samples[MetricClientQueue] = append(samples[MetricClientQueue], ms(run.Queued[i]))
-			samples[MetricE2ELAndQueue] = append(samples[MetricE2ELAndQueue], ms(r.E2EL+run.Queued[i]))
+			samples[MetricClientQueue] = append(samples[MetricClientQueue], Milliseconds(run.Queued[i]))
+			samples[MetricE2ELAndQueue] = append(samples[MetricE2ELAndQueue], Milliseconds(r.E2EL+run.Queued[i]))
 		}
-		if o.Goodput.IsSet() && o.Goodput.Good(r.TTFT, r.TPOT, r.E2EL) {
+		if o.Good != nil && o.Good(r.TTFT, r.TPOT, r.E2EL) {
 			goodCount++
 		}
 	}
-	for _, name := range allMetricNames {
+	for _, name := range AllMetrics {
 		m.Dists[name] = distOf(samples[name], o.Percentiles)
 	}
 	m.vllmRates(goodCount)
@@ -225,7 +253,7 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []floa
 		ttft, tpot, e2el := r.TTFT, r.TPOT, r.E2EL
 		hasTPOT := r.OutputTokens > 1
 		switch {
-		case completed(r):
+		case Completed(r):
 		case (r.Disposition == probe.ClientTimeout || r.Disposition == probe.Unfinished) && !r.Sent.IsZero():
 			e2el = givenUpAfter(run, i)
 			if ttft == 0 || ttft > e2el {
@@ -238,10 +266,10 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []floa
 		default:
 			continue
 		}
-		samples[MetricTTFT] = append(samples[MetricTTFT], ms(ttft))
-		samples[MetricE2EL] = append(samples[MetricE2EL], ms(e2el))
+		samples[MetricTTFT] = append(samples[MetricTTFT], Milliseconds(ttft))
+		samples[MetricE2EL] = append(samples[MetricE2EL], Milliseconds(e2el))
 		if hasTPOT {
-			samples[MetricTPOT] = append(samples[MetricTPOT], ms(tpot))
+			samples[MetricTPOT] = append(samples[MetricTPOT], Milliseconds(tpot))
 		}
 	}
 	out := map[string]Dist{}
@@ -270,7 +298,7 @@ func givenUpAfter(run *openloop.Run, i int) time.Duration {
 func peaks(results []*probe.Result) (float64, int) {
 	var first, last time.Time
 	for _, r := range results {
-		if completed(r) {
+		if Completed(r) {
 			if first.IsZero() || r.Sent.Before(first) {
 				first = r.Sent
 			}
@@ -283,7 +311,7 @@ func peaks(results []*probe.Result) (float64, int) {
 	n := int(math.Ceil(last.Sub(first).Seconds())) + 1
 	tokens, conc := make([]float64, n), make([]int, n)
 	for _, r := range results {
-		if !completed(r) {
+		if !Completed(r) {
 			continue
 		}
 		t := r.Sent.Sub(first) + r.TTFT
@@ -327,7 +355,8 @@ func distOf(xs []float64, percentiles []float64) Dist {
 	return d
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// Milliseconds converts d to the unit of Dist and Percentile.
+func Milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
