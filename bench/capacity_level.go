@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -37,10 +38,10 @@ type LevelOptions struct {
 	OnLedger    func(*probe.Result) // every request written to Ledger; may be nil
 }
 
-// NewLevelFunc returns the LevelFunc that runs levels with o: round(rate *
+// NewLevelFunc returns the capacity.LevelFunc that runs levels with o: round(rate *
 // (Warmup+Duration)) requests on vLLM's arrival process, the measured ones
 // written to the ledger with their level and repeat, and summarised.
-func NewLevelFunc(o LevelOptions) LevelFunc {
+func NewLevelFunc(o LevelOptions) capacity.LevelFunc {
 	var seq atomic.Uint64
 	return func(ctx context.Context, rate float64, repeat int) (stats.Metrics, error) {
 		nWarm := int(math.Round(rate * o.Warmup.Seconds()))

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -29,14 +30,14 @@ type CapacityOptions struct {
 
 	Rates      []float64
 	Repeats    int
-	Order      string // one of Orders; "" = interleaved
+	Order      string // one of capacity.Orders; "" = interleaved
 	Resolution float64
 	Duration   time.Duration // measured part of each level
 	Warmup     time.Duration
 	Drain      time.Duration
 	Burstiness float64 // flag mode only; probes use their own
 	Seed       int64
-	Rule       PassRule
+	Rule       capacity.PassRule
 	// RuleFromProbe fills the rule's objectives from the probe's SLO when
 	// the rule names none.
 	RuleFromProbe bool
@@ -47,7 +48,7 @@ type CapacityOptions struct {
 
 // CapacityOutcome is a finished search and where its files went.
 type CapacityOutcome struct {
-	Search                      *Search
+	Search                      *capacity.Search
 	JSONPath, SVGPath, LedgerOf string
 }
 
@@ -68,8 +69,8 @@ func (o *CapacityOptions) Validate() error {
 		return usageErr("--pass-percentile %v must be in (0, 100]", o.Rule.Percentile)
 	case !(o.Rule.SteadyRatio == 0 || o.Rule.SteadyRatio >= 1) || o.Rule.SteadyGrowth < 0:
 		return usageErr("--steady-ratio %v must be 0 (off) or at least 1, --steady-growth not negative", o.Rule.SteadyRatio)
-	case o.Order != "" && !slices.Contains(Orders, o.Order):
-		return usageErr("--order %q: want one of %s", o.Order, strings.Join(Orders, ", "))
+	case o.Order != "" && !slices.Contains(capacity.Orders, o.Order):
+		return usageErr("--order %q: want one of %s", o.Order, strings.Join(capacity.Orders, ", "))
 	case o.Config == nil && !(o.Burstiness > 0):
 		return usageErr("--burstiness %v must be positive (or inf)", o.Burstiness)
 	}
@@ -84,7 +85,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		return nil, err
 	}
 	if o.Order == "" {
-		o.Order = OrderInterleaved
+		o.Order = capacity.OrderInterleaved
 	}
 	setup, err := capacitySender(ctx, &o, env)
 	if err != nil {
@@ -101,10 +102,10 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}
-	header := Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
+	header := capacity.Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
 		Repeats: o.Repeats, Order: o.Order, Rule: o.Rule.String()}
-	PrintHeader(env.Stdout, header)
+	capacity.PrintHeader(env.Stdout, header)
 	bar := NewProgress(env.Progress, -1, "capacity")
 	var written atomic.Int64
 	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
@@ -112,9 +113,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
 		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) }})
-	search, err := RunSearch(ctx, SearchOptions{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
+	search, err := capacity.Run(ctx, capacity.Options{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
 		Order: o.Order, Seed: o.Seed,
-		OnRepeat: func(r Repeat) {
+		OnRepeat: func(r capacity.Repeat) {
 			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyfmt.Float(r.Rate, 2), r.Index+1, passWord(r.Pass)))
 			env.Logger.Info("level repeat done", "offered_rate", r.Rate, "repeat", r.Index+1, "pass", r.Pass,
 				"acceptance", r.Metrics.Acceptance, "why", strings.Join(r.Why, "; "))
@@ -125,8 +126,8 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	}
 	out.Search = search
 	if search != nil && len(search.Repeats) > 0 {
-		PrintTable(env.Stdout, search, o.Rule)
-		PrintVerdict(env.Stdout, search)
+		capacity.PrintTable(env.Stdout, search, o.Rule)
+		capacity.PrintVerdict(env.Stdout, search)
 		if werr := writeCapacityFiles(out, o, header); werr != nil {
 			return out, errors.Join(err, werr)
 		}
@@ -143,14 +144,14 @@ func passWord(ok bool) string {
 }
 
 // writeCapacityFiles writes the JSON report and the chart.
-func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h Header) error {
+func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h capacity.Header) error {
 	settings := map[string]any{"rates": o.Rates, "resolution": o.Resolution}
 	if w := o.Workload; o.Config == nil {
 		settings["workload"] = map[string]any{"base_url": w.BaseURL, "endpoint": w.Endpoint, "backend": w.Backend,
 			"model": w.Model, "dataset_name": w.DatasetName, "dataset_path": w.DatasetPath, "random_input_len": w.RandomInputLen,
 			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio}
 	}
-	b, err := MarshalSearch(out.Search, &h, settings)
+	b, err := capacity.Marshal(out.Search, &h, settings)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -24,7 +25,7 @@ type sendSetup struct {
 	// cancelled/in_flight_cap, as in the daemon.
 	maxInFlight int
 	timeout     time.Duration // the bound on one request
-	server      ServerInfo
+	server      capacity.ServerInfo
 }
 
 // capacitySender builds what sends a search's requests and checks the
@@ -38,7 +39,7 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 		return sendSetup{}, err
 	}
 	if o.RuleFromProbe {
-		o.Rule.fill(time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
+		fillRule(&o.Rule, time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
 	}
 	req, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: env.Logger})
 	if err != nil {
@@ -59,11 +60,11 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 		return sendSetup{}, fmt.Errorf("target %s: server %s not ready: %w", t.Name, t.URL, err)
 	}
 	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight,
-		timeout: time.Duration(p.Timeout), server: ServerInfo{Model: model, Version: serverVersion(ctx, t)}}, nil
+		timeout: time.Duration(p.Timeout), server: capacity.ServerInfo{Model: model, Version: serverVersion(ctx, t)}}, nil
 }
 
-// fill sets the objectives the rule does not name yet.
-func (r *PassRule) fill(ttft, tpot, e2el time.Duration) {
+// fillRule sets the objectives the rule does not name yet.
+func fillRule(r *capacity.PassRule, ttft, tpot, e2el time.Duration) {
 	if r.TTFT == 0 && r.TPOT == 0 && r.E2EL == 0 {
 		r.TTFT, r.TPOT, r.E2EL = ttft, tpot, e2el
 	}
@@ -77,7 +78,7 @@ func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, er
 		return sendSetup{}, err
 	}
 	if o.RuleFromProbe {
-		o.Rule.fill(w.Goodput.TTFT, w.Goodput.TPOT, w.Goodput.E2EL)
+		fillRule(&o.Rule, w.Goodput.TTFT, w.Goodput.TPOT, w.Goodput.E2EL)
 	}
 	prompts, err := benchPrompts(&w)
 	if err != nil {
@@ -89,7 +90,7 @@ func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, er
 	}
 	o.Workload = w
 	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout,
-		server: ServerInfo{Model: w.Model, Version: serverVersion(ctx, benchTarget(&w))}}, nil
+		server: capacity.ServerInfo{Model: w.Model, Version: serverVersion(ctx, benchTarget(&w))}}, nil
 }
 
 // findPair returns the named probe and the target it runs against.

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,14 +12,6 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 )
-
-// ServerInfo is what a capacity report says of the server: the model the
-// requests named and the vLLM version from GET /version ("" when the
-// server does not say).
-type ServerInfo struct {
-	Model   string `json:"model"`
-	Version string `json:"version"`
-}
 
 // serverVersion asks t's GET /version, with t's HTTP settings; it returns
 // "" when the server has no such endpoint or does not answer.
@@ -52,12 +43,3 @@ func serverVersion(ctx context.Context, t config.Target) string {
 
 // versionTimeout bounds the GET /version of a capacity report.
 const versionTimeout = 10 * time.Second
-
-// String renders the server for the report header.
-func (s ServerInfo) String() string {
-	v := s.Version
-	if v == "" {
-		v = "unknown (no /version)"
-	}
-	return fmt.Sprintf("model %s, vLLM version %s", s.Model, v)
-}

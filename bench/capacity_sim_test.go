@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -41,7 +42,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 		var stdout bytes.Buffer
 		out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: stairs, Repeats: 2,
 			Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, Burstiness: 1, Seed: seed,
-			Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true, OutputDir: dir, Stamp: "t"},
+			Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true, OutputDir: dir, Stamp: "t"},
 			Env{Stdout: &stdout})
 		if err != nil {
 			t.Fatal(err)
@@ -123,7 +124,7 @@ func TestCapacityConfigProbe(t *testing.T) {
 	dir := t.TempDir()
 	var stdout bytes.Buffer
 	out, err := Capacity(context.Background(), CapacityOptions{Config: cfg, ProbeName: "cmpl", Rates: []float64{10, 400},
-		Repeats: 1, Resolution: 1000, Duration: 500 * time.Millisecond, Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true,
+		Repeats: 1, Resolution: 1000, Duration: 500 * time.Millisecond, Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true,
 		OutputDir: dir, Stamp: "c"}, Env{Stdout: &stdout})
 	if err != nil {
 		t.Fatal(err)
@@ -145,13 +146,29 @@ func TestCapacityConfigProbe(t *testing.T) {
 // capacityJSON is the part of the saved report the tests read.
 type capacityJSON struct {
 	Header struct {
-		Server   ServerInfo `json:"server"`
-		Arrival  string     `json:"arrival"`
-		TimeoutS float64    `json:"timeout_s"`
-		WarmupS  float64    `json:"warmup_s"`
+		Server   capacity.ServerInfo `json:"server"`
+		Arrival  string              `json:"arrival"`
+		TimeoutS float64             `json:"timeout_s"`
+		WarmupS  float64             `json:"warmup_s"`
 	} `json:"header"`
-	Rule   string       `json:"rule"`
-	Levels []repeatJSON `json:"levels"`
+	Rule   string      `json:"rule"`
+	Levels []levelJSON `json:"levels"`
+}
+
+// levelJSON is the part of a saved repeat the tests read, by its JSON
+// keys.
+type levelJSON struct {
+	Offered, Sent, Unfinished, Timeouts int                // keys offered, sent, unfinished, timeouts
+	ServerCompleted                     int                `json:"completed"`
+	PromptTokens                        int                `json:"prompt_tokens"`
+	OutputTokens                        int                `json:"output_tokens"`
+	WallClockS                          float64            `json:"wall_clock_s"`
+	CompletedThroughput                 float64            `json:"completed_throughput"`
+	E2ELMS                              map[string]float64 `json:"e2el_ms"`
+	Dispositions                        map[string]int     `json:"dispositions"`
+	NotSteady                           bool               `json:"not_steady"`
+	TTFTFirstThirdMS                    float64            `json:"ttft_p50_first_third_ms"`
+	TTFTLastThirdMS                     float64            `json:"ttft_p50_last_third_ms"`
 }
 
 func readCapacityJSON(t *testing.T, path string) capacityJSON {
@@ -183,7 +200,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	var stdout bytes.Buffer
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{150}, Repeats: 1,
 		Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Burstiness: 1, Seed: 1,
-		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true, OutputDir: dir, Stamp: "r"}, Env{Stdout: &stdout})
+		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true, OutputDir: dir, Stamp: "r"}, Env{Stdout: &stdout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +208,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := repeatJSON{Offered: len(recs)}
+	want := levelJSON{Offered: len(recs)}
 	for _, r := range recs {
 		res := &probe.Result{Disposition: r.Disposition, Reason: r.Reason}
 		if r.Sent != nil {
@@ -234,7 +251,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 			got.CompletedThroughput, got.WallClockS, got.E2ELMS["p99"])
 	}
 	h := c.Header
-	if h.Server != (ServerInfo{Model: "sim-llama", Version: "0.26.0"}) || h.TimeoutS != 0.3 || h.WarmupS != 0.1 ||
+	if h.Server != (capacity.ServerInfo{Model: "sim-llama", Version: "0.26.0"}) || h.TimeoutS != 0.3 || h.WarmupS != 0.1 ||
 		h.Arrival != "open loop, exponential gaps (Poisson process) of mean 1/rate, seed 1" {
 		t.Errorf("header %+v", h)
 	}
@@ -255,9 +272,9 @@ func TestCapacityNotSteady(t *testing.T) {
 	w := benchTestOptions(saturatingSim(t))
 	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
 	var stdout bytes.Buffer
-	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: OrderAscending, Resolution: 1000,
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: capacity.OrderAscending, Resolution: 1000,
 		Duration: 600 * time.Millisecond, Burstiness: 1, Seed: 1, OutputDir: t.TempDir(), Stamp: "s",
-		Rule: PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}}, Env{Stdout: &stdout})
+		Rule: capacity.PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}}, Env{Stdout: &stdout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +287,7 @@ func TestCapacityNotSteady(t *testing.T) {
 			light.Pass, light.NotSteady, light.Metrics.TTFTFirstThird, light.Metrics.TTFTLastThird)
 	}
 	heavy := reps[1]
-	if heavy.Pass || !heavy.NotSteady || !strings.HasPrefix(strings.Join(heavy.Why, ";"), NotSteady) {
+	if heavy.Pass || !heavy.NotSteady || !strings.HasPrefix(strings.Join(heavy.Why, ";"), "not_steady") {
 		t.Errorf("400 req/s: pass %v not_steady %v why %v (thirds %.1fms, %.1fms), want not_steady",
 			heavy.Pass, heavy.NotSteady, heavy.Why, heavy.Metrics.TTFTFirstThird, heavy.Metrics.TTFTLastThird)
 	}
@@ -290,9 +307,9 @@ func TestCapacityNotSteady(t *testing.T) {
 func TestCapacityChartPlateau(t *testing.T) {
 	w := benchTestOptions(saturatingSim(t))
 	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
-	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: OrderAscending,
+	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: capacity.OrderAscending,
 		Resolution: 1000, Duration: 500 * time.Millisecond, Burstiness: 1, Seed: 2, OutputDir: t.TempDir(), Stamp: "p",
-		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, Env{})
+		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}}, Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,7 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
-	"errors"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -15,185 +12,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
-	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// fakeLevels passes every repeat at or below capacity; failRepeat makes
-// one (rate, repeat) fail anyway. It records the rates it ran.
-type fakeLevels struct {
-	capacity   float64
-	failRate   float64
-	failRepeat int
-	ran        []float64
-}
-
-func (f *fakeLevels) run(_ context.Context, rate float64, repeat int) (stats.Metrics, error) {
-	f.ran = append(f.ran, rate)
-	acc := 1.0
-	if rate > f.capacity || (rate == f.failRate && repeat == f.failRepeat) {
-		acc = 0.5
-	}
-	n := 100
-	return stats.Metrics{Offered: n, Completed: n, Acceptance: acc,
-		Dispositions: map[probe.Disposition]int{probe.Accepted: int(acc * float64(n))}}, nil
-}
-
-func TestRunSearch(t *testing.T) {
-	stairs := []float64{1, 2, 4, 8, 16}
-	tests := []struct {
-		name       string
-		levels     fakeLevels
-		resolution float64
-		wantRated  float64
-		wantRan    []float64 // distinct rates in order
-		saturated  bool
-	}{
-		{"bisects between 4 and 8", fakeLevels{capacity: 5}, 0, 5, []float64{1, 2, 4, 8, 6, 5}, true},
-		{"finer resolution", fakeLevels{capacity: 5}, 0.5, 5, []float64{1, 2, 4, 8, 6, 5, 5.5}, true},
-		{"never saturates", fakeLevels{capacity: 100}, 0, 16, stairs, false},
-		{"first level fails", fakeLevels{capacity: 0.5}, 0, 0, []float64{1}, true},
-		{"one failing repeat fails the level", fakeLevels{capacity: 100, failRate: 4, failRepeat: 1}, 0, 3.5,
-			[]float64{1, 2, 4, 3, 3.5}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := tt.levels
-			s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Resolution: tt.resolution,
-				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: OrderAscending}, f.run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Rated != tt.wantRated || s.Saturated != tt.saturated {
-				t.Errorf("rated %v saturated %v, want %v %v", s.Rated, s.Saturated, tt.wantRated, tt.saturated)
-			}
-			if ran := slices.Compact(slices.Clone(f.ran)); !slices.Equal(ran, tt.wantRan) {
-				t.Errorf("levels run %v, want %v", ran, tt.wantRan)
-			}
-			if len(f.ran) != 2*len(tt.wantRan) || len(s.Repeats) != len(f.ran) {
-				t.Errorf("%d runs, %d repeats recorded, want 2 per level", len(f.ran), len(s.Repeats))
-			}
-		})
-	}
-}
-
-// TestRunSearchOrder checks the order of the runs: interleaved alternates
-// the repeats of two neighbouring levels, random shuffles them with the
-// seed; both stop after the block holding the first failing level.
-func TestRunSearchOrder(t *testing.T) {
-	stairs := []float64{1, 2, 4, 8, 16}
-	run := func(order string, seed int64, capacity float64) ([]float64, *Search) {
-		f := fakeLevels{capacity: capacity}
-		s, err := RunSearch(context.Background(), SearchOptions{Rates: stairs, Repeats: 2, Order: order, Seed: seed,
-			Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f.ran, s
-	}
-	t.Run("interleaved", func(t *testing.T) {
-		ran, s := run(OrderInterleaved, 0, 5)
-		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 6, 6, 5, 5}; !slices.Equal(ran, want) || s.Rated != 5 {
-			t.Errorf("ran %v rated %v, want %v and 5", ran, s.Rated, want)
-		}
-		for i, r := range s.Repeats[:4] {
-			if r.Index != i/2 {
-				t.Errorf("run %d at %v is repeat %d, want %d", i, r.Rate, r.Index+1, i/2+1)
-			}
-		}
-	})
-	t.Run("interleaved, the lower level of a block fails", func(t *testing.T) {
-		ran, s := run(OrderInterleaved, 0, 3)
-		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 3, 3, 3.5, 3.5}; !slices.Equal(ran, want) || s.Rated != 3 || s.LowestFail != 3.5 {
-			t.Errorf("ran %v rated %v lowest fail %v, want %v, 3 and 3.5", ran, s.Rated, s.LowestFail, want)
-		}
-	})
-	t.Run("random is seeded", func(t *testing.T) {
-		a, _ := run(OrderRandom, 7, 5)
-		b, _ := run(OrderRandom, 7, 5)
-		if !slices.Equal(a, b) {
-			t.Errorf("seed 7 ran %v then %v", a, b)
-		}
-		orders := map[string]bool{}
-		for seed := range int64(8) {
-			ran, s := run(OrderRandom, seed, 5)
-			block := slices.Clone(ran[:4])
-			slices.Sort(block)
-			if !slices.Equal(block, []float64{1, 1, 2, 2}) || s.Rated != 5 {
-				t.Errorf("seed %d ran %v rated %v: want the first block to be levels 1 and 2 twice each", seed, ran, s.Rated)
-			}
-			orders[fmt.Sprint(ran[:4])] = true
-		}
-		if len(orders) < 2 {
-			t.Errorf("8 seeds gave one order %v", orders)
-		}
-	})
-}
-
-func TestRunSearchError(t *testing.T) {
-	boom := errors.New("boom")
-	_, err := RunSearch(context.Background(), SearchOptions{Rates: []float64{1}, Repeats: 1},
-		func(context.Context, float64, int) (stats.Metrics, error) { return stats.Metrics{}, boom })
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "level 1.0 req/s") {
-		t.Errorf("err = %v, want the level named and the cause wrapped", err)
-	}
-}
-
-func TestPassRule(t *testing.T) {
-	rule := PassRule{MinAcceptance: 0.99, Percentile: 99, TTFT: 500 * time.Millisecond, E2EL: 2 * time.Second}
-	if got, want := rule.String(), "acceptance >= 0.9900 and p99 ttft <= 500ms and p99 e2el <= 2s"; got != want {
-		t.Errorf("String = %q, want %q", got, want)
-	}
-	dists := func(ttft, e2el float64) map[string]stats.Dist {
-		return map[string]stats.Dist{stats.MetricTTFT: {Percentiles: []stats.Percentile{{P: 99, MS: ttft}}}, stats.MetricE2EL: {Percentiles: []stats.Percentile{{P: 99, MS: e2el}}}}
-	}
-	tests := []struct {
-		name string
-		m    stats.Metrics
-		pass bool
-		why  string
-	}{
-		{"meets everything", stats.Metrics{Acceptance: 0.995, Latency: dists(499, 1999)}, true, ""},
-		{"low acceptance", stats.Metrics{Acceptance: 0.98, Latency: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
-		{"slow ttft", stats.Metrics{Acceptance: 1, Latency: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
-		{"slow e2el", stats.Metrics{Acceptance: 1, Latency: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pass, why := rule.Check(tt.m)
-			if pass != tt.pass || strings.Join(why, "; ") != tt.why {
-				t.Errorf("Check = %v %q, want %v %q", pass, why, tt.pass, tt.why)
-			}
-		})
-	}
-}
-
-func TestPassRuleSteady(t *testing.T) {
-	rule := PassRule{Percentile: 99, SteadyRatio: 2, SteadyGrowth: 50 * time.Millisecond}
-	tests := []struct {
-		first, last float64
-		steady      bool
-	}{
-		{10, 30, true},    // tripled, but by less than 50ms
-		{100, 180, true},  // less than doubled
-		{10, 300, false},  // a growing queue
-		{200, 500, false}, // more than doubled and by more than 50ms
-		{0, 0, true},      // too few requests to tell
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.first, "->", tt.last), func(t *testing.T) {
-			pass, why := rule.Check(stats.Metrics{TTFTFirstThird: tt.first, TTFTLastThird: tt.last})
-			if pass != tt.steady || (len(why) > 0) == tt.steady {
-				t.Errorf("Check = %v %v, want steady %v", pass, why, tt.steady)
-			}
-		})
-	}
-	off := PassRule{Percentile: 99}
-	if pass, _ := off.Check(stats.Metrics{TTFTFirstThird: 1, TTFTLastThird: 1000}); !pass {
-		t.Error("SteadyRatio 0 should turn the check off")
-	}
-}
 
 func TestStaircase(t *testing.T) {
 	tests := []struct {
@@ -213,7 +34,7 @@ func TestStaircase(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Staircase(tt.list, tt.start, tt.maxRate, tt.factor, tt.step)
+			got, err := staircase(tt.list, tt.start, tt.maxRate, tt.factor, tt.step)
 			if tt.bad {
 				if ExitCode(err) != 2 {
 					t.Errorf("err = %v, want a usage error", err)
@@ -221,7 +42,7 @@ func TestStaircase(t *testing.T) {
 				return
 			}
 			if err != nil || !slices.Equal(got, tt.want) {
-				t.Errorf("Staircase = %v, %v; want %v", got, err, tt.want)
+				t.Errorf("staircase = %v, %v; want %v", got, err, tt.want)
 			}
 		})
 	}
@@ -241,7 +62,7 @@ func TestCapacityFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Repeats != 2 || o.Rule.MinAcceptance != 0.99 || o.Rule.Percentile != 99 || !slices.Equal(o.Rates, []float64{1, 2, 4, 8, 16, 32, 64}) ||
-		o.Order != OrderInterleaved || o.Rule.SteadyRatio != 2 || o.Rule.SteadyGrowth != 50*time.Millisecond {
+		o.Order != capacity.OrderInterleaved || o.Rule.SteadyRatio != 2 || o.Rule.SteadyGrowth != 50*time.Millisecond {
 		t.Errorf("defaults: repeats %d rule %+v rates %v", o.Repeats, o.Rule, o.Rates)
 	}
 	for _, tt := range []struct {
@@ -270,7 +91,7 @@ func TestCapacityFlags(t *testing.T) {
 
 func TestCapacityOrderValidate(t *testing.T) {
 	o := CapacityOptions{Rates: []float64{1}, Repeats: 1, Duration: time.Second, Burstiness: 1, Order: "descending",
-		Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}
+		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}}
 	if err := o.Validate(); ExitCode(err) != 2 || !strings.Contains(err.Error(), `--order "descending"`) {
 		t.Errorf("err = %v, want a usage error naming --order", err)
 	}
@@ -306,15 +127,15 @@ func svgDoc(t *testing.T, b []byte) string {
 }
 
 func TestWriteChart(t *testing.T) {
-	s := &Search{Rated: 5, Saturated: true, LowestFail: 6}
+	s := &capacity.Search{Rated: 5, Saturated: true, LowestFail: 6}
 	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
 		for i := range 2 {
 			g := math.Min(r, 5.5) * 0.995
-			s.Repeats = append(s.Repeats, Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: stats.Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
+			s.Repeats = append(s.Repeats, capacity.Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: stats.Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteChart(&buf, s, PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
+	if err := WriteChart(&buf, s, capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
 		t.Fatal(err)
 	}
 	text := svgDoc(t, buf.Bytes())
@@ -324,55 +145,5 @@ func TestWriteChart(t *testing.T) {
 				t.Errorf("chart lacks %q", want)
 			}
 		})
-	}
-}
-
-func TestPrintTable(t *testing.T) {
-	s := &Search{Rule: "acceptance >= 0.9900", Rated: 2, Saturated: true, LowestFail: 4, Repeats: []Repeat{
-		{Rate: 2, Pass: true, Metrics: stats.Metrics{Acceptance: 1, SendRate: 2, CompletedThroughput: 2, Goodput: 2,
-			Latency: map[string]stats.Dist{stats.MetricTTFT: {Percentiles: []stats.Percentile{{P: 50, MS: 10}, {P: 99, MS: 20}}}}}},
-		{Rate: 4, Why: []string{"acceptance 0.5000 < 0.9900"}, Metrics: stats.Metrics{Acceptance: 0.5,
-			Dispositions: map[probe.Disposition]int{probe.Accepted: 1, probe.ClientTimeout: 1}}},
-	}}
-	var buf bytes.Buffer
-	PrintTable(&buf, s, PassRule{MinAcceptance: 0.99, Percentile: 99})
-	PrintVerdict(&buf, s)
-	for _, want := range []string{"ttft p99", "10.0ms", "20.0ms", "client_timeout=1", "FAIL: acceptance 0.5000 < 0.9900", "PASS",
-		"Rated capacity: 2.00 req/s (lowest failing load 4.00 req/s)", "Pass rule: every repeat has acceptance >= 0.9900"} {
-		t.Run(want, func(t *testing.T) {
-			if !strings.Contains(buf.String(), want) {
-				t.Errorf("table lacks %q:\n%s", want, buf.String())
-			}
-		})
-	}
-	b, err := MarshalSearch(s, nil, nil)
-	if err != nil || !strings.Contains(string(b), `"rated_capacity": 2`) || !strings.Contains(string(b), `"lowest_fail": 4`) {
-		t.Errorf("JSON %s, %v", b, err)
-	}
-}
-
-// TestPassRuleSeesTimeouts checks that capacity's pass rule reads the
-// censored latencies: 98 fast requests and 2 client timeouts at 1 s fail
-// a p99 E2EL objective of 500ms, which the completed requests alone meet.
-func TestPassRuleSeesTimeouts(t *testing.T) {
-	t0, gap := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10*time.Millisecond
-	run := &openloop.Run{Start: t0, Timeout: time.Second}
-	for i := range 100 {
-		at := t0.Add(time.Duration(i) * gap)
-		r := &probe.Result{Seq: uint64(i + 1), Scheduled: at, Sent: at, Disposition: probe.Accepted, TTFT: gap / 2, E2EL: gap, OutputTokens: 1}
-		if i >= 98 {
-			r.Disposition, r.Reason, r.TTFT, r.E2EL, r.OutputTokens = probe.ClientTimeout, probe.ReasonTimeout, 0, 0, 0
-		}
-		run.Results, run.Ended = append(run.Results, r), append(run.Ended, at.Add(gap))
-	}
-	run.End, run.Span = run.Ended[99], 99*gap
-	m := stats.Compute(run, stats.Options{Percentiles: []float64{99}})
-	rule := PassRule{MinAcceptance: 0.9, Percentile: 99, E2EL: 500 * time.Millisecond}
-	pass, why := rule.Check(m)
-	if pass || len(why) != 1 || !strings.HasPrefix(why[0], "p99 e2el 1000.00ms > 500ms") {
-		t.Errorf("Check = %v %v, want a p99 e2el failure at the 1s timeout", pass, why)
-	}
-	if p99 := m.Dists[stats.MetricE2EL].Percentiles[0].MS; p99 > 500 {
-		t.Errorf("vLLM's p99 E2EL %v over completed requests, want 10ms", p99)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 )
 
@@ -24,7 +25,7 @@ var (
 )
 
 // levelMeans averages the repeats of each offered rate, sorted by rate.
-func levelMeans(s *Search, value func(Repeat) float64) plotter.XYs {
+func levelMeans(s *capacity.Search, value func(capacity.Repeat) float64) plotter.XYs {
 	sum, n := map[float64]float64{}, map[float64]int{}
 	for _, r := range s.Repeats {
 		sum[r.Rate] += value(r)
@@ -46,20 +47,20 @@ func levelMeans(s *Search, value func(Repeat) float64) plotter.XYs {
 // level, both per second of the repeats' wall-clock windows (first send to
 // last terminal response): past saturation the completed curve flattens at
 // what the server can finish instead of following the offered load.
-func chartCurves(s *Search) (completed, goodput plotter.XYs) {
-	return levelMeans(s, func(r Repeat) float64 { return r.Metrics.CompletedThroughput }),
-		levelMeans(s, func(r Repeat) float64 { return r.Metrics.Goodput })
+func chartCurves(s *capacity.Search) (completed, goodput plotter.XYs) {
+	return levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.CompletedThroughput }),
+		levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.Goodput })
 }
 
 // WriteChart draws goodput and completed throughput (chartCurves) against
 // offered load (means of the repeats, failing repeats marked with a cross), the pass
 // line goodput = MinAcceptance x offered, and the rated capacity, as SVG.
-func WriteChart(w io.Writer, s *Search, rule PassRule, title string) error {
+func WriteChart(w io.Writer, s *capacity.Search, rule capacity.PassRule, title string) error {
 	return writeChart(w, s, rule, title, "svg")
 }
 
 // writeChart renders the chart in format (any of gonum/plot's).
-func writeChart(w io.Writer, s *Search, rule PassRule, title, format string) error {
+func writeChart(w io.Writer, s *capacity.Search, rule capacity.PassRule, title, format string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "offered load (req/s)"
@@ -121,7 +122,7 @@ func addCurve(p *plot.Plot, name string, xys plotter.XYs, c color.Color, g draw.
 }
 
 // addFailures marks the goodput of each failing repeat with a red cross.
-func addFailures(p *plot.Plot, s *Search) error {
+func addFailures(p *plot.Plot, s *capacity.Search) error {
 	var xys plotter.XYs
 	for _, r := range s.Repeats {
 		if !r.Pass {

@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
@@ -58,7 +61,7 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	cmd.Flag("drain", "How long requests may stay outstanding after a level's last send; 0 = each until its timeout.").Default("0s").DurationVar(&o.Drain)
 	cmd.Flag("repeats", "Repeats per level; a level passes when every repeat does.").Default("2").IntVar(&o.Repeats)
 	cmd.Flag("order", "Order of the runs: ascending, interleaved (neighbouring levels alternate: 8, 16, 8, 16) or random (seeded).").
-		Default(OrderInterleaved).EnumVar(&o.Order, Orders...)
+		Default(capacity.OrderInterleaved).EnumVar(&o.Order, capacity.Orders...)
 	cmd.Flag("resolution", "Bisect until lowest fail - highest pass <= this (req/s); 0 = a quarter of the first gap.").Default("0").Float64Var(&o.Resolution)
 	cmd.Flag("pass-acceptance", "Pass rule: minimum acceptance ratio.").Default("0.99").Float64Var(&o.Rule.MinAcceptance)
 	cmd.Flag("pass-percentile", "Pass rule: the latency percentile that must meet each SLO.").Default("99").Float64Var(&o.Rule.Percentile)
@@ -111,8 +114,41 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 			list = append(list, r)
 		}
 	}
-	if o.Rates, err = Staircase(list, f.start, f.maxRate, f.factor, f.step); err != nil {
+	if o.Rates, err = staircase(list, f.start, f.maxRate, f.factor, f.step); err != nil {
 		return o, err
 	}
 	return o, o.Validate()
+}
+
+// staircase builds the offered rates: the given list (sorted), or from
+// start up to max multiplying by factor (> 1) or adding step (> 0).
+func staircase(list []float64, start, maxRate, factor, step float64) ([]float64, error) {
+	if len(list) > 0 {
+		out := slices.Clone(list)
+		slices.Sort(out)
+		for _, r := range out {
+			if !(r > 0) || math.IsInf(r, 0) {
+				return nil, usageErr("--rates: every rate must be a positive number, got %v", r)
+			}
+		}
+		return slices.Compact(out), nil
+	}
+	switch {
+	case !(start > 0) || math.IsInf(start, 0):
+		return nil, usageErr("--start-rate %v must be positive", start)
+	case !(maxRate >= start) || math.IsInf(maxRate, 0):
+		return nil, usageErr("--max-rate %v must be at least --start-rate %v", maxRate, start)
+	case step < 0 || (step == 0 && !(factor > 1)):
+		return nil, usageErr("need --factor > 1 (geometric) or --step > 0 (linear)")
+	}
+	var out []float64
+	for r := start; r <= maxRate*(1+1e-9) && len(out) < 1000; {
+		out = append(out, r)
+		if step > 0 {
+			r += step
+		} else {
+			r *= factor
+		}
+	}
+	return out, nil
 }

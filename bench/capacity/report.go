@@ -1,4 +1,4 @@
-package bench
+package capacity
 
 import (
 	"encoding/json"
@@ -13,6 +13,14 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
+
+// ServerInfo is what a capacity report says of the server: the model the
+// requests named and the vLLM version from GET /version ("" when the
+// server does not say).
+type ServerInfo struct {
+	Model   string `json:"model"`
+	Version string `json:"version"`
+}
 
 // Header is what a capacity report states before its results, so the
 // run can be audited: the server, the arrival process, the timeout, the
@@ -42,6 +50,15 @@ func (h Header) arrival() string {
 		kind = "exponential gaps (Poisson process)"
 	}
 	return fmt.Sprintf("open loop, %s of mean 1/rate, seed %d", kind, h.Seed)
+}
+
+// String renders the server for the report header.
+func (s ServerInfo) String() string {
+	v := s.Version
+	if v == "" {
+		v = "unknown (no /version)"
+	}
+	return fmt.Sprintf("model %s, vLLM version %s", s.Model, v)
 }
 
 // PrintHeader prints the header of a capacity report.
@@ -82,7 +99,7 @@ func PrintTable(w io.Writer, s *Search, rule PassRule) {
 		}
 		steady := "yes"
 		if r.NotSteady {
-			steady = NotSteady
+			steady = notSteady
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			pyfmt.Float(r.Rate, 2), r.Index+1, m.Offered, m.Sent, pyfmt.Float(m.SendRate, 2), pyfmt.Float(m.CompletedThroughput, 2),
@@ -190,10 +207,10 @@ type searchJSON struct {
 	Levels        []repeatJSON `json:"levels"`
 }
 
-// MarshalSearch renders the capacity report as JSON: the header (nil for
+// Marshal renders the capacity report as JSON: the header (nil for
 // none), settings (any description of the run to keep beside the
 // results) and every repeat.
-func MarshalSearch(s *Search, h *Header, settings any) ([]byte, error) {
+func Marshal(s *Search, h *Header, settings any) ([]byte, error) {
 	out := searchJSON{Rule: s.Rule, RatedCapacity: s.Rated, HighestPass: s.HighestPass, Saturated: s.Saturated, Settings: settings}
 	if h != nil {
 		out.Header = &headerJSON{Target: h.Target, Probe: h.Probe, Server: h.Server, Arrival: h.arrival(),

@@ -1,11 +1,14 @@
-package bench
+// Package capacity is the capacity search of `vllm-prober capacity`: the
+// staircase of offered loads with repeats and bisection, the written pass
+// rule a level must meet, and the search's printed table, verdict and
+// JSON report. How a level is run is the caller's (a LevelFunc).
+package capacity
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,8 +33,8 @@ type PassRule struct {
 	SteadyGrowth time.Duration
 }
 
-// NotSteady is the flag of a repeat whose latency kept growing.
-const NotSteady = "not_steady"
+// notSteady is the flag of a repeat whose latency kept growing.
+const notSteady = "not_steady"
 
 // String writes the rule out, for the report.
 func (r PassRule) String() string {
@@ -63,7 +66,7 @@ func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 	var why []string
 	if !r.steady(m) {
 		why = append(why, fmt.Sprintf("%s: last-third ttft p50 %.2fms vs %.2fms in the first third",
-			NotSteady, m.TTFTLastThird, m.TTFTFirstThird))
+			notSteady, m.TTFTLastThird, m.TTFTFirstThird))
 	}
 	if m.Acceptance < r.MinAcceptance {
 		why = append(why, fmt.Sprintf("acceptance %s < %s", pyfmt.Float(m.Acceptance, 4), pyfmt.Float(r.MinAcceptance, 4)))
@@ -107,7 +110,7 @@ type Repeat struct {
 // LevelFunc runs one repeat of the level at rate; repeat counts from 0.
 type LevelFunc func(ctx context.Context, rate float64, repeat int) (stats.Metrics, error)
 
-// Orders of the staircase's runs (SearchOptions.Order).
+// Orders of the staircase's runs (Options.Order).
 const (
 	// OrderAscending runs every repeat of a level, then the next level.
 	OrderAscending = "ascending"
@@ -123,8 +126,8 @@ const (
 // Orders lists the values of --order.
 var Orders = []string{OrderAscending, OrderInterleaved, OrderRandom}
 
-// SearchOptions configures a capacity search.
-type SearchOptions struct {
+// Options configures a capacity search.
+type Options struct {
 	Rates      []float64 // the staircase, ascending
 	Repeats    int       // per level, at least 1
 	Resolution float64   // bisect until lowest fail - highest pass <= this; 0 = a quarter of that gap
@@ -147,10 +150,10 @@ type Search struct {
 	Saturated bool
 }
 
-// RunSearch climbs the staircase in o.Order, stops after the first block
+// Run climbs the staircase in o.Order, stops after the first block
 // with a failing level, then bisects between the highest passing and the
 // lowest failing load.
-func RunSearch(ctx context.Context, o SearchOptions, level LevelFunc) (*Search, error) {
+func Run(ctx context.Context, o Options, level LevelFunc) (*Search, error) {
 	s := &Search{Rule: o.Rule.String(), LowestFail: math.Inf(1)}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x5ca1e))
 	width := 2
@@ -184,7 +187,7 @@ climb:
 
 // bisect narrows the gap between the highest passing and the lowest
 // failing load down to the resolution.
-func (s *Search) bisect(ctx context.Context, o SearchOptions, level LevelFunc, rng *rand.Rand) error {
+func (s *Search) bisect(ctx context.Context, o Options, level LevelFunc, rng *rand.Rand) error {
 	res := o.Resolution
 	if res <= 0 {
 		res = (s.LowestFail - s.HighestPass) / 4
@@ -209,7 +212,7 @@ func (s *Search) bisect(ctx context.Context, o SearchOptions, level LevelFunc, r
 
 // block runs every repeat of the given levels in o.Order and says which
 // levels passed: a level passes when every repeat does.
-func (s *Search) block(ctx context.Context, o SearchOptions, level LevelFunc, rates []float64, rng *rand.Rand) (map[float64]bool, error) {
+func (s *Search) block(ctx context.Context, o Options, level LevelFunc, rates []float64, rng *rand.Rand) (map[float64]bool, error) {
 	type run struct {
 		rate   float64
 		repeat int
@@ -246,7 +249,7 @@ func (s *Search) block(ctx context.Context, o SearchOptions, level LevelFunc, ra
 }
 
 // repeat runs one repeat of one level and records it.
-func (s *Search) repeat(ctx context.Context, o SearchOptions, level LevelFunc, rate float64, i int) (bool, error) {
+func (s *Search) repeat(ctx context.Context, o Options, level LevelFunc, rate float64, i int) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("capacity search interrupted: %w", err)
 	}
@@ -261,37 +264,4 @@ func (s *Search) repeat(ctx context.Context, o SearchOptions, level LevelFunc, r
 		o.OnRepeat(r)
 	}
 	return r.Pass, nil
-}
-
-// Staircase builds the offered rates: the given list (sorted), or from
-// start up to max multiplying by factor (> 1) or adding step (> 0).
-func Staircase(list []float64, start, maxRate, factor, step float64) ([]float64, error) {
-	if len(list) > 0 {
-		out := slices.Clone(list)
-		slices.Sort(out)
-		for _, r := range out {
-			if !(r > 0) || math.IsInf(r, 0) {
-				return nil, usageErr("--rates: every rate must be a positive number, got %v", r)
-			}
-		}
-		return slices.Compact(out), nil
-	}
-	switch {
-	case !(start > 0) || math.IsInf(start, 0):
-		return nil, usageErr("--start-rate %v must be positive", start)
-	case !(maxRate >= start) || math.IsInf(maxRate, 0):
-		return nil, usageErr("--max-rate %v must be at least --start-rate %v", maxRate, start)
-	case step < 0 || (step == 0 && !(factor > 1)):
-		return nil, usageErr("need --factor > 1 (geometric) or --step > 0 (linear)")
-	}
-	var out []float64
-	for r := start; r <= maxRate*(1+1e-9) && len(out) < 1000; {
-		out = append(out, r)
-		if step > 0 {
-			r += step
-		} else {
-			r *= factor
-		}
-	}
-	return out, nil
 }
