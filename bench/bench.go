@@ -24,8 +24,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// ProbeName is the probe name bench runs write into results and the ledger.
-const ProbeName = "bench"
+// benchProbeName is the probe name bench runs write into results and the ledger.
+const benchProbeName = "bench"
 
 // Env is where a command writes and what clock it reads.
 type Env struct {
@@ -61,7 +61,7 @@ type Outcome struct {
 // summary. Flag errors wrap ErrUsage.
 func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	env.defaults()
-	if err := o.Validate(); err != nil {
+	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	prompts, err := benchPrompts(&o)
@@ -94,12 +94,12 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
 	m := stats.Compute(run, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
-	PrintFailures(env.Stdout, run)
-	PrintResult(env.Stdout, s, m)
-	PrintLedger(env.Stdout, s, m)
+	printFailures(env.Stdout, run)
+	printResult(env.Stdout, s, m)
+	printLedger(env.Stdout, s, m)
 	out := &Outcome{Settings: s, Metrics: m, Run: run}
 	if o.SaveResult {
-		b, err := MarshalResult(s, m, run, o.SaveDetailed, started)
+		b, err := marshalResult(s, m, run, o.SaveDetailed, started)
 		if err == nil {
 			err = writeFile(resultPath, bytesWriter(b))
 		}
@@ -115,11 +115,11 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 // package's random workload (nil prompts) and forces ignore_eos, as vLLM
 // does for openai-compatible backends.
 func benchPrompts(o *Options) ([]probe.Prompt, error) {
-	if o.DatasetName == DatasetRandom {
+	if o.DatasetName == datasetRandom {
 		o.IgnoreEOS = true
 		return nil, nil
 	}
-	p, err := LoadDataset(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
+	p, err := loadDataset(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --dataset-path: %w", ErrUsage, err)
 	}
@@ -130,7 +130,7 @@ func benchPrompts(o *Options) ([]probe.Prompt, error) {
 func resultFile(o *Options, s Settings, at time.Time) string {
 	name := o.ResultFilename
 	if name == "" {
-		name = DefaultResultFilename(s, at)
+		name = defaultResultFilename(s, at)
 	}
 	return filepath.Join(o.ResultDir, name)
 }
@@ -214,17 +214,17 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger *probe.Ledger, env Env) *openloop.Run {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
-		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),
+		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: benchProbeName, Offsets: make([]time.Duration, o.NumWarmups),
 			Sender: sender, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
 		fmt.Fprintln(env.Stdout, "Warmup run completed.")
 	}
 	fmt.Fprintln(env.Stdout, "Starting main benchmark run...")
 	printPreamble(env.Stdout, o)
-	bar := NewProgress(env.Progress, o.NumPrompts, "bench")
+	bar := newProgress(env.Progress, o.NumPrompts, "bench")
 	defer bar.Finish()
 	var mu sync.Mutex
 	return openloop.Execute(ctx, openloop.Options{
-		Target: hostOf(o.BaseURL), Probe: ProbeName,
+		Target: hostOf(o.BaseURL), Probe: benchProbeName,
 		Offsets:        openloop.Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,

@@ -125,7 +125,7 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 func TestBenchGoodputZero(t *testing.T) {
 	url, _ := startSim(t, nil)
 	o := benchTestOptions(url)
-	g, err := ParseGoodput([]string{"ttft:0"})
+	g, err := parseGoodput([]string{"ttft:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,9 @@ func startSim(t *testing.T, mod func(*simulator.Options)) (string, *simulator.Se
 }
 
 func benchTestOptions(url string) Options {
-	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: BackendOpenAI, DatasetName: DatasetRandom,
+	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: backendOpenAI, DatasetName: datasetRandom,
 		RandomInputLen: 16, RandomOutputLen: 4, NumPrompts: 40, RequestRate: 400, Burstiness: 1, Seed: 3,
-		Goodput: Goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
+		Goodput: goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
 		PercentileMetrics: stats.RequestMetrics, Timeout: 10 * time.Second}
 }
 
@@ -202,7 +202,7 @@ func TestExecuteUnfinished(t *testing.T) {
 func TestBenchChatAgainstSimulator(t *testing.T) {
 	url, _ := startSim(t, nil)
 	o := benchTestOptions(url)
-	o.Backend, o.Endpoint, o.NumPrompts, o.MaxConcurrency, o.NumWarmups = BackendOpenAIChat, "/v1/chat/completions", 8, 2, 2
+	o.Backend, o.Endpoint, o.NumPrompts, o.MaxConcurrency, o.NumWarmups = backendOpenAIChat, "/v1/chat/completions", 8, 2, 2
 	var stdout bytes.Buffer
 	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
 	if err != nil {

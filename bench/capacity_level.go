@@ -12,8 +12,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// LevelOptions configures how NewLevelFunc runs one repeat of a level.
-type LevelOptions struct {
+// levelOptions configures how newLevelFunc runs one repeat of a level.
+type levelOptions struct {
 	Target, Probe string
 	Sender        openloop.Sender
 	Burstiness    float64
@@ -38,10 +38,10 @@ type LevelOptions struct {
 	OnLedger    func(*probe.Result) // every request written to Ledger; may be nil
 }
 
-// NewLevelFunc returns the capacity.LevelFunc that runs levels with o: round(rate *
+// newLevelFunc returns the capacity.LevelFunc that runs levels with o: round(rate *
 // (Warmup+Duration)) requests on vLLM's arrival process, the measured ones
 // written to the ledger with their level and repeat, and summarised.
-func NewLevelFunc(o LevelOptions) capacity.LevelFunc {
+func newLevelFunc(o levelOptions) capacity.LevelFunc {
 	var seq atomic.Uint64
 	return func(ctx context.Context, rate float64, repeat int) (stats.Metrics, error) {
 		nWarm := int(math.Round(rate * o.Warmup.Seconds()))

@@ -52,8 +52,8 @@ type CapacityOutcome struct {
 	JSONPath, SVGPath, LedgerOf string
 }
 
-// Validate checks the search settings; errors wrap ErrUsage.
-func (o *CapacityOptions) Validate() error {
+// validate checks the search settings; errors wrap ErrUsage.
+func (o *CapacityOptions) validate() error {
 	switch {
 	case len(o.Rates) == 0:
 		return usageErr("no offered rates to run")
@@ -81,7 +81,7 @@ func (o *CapacityOptions) Validate() error {
 // writes the JSON report, the SVG chart and the ledger into OutputDir.
 func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome, error) {
 	env.defaults()
-	if err := o.Validate(); err != nil {
+	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	if o.Order == "" {
@@ -106,9 +106,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
 		Repeats: o.Repeats, Order: o.Order, Rule: o.Rule.String()}
 	capacity.PrintHeader(env.Stdout, header)
-	bar := NewProgress(env.Progress, -1, "capacity")
+	bar := newProgress(env.Progress, -1, "capacity")
 	var written atomic.Int64
-	level := NewLevelFunc(LevelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
+	level := newLevelFunc(levelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
 		MaxInFlight: setup.maxInFlight, Timeout: setup.timeout,
 		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
 		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
@@ -159,7 +159,7 @@ func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h capacity.Head
 		return fmt.Errorf("write capacity report: %w", err)
 	}
 	err = writeFile(out.SVGPath, func(w io.Writer) error {
-		return WriteChart(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
+		return writeChartSVG(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {
 		return fmt.Errorf("write chart: %w", err)

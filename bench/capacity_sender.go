@@ -74,7 +74,7 @@ func fillRule(r *capacity.PassRule, ttft, tpot, e2el time.Duration) {
 func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, error) {
 	w := o.Workload
 	w.NumPrompts, w.RequestRate, w.Burstiness = capacityPrompts, o.Rates[0], o.Burstiness
-	if err := w.Validate(); err != nil {
+	if err := w.validate(); err != nil {
 		return sendSetup{}, err
 	}
 	if o.RuleFromProbe {
@@ -89,7 +89,7 @@ func flagSender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup, er
 		return sendSetup{}, err
 	}
 	o.Workload = w
-	return sendSetup{target: hostOf(w.BaseURL), probe: ProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout,
+	return sendSetup{target: hostOf(w.BaseURL), probe: benchProbeName, sender: req, burstiness: o.Burstiness, timeout: w.Timeout,
 		server: capacity.ServerInfo{Model: w.Model, Version: serverVersion(ctx, benchTarget(&w))}}, nil
 }
 

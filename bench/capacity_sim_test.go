@@ -37,7 +37,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 	for _, seed := range []int64{1, 2} {
 		url := saturatingSim(t)
 		w := benchTestOptions(url)
-		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{E2EL: 150 * time.Millisecond, hasE2EL: true}
+		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, goodput{E2EL: 150 * time.Millisecond, hasE2EL: true}
 		dir := t.TempDir()
 		var stdout bytes.Buffer
 		out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: stairs, Repeats: 2,
@@ -195,7 +195,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	})
 	sim.SetFaults(simulator.Faults{Stall: 0.15, StallDuration: 5 * time.Second, HTTP500: 0.1})
 	w := benchTestOptions(url)
-	w.Timeout, w.Goodput = 300*time.Millisecond, Goodput{TTFT: 100 * time.Millisecond, hasTTFT: true}
+	w.Timeout, w.Goodput = 300*time.Millisecond, goodput{TTFT: 100 * time.Millisecond, hasTTFT: true}
 	dir := t.TempDir()
 	var stdout bytes.Buffer
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{150}, Repeats: 1,
@@ -270,7 +270,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 // it is flagged not_steady and fails.
 func TestCapacityNotSteady(t *testing.T) {
 	w := benchTestOptions(saturatingSim(t))
-	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, goodput{}
 	var stdout bytes.Buffer
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: capacity.OrderAscending, Resolution: 1000,
 		Duration: 600 * time.Millisecond, Burstiness: 1, Seed: 1, OutputDir: t.TempDir(), Stamp: "s",
@@ -306,7 +306,7 @@ func TestCapacityNotSteady(t *testing.T) {
 // instead of following the offered 400 req/s.
 func TestCapacityChartPlateau(t *testing.T) {
 	w := benchTestOptions(saturatingSim(t))
-	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, Goodput{}
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, goodput{}
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: capacity.OrderAscending,
 		Resolution: 1000, Duration: 500 * time.Millisecond, Burstiness: 1, Seed: 2, OutputDir: t.TempDir(), Stamp: "p",
 		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}}, Env{})

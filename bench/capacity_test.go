@@ -92,7 +92,7 @@ func TestCapacityFlags(t *testing.T) {
 func TestCapacityOrderValidate(t *testing.T) {
 	o := CapacityOptions{Rates: []float64{1}, Repeats: 1, Duration: time.Second, Burstiness: 1, Order: "descending",
 		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}}
-	if err := o.Validate(); ExitCode(err) != 2 || !strings.Contains(err.Error(), `--order "descending"`) {
+	if err := o.validate(); ExitCode(err) != 2 || !strings.Contains(err.Error(), `--order "descending"`) {
 		t.Errorf("err = %v, want a usage error naming --order", err)
 	}
 }
@@ -135,7 +135,7 @@ func TestWriteChart(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteChart(&buf, s, capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
+	if err := writeChartSVG(&buf, s, capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
 		t.Fatal(err)
 	}
 	text := svgDoc(t, buf.Bytes())

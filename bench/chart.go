@@ -52,10 +52,10 @@ func chartCurves(s *capacity.Search) (completed, goodput plotter.XYs) {
 		levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.Goodput })
 }
 
-// WriteChart draws goodput and completed throughput (chartCurves) against
+// writeChartSVG draws goodput and completed throughput (chartCurves) against
 // offered load (means of the repeats, failing repeats marked with a cross), the pass
 // line goodput = MinAcceptance x offered, and the rated capacity, as SVG.
-func WriteChart(w io.Writer, s *capacity.Search, rule capacity.PassRule, title string) error {
+func writeChartSVG(w io.Writer, s *capacity.Search, rule capacity.PassRule, title string) error {
 	return writeChart(w, s, rule, title, "svg")
 }
 

@@ -11,14 +11,14 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// LoadDataset reads n prompts from a dataset file: a ShareGPT JSON array,
+// loadDataset reads n prompts from a dataset file: a ShareGPT JSON array,
 // or JSON Lines of {"prompt"}, {"messages"} or ShareGPT records (the probe
 // package's dataset format, parsed by probe.DecodeDataset). ShareGPT
 // records use their first turn as the prompt and the word count of the
 // second as the output length; other records get outputLen. Entries are
 // shuffled with seed (as vLLM samples them) and reused when the file holds
 // fewer than n. Errors name the file and line.
-func LoadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, error) {
+func loadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, error) {
 	data, err := fileread.Read(path, fileread.BenchDatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)

@@ -55,7 +55,7 @@ func TestLoadDataset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := LoadDataset(tt.path, tt.n, 64, 0)
+			ps, err := loadDataset(tt.path, tt.n, 64, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -63,7 +63,7 @@ func TestLoadDataset(t *testing.T) {
 				return
 			}
 			if err != nil || len(ps) != tt.n {
-				t.Fatalf("LoadDataset = %d prompts, %v; want %d", len(ps), err, tt.n)
+				t.Fatalf("loadDataset = %d prompts, %v; want %d", len(ps), err, tt.n)
 			}
 			tt.check(t, ps)
 		})

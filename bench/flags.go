@@ -32,7 +32,7 @@ func RegisterBenchFlags(cmd *kingpin.CmdClause) *BenchFlags {
 	cmd.Flag("host", "Server host when --base-url is not given.").Default("127.0.0.1").StringVar(&f.host)
 	cmd.Flag("port", "Server port when --base-url is not given.").Default("8000").IntVar(&f.port)
 	cmd.Flag("endpoint", "API endpoint.").Default("/v1/completions").StringVar(&o.Endpoint)
-	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(BackendOpenAI).EnumVar(&o.Backend, BackendOpenAI, BackendOpenAIChat)
+	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(backendOpenAI).EnumVar(&o.Backend, backendOpenAI, backendOpenAIChat)
 	cmd.Flag("model", "Model name; default: the first id from /v1/models.").StringVar(&o.Model)
 	cmd.Flag("label", "Prefix of the saved result's file name; default: the backend.").StringVar(&o.Label)
 	registerWorkloadFlags(cmd, o)
@@ -59,7 +59,7 @@ func RegisterBenchFlags(cmd *kingpin.CmdClause) *BenchFlags {
 
 // registerWorkloadFlags adds the dataset flags.
 func registerWorkloadFlags(cmd *kingpin.CmdClause, o *Options) {
-	cmd.Flag("dataset-name", "random, sharegpt or custom (JSONL).").Default(DatasetRandom).StringVar(&o.DatasetName)
+	cmd.Flag("dataset-name", "random, sharegpt or custom (JSONL).").Default(datasetRandom).StringVar(&o.DatasetName)
 	cmd.Flag("dataset-path", "Dataset file: ShareGPT JSON or JSON Lines.").StringVar(&o.DatasetPath)
 	cmd.Flag("random-input-len", "Input tokens per request (random dataset).").Default("1024").IntVar(&o.RandomInputLen)
 	cmd.Flag("random-output-len", "Output tokens per request (random and custom datasets).").Default("128").IntVar(&o.RandomOutputLen)
@@ -76,13 +76,13 @@ func (f *BenchFlags) Options() (Options, error) {
 		return o, usageErr("unexpected argument %q", f.extraGoodput[0])
 	}
 	var err error
-	if o.Goodput, err = ParseGoodput(append(append([]string(nil), f.goodput...), f.extraGoodput...)); err != nil {
+	if o.Goodput, err = parseGoodput(append(append([]string(nil), f.goodput...), f.extraGoodput...)); err != nil {
 		return o, err
 	}
-	if o.MetricPercentiles, err = ParsePercentiles(f.percentiles); err != nil {
+	if o.MetricPercentiles, err = parsePercentiles(f.percentiles); err != nil {
 		return o, err
 	}
-	if o.PercentileMetrics, err = ParseMetrics(f.percentileMetrics); err != nil {
+	if o.PercentileMetrics, err = parseMetrics(f.percentileMetrics); err != nil {
 		return o, err
 	}
 	if f.readySec < 0 {
@@ -90,7 +90,7 @@ func (f *BenchFlags) Options() (Options, error) {
 	}
 	o.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
 	o.APIKey = os.Getenv("OPENAI_API_KEY")
-	return o, o.Validate()
+	return o, o.validate()
 }
 
 // ExitCode maps a command's error to its exit status: 0 for none, 2 for

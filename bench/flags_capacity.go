@@ -41,7 +41,7 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	cmd.Flag("host", "Server host when --base-url is not given.").Default("127.0.0.1").StringVar(&f.host)
 	cmd.Flag("port", "Server port when --base-url is not given.").Default("8000").IntVar(&f.port)
 	cmd.Flag("endpoint", "API endpoint.").Default("/v1/completions").StringVar(&w.Endpoint)
-	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(BackendOpenAI).EnumVar(&w.Backend, BackendOpenAI, BackendOpenAIChat)
+	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(backendOpenAI).EnumVar(&w.Backend, backendOpenAI, backendOpenAIChat)
 	cmd.Flag("model", "Model name; default: the first id from /v1/models.").StringVar(&w.Model)
 	registerWorkloadFlags(cmd, w)
 	cmd.Flag("ignore-eos", "Send ignore_eos (always on for the random dataset).").BoolVar(&w.IgnoreEOS)
@@ -95,7 +95,7 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 		return o, usageErr("unexpected argument %q", f.extra[0])
 	}
 	var err error
-	if w.Goodput, err = ParseGoodput(append(append([]string(nil), f.goodput...), f.extra...)); err != nil {
+	if w.Goodput, err = parseGoodput(append(append([]string(nil), f.goodput...), f.extra...)); err != nil {
 		return o, err
 	}
 	if f.readySec < 0 {
@@ -117,7 +117,7 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 	if o.Rates, err = staircase(list, f.start, f.maxRate, f.factor, f.step); err != nil {
 		return o, err
 	}
-	return o, o.Validate()
+	return o, o.validate()
 }
 
 // staircase builds the offered rates: the given list (sorted), or from

@@ -35,8 +35,8 @@ func TestBenchFlagsDefaults(t *testing.T) {
 	}{
 		{"base-url from host and port", o.BaseURL == "http://127.0.0.1:8000"},
 		{"endpoint", o.Endpoint == "/v1/completions"},
-		{"backend", o.Backend == BackendOpenAI},
-		{"dataset", o.DatasetName == DatasetRandom},
+		{"backend", o.Backend == backendOpenAI},
+		{"dataset", o.DatasetName == datasetRandom},
 		{"random lens", o.RandomInputLen == 1024 && o.RandomOutputLen == 128 && o.RandomRangeRatio == 0},
 		{"num-prompts", o.NumPrompts == 1000},
 		{"request-rate inf", math.IsInf(o.RequestRate, 1)},
@@ -59,12 +59,12 @@ func TestBenchFlagsGoodput(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want Goodput
+		want goodput
 	}{
-		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, Goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
-		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, Goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, hasTTFT: true, hasE2EL: true}},
-		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, Goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
-		{"zero is an objective", []string{"--goodput", "ttft:0"}, Goodput{hasTTFT: true}},
+		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
+		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, hasTTFT: true, hasE2EL: true}},
+		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
+		{"zero is an objective", []string{"--goodput", "ttft:0"}, goodput{hasTTFT: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestGoodputZero(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.pairs, " ", tt.ttft, tt.tpot), func(t *testing.T) {
-			g, err := ParseGoodput([]string{tt.pairs})
+			g, err := parseGoodput([]string{tt.pairs})
 			if err != nil {
 				t.Fatal(err)
 			}

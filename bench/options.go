@@ -26,38 +26,38 @@ func usageErr(format string, args ...any) error {
 
 // Backends of Options.Backend, as vllm bench serve names them.
 const (
-	BackendOpenAI     = "openai"
-	BackendOpenAIChat = "openai-chat"
+	backendOpenAI     = "openai"
+	backendOpenAIChat = "openai-chat"
 )
 
 // Dataset names of Options.DatasetName.
 const (
-	DatasetRandom   = "random"
-	DatasetShareGPT = "sharegpt"
-	DatasetCustom   = "custom" // JSONL of {"prompt"} or {"messages"} lines
+	datasetRandom   = "random"
+	datasetShareGPT = "sharegpt"
+	datasetCustom   = "custom" // JSONL of {"prompt"} or {"messages"} lines
 )
 
-// Goodput holds the per-request objectives of --goodput. An objective
+// goodput holds the per-request objectives of --goodput. An objective
 // counts when it was given, whatever its value: ttft:0 is an objective no
 // request meets, as in vLLM.
-type Goodput struct {
+type goodput struct {
 	TTFT, TPOT, E2EL          time.Duration
 	hasTTFT, hasTPOT, hasE2EL bool
 }
 
 // IsSet reports whether any objective was given.
-func (g Goodput) IsSet() bool { return g.hasTTFT || g.hasTPOT || g.hasE2EL }
+func (g goodput) IsSet() bool { return g.hasTTFT || g.hasTPOT || g.hasE2EL }
 
 // Good reports whether a request's measurement meets every objective
 // given, as vLLM checks it (objective >= value; TPOT is 0 for one output
 // token).
-func (g Goodput) Good(ttft, tpot, e2el time.Duration) bool {
+func (g goodput) Good(ttft, tpot, e2el time.Duration) bool {
 	ok := func(has bool, slo, v time.Duration) bool { return !has || v <= slo }
 	return ok(g.hasTTFT, g.TTFT, ttft) && ok(g.hasTPOT, g.TPOT, tpot) && ok(g.hasE2EL, g.E2EL, e2el)
 }
 
-// rule returns Good as Compute takes it: nil when no objective was given.
-func (g Goodput) rule() func(ttft, tpot, e2el time.Duration) bool {
+// rule returns Good as stats.Compute takes it: nil when no objective was given.
+func (g goodput) rule() func(ttft, tpot, e2el time.Duration) bool {
 	if !g.IsSet() {
 		return nil
 	}
@@ -74,20 +74,20 @@ func judgeSLO(has bool, d time.Duration) model.Duration {
 	return model.Duration(d)
 }
 
-// ParseGoodput parses vLLM's --goodput values: KEY:VALUE pairs separated by
+// parseGoodput parses vLLM's --goodput values: KEY:VALUE pairs separated by
 // spaces (or given as several values), keys ttft, tpot or e2el, values in
 // milliseconds, not negative.
-func ParseGoodput(values []string) (Goodput, error) {
-	var g Goodput
+func parseGoodput(values []string) (goodput, error) {
+	var g goodput
 	for _, v := range values {
 		for _, pair := range strings.Fields(v) {
 			key, val, ok := strings.Cut(pair, ":")
 			ms, err := strconv.ParseFloat(val, 64)
 			if !ok || err != nil || math.IsNaN(ms) || math.IsInf(ms, 0) {
-				return Goodput{}, usageErr("--goodput %q: want KEY:VALUE with a number of milliseconds, e.g. ttft:300", pair)
+				return goodput{}, usageErr("--goodput %q: want KEY:VALUE with a number of milliseconds, e.g. ttft:300", pair)
 			}
 			if ms < 0 {
-				return Goodput{}, usageErr("--goodput %q: the objective must not be negative", pair)
+				return goodput{}, usageErr("--goodput %q: the objective must not be negative", pair)
 			}
 			d := time.Duration(ms * float64(time.Millisecond))
 			switch key {
@@ -98,16 +98,16 @@ func ParseGoodput(values []string) (Goodput, error) {
 			case stats.MetricE2EL:
 				g.E2EL, g.hasE2EL = d, true
 			default:
-				return Goodput{}, usageErr("--goodput %q: the key must be one of ttft, tpot, e2el", pair)
+				return goodput{}, usageErr("--goodput %q: the key must be one of ttft, tpot, e2el", pair)
 			}
 		}
 	}
 	return g, nil
 }
 
-// ParsePercentiles parses --metric-percentiles: comma-separated numbers in
+// parsePercentiles parses --metric-percentiles: comma-separated numbers in
 // (0, 100], e.g. "50,90,99.9".
-func ParsePercentiles(s string) ([]float64, error) {
+func parsePercentiles(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
@@ -119,9 +119,9 @@ func ParsePercentiles(s string) ([]float64, error) {
 	return out, nil
 }
 
-// ParseMetrics parses --percentile-metrics: a comma-separated subset of
+// parseMetrics parses --percentile-metrics: a comma-separated subset of
 // ttft, tpot, itl, e2el, client_queue_time, e2el_including_client_queue.
-func ParseMetrics(s string) ([]string, error) {
+func parseMetrics(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		m := strings.TrimSpace(f)
@@ -156,7 +156,7 @@ type Options struct {
 	IgnoreEOS      bool
 	NumWarmups     int
 
-	Goodput           Goodput
+	Goodput           goodput
 	MetricPercentiles []float64
 	PercentileMetrics []string
 
@@ -171,9 +171,9 @@ type Options struct {
 	LedgerPath     string // "" = beside the saved result, or none
 }
 
-// Validate checks o and returns an error wrapping ErrUsage that names the
+// validate checks o and returns an error wrapping ErrUsage that names the
 // first bad flag.
-func (o *Options) Validate() error {
+func (o *Options) validate() error {
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usageErr("--base-url %q: want http(s)://host:port", o.BaseURL)
@@ -183,11 +183,11 @@ func (o *Options) Validate() error {
 		msg string
 	}{
 		{!strings.HasPrefix(o.Endpoint, "/"), fmt.Sprintf("--endpoint %q must start with /", o.Endpoint)},
-		{o.Backend != BackendOpenAI && o.Backend != BackendOpenAIChat, fmt.Sprintf("--backend %q: want openai or openai-chat", o.Backend)},
-		{o.Chat() && !strings.HasSuffix(o.Endpoint, "chat/completions"), fmt.Sprintf("--backend openai-chat needs a chat endpoint (--endpoint /v1/chat/completions), got %q", o.Endpoint)},
-		{!o.Chat() && !strings.HasSuffix(o.Endpoint, "completions"), fmt.Sprintf("--backend openai needs a completions endpoint, got %q", o.Endpoint)},
-		{!slices.Contains([]string{DatasetRandom, DatasetShareGPT, DatasetCustom}, o.DatasetName), fmt.Sprintf("--dataset-name %q: want random, sharegpt or custom", o.DatasetName)},
-		{o.DatasetName != DatasetRandom && o.DatasetPath == "", fmt.Sprintf("--dataset-name %s needs --dataset-path", o.DatasetName)},
+		{o.Backend != backendOpenAI && o.Backend != backendOpenAIChat, fmt.Sprintf("--backend %q: want openai or openai-chat", o.Backend)},
+		{o.chat() && !strings.HasSuffix(o.Endpoint, "chat/completions"), fmt.Sprintf("--backend openai-chat needs a chat endpoint (--endpoint /v1/chat/completions), got %q", o.Endpoint)},
+		{!o.chat() && !strings.HasSuffix(o.Endpoint, "completions"), fmt.Sprintf("--backend openai needs a completions endpoint, got %q", o.Endpoint)},
+		{!slices.Contains([]string{datasetRandom, datasetShareGPT, datasetCustom}, o.DatasetName), fmt.Sprintf("--dataset-name %q: want random, sharegpt or custom", o.DatasetName)},
+		{o.DatasetName != datasetRandom && o.DatasetPath == "", fmt.Sprintf("--dataset-name %s needs --dataset-path", o.DatasetName)},
 		{o.RandomInputLen < 1, fmt.Sprintf("--random-input-len %d must be at least 1", o.RandomInputLen)},
 		{o.RandomOutputLen < 1, fmt.Sprintf("--random-output-len %d must be at least 1", o.RandomOutputLen)},
 		{!(o.RandomRangeRatio >= 0 && o.RandomRangeRatio < 1), fmt.Sprintf("--random-range-ratio %v must be in [0, 1)", o.RandomRangeRatio)},
@@ -209,5 +209,5 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Chat reports whether the run uses the chat completions API.
-func (o *Options) Chat() bool { return o.Backend == BackendOpenAIChat }
+// chat reports whether the run uses the chat completions API.
+func (o *Options) chat() bool { return o.Backend == backendOpenAIChat }

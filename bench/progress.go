@@ -9,20 +9,20 @@ import (
 	"golang.org/x/term"
 )
 
-// Progress is a progress bar on a terminal; on anything else it is silent.
-// A nil *Progress is valid and does nothing.
-type Progress struct {
+// progress is a progress bar on a terminal; on anything else it is silent.
+// A nil *progress is valid and does nothing.
+type progress struct {
 	bar *progressbar.ProgressBar
 }
 
-// NewProgress returns a bar of total steps written to w when w is a
+// newProgress returns a bar of total steps written to w when w is a
 // terminal, else nil. A negative total gives a spinner with a count.
-func NewProgress(w io.Writer, total int, description string) *Progress {
+func newProgress(w io.Writer, total int, description string) *progress {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || total == 0 {
 		return nil
 	}
-	return &Progress{bar: progressbar.NewOptions(max(total, -1),
+	return &progress{bar: progressbar.NewOptions(max(total, -1),
 		progressbar.OptionSetWriter(f),
 		progressbar.OptionSetDescription(description),
 		progressbar.OptionShowCount(),
@@ -34,21 +34,21 @@ func NewProgress(w io.Writer, total int, description string) *Progress {
 }
 
 // Add advances the bar by n; it is safe for concurrent use.
-func (p *Progress) Add(n int) {
+func (p *progress) Add(n int) {
 	if p != nil {
 		_ = p.bar.Add(n)
 	}
 }
 
 // Describe changes the text before the bar.
-func (p *Progress) Describe(s string) {
+func (p *progress) Describe(s string) {
 	if p != nil {
 		p.bar.Describe(s)
 	}
 }
 
 // Finish completes and clears the bar.
-func (p *Progress) Finish() {
+func (p *progress) Finish() {
 	if p != nil {
 		_ = p.bar.Finish()
 	}

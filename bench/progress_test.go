@@ -19,7 +19,7 @@ func TestProgressSilentOffTerminal(t *testing.T) {
 		w    io.Writer
 	}{{"buffer", &bytes.Buffer{}}, {"pipe", w}, {"nil", nil}} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewProgress(tt.w, 10, "x")
+			p := newProgress(tt.w, 10, "x")
 			if p != nil {
 				t.Fatalf("progress bar on a %s, want none off a terminal", tt.name)
 			}

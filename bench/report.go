@@ -25,7 +25,7 @@ type Settings struct {
 	RequestRate       float64
 	Burstiness        float64
 	MaxConcurrency    int // 0 = none
-	Goodput           Goodput
+	Goodput           goodput
 	PercentileMetrics []string
 	Percentiles       []float64
 	LedgerPath        string
@@ -78,9 +78,9 @@ func lineFloat(w io.Writer, label string, v float64) {
 	fmt.Fprintf(w, "%-40s %-10s\n", label, pyfmt.Float(v, 2))
 }
 
-// PrintFailures prints up to 10 failed requests' errors, as vLLM does
+// printFailures prints up to 10 failed requests' errors, as vLLM does
 // before its result block.
-func PrintFailures(w io.Writer, run *openloop.Run) {
+func printFailures(w io.Writer, run *openloop.Run) {
 	var failed []*probe.Result
 	for _, r := range run.Results {
 		if !stats.Completed(r) {
@@ -96,8 +96,8 @@ func PrintFailures(w io.Writer, run *openloop.Run) {
 	}
 }
 
-// PrintResult prints vLLM's "Serving Benchmark Result" block line for line.
-func PrintResult(w io.Writer, s Settings, m stats.Metrics) {
+// printResult prints vLLM's "Serving Benchmark Result" block line for line.
+func printResult(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, center(" Serving Benchmark Result ", '=', 50))
 	lineInt(w, "Successful requests:", m.Completed)
 	lineInt(w, "Failed requests:", m.Failed)
@@ -130,11 +130,11 @@ func PrintResult(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, strings.Repeat("=", 50))
 }
 
-// PrintLedger prints the prober's additions below vLLM's block: offered
+// printLedger prints the prober's additions below vLLM's block: offered
 // load, completed throughput and goodput over the wall-clock window,
 // acceptance, the latencies with timeouts counted at the timeout, and the
 // disposition mix that accounts for every offered request.
-func PrintLedger(w io.Writer, s Settings, m stats.Metrics) {
+func printLedger(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, center(" Prober Ledger ", '=', 50))
 	lineInt(w, "Offered requests:", m.Offered)
 	if m.Abandoned > 0 {
@@ -165,7 +165,7 @@ func PrintLedger(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, strings.Repeat("=", 50))
 }
 
-// printCensored prints the selected latencies of Metrics.Latency: the
+// printCensored prints the selected latencies of stats.Metrics.Latency: the
 // median and the selected percentiles.
 func printCensored(w io.Writer, s Settings, m stats.Metrics) {
 	header := false
@@ -194,9 +194,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// DefaultResultFilename is vLLM's name for a saved result:
+// defaultResultFilename is vLLM's name for a saved result:
 // {label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json.
-func DefaultResultFilename(s Settings, at time.Time) string {
+func defaultResultFilename(s Settings, at time.Time) string {
 	label := s.Label
 	if label == "" {
 		label = s.Backend
@@ -208,8 +208,8 @@ func DefaultResultFilename(s Settings, at time.Time) string {
 	return name + "-" + path.Base(s.Model) + "-" + at.Format("20060102-150405") + ".json"
 }
 
-// MarshalResult renders the saved JSON: vLLM's keys, then the prober's.
-func MarshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time) ([]byte, error) {
+// marshalResult renders the saved JSON: vLLM's keys, then the prober's.
+func marshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time) ([]byte, error) {
 	out := vllmKeys(s, m, at)
 	for _, name := range reported(s) {
 		d := m.Dists[name]
@@ -237,7 +237,7 @@ func MarshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool
 	return append(b, '\n'), nil
 }
 
-// censoredJSON renders Metrics.Latency as {"ttft": {"mean": ..,
+// censoredJSON renders stats.Metrics.Latency as {"ttft": {"mean": ..,
 // "median": .., "p99": ..}, ...}.
 func censoredJSON(m stats.Metrics) map[string]map[string]float64 {
 	out := map[string]map[string]float64{}

@@ -29,8 +29,8 @@ func syntheticRun() *openloop.Run {
 }
 
 func syntheticSettings() Settings {
-	return Settings{Backend: BackendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
-		MaxConcurrency: 4, Goodput: Goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
+	return Settings{Backend: backendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
+		MaxConcurrency: 4, Goodput: goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
 		PercentileMetrics: stats.RequestMetrics, Percentiles: []float64{99, 99.9}}
 }
 
@@ -40,7 +40,7 @@ func TestPrintResultGolden(t *testing.T) {
 	s := syntheticSettings()
 	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
-	PrintResult(&buf, s, m)
+	printResult(&buf, s, m)
 	want, err := os.ReadFile("testdata/result_block.golden")
 	if err != nil {
 		t.Fatal(err)
@@ -65,9 +65,9 @@ func line(ls []string, i int) string {
 
 func TestPrintResultOptionalLines(t *testing.T) {
 	s := syntheticSettings()
-	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), Goodput{}, []string{stats.MetricTTFT}
+	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), goodput{}, []string{stats.MetricTTFT}
 	var buf bytes.Buffer
-	PrintResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}))
+	printResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}))
 	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL"} {
 		t.Run(absent, func(t *testing.T) {
 			if strings.Contains(buf.String(), absent) {
@@ -81,7 +81,7 @@ func TestPrintLedger(t *testing.T) {
 	s := syntheticSettings()
 	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
-	PrintLedger(&buf, s, m)
+	printLedger(&buf, s, m)
 	for _, want := range []string{
 		"Offered requests:                        3         ",
 		"Offered load (req/s):                    3.00      ",
@@ -110,7 +110,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := MarshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start)
+	b, err := marshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestDefaultResultFilename(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := DefaultResultFilename(tt.s, at); got != tt.want {
+			if got := defaultResultFilename(tt.s, at); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

@@ -40,16 +40,16 @@ func benchTarget(o *Options) config.Target {
 // workload of the flags, --goodput's SLOs and the daemon's default quality
 // checks.
 func benchProbe(o *Options) config.Probe {
-	p := config.Probe{Name: ProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
+	p := config.Probe{Name: benchProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
 		Timeout: model.Duration(o.Timeout),
 		Request: config.Request{MaxTokens: o.RandomOutputLen, IgnoreEOS: o.IgnoreEOS},
 		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.hasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.hasTPOT, o.Goodput.TPOT),
 			E2EL: judgeSLO(o.Goodput.hasE2EL, o.Goodput.E2EL)},
 		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
-	if o.Chat() {
+	if o.chat() {
 		p.API = config.APIChat
 	}
-	if o.DatasetName == DatasetRandom {
+	if o.DatasetName == datasetRandom {
 		p.Workload.Random = &config.RandomWorkload{InputTokens: o.RandomInputLen, OutputTokens: o.RandomOutputLen,
 			RangeRatio: o.RandomRangeRatio, Seed: o.Seed}
 	}

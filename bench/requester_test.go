@@ -57,21 +57,21 @@ func TestBenchRequester(t *testing.T) {
 		prompts  []probe.Prompt
 		check    func(t *testing.T, b map[string]any)
 	}{
-		{name: "random completions as token ids", backend: BackendOpenAI, endpoint: "/v1/completions",
+		{name: "random completions as token ids", backend: backendOpenAI, endpoint: "/v1/completions",
 			check: func(t *testing.T, b map[string]any) {
 				ids, _ := b["prompt"].([]any)
 				if len(ids) != 16 || b["max_tokens"] != 4.0 || b["repetition_penalty"] != 1.0 || b["ignore_eos"] != true {
 					t.Errorf("body %v: want 16 token ids, max_tokens 4, repetition_penalty 1, ignore_eos", b)
 				}
 			}},
-		{name: "random chat prompt as a content part", backend: BackendOpenAIChat, endpoint: "/v1/chat/completions",
+		{name: "random chat prompt as a content part", backend: backendOpenAIChat, endpoint: "/v1/chat/completions",
 			check: func(t *testing.T, b map[string]any) {
 				got := fmt.Sprint(b["messages"])
 				if !strings.HasPrefix(got, "[map[content:[map[text:") || !strings.HasSuffix(got, " type:text]] role:user]]") {
 					t.Errorf("messages %s, want one user message with one text content part", got)
 				}
 			}},
-		{name: "dataset chat prompt as a content part", backend: BackendOpenAIChat, endpoint: "/v1/chat/completions",
+		{name: "dataset chat prompt as a content part", backend: backendOpenAIChat, endpoint: "/v1/chat/completions",
 			prompts: []probe.Prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
 			check: func(t *testing.T, b map[string]any) {
 				want := "[map[content:[map[text:y type:text]] role:user]]"
@@ -85,7 +85,7 @@ func TestBenchRequester(t *testing.T) {
 			o := benchTestOptions(url)
 			o.Backend, o.Endpoint, o.Model, o.APIKey, o.IgnoreEOS = tt.backend, tt.endpoint, "m", "sk-test", true
 			if tt.prompts != nil {
-				o.DatasetName = DatasetCustom
+				o.DatasetName = datasetCustom
 			}
 			r, err := newRequester(&o, tt.prompts, Env{})
 			if err != nil {
@@ -172,7 +172,7 @@ func TestBenchChatLatencyEndsAtLastToken(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	o := benchTestOptions(srv.URL)
-	o.Backend, o.Endpoint, o.NumPrompts, o.RandomOutputLen = BackendOpenAIChat, "/v1/chat/completions", 2, 2
+	o.Backend, o.Endpoint, o.NumPrompts, o.RandomOutputLen = backendOpenAIChat, "/v1/chat/completions", 2, 2
 	out, err := Bench(context.Background(), o, Env{})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ type PassRule struct {
 	// SteadyRatio and SteadyGrowth define the steady state: a repeat is
 	// not_steady when the median TTFT of the last third of its requests
 	// is above SteadyRatio times that of the first third and above it by
-	// more than SteadyGrowth (Metrics.TTFTFirstThird, TTFTLastThird): its
+	// more than SteadyGrowth (stats.Metrics.TTFTFirstThird, TTFTLastThird): its
 	// queue kept growing through the window, so a longer level would have
 	// done worse. SteadyRatio 0 turns the check off.
 	SteadyRatio  float64
@@ -86,7 +86,7 @@ func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 }
 
 // percentileOf returns percentile p of a metric's censored Dist
-// (Metrics.Latency), in ms.
+// (stats.Metrics.Latency), in ms.
 func percentileOf(m stats.Metrics, name string, p float64) float64 {
 	for _, q := range m.Latency[name].Percentiles {
 		if q.P == p {
