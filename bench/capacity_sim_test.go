@@ -155,20 +155,23 @@ type capacityJSON struct {
 	Levels []levelJSON `json:"levels"`
 }
 
-// levelJSON is the part of a saved repeat the tests read, by its JSON
-// keys.
-type levelJSON struct {
-	Offered, Sent, Unfinished, Timeouts int                // keys offered, sent, unfinished, timeouts
-	ServerCompleted                     int                `json:"completed"`
-	PromptTokens                        int                `json:"prompt_tokens"`
-	OutputTokens                        int                `json:"output_tokens"`
-	WallClockS                          float64            `json:"wall_clock_s"`
-	CompletedThroughput                 float64            `json:"completed_throughput"`
-	E2ELMS                              map[string]float64 `json:"e2el_ms"`
-	Dispositions                        map[string]int     `json:"dispositions"`
-	NotSteady                           bool               `json:"not_steady"`
-	TTFTFirstThirdMS                    float64            `json:"ttft_p50_first_third_ms"`
-	TTFTLastThirdMS                     float64            `json:"ttft_p50_last_third_ms"`
+// levelJSON is one saved repeat, read by its JSON keys.
+type levelJSON map[string]any
+
+// num returns the number at the path of keys, failing the test when there
+// is none.
+func (l levelJSON) num(t *testing.T, keys ...string) float64 {
+	t.Helper()
+	var v any = map[string]any(l)
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	n, ok := v.(float64)
+	if !ok {
+		t.Fatalf("saved repeat has no number at %v: %v", keys, l)
+	}
+	return n
 }
 
 func readCapacityJSON(t *testing.T, path string) capacityJSON {
@@ -208,22 +211,23 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := levelJSON{Offered: len(recs)}
+	// The hand count, by the keys of the saved repeat.
+	want := map[string]int{"offered": len(recs)}
 	for _, r := range recs {
 		res := &probe.Result{Disposition: r.Disposition, Reason: r.Reason}
 		if r.Sent != nil {
-			want.Sent++
+			want["sent"]++
 		}
 		if res.ServerCompleted() {
-			want.ServerCompleted++
-			want.PromptTokens += r.PromptTokens
-			want.OutputTokens += r.OutputTokens
+			want["completed"]++
+			want["prompt_tokens"] += r.PromptTokens
+			want["output_tokens"] += r.OutputTokens
 		}
 		switch r.Disposition {
 		case probe.ClientTimeout:
-			want.Timeouts++
+			want["timeouts"]++
 		case probe.Unfinished:
-			want.Unfinished++
+			want["unfinished"]++
 		}
 	}
 	c := readCapacityJSON(t, out.JSONPath)
@@ -231,24 +235,21 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 		t.Fatalf("%d repeats in the report, want 1", len(c.Levels))
 	}
 	got := c.Levels[0]
-	if want.Timeouts == 0 || got.Dispositions[string(probe.ServerFailure)] == 0 {
-		t.Fatalf("dispositions %v: want stalls timing out and 500 answers", got.Dispositions)
+	if want["timeouts"] == 0 || got.num(t, "dispositions", string(probe.ServerFailure)) == 0 {
+		t.Fatalf("dispositions %v: want stalls timing out and 500 answers", got["dispositions"])
 	}
-	for _, f := range []struct {
-		name      string
-		got, want int
-	}{{"offered", got.Offered, want.Offered}, {"sent", got.Sent, want.Sent}, {"completed", got.ServerCompleted, want.ServerCompleted},
-		{"prompt tokens", got.PromptTokens, want.PromptTokens}, {"output tokens", got.OutputTokens, want.OutputTokens},
-		{"timeouts", got.Timeouts, want.Timeouts}, {"unfinished", got.Unfinished, want.Unfinished}} {
-		t.Run(f.name, func(t *testing.T) {
-			if f.got != f.want {
-				t.Errorf("report says %d, ledger %d", f.got, f.want)
+	for _, key := range []string{"offered", "sent", "completed", "prompt_tokens", "output_tokens", "timeouts", "unfinished"} {
+		n := got.num(t, key)
+		t.Run(key, func(t *testing.T) {
+			if n != float64(want[key]) {
+				t.Errorf("report says %v, ledger %d", n, want[key])
 			}
 		})
 	}
-	if math.Abs(got.CompletedThroughput-float64(want.ServerCompleted)/got.WallClockS) > 1e-9 || got.E2ELMS["p99"] < 300 || got.E2ELMS["p99"] > 300.0001 {
+	completed, wall, p99 := got.num(t, "completed_throughput"), got.num(t, "wall_clock_s"), got.num(t, "e2el_ms", "p99")
+	if math.Abs(completed-float64(want["completed"])/wall) > 1e-9 || p99 < 300 || p99 > 300.0001 {
 		t.Errorf("completed %v/s over %vs, p99 e2el %vms: want completed over the wall clock and timeouts at 300ms",
-			got.CompletedThroughput, got.WallClockS, got.E2ELMS["p99"])
+			completed, wall, p99)
 	}
 	h := c.Header
 	if h.Server != (capacity.ServerInfo{Model: "sim-llama", Version: "0.26.0"}) || h.TimeoutS != 0.3 || h.WarmupS != 0.1 ||
@@ -292,7 +293,8 @@ func TestCapacityNotSteady(t *testing.T) {
 			heavy.Pass, heavy.NotSteady, heavy.Why, heavy.Metrics.TTFTFirstThird, heavy.Metrics.TTFTLastThird)
 	}
 	c := readCapacityJSON(t, out.JSONPath)
-	if len(c.Levels) != 2 || c.Levels[0].NotSteady || !c.Levels[1].NotSteady || c.Levels[1].TTFTLastThirdMS <= c.Levels[1].TTFTFirstThirdMS {
+	if len(c.Levels) != 2 || c.Levels[0]["not_steady"] != false || c.Levels[1]["not_steady"] != true ||
+		c.Levels[1].num(t, "ttft_p50_last_third_ms") <= c.Levels[1].num(t, "ttft_p50_first_third_ms") {
 		t.Errorf("saved levels %+v: want the second flagged not_steady", c.Levels)
 	}
 	if !strings.Contains(stdout.String(), "steady (last-third ttft p50 <= 2.0 x first third, or within 50ms of it)") {
