@@ -3,6 +3,13 @@
 // (`vllm-prober capacity`) on top of the probe package: the same judge,
 // dispositions and ledger as the daemon, vLLM's arrival process, and vLLM's
 // printed result block and saved JSON so numbers compare line by line.
+//
+// bench holds the commands: their flags, the server setup and ready check,
+// datasets, the vLLM result block and the files written. Its subpackages
+// hold the parts with a job of their own: bench/openloop sends planned
+// requests open loop, bench/stats computes what a run measured,
+// bench/capacity is the staircase search and its report, and bench/pyfmt
+// prints numbers as Python does.
 package bench
 
 import (
