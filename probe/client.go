@@ -24,7 +24,7 @@ const maxDrain = 64 << 10
 
 // send writes the request, reads the stream and records the measurement
 // and any failure in res (the judge runs afterwards).
-func (r *Requester) send(ctx context.Context, res *Result, model string, item workItem) {
+func (r *Requester) send(ctx context.Context, res *Result, model string, item Item) {
 	body, err := r.requestBody(model, item)
 	if err != nil {
 		res.Disposition, res.Reason = ServerFailure, ReasonProtocol
@@ -71,7 +71,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 
 // requestBody renders the JSON body. request.extra is merged in; it may
 // override sampling fields but never the ones the measurement relies on.
-func (r *Requester) requestBody(model string, it workItem) ([]byte, error) {
+func (r *Requester) requestBody(model string, it Item) ([]byte, error) {
 	rq := r.probe.Request
 	vllm := r.opts.Timing == TimingVLLMBench
 	b := make(map[string]any, 8+len(rq.Extra))
@@ -85,9 +85,9 @@ func (r *Requester) requestBody(model string, it workItem) ([]byte, error) {
 	}
 	if r.probe.API == config.APIChat {
 		// vLLM honours max_completion_tokens; max_tokens is deprecated.
-		b["max_completion_tokens"] = it.maxTokens
+		b["max_completion_tokens"] = it.MaxTokens
 	} else {
-		b["max_tokens"] = it.maxTokens
+		b["max_tokens"] = it.MaxTokens
 	}
 	for k, v := range rq.Extra {
 		b[k] = v
@@ -100,11 +100,11 @@ func (r *Requester) requestBody(model string, it workItem) ([]byte, error) {
 	}
 	switch {
 	case r.probe.API == config.APIChat && vllm:
-		b["messages"] = vllmMessages(it.messages)
+		b["messages"] = vllmMessages(it.Messages)
 	case r.probe.API == config.APIChat:
-		b["messages"] = it.messages
+		b["messages"] = it.Messages
 	default:
-		b["prompt"] = it.prompt
+		b["prompt"] = it.Prompt
 	}
 	out, err := json.Marshal(b)
 	if err != nil {
@@ -141,13 +141,13 @@ func (r *Requester) httpError(ctx context.Context, res *Result, resp *http.Respo
 }
 
 // readStream parses the event stream into the measurement and res.
-func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader, m *measurement, item workItem) {
+func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader, m *measurement, item Item) {
 	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
-	sr := newSSEReader(lb, r.opts.MaxLineBytes, r.opts.Now)
-	var c chunk
+	sr := NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
+	var c Chunk
 	done := false
 	for !done {
-		ev, err := sr.next()
+		ev, err := sr.Next()
 		if err != nil {
 			classifyStreamError(ctx, res, err)
 			break
@@ -159,19 +159,19 @@ func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader,
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue
 		}
-		if err := c.decode(ev.Data); err != nil {
+		if err := c.Decode(ev.Data); err != nil {
 			res.Disposition, res.Reason = ServerFailure, ReasonProtocol
 			res.Error = truncate(err.Error(), maxErrorLen)
 			break
 		}
-		if c.hasError() {
+		if c.HasError() {
 			res.Disposition, res.Reason = ServerFailure, ReasonStreamError
 			res.Error = errorMessage(c.Error)
 			break
 		}
 		m.observe(&c, ev.At)
 	}
-	m.fill(res, done, item.promptTokens)
+	m.fill(res, done, item.PromptTokens)
 	m.failNoChoices(res, done)
 	if done {
 		_, _ = io.CopyN(io.Discard, lb, maxDrain)
@@ -185,7 +185,7 @@ func classifyStreamError(ctx context.Context, res *Result, err error) {
 	}
 	res.Disposition = ServerFailure
 	switch {
-	case errors.Is(err, errLineTooLong), errors.Is(err, errBodyTooLong), errors.Is(err, io.ErrNoProgress):
+	case errors.Is(err, ErrLineTooLong), errors.Is(err, errBodyTooLong), errors.Is(err, io.ErrNoProgress):
 		res.Reason = ReasonProtocol
 	case errors.Is(err, io.EOF):
 		res.Reason = ReasonNoDone
@@ -203,4 +203,36 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// DefaultMaxBodyBytes is the default bound of one response body.
+const DefaultMaxBodyBytes = 16 << 20
+
+// errBodyTooLong makes a response malformed: its body is longer than the
+// bound.
+var errBodyTooLong = errors.New("response body longer than the limit")
+
+// limitedBody bounds a response body: reading past max bytes fails with
+// errBodyTooLong rather than truncating silently.
+type limitedBody struct {
+	r io.Reader
+	n int64 // bytes left
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		// One more byte tells a body of exactly max bytes from a longer one.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errBodyTooLong
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
 }

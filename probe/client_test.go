@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -271,4 +272,28 @@ func TestRequesterCancellation(t *testing.T) {
 			t.Fatalf("got %s/%s sent %v, want cancelled/shutdown never sent", res.Disposition, res.Reason, res.Sent)
 		}
 	})
+}
+
+func TestLimitedBody(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		max     int64
+		wantErr error
+	}{
+		{name: "under", body: "abc", max: 4, wantErr: nil},
+		{name: "exact", body: "abcd", max: 4, wantErr: nil},
+		{name: "over", body: "abcde", max: 4, wantErr: errBodyTooLong},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := io.ReadAll(&limitedBody{r: strings.NewReader(tc.body), n: tc.max})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == nil && string(b) != tc.body {
+				t.Fatalf("body = %q", b)
+			}
+		})
+	}
 }

@@ -65,7 +65,7 @@ func (p *phaseTrace) fill(res *Result, headers time.Time, gotHeaders bool) {
 	defer p.mu.Unlock()
 	span := func(name string, from, to time.Time) {
 		if !from.IsZero() && !to.IsZero() && !to.Before(from) {
-			res.setPhase(name, to.Sub(from))
+			setPhase(res, name, to.Sub(from))
 		}
 	}
 	span(PhaseDNS, p.dnsStart, p.dnsDone)

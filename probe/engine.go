@@ -59,7 +59,7 @@ type EngineOptions struct {
 // (docs/design.md, Pair lifecycle).
 type Engine struct {
 	o        EngineOptions
-	sink     Sinks
+	sink     sinks
 	logger   *slog.Logger
 	root     context.Context // parent of every request; cancelled at shutdown
 	stopRoot context.CancelCauseFunc
@@ -111,7 +111,7 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	e := &Engine{
 		o:      o,
-		sink:   Sinks(o.Sinks),
+		sink:   sinks(o.Sinks),
 		logger: o.Logger,
 		loops:  map[pairKey]*loop{},
 		states: map[pairKey]*pairState{},
@@ -206,10 +206,10 @@ func (e *Engine) stopRemoved(pairs []config.Pair) {
 
 // InFlight returns how many requests of the pair are outstanding, those of
 // a previous configuration of the same pair included.
-func (e *Engine) InFlight(target, probe string) int {
+func (e *Engine) InFlight(target, probeName string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if st := e.states[pairKey{Target: target, Probe: probe}]; st != nil {
+	if st := e.states[pairKey{Target: target, Probe: probeName}]; st != nil {
 		return int(st.inFlight.Load())
 	}
 	return 0
@@ -218,8 +218,8 @@ func (e *Engine) InFlight(target, probe string) int {
 // ProbeOnce sends one request of a running pair synchronously, for the
 // /probe endpoint. It is not offered, counted, written to the ledger or
 // kept in history. Unknown names give ErrUnknownPair.
-func (e *Engine) ProbeOnce(ctx context.Context, target, probe string) (*Result, error) {
-	key := pairKey{Target: target, Probe: probe}
+func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*Result, error) {
+	key := pairKey{Target: target, Probe: probeName}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -241,7 +241,7 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probe string) (*Result, 
 	defer cancel(nil)
 	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
 	defer stop()
-	res := &Result{Target: target, Probe: probe, Scheduled: e.o.Now()}
+	res := &Result{Target: target, Probe: probeName, Scheduled: e.o.Now()}
 	sendSafely(ctx, e.logger, l.sender, res)
 	return res, nil
 }

@@ -136,12 +136,12 @@ func (sf *senderFactory) New(t config.Target, p config.Probe) (Sender, error) {
 	return s, nil
 }
 
-func (sf *senderFactory) senders(target, probe string) []*fakeSender {
+func (sf *senderFactory) senders(target, probeName string) []*fakeSender {
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
 	var out []*fakeSender
 	for _, s := range sf.built {
-		if s.key == (pairKey{Target: target, Probe: probe}) {
+		if s.key == (pairKey{Target: target, Probe: probeName}) {
 			out = append(out, s)
 		}
 	}
@@ -166,13 +166,13 @@ func (l *recSink) PairStarted(config.Pair) {}
 
 func (l *recSink) PairStopped(config.PairKey) {}
 
-func (l *recSink) Offered(target, probe string) {
+func (l *recSink) Offered(target, probeName string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		l.late++
 	}
-	l.offered[pairKey{Target: target, Probe: probe}]++
+	l.offered[pairKey{Target: target, Probe: probeName}]++
 }
 
 func (l *recSink) Finished(r *Result) {
@@ -185,18 +185,18 @@ func (l *recSink) Finished(r *Result) {
 	l.finished[k] = append(l.finished[k], r)
 }
 
-func (l *recSink) counts(target, probe string) (offered, finished int) {
+func (l *recSink) counts(target, probeName string) (offered, finished int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := pairKey{Target: target, Probe: probe}
+	k := pairKey{Target: target, Probe: probeName}
 	return l.offered[k], len(l.finished[k])
 }
 
 // results returns the finished results of a pair in seq order.
-func (l *recSink) results(target, probe string) []*Result {
+func (l *recSink) results(target, probeName string) []*Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := append([]*Result(nil), l.finished[pairKey{Target: target, Probe: probe}]...)
+	out := append([]*Result(nil), l.finished[pairKey{Target: target, Probe: probeName}]...)
 	sortBySeq(out)
 	return out
 }

@@ -35,10 +35,10 @@ func (s *lifecycleSink) PairStopped(key config.PairKey) {
 	delete(s.live, key)
 }
 
-func (s *lifecycleSink) Offered(target, probe string) {
+func (s *lifecycleSink) Offered(target, probeName string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.live[pairKey{Target: target, Probe: probe}] {
+	if !s.live[pairKey{Target: target, Probe: probeName}] {
 		s.orphaned++
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-func (e *Engine) loopOf(target, probe string) *loop {
+func (e *Engine) loopOf(target, probeName string) *loop {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.loops[pairKey{Target: target, Probe: probe}]
+	return e.loops[pairKey{Target: target, Probe: probeName}]
 }
 
 // reloadRun is the outcome of TestEngineReload's scenario.

@@ -229,20 +229,20 @@ func TestEngineShutdown(t *testing.T) {
 
 // checkDrained checks that every offered request of a pair finished with
 // want/reason and the pair's senders are closed.
-func checkDrained(t *testing.T, h *harness, target, probe string, want Disposition, reason string) {
+func checkDrained(t *testing.T, h *harness, target, probeName string, want Disposition, reason string) {
 	t.Helper()
-	offered, finished := h.sink.counts(target, probe)
-	if offered == 0 || offered != finished || h.engine.InFlight(target, probe) != 0 {
-		t.Errorf("%s/%s: offered %d finished %d in flight %d", target, probe, offered, finished, h.engine.InFlight(target, probe))
+	offered, finished := h.sink.counts(target, probeName)
+	if offered == 0 || offered != finished || h.engine.InFlight(target, probeName) != 0 {
+		t.Errorf("%s/%s: offered %d finished %d in flight %d", target, probeName, offered, finished, h.engine.InFlight(target, probeName))
 	}
-	for _, r := range h.sink.results(target, probe) {
+	for _, r := range h.sink.results(target, probeName) {
 		if r.Disposition != want || r.Reason != reason {
-			t.Errorf("%s/%s seq %d: %s/%s, want %s/%s", target, probe, r.Seq, r.Disposition, r.Reason, want, reason)
+			t.Errorf("%s/%s seq %d: %s/%s, want %s/%s", target, probeName, r.Seq, r.Disposition, r.Reason, want, reason)
 		}
 	}
-	for _, s := range h.factory.senders(target, probe) {
+	for _, s := range h.factory.senders(target, probeName) {
 		if !s.closed.Load() {
-			t.Errorf("%s/%s: sender not closed", target, probe)
+			t.Errorf("%s/%s: sender not closed", target, probeName)
 		}
 	}
 }

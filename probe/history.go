@@ -8,6 +8,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
+var _ Sink = (*History)(nil)
+
 const (
 	// maxKeptFailures bounds the failures kept per pair beyond the ring.
 	maxKeptFailures = 50
@@ -113,15 +115,15 @@ func truncateUTF8(s string, n int) string {
 
 // Recent returns up to limit records, newest first, of the pairs matching
 // target and probe ("" matches any); limit <= 0 returns all kept.
-func (h *History) Recent(target, probe string, limit int) []Record {
-	return h.collect(target, probe, limit, func(p *pairHistory) *ring { return &p.recent })
+func (h *History) Recent(target, probeName string, limit int) []Record {
+	return h.collect(target, probeName, limit, func(p *pairHistory) *ring { return &p.recent })
 }
 
 // LastFailures returns up to n records that were not accepted, newest
 // first, of the pairs matching target and probe ("" matches any); n <= 0
 // returns all kept.
-func (h *History) LastFailures(target, probe string, n int) []Record {
-	return h.collect(target, probe, n, func(p *pairHistory) *ring { return &p.failures })
+func (h *History) LastFailures(target, probeName string, n int) []Record {
+	return h.collect(target, probeName, n, func(p *pairHistory) *ring { return &p.failures })
 }
 
 // PairStarted implements Sink.
@@ -151,14 +153,14 @@ func (h *History) Offered(string, string) {}
 // Finished implements Sink by adding r if its pair runs.
 func (h *History) Finished(r *Result) { h.add(r, true) }
 
-func (h *History) collect(target, probe string, limit int, which func(*pairHistory) *ring) []Record {
+func (h *History) collect(target, probeName string, limit int, which func(*pairHistory) *ring) []Record {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	var entries []historyEntry
 	for key, p := range h.pairs {
-		if (target == "" || key.Target == target) && (probe == "" || key.Probe == probe) {
+		if (target == "" || key.Target == target) && (probeName == "" || key.Probe == probeName) {
 			entries = append(entries, which(p).buf...)
 		}
 	}

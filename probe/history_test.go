@@ -10,8 +10,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-func histResult(target, probe string, seq int, d Disposition) *Result {
-	return &Result{Seq: uint64(seq), Target: target, Probe: probe, Scheduled: testEpoch, Disposition: d, Text: "out"}
+func histResult(target, probeName string, seq int, d Disposition) *Result {
+	return &Result{Seq: uint64(seq), Target: target, Probe: probeName, Scheduled: testEpoch, Disposition: d, Text: "out"}
 }
 
 func recSeqs(recs []Record) []uint64 {

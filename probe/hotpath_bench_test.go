@@ -24,32 +24,32 @@ const vllmChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk
 func BenchmarkStreamEvent(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
-		decode func(c *chunk, data []byte) error
+		Decode func(c *Chunk, data []byte) error
 	}{
-		{"scan", (*chunk).decode},
-		{"json", func(c *chunk, data []byte) error {
-			*c = chunk{Choices: c.Choices[:0]}
+		{"scan", (*Chunk).Decode},
+		{"json", func(c *Chunk, data []byte) error {
+			*c = Chunk{Choices: c.Choices[:0]}
 			return json.Unmarshal(data, c)
 		}},
 	} {
-		b.Run(bc.name, func(b *testing.B) { benchmarkStreamEvent(b, bc.decode) })
+		b.Run(bc.name, func(b *testing.B) { benchmarkStreamEvent(b, bc.Decode) })
 	}
 }
 
-func benchmarkStreamEvent(b *testing.B, decode func(c *chunk, data []byte) error) {
+func benchmarkStreamEvent(b *testing.B, Decode func(c *Chunk, data []byte) error) {
 	src := &loopReader{data: bytes.Repeat([]byte(vllmChatEvent), 64)}
-	s := newSSEReader(src, 0, time.Now)
-	var c chunk
+	s := NewReader(src, 0, time.Now)
+	var c Chunk
 	m := &measurement{}
 	usage, n := 0, 0
 	b.SetBytes(int64(len(vllmChatEvent)))
 	b.ReportAllocs()
 	for b.Loop() {
-		ev, err := s.next()
+		ev, err := s.Next()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := decode(&c, ev.Data); err != nil {
+		if err := Decode(&c, ev.Data); err != nil {
 			b.Fatal(err)
 		}
 		// Continuous usage counts up within a stream.
@@ -76,7 +76,7 @@ func BenchmarkRequestBody(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		item := r.work.next(ctx, "m")
+		item := r.work.Next(ctx, "m")
 		if _, err := r.requestBody("m", item); err != nil {
 			b.Fatal(err)
 		}

@@ -99,9 +99,9 @@ func expectMatches(e *config.Expect, text string) bool {
 	return e.Contains == "" || strings.Contains(text, e.Contains)
 }
 
-// compileSchema compiles the JSON schema file at path, for a Probe built
+// CompileSchema compiles the JSON schema file at path, for a Probe built
 // in code (a loaded config carries its compiled Quality.Schema).
-func compileSchema(path string) (*jsonschema.Schema, error) {
+func CompileSchema(path string) (*jsonschema.Schema, error) {
 	s, err := config.NewSchemaCompiler().Compile(path)
 	if err != nil {
 		return nil, fmt.Errorf("compile json schema %s: %w", path, err)

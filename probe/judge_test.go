@@ -30,7 +30,7 @@ func judgeProbe(t *testing.T) config.Probe {
 	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["answer"],"properties":{"answer":{"type":"integer"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	compiled, err := compileSchema(schema)
+	compiled, err := CompileSchema(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ type measurement struct {
 	itlTokens   []int
 
 	hasUsage   bool
-	usage      chunkUsage // the last usage object seen
-	contTokens int        // running completion_tokens of choice chunks
+	usage      Usage // the last usage object seen
+	contTokens int   // running completion_tokens of choice chunks
 
 	finish     string
 	model      string // named by the first event that names one
@@ -33,7 +33,7 @@ type measurement struct {
 }
 
 // observe applies one decoded event that arrived at at.
-func (m *measurement) observe(c *chunk, at time.Time) {
+func (m *measurement) observe(c *Chunk, at time.Time) {
 	switch {
 	case m.model == "":
 		m.model = c.Model
@@ -43,7 +43,7 @@ func (m *measurement) observe(c *chunk, at time.Time) {
 	carried := false
 	for i := range c.Choices {
 		ch := &c.Choices[i]
-		if ch.Delta.hasToolCall() {
+		if ch.Delta.HasToolCall() {
 			carried = true
 		}
 		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.Reasoning != "" {
@@ -68,7 +68,7 @@ func (m *measurement) observe(c *chunk, at time.Time) {
 			carried = true
 		}
 	}
-	if st := c.Metrics.serverTiming(); st != nil {
+	if st := serverTiming(c.Metrics); st != nil {
 		m.server = st
 	}
 	if m.timing == TimingVLLMBench {
@@ -103,14 +103,14 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 	if m.chunks > 0 {
 		res.TTFT = m.first.Sub(m.start)
 		if !m.headers.IsZero() {
-			res.setPhase(PhaseFirstToken, m.first.Sub(m.headers))
+			setPhase(res, PhaseFirstToken, m.first.Sub(m.headers))
 		}
 	}
 	// vllm bench serve keeps the latency of any stream that had a choice
 	// event, finished or not; bench compares with it line by line.
 	if m.chunks > 0 && (complete || m.timing == TimingVLLMBench) {
 		res.E2EL = m.last.Sub(m.start)
-		res.setPhase(PhaseDecode, m.last.Sub(m.first))
+		setPhase(res, PhaseDecode, m.last.Sub(m.first))
 	}
 	if m.hasUsage {
 		res.UsageFromServer = true
@@ -128,10 +128,37 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 	}
 }
 
-// setPhase records a phase duration, creating the map on first use.
-func (r *Result) setPhase(name string, d time.Duration) {
+// setPhase records a phase duration in r, creating the map on first use.
+func setPhase(r *Result, name string, d time.Duration) {
 	if r.Phases == nil {
 		r.Phases = PhaseTimes{}
 	}
 	r.Phases[name] = d
+}
+
+// serverTiming converts vLLM's metrics object, or returns nil when it carries
+// neither time.
+func serverTiming(m *Metrics) *ServerTiming {
+	if m == nil || (m.QueueTimeMS == nil && m.TTFTMS == nil) {
+		return nil
+	}
+	st := &ServerTiming{}
+	if m.QueueTimeMS != nil {
+		st.QueueTime = msDuration(*m.QueueTimeMS)
+	}
+	if m.TTFTMS != nil {
+		st.TTFT = msDuration(*m.TTFTMS)
+	}
+	return st
+}
+
+func msDuration(ms float64) time.Duration {
+	const maxMS = float64(1<<62) / float64(time.Millisecond)
+	if ms < 0 || ms != ms {
+		return 0
+	}
+	if ms > maxMS {
+		ms = maxMS
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }

@@ -41,7 +41,7 @@ const errNoChoices = "never received a valid chunk to calculate TTFT"
 
 // vllmCarried applies vllm bench serve's rule to one event: it counts when
 // its choices list is not empty.
-func (m *measurement) vllmCarried(c *chunk, _ time.Time) bool {
+func (m *measurement) vllmCarried(c *Chunk, _ time.Time) bool {
 	return len(c.Choices) > 0
 }
 

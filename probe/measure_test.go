@@ -22,9 +22,9 @@ func measureEvents(t *testing.T, events []timedEvent, complete bool) *Result {
 	t.Helper()
 	t0 := time.Unix(5000, 0)
 	m := &measurement{start: t0, headers: t0.Add(10 * time.Millisecond)}
-	var c chunk
+	var c Chunk
 	for _, e := range events {
-		if err := c.decode([]byte(e.data)); err != nil {
+		if err := c.Decode([]byte(e.data)); err != nil {
 			t.Fatalf("decode %s: %v", e.data, err)
 		}
 		m.observe(&c, t0.Add(time.Duration(e.ms)*time.Millisecond))

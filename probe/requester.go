@@ -58,8 +58,8 @@ type Requester struct {
 	base    string // the target URL without a trailing slash
 	timeout time.Duration
 	models  *modelSource
-	work    workload
-	prompts []workItem // from RequesterOptions.Prompts; replaces work
+	work    Source
+	prompts []Item // from RequesterOptions.Prompts; replaces work
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's
@@ -109,7 +109,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 	}
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
 	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
-		if r.probe.Quality.Schema, err = compileSchema(p.Quality.JSONSchema); err != nil {
+		if r.probe.Quality.Schema, err = CompileSchema(p.Quality.JSONSchema); err != nil {
 			client.CloseIdleConnections()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
@@ -165,12 +165,12 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
 	defer cancel()
-	var item workItem
+	var item Item
 	model, err := r.models.get(ctx)
 	if err != nil {
 		r.discoveryFailed(ctx, res, err)
 	} else {
-		item = r.next(ctx, model, res.Seq)
+		item = r.nextItem(ctx, model, res.Seq)
 		if !endedByContext(ctx, res) {
 			r.send(ctx, res, model, item)
 		}
@@ -184,7 +184,7 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 		// a server answering as another model is a quality failure.
 		p.Quality.Model = model
 	}
-	Judge(p, item.expect, res)
+	Judge(p, item.Expect, res)
 	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
 }
@@ -205,13 +205,13 @@ func (r *Requester) discoveryFailed(ctx context.Context, res *Result, err error)
 	}
 }
 
-// next returns what request seq sends: the caller's prompt for it, or the
+// nextItem returns what request seq sends: the caller's prompt for it, or the
 // workload's next item.
-func (r *Requester) next(ctx context.Context, model string, seq uint64) workItem {
+func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) Item {
 	if n := uint64(len(r.prompts)); n > 0 {
 		return r.prompts[(seq+n-1)%n]
 	}
-	return r.work.next(ctx, model)
+	return r.work.Next(ctx, model)
 }
 
 // requestID makes the X-Request-Id of a request: readable, and unique

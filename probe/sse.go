@@ -8,21 +8,16 @@ import (
 	"time"
 )
 
-// Defaults of RequesterOptions bounds.
-const (
-	DefaultMaxBodyBytes = 16 << 20
-	DefaultMaxLineBytes = 1 << 20
-)
+// DefaultMaxLineBytes is the default bound of one SSE line.
+const DefaultMaxLineBytes = 1 << 20
 
 // sseBufferSize is the size of the SSE reader's buffer; lines longer than it
 // are assembled in a scratch slice up to the line bound.
 const sseBufferSize = 32 << 10
 
-// Errors of the SSE reader that make a stream malformed.
-var (
-	errLineTooLong = errors.New("sse line longer than the limit")
-	errBodyTooLong = errors.New("response body longer than the limit")
-)
+// ErrLineTooLong makes a stream malformed: one of its lines is longer than
+// the reader's bound.
+var ErrLineTooLong = errors.New("sse line longer than the limit")
 
 var (
 	sseDone      = []byte("[DONE]")
@@ -30,8 +25,8 @@ var (
 	sseBOM       = []byte("\xef\xbb\xbf")
 )
 
-// sseEvent is one dispatched server-sent event.
-type sseEvent struct {
+// Event is one dispatched server-sent event.
+type Event struct {
 	// Data is the event's data lines joined with "\n". It is valid until
 	// the next call to next.
 	Data []byte
@@ -58,11 +53,11 @@ func (s *stampedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sseReader parses a text/event-stream incrementally (WHATWG HTML, server
+// Reader parses a text/event-stream incrementally (WHATWG HTML, server
 // sent events): LF, CRLF and CR line ends, ":" comments, multi-line data,
 // unknown fields ignored. Lines and events are bounded by maxLine; past it
-// next returns errLineTooLong instead of growing without bound.
-type sseReader struct {
+// Next returns ErrLineTooLong instead of growing without bound.
+type Reader struct {
 	src     stampedReader
 	br      *bufio.Reader
 	maxLine int
@@ -73,42 +68,42 @@ type sseReader struct {
 	started bool // the optional BOM has been checked
 }
 
-// newSSEReader returns a reader over r that stamps arrivals with now.
-func newSSEReader(r io.Reader, maxLine int, now func() time.Time) *sseReader {
+// NewReader returns a reader over r that stamps arrivals with now.
+func NewReader(r io.Reader, maxLine int, now func() time.Time) *Reader {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
-	s := &sseReader{maxLine: maxLine}
+	s := &Reader{maxLine: maxLine}
 	s.src = stampedReader{r: r, now: now}
 	s.br = bufio.NewReaderSize(&s.src, sseBufferSize)
 	return s
 }
 
-// next returns the next event. At the end of the input it returns io.EOF
+// Next returns the next event. At the end of the input it returns io.EOF
 // (an event without its terminating blank line is dropped, as the standard
 // says); read errors of the underlying reader are returned as they are.
-func (s *sseReader) next() (sseEvent, error) {
+func (s *Reader) Next() (Event, error) {
 	for {
 		line, err := s.readLine()
 		if err != nil {
-			return sseEvent{}, err
+			return Event{}, err
 		}
 		if len(line) == 0 {
 			if !s.hasData {
 				continue
 			}
-			ev := sseEvent{Data: s.data, At: s.src.last, Done: bytes.Equal(s.data, sseDone)}
+			ev := Event{Data: s.data, At: s.src.last, Done: bytes.Equal(s.data, sseDone)}
 			s.hasData = false
 			return ev, nil
 		}
 		if err := s.field(line); err != nil {
-			return sseEvent{}, err
+			return Event{}, err
 		}
 	}
 }
 
 // field applies one non-empty line to the event being assembled.
-func (s *sseReader) field(line []byte) error {
+func (s *Reader) field(line []byte) error {
 	if line[0] == ':' {
 		return nil
 	}
@@ -129,7 +124,7 @@ func (s *sseReader) field(line []byte) error {
 		s.data = append(s.data, '\n')
 	}
 	if len(s.data)+len(value) > s.maxLine {
-		return errLineTooLong
+		return ErrLineTooLong
 	}
 	s.data = append(s.data, value...)
 	return nil
@@ -137,7 +132,7 @@ func (s *sseReader) field(line []byte) error {
 
 // readLine returns the next line without its terminator. The slice is
 // valid until the next call.
-func (s *sseReader) readLine() ([]byte, error) {
+func (s *Reader) readLine() ([]byte, error) {
 	s.line = s.line[:0]
 	for {
 		buf, err := s.fill()
@@ -151,14 +146,14 @@ func (s *sseReader) readLine() ([]byte, error) {
 		i := indexLineEnd(buf)
 		if i < 0 {
 			if len(s.line)+len(buf) > s.maxLine {
-				return nil, errLineTooLong
+				return nil, ErrLineTooLong
 			}
 			s.line = append(s.line, buf...)
 			_, _ = s.br.Discard(len(buf))
 			continue
 		}
 		if len(s.line)+i > s.maxLine {
-			return nil, errLineTooLong
+			return nil, ErrLineTooLong
 		}
 		s.skipLF = buf[i] == '\r'
 		line := buf[:i]
@@ -175,7 +170,7 @@ func (s *sseReader) readLine() ([]byte, error) {
 // fill returns the buffered bytes, reading only when the buffer is empty so
 // that the latest read is always the one that delivered them. It drops a
 // LF that completes a CRLF split across reads and a leading BOM.
-func (s *sseReader) fill() ([]byte, error) {
+func (s *Reader) fill() ([]byte, error) {
 	for {
 		n := s.br.Buffered()
 		if n == 0 {
@@ -219,29 +214,4 @@ func indexLineEnd(b []byte) int {
 		}
 	}
 	return -1
-}
-
-// limitedBody bounds a response body: reading past max bytes fails with
-// errBodyTooLong rather than truncating silently.
-type limitedBody struct {
-	r io.Reader
-	n int64 // bytes left
-}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		// One more byte tells a body of exactly max bytes from a longer one.
-		var one [1]byte
-		n, err := l.r.Read(one[:])
-		if n > 0 {
-			return 0, errBodyTooLong
-		}
-		return 0, err
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
 }

@@ -20,12 +20,12 @@ func refSSE(in []byte, maxLine int) ([]string, error) {
 		i := indexLineEnd(in)
 		if i < 0 {
 			if len(in) > maxLine {
-				return events, errLineTooLong
+				return events, ErrLineTooLong
 			}
 			return events, io.EOF
 		}
 		if i > maxLine {
-			return events, errLineTooLong
+			return events, ErrLineTooLong
 		}
 		line := in[:i]
 		if in[i] == '\r' && i+1 < len(in) && in[i+1] == '\n' {
@@ -52,7 +52,7 @@ func refSSE(in []byte, maxLine int) ([]string, error) {
 			}
 			hasData = true
 			if len(data)+len(value) > maxLine {
-				return events, errLineTooLong
+				return events, ErrLineTooLong
 			}
 			data = append(data, value...)
 		}

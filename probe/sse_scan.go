@@ -26,7 +26,7 @@ type scanner struct {
 
 // decodeFast fills c from data and reports whether it could; c must have
 // been reset. On false c is in an undefined state and must be reset again.
-func (c *chunk) decodeFast(data []byte) bool {
+func (c *Chunk) decodeFast(data []byte) bool {
 	s := scanner{b: data}
 	var sawChoices, sawUsage bool // repeated, encoding/json would merge them
 	if !s.object(func(key []byte) bool {
@@ -48,7 +48,7 @@ func (c *chunk) decodeFast(data []byte) bool {
 				c.Usage = nil
 				return true
 			}
-			c.usageBuf = chunkUsage{}
+			c.usageBuf = Usage{}
 			c.Usage = &c.usageBuf
 			return s.usage(&c.usageBuf)
 		case "metrics", "error":
@@ -74,7 +74,7 @@ func chunkFieldFold(key []byte) bool {
 	return false
 }
 
-func (s *scanner) choices(c *chunk) bool {
+func (s *scanner) choices(c *Chunk) bool {
 	if s.null() {
 		c.Choices = nil
 		return true
@@ -87,7 +87,7 @@ func (s *scanner) choices(c *chunk) bool {
 		return true
 	}
 	for {
-		c.Choices = append(c.Choices, chunkChoice{})
+		c.Choices = append(c.Choices, Choice{})
 		ch := &c.Choices[len(c.Choices)-1]
 		if !s.object(func(key []byte) bool { return s.choiceField(ch, key) }) {
 			return false
@@ -101,7 +101,7 @@ func (s *scanner) choices(c *chunk) bool {
 	}
 }
 
-func (s *scanner) choiceField(ch *chunkChoice, key []byte) bool {
+func (s *scanner) choiceField(ch *Choice, key []byte) bool {
 	switch string(key) {
 	case "text":
 		return s.stringInto(&ch.Text, nil)
@@ -141,7 +141,7 @@ func (s *scanner) choiceField(ch *chunkChoice, key []byte) bool {
 	return !chunkFieldFold(key) && s.skip()
 }
 
-func (s *scanner) usage(u *chunkUsage) bool {
+func (s *scanner) usage(u *Usage) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":

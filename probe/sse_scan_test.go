@@ -53,22 +53,22 @@ var chunkSeeds = []struct {
 }
 
 // decodeJSON is the reference: what decode did before the fast path.
-func decodeJSON(data []byte) (chunk, error) {
-	var c chunk
+func decodeJSON(data []byte) (Chunk, error) {
+	var c Chunk
 	err := json.Unmarshal(data, &c)
 	return c, err
 }
 
 // sameChunk compares the fields the prober reads.
-func sameChunk(a, b *chunk) bool {
+func sameChunk(a, b *Chunk) bool {
 	if a.Model != b.Model || len(a.Choices) != len(b.Choices) || !reflect.DeepEqual(a.Usage, b.Usage) ||
-		a.hasError() != b.hasError() || !reflect.DeepEqual(a.Metrics.serverTiming(), b.Metrics.serverTiming()) {
+		a.HasError() != b.HasError() || !reflect.DeepEqual(serverTiming(a.Metrics), serverTiming(b.Metrics)) {
 		return false
 	}
 	for i := range a.Choices {
 		x, y := &a.Choices[i], &b.Choices[i]
 		if x.Text != y.Text || x.Delta.Content != y.Delta.Content || x.Delta.Reasoning != y.Delta.Reasoning ||
-			x.Delta.hasToolCall() != y.Delta.hasToolCall() || !reflect.DeepEqual(x.FinishReason, y.FinishReason) {
+			x.Delta.HasToolCall() != y.Delta.HasToolCall() || !reflect.DeepEqual(x.FinishReason, y.FinishReason) {
 			return false
 		}
 	}
@@ -78,23 +78,23 @@ func sameChunk(a, b *chunk) bool {
 // checkDecode decodes data with decode (fast path first) into a reused
 // chunk and compares with encoding/json alone; it returns whether the fast
 // path took the event.
-func checkDecode(t *testing.T, c *chunk, data []byte) bool {
+func checkDecode(t *testing.T, c *Chunk, data []byte) bool {
 	t.Helper()
 	want, wantErr := decodeJSON(data)
-	err := c.decode(data)
+	err := c.Decode(data)
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("decode(%q): err %v, encoding/json %v", data, err, wantErr)
 	}
 	if err == nil && !sameChunk(c, &want) {
 		t.Fatalf("decode(%q) = %+v, encoding/json %+v", data, *c, want)
 	}
-	var probe chunk
+	var probe Chunk
 	probe.lastModel = c.lastModel
 	return probe.decodeFast(data)
 }
 
 func TestChunkDecodeFast(t *testing.T) {
-	var c chunk // reused across cases, as readStream does
+	var c Chunk // reused across cases, as readStream does
 	for _, tc := range chunkSeeds {
 		t.Run(tc.name, func(t *testing.T) {
 			if fast := checkDecode(t, &c, []byte(tc.data)); fast != tc.fast {
@@ -111,7 +111,7 @@ func FuzzChunkDecode(f *testing.F) {
 		f.Add([]byte(tc.data))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var c chunk
+		var c Chunk
 		checkDecode(t, &c, data)
 		checkDecode(t, &c, data) // again on the reused chunk
 	})

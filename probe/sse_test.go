@@ -41,10 +41,10 @@ func tickClock() func() time.Time {
 }
 
 func collectSSE(r io.Reader, maxLine int) ([]string, error) {
-	s := newSSEReader(r, maxLine, tickClock())
+	s := NewReader(r, maxLine, tickClock())
 	var out []string
 	for {
-		ev, err := s.next()
+		ev, err := s.Next()
 		if err != nil {
 			return out, err
 		}
@@ -77,10 +77,10 @@ func TestSSEReader(t *testing.T) {
 		{name: "bom split", pieces: []string{"\xef", "\xbb\xbfdata: a\n\n"}, want: []string{"a"}, wantErr: io.EOF},
 		{name: "unterminated event dropped", pieces: []string{"data: a\n\ndata: b\n"}, want: []string{"a"}, wantErr: io.EOF},
 		{name: "read error passed through", pieces: []string{"data: a\n\ndata: b"}, err: errReset, want: []string{"a"}, wantErr: errReset},
-		{name: "line too long", maxLine: 8, pieces: []string{"data: 12345678\n\n"}, wantErr: errLineTooLong},
-		{name: "line too long across reads", maxLine: 8, pieces: []string{"data: 12", "34", "5678", "9"}, wantErr: errLineTooLong},
+		{name: "line too long", maxLine: 8, pieces: []string{"data: 12345678\n\n"}, wantErr: ErrLineTooLong},
+		{name: "line too long across reads", maxLine: 8, pieces: []string{"data: 12", "34", "5678", "9"}, wantErr: ErrLineTooLong},
 		{name: "line at limit", maxLine: 8, pieces: []string{"data: 12\n\n"}, want: []string{"12"}, wantErr: io.EOF},
-		{name: "event data too long", maxLine: 8, pieces: []string{"data: 1234\ndata: 5678\n\n"}, wantErr: errLineTooLong},
+		{name: "event data too long", maxLine: 8, pieces: []string{"data: 1234\ndata: 5678\n\n"}, wantErr: ErrLineTooLong},
 		{name: "long line over buffer", maxLine: 3 * sseBufferSize, pieces: []string{"data: " + strings.Repeat("x", 2*sseBufferSize) + "\n\n"},
 			want: []string{strings.Repeat("x", 2*sseBufferSize)}, wantErr: io.EOF},
 		{name: "empty", pieces: nil, wantErr: io.EOF},
@@ -105,44 +105,20 @@ func TestSSEReaderTimestamps(t *testing.T) {
 	// The clock ticks once per successful read: reads 1..4 are at
 	// 1001s..1004s.
 	r := &piecesReader{pieces: []string{"data: a\n", "\ndata: b\n\ndata: c\n\n", "data: d\n", "\n"}}
-	s := newSSEReader(r, 0, tickClock())
+	s := NewReader(r, 0, tickClock())
 	want := []struct {
 		data string
 		at   int64
 		done bool
 	}{{"a", 1002, false}, {"b", 1002, false}, {"c", 1002, false}, {"d", 1004, false}}
 	for _, w := range want {
-		ev, err := s.next()
+		ev, err := s.Next()
 		if err != nil {
 			t.Fatalf("event %q: %v", w.data, err)
 		}
 		if string(ev.Data) != w.data || ev.At.Unix() != w.at || ev.Done != w.done {
 			t.Fatalf("got (%q, %d, %v), want (%q, %d, %v)", ev.Data, ev.At.Unix(), ev.Done, w.data, w.at, w.done)
 		}
-	}
-}
-
-func TestLimitedBody(t *testing.T) {
-	tests := []struct {
-		name    string
-		body    string
-		max     int64
-		wantErr error
-	}{
-		{name: "under", body: "abc", max: 4, wantErr: nil},
-		{name: "exact", body: "abcd", max: 4, wantErr: nil},
-		{name: "over", body: "abcde", max: 4, wantErr: errBodyTooLong},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := io.ReadAll(&limitedBody{r: strings.NewReader(tc.body), n: tc.max})
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
-			}
-			if tc.wantErr == nil && string(b) != tc.body {
-				t.Fatalf("body = %q", b)
-			}
-		})
 	}
 }
 
@@ -163,11 +139,11 @@ func BenchmarkSSE(b *testing.B) {
 		`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
 		`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
 	src := &loopReader{data: bytes.Repeat([]byte(ev), 64)}
-	s := newSSEReader(src, 0, time.Now)
+	s := NewReader(src, 0, time.Now)
 	b.SetBytes(int64(len(ev)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.next(); err != nil {
+		if _, err := s.Next(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -178,16 +154,16 @@ func BenchmarkSSEAndDecode(b *testing.B) {
 		`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
 		`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
 	src := &loopReader{data: bytes.Repeat([]byte(ev), 64)}
-	s := newSSEReader(src, 0, time.Now)
-	var c chunk
+	s := NewReader(src, 0, time.Now)
+	var c Chunk
 	b.SetBytes(int64(len(ev)))
 	b.ReportAllocs()
 	for b.Loop() {
-		e, err := s.next()
+		e, err := s.Next()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.decode(e.Data); err != nil {
+		if err := c.Decode(e.Data); err != nil {
 			b.Fatal(err)
 		}
 	}

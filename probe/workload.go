@@ -9,39 +9,39 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-// workItem is what one request sends.
-type workItem struct {
-	prompt    any              // completions: a string or a []int of token ids
-	messages  []config.Message // chat
-	maxTokens int
-	expect    *config.Expect // per-prompt checks, nil when none
-	// promptTokens is the exact prompt length when the workload knows it
+// Item is what one request sends.
+type Item struct {
+	Prompt    any              // completions: a string or a []int of token ids
+	Messages  []config.Message // chat
+	MaxTokens int
+	Expect    *config.Expect // per-prompt checks, nil when none
+	// PromptTokens is the exact prompt length when the workload knows it
 	// (token-id prompts), else 0; used only when the server sends no usage.
-	promptTokens int
+	PromptTokens int
 }
 
-// workload hands out the prompts of a probe. Implementations are safe for
+// Source hands out the prompts of a probe. Implementations are safe for
 // concurrent use.
-type workload interface {
-	next(ctx context.Context, model string) workItem
+type Source interface {
+	Next(ctx context.Context, model string) Item
 }
 
-// tokenCounter counts the tokens of a text on the target (POST /tokenize).
-type tokenCounter func(ctx context.Context, model, text string) (int, error)
+// TokenCounter counts the tokens of a text on the target (POST /tokenize).
+type TokenCounter func(ctx context.Context, model, text string) (int, error)
 
 // newWorkload builds the probe's workload. Dataset files are read here, so
 // a bad line stops the probe from starting.
-func newWorkload(p config.Probe, count tokenCounter) (workload, error) {
+func newWorkload(p config.Probe, count TokenCounter) (Source, error) {
 	w := p.Workload
 	switch {
 	case w.Random != nil:
 		return newRandomWorkload(p, count), nil
 	case len(w.Prompts) > 0:
-		items := make([]workItem, len(w.Prompts))
+		items := make([]Item, len(w.Prompts))
 		for i := range w.Prompts {
-			items[i] = promptItem(p, w.Prompts[i].Prompt, w.Prompts[i].Messages)
+			items[i] = ItemFor(p, w.Prompts[i].Prompt, w.Prompts[i].Messages)
 			if e := &w.Prompts[i].Expect; e.Regex.Regexp != nil || e.Contains != "" {
-				items[i].expect = e
+				items[i].Expect = e
 			}
 		}
 		return &listWorkload{items: items}, nil
@@ -51,15 +51,15 @@ func newWorkload(p config.Probe, count tokenCounter) (workload, error) {
 	return nil, errors.New("probe has no workload")
 }
 
-// promptItem makes a fixed prompt fit the probe's API: chat gets a user
+// ItemFor makes a fixed prompt fit the probe's API: chat gets a user
 // message from a bare prompt, completions get the messages' contents.
-func promptItem(p config.Probe, prompt string, messages []config.Message) workItem {
-	it := workItem{maxTokens: p.Request.MaxTokens}
+func ItemFor(p config.Probe, prompt string, messages []config.Message) Item {
+	it := Item{MaxTokens: p.Request.MaxTokens}
 	if p.API == config.APIChat {
 		if len(messages) == 0 {
 			messages = []config.Message{{Role: "user", Content: prompt}}
 		}
-		it.messages = messages
+		it.Messages = messages
 		return it
 	}
 	if prompt == "" {
@@ -69,17 +69,17 @@ func promptItem(p config.Probe, prompt string, messages []config.Message) workIt
 		}
 		prompt = strings.Join(parts, "\n")
 	}
-	it.prompt = prompt
+	it.Prompt = prompt
 	return it
 }
 
 // listWorkload serves fixed items round robin.
 type listWorkload struct {
-	items []workItem
+	items []Item
 	n     atomic.Uint64
 }
 
-func (l *listWorkload) next(context.Context, string) workItem {
+func (l *listWorkload) Next(context.Context, string) Item {
 	i := l.n.Add(1) - 1
 	return l.items[i%uint64(len(l.items))]
 }

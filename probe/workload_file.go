@@ -90,13 +90,13 @@ func decodeDatasetLine(line []byte, fn func(rec *DatasetRecord) error) error {
 
 // loadFileWorkload reads a JSONL dataset. Any bad line is an error naming
 // the file and line.
-func loadFileWorkload(p config.Probe, path string) (workload, error) {
+func loadFileWorkload(p config.Probe, path string) (Source, error) {
 	f, err := fileread.Open(path, fileread.DatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("open dataset: %w", err)
 	}
 	defer f.Close()
-	var items []workItem
+	var items []Item
 	err = DecodeDataset(fileread.Limit(f, path, fileread.DatasetLimit), path, func(d *DatasetRecord) error {
 		it, err := recordItem(p, d)
 		items = append(items, it)
@@ -112,18 +112,18 @@ func loadFileWorkload(p config.Probe, path string) (workload, error) {
 }
 
 // recordItem converts a checked record.
-func recordItem(p config.Probe, d *DatasetRecord) (workItem, error) {
+func recordItem(p config.Probe, d *DatasetRecord) (Item, error) {
 	switch {
 	case d.Prompt != nil:
-		return promptItem(p, *d.Prompt, nil), nil
+		return ItemFor(p, *d.Prompt, nil), nil
 	case len(d.Messages) > 0:
-		return promptItem(p, "", d.Messages), nil
+		return ItemFor(p, "", d.Messages), nil
 	}
 	// As vLLM's ShareGPT dataset: the first human turn is the prompt.
 	for _, c := range d.Conversations {
 		if (c.From == "human" || c.From == "user") && c.Value != "" {
-			return promptItem(p, c.Value, nil), nil
+			return ItemFor(p, c.Value, nil), nil
 		}
 	}
-	return workItem{}, errors.New("conversations: no human turn")
+	return Item{}, errors.New("conversations: no human turn")
 }

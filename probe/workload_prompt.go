@@ -20,10 +20,10 @@ type Prompt struct {
 }
 
 // item converts the prompt for probe p.
-func (pr Prompt) item(p config.Probe) workItem {
-	it := promptItem(p, pr.Text, pr.Messages)
+func (pr Prompt) item(p config.Probe) Item {
+	it := ItemFor(p, pr.Text, pr.Messages)
 	if pr.MaxTokens > 0 {
-		it.maxTokens = pr.MaxTokens
+		it.MaxTokens = pr.MaxTokens
 	}
 	return it
 }

@@ -41,7 +41,7 @@ type randomWorkload struct {
 	api       string
 	cfg       config.RandomWorkload
 	maxTokens int
-	count     tokenCounter
+	count     TokenCounter
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -51,7 +51,7 @@ type randomWorkload struct {
 	perWord    float64 // tokens per word
 }
 
-func newRandomWorkload(p config.Probe, count tokenCounter) *randomWorkload {
+func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
 	seed := uint64(p.Workload.Random.Seed)
 	return &randomWorkload{
 		api:       p.API,
@@ -72,7 +72,7 @@ func drawLen(rng *rand.Rand, l int, r float64) int {
 	return lo + rng.IntN(hi-lo+1)
 }
 
-func (w *randomWorkload) next(ctx context.Context, model string) workItem {
+func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 	outLen := w.cfg.OutputTokens
 	if outLen <= 0 {
 		outLen = w.maxTokens
@@ -84,9 +84,9 @@ func (w *randomWorkload) next(ctx context.Context, model string) workItem {
 		in := drawLen(w.rng, w.cfg.InputTokens, w.cfg.RangeRatio)
 		words := max(1, int(math.Round(float64(in)/perWord)))
 		text := w.words(words)
-		return workItem{
-			messages:  []config.Message{{Role: "user", Content: text}},
-			maxTokens: drawLen(w.rng, outLen, w.cfg.RangeRatio),
+		return Item{
+			Messages:  []config.Message{{Role: "user", Content: text}},
+			MaxTokens: drawLen(w.rng, outLen, w.cfg.RangeRatio),
 		}
 	}
 	w.mu.Lock()
@@ -96,10 +96,10 @@ func (w *randomWorkload) next(ctx context.Context, model string) workItem {
 	for i := range ids {
 		ids[i] = randomTokenLow + w.rng.IntN(randomTokenHigh-randomTokenLow)
 	}
-	return workItem{
-		prompt:       ids,
-		promptTokens: in,
-		maxTokens:    drawLen(w.rng, outLen, w.cfg.RangeRatio),
+	return Item{
+		Prompt:       ids,
+		PromptTokens: in,
+		MaxTokens:    drawLen(w.rng, outLen, w.cfg.RangeRatio),
 	}
 }
 

@@ -40,16 +40,16 @@ func TestRandomCompletionsWorkload(t *testing.T) {
 			}
 			seen := map[int]bool{}
 			for range 2000 {
-				it := w.next(context.Background(), "m")
-				ids, ok := it.prompt.([]int)
+				it := w.Next(context.Background(), "m")
+				ids, ok := it.Prompt.([]int)
 				if !ok {
-					t.Fatalf("prompt is %T, want token ids", it.prompt)
+					t.Fatalf("prompt is %T, want token ids", it.Prompt)
 				}
-				if len(ids) < tc.inLo || len(ids) > tc.inHi || it.promptTokens != len(ids) {
-					t.Fatalf("prompt of %d tokens (promptTokens %d), want [%d, %d]", len(ids), it.promptTokens, tc.inLo, tc.inHi)
+				if len(ids) < tc.inLo || len(ids) > tc.inHi || it.PromptTokens != len(ids) {
+					t.Fatalf("prompt of %d tokens (promptTokens %d), want [%d, %d]", len(ids), it.PromptTokens, tc.inLo, tc.inHi)
 				}
-				if it.maxTokens < tc.outLo || it.maxTokens > tc.outHi {
-					t.Fatalf("max tokens %d, want [%d, %d]", it.maxTokens, tc.outLo, tc.outHi)
+				if it.MaxTokens < tc.outLo || it.MaxTokens > tc.outHi {
+					t.Fatalf("max tokens %d, want [%d, %d]", it.MaxTokens, tc.outLo, tc.outHi)
 				}
 				for _, id := range ids {
 					if id < randomTokenLow || id >= randomTokenHigh {
@@ -66,14 +66,14 @@ func TestRandomCompletionsWorkload(t *testing.T) {
 }
 
 func TestRandomWorkloadRepeats(t *testing.T) {
-	draw := func(seed int64) []workItem {
+	draw := func(seed int64) []Item {
 		w, err := newWorkload(randomProbe(config.APICompletions, 20, 8, 0.5, seed), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []workItem
+		var out []Item
 		for range 5 {
-			out = append(out, w.next(context.Background(), "m"))
+			out = append(out, w.Next(context.Background(), "m"))
 		}
 		return out
 	}
@@ -88,7 +88,7 @@ func TestRandomWorkloadRepeats(t *testing.T) {
 func TestRandomChatWorkloadCalibration(t *testing.T) {
 	tests := []struct {
 		name      string
-		count     tokenCounter
+		count     TokenCounter
 		wantWords int
 		wantCalls int
 	}{
@@ -114,15 +114,15 @@ func TestRandomChatWorkloadCalibration(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 3 {
-				it := w.next(context.Background(), "m")
-				if len(it.messages) != 1 || it.messages[0].Role != "user" {
-					t.Fatalf("messages = %v", it.messages)
+				it := w.Next(context.Background(), "m")
+				if len(it.Messages) != 1 || it.Messages[0].Role != "user" {
+					t.Fatalf("messages = %v", it.Messages)
 				}
-				if n := len(strings.Fields(it.messages[0].Content)); n != tc.wantWords {
+				if n := len(strings.Fields(it.Messages[0].Content)); n != tc.wantWords {
 					t.Fatalf("prompt of %d words, want %d", n, tc.wantWords)
 				}
-				if it.maxTokens != 10 {
-					t.Fatalf("max tokens %d, want 10", it.maxTokens)
+				if it.MaxTokens != 10 {
+					t.Fatalf("max tokens %d, want 10", it.MaxTokens)
 				}
 			}
 			if calls != tc.wantCalls {
@@ -147,11 +147,11 @@ func TestRandomChatCalibrationRetriedAfterCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if it := w.next(ctx, "m"); len(strings.Fields(it.messages[0].Content)) != 100 {
-		t.Fatalf("uncalibrated prompt of %d words, want 100", len(strings.Fields(it.messages[0].Content)))
+	if it := w.Next(ctx, "m"); len(strings.Fields(it.Messages[0].Content)) != 100 {
+		t.Fatalf("uncalibrated prompt of %d words, want 100", len(strings.Fields(it.Messages[0].Content)))
 	}
-	if it := w.next(context.Background(), "m"); len(strings.Fields(it.messages[0].Content)) != 50 || calls != 2 {
-		t.Fatalf("prompt of %d words after %d calls, want 50 after 2", len(strings.Fields(it.messages[0].Content)), calls)
+	if it := w.Next(context.Background(), "m"); len(strings.Fields(it.Messages[0].Content)) != 50 || calls != 2 {
+		t.Fatalf("prompt of %d words after %d calls, want 50 after 2", len(strings.Fields(it.Messages[0].Content)), calls)
 	}
 }
 
@@ -160,15 +160,15 @@ func TestPromptsWorkload(t *testing.T) {
 	tests := []struct {
 		name string
 		api  string
-		want []workItem
+		want []Item
 	}{
-		{name: "chat", api: config.APIChat, want: []workItem{
-			{messages: []config.Message{{Role: "user", Content: "a"}}, maxTokens: 64, expect: &exp},
-			{messages: []config.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "b"}}, maxTokens: 64},
+		{name: "chat", api: config.APIChat, want: []Item{
+			{Messages: []config.Message{{Role: "user", Content: "a"}}, MaxTokens: 64, Expect: &exp},
+			{Messages: []config.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "b"}}, MaxTokens: 64},
 		}},
-		{name: "completions", api: config.APICompletions, want: []workItem{
-			{prompt: "a", maxTokens: 64, expect: &exp},
-			{prompt: "s\nb", maxTokens: 64},
+		{name: "completions", api: config.APICompletions, want: []Item{
+			{Prompt: "a", MaxTokens: 64, Expect: &exp},
+			{Prompt: "s\nb", MaxTokens: 64},
 		}},
 	}
 	for _, tc := range tests {
@@ -182,7 +182,7 @@ func TestPromptsWorkload(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 5 {
-				got := w.next(context.Background(), "m")
+				got := w.Next(context.Background(), "m")
 				if !reflect.DeepEqual(got, tc.want[i%2]) {
 					t.Fatalf("item %d = %+v, want %+v", i, got, tc.want[i%2])
 				}
@@ -213,8 +213,8 @@ func TestFileWorkload(t *testing.T) {
 	}
 	want := []string{"p1", "m1", "h1", "p1"}
 	for i, content := range want {
-		it := w.next(context.Background(), "m")
-		if len(it.messages) != 1 || it.messages[0].Content != content || it.maxTokens != 8 {
+		it := w.Next(context.Background(), "m")
+		if len(it.Messages) != 1 || it.Messages[0].Content != content || it.MaxTokens != 8 {
 			t.Fatalf("item %d = %+v, want content %q", i, it, content)
 		}
 	}

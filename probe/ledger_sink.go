@@ -1,0 +1,18 @@
+package probe
+
+import "github.com/vllm-prober/vllm-prober/config"
+
+var _ Sink = (*Ledger)(nil)
+
+// PairStarted implements Sink: the ledger records requests, not pairs.
+func (l *Ledger) PairStarted(config.Pair) {}
+
+// PairStopped implements Sink: records of a removed pair stay in the
+// ledger, those of its last requests included.
+func (l *Ledger) PairStopped(config.PairKey) {}
+
+// Offered implements Sink: a request is recorded once it has finished.
+func (l *Ledger) Offered(string, string) {}
+
+// Finished implements Sink by writing r's record.
+func (l *Ledger) Finished(r *Result) { l.Write(r) }

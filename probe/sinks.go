@@ -1,0 +1,34 @@
+package probe
+
+import "github.com/vllm-prober/vllm-prober/config"
+
+// sinks fans the Engine's events out to several sinks, in order.
+type sinks []Sink
+
+// PairStarted implements Sink.
+func (ss sinks) PairStarted(p config.Pair) {
+	for _, s := range ss {
+		s.PairStarted(p)
+	}
+}
+
+// PairStopped implements Sink.
+func (ss sinks) PairStopped(key config.PairKey) {
+	for _, s := range ss {
+		s.PairStopped(key)
+	}
+}
+
+// Offered implements Sink.
+func (ss sinks) Offered(target, probeName string) {
+	for _, s := range ss {
+		s.Offered(target, probeName)
+	}
+}
+
+// Finished implements Sink.
+func (ss sinks) Finished(r *Result) {
+	for _, s := range ss {
+		s.Finished(r)
+	}
+}
