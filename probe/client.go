@@ -13,6 +13,7 @@ import (
 	"net/url"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
 // maxErrorBody bounds how much of a non-200 body is read for its message.
@@ -143,8 +144,8 @@ func (r *Requester) httpError(ctx context.Context, res *Result, resp *http.Respo
 // readStream parses the event stream into the measurement and res.
 func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader, m *measurement, item Item) {
 	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
-	sr := NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
-	var c Chunk
+	sr := stream.NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
+	var c stream.Chunk
 	done := false
 	for !done {
 		ev, err := sr.Next()
@@ -185,7 +186,7 @@ func classifyStreamError(ctx context.Context, res *Result, err error) {
 	}
 	res.Disposition = ServerFailure
 	switch {
-	case errors.Is(err, ErrLineTooLong), errors.Is(err, errBodyTooLong), errors.Is(err, io.ErrNoProgress):
+	case errors.Is(err, stream.ErrLineTooLong), errors.Is(err, errBodyTooLong), errors.Is(err, io.ErrNoProgress):
 		res.Reason = ReasonProtocol
 	case errors.Is(err, io.EOF):
 		res.Reason = ReasonNoDone

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
 // vllmChatEvent is one streamed chat chunk exactly as vLLM sends it with
@@ -24,22 +25,22 @@ const vllmChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk
 func BenchmarkStreamEvent(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
-		Decode func(c *Chunk, data []byte) error
+		decode func(c *stream.Chunk, data []byte) error
 	}{
-		{"scan", (*Chunk).Decode},
-		{"json", func(c *Chunk, data []byte) error {
-			*c = Chunk{Choices: c.Choices[:0]}
+		{"scan", (*stream.Chunk).Decode},
+		{"json", func(c *stream.Chunk, data []byte) error {
+			*c = stream.Chunk{Choices: c.Choices[:0]}
 			return json.Unmarshal(data, c)
 		}},
 	} {
-		b.Run(bc.name, func(b *testing.B) { benchmarkStreamEvent(b, bc.Decode) })
+		b.Run(bc.name, func(b *testing.B) { benchmarkStreamEvent(b, bc.decode) })
 	}
 }
 
-func benchmarkStreamEvent(b *testing.B, Decode func(c *Chunk, data []byte) error) {
+func benchmarkStreamEvent(b *testing.B, decode func(c *stream.Chunk, data []byte) error) {
 	src := &loopReader{data: bytes.Repeat([]byte(vllmChatEvent), 64)}
-	s := NewReader(src, 0, time.Now)
-	var c Chunk
+	s := stream.NewReader(src, 0, time.Now)
+	var c stream.Chunk
 	m := &measurement{}
 	usage, n := 0, 0
 	b.SetBytes(int64(len(vllmChatEvent)))
@@ -49,7 +50,7 @@ func benchmarkStreamEvent(b *testing.B, Decode func(c *Chunk, data []byte) error
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := Decode(&c, ev.Data); err != nil {
+		if err := decode(&c, ev.Data); err != nil {
 			b.Fatal(err)
 		}
 		// Continuous usage counts up within a stream.
@@ -81,4 +82,16 @@ func BenchmarkRequestBody(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// loopReader serves the same stream again and again without allocating.
+type loopReader struct {
+	data []byte
+	off  int
+}
+
+func (l *loopReader) Read(p []byte) (int, error) {
+	n := copy(p, l.data[l.off:])
+	l.off = (l.off + n) % len(l.data)
+	return n, nil
 }

@@ -3,6 +3,8 @@ package probe
 import (
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
 // FlagNoUsage marks a Result whose token counts were estimated because the
@@ -22,8 +24,8 @@ type measurement struct {
 	itlTokens   []int
 
 	hasUsage   bool
-	usage      Usage // the last usage object seen
-	contTokens int   // running completion_tokens of choice chunks
+	usage      stream.Usage // the last usage object seen
+	contTokens int          // running completion_tokens of choice chunks
 
 	finish     string
 	model      string // named by the first event that names one
@@ -33,7 +35,7 @@ type measurement struct {
 }
 
 // observe applies one decoded event that arrived at at.
-func (m *measurement) observe(c *Chunk, at time.Time) {
+func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 	switch {
 	case m.model == "":
 		m.model = c.Model
@@ -138,7 +140,7 @@ func setPhase(r *Result, name string, d time.Duration) {
 
 // serverTiming converts vLLM's metrics object, or returns nil when it carries
 // neither time.
-func serverTiming(m *Metrics) *ServerTiming {
+func serverTiming(m *stream.Metrics) *ServerTiming {
 	if m == nil || (m.QueueTimeMS == nil && m.TTFTMS == nil) {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
 // TimingMode selects the definitions a Requester measures with.
@@ -41,7 +42,7 @@ const errNoChoices = "never received a valid chunk to calculate TTFT"
 
 // vllmCarried applies vllm bench serve's rule to one event: it counts when
 // its choices list is not empty.
-func (m *measurement) vllmCarried(c *Chunk, _ time.Time) bool {
+func (m *measurement) vllmCarried(c *stream.Chunk, _ time.Time) bool {
 	return len(c.Choices) > 0
 }
 

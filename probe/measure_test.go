@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
 // timedEvent is one event's JSON and its arrival, in ms after t0.
@@ -22,7 +24,7 @@ func measureEvents(t *testing.T, events []timedEvent, complete bool) *Result {
 	t.Helper()
 	t0 := time.Unix(5000, 0)
 	m := &measurement{start: t0, headers: t0.Add(10 * time.Millisecond)}
-	var c Chunk
+	var c stream.Chunk
 	for _, e := range events {
 		if err := c.Decode([]byte(e.data)); err != nil {
 			t.Fatalf("decode %s: %v", e.data, err)

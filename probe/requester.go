@@ -14,6 +14,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
 // DefaultUserAgent is sent when RequesterOptions.UserAgent is empty.
@@ -79,7 +80,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = DefaultMaxLineBytes
+		o.MaxLineBytes = stream.DefaultMaxLineBytes
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent

@@ -1,4 +1,8 @@
-package probe
+// Package stream reads the streamed responses of vLLM's OpenAI-compatible
+// endpoints: a bounded server-sent event reader that stamps each event with
+// its arrival time, and the chunk an event carries, decoded by a fast
+// scanner with encoding/json as the fallback.
+package stream
 
 import (
 	"bufio"

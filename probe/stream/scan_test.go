@@ -1,4 +1,4 @@
-package probe
+package stream
 
 import (
 	"encoding/json"
@@ -62,7 +62,7 @@ func decodeJSON(data []byte) (Chunk, error) {
 // sameChunk compares the fields the prober reads.
 func sameChunk(a, b *Chunk) bool {
 	if a.Model != b.Model || len(a.Choices) != len(b.Choices) || !reflect.DeepEqual(a.Usage, b.Usage) ||
-		a.HasError() != b.HasError() || !reflect.DeepEqual(serverTiming(a.Metrics), serverTiming(b.Metrics)) {
+		a.HasError() != b.HasError() || !sameMetrics(a.Metrics, b.Metrics) {
 		return false
 	}
 	for i := range a.Choices {
@@ -73,6 +73,19 @@ func sameChunk(a, b *Chunk) bool {
 		}
 	}
 	return true
+}
+
+// sameMetrics compares two metrics objects, a missing one equal to one
+// carrying neither time.
+func sameMetrics(a, b *Metrics) bool {
+	var x, y Metrics
+	if a != nil {
+		x = *a
+	}
+	if b != nil {
+		y = *b
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // checkDecode decodes data with decode (fast path first) into a reused
