@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 // maxErrorBody bounds how much of a non-200 body is read for its message.
@@ -25,7 +26,7 @@ const maxDrain = 64 << 10
 
 // send writes the request, reads the stream and records the measurement
 // and any failure in res (the judge runs afterwards).
-func (r *Requester) send(ctx context.Context, res *Result, model string, item Item) {
+func (r *Requester) send(ctx context.Context, res *Result, model string, item workload.Item) {
 	body, err := r.requestBody(model, item)
 	if err != nil {
 		res.Disposition, res.Reason = ServerFailure, ReasonProtocol
@@ -72,7 +73,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item It
 
 // requestBody renders the JSON body. request.extra is merged in; it may
 // override sampling fields but never the ones the measurement relies on.
-func (r *Requester) requestBody(model string, it Item) ([]byte, error) {
+func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) {
 	rq := r.probe.Request
 	vllm := r.opts.Timing == TimingVLLMBench
 	b := make(map[string]any, 8+len(rq.Extra))
@@ -142,7 +143,7 @@ func (r *Requester) httpError(ctx context.Context, res *Result, resp *http.Respo
 }
 
 // readStream parses the event stream into the measurement and res.
-func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader, m *measurement, item Item) {
+func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader, m *measurement, item workload.Item) {
 	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
 	sr := stream.NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
 	var c stream.Chunk

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 // DefaultUserAgent is sent when RequesterOptions.UserAgent is empty.
@@ -59,8 +60,8 @@ type Requester struct {
 	base    string // the target URL without a trailing slash
 	timeout time.Duration
 	models  *modelSource
-	work    Source
-	prompts []Item // from RequesterOptions.Prompts; replaces work
+	work    workload.Source
+	prompts []workload.Item // from RequesterOptions.Prompts; replaces work
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's
@@ -119,7 +120,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 		r.prompts = append(r.prompts, pr.item(r.probe))
 	}
 	if len(r.prompts) == 0 {
-		r.work, err = newWorkload(p, r.countTokens)
+		r.work, err = workload.New(p, r.countTokens)
 	}
 	if err != nil {
 		client.CloseIdleConnections()
@@ -166,7 +167,7 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
 	defer cancel()
-	var item Item
+	var item workload.Item
 	model, err := r.models.get(ctx)
 	if err != nil {
 		r.discoveryFailed(ctx, res, err)
@@ -208,7 +209,7 @@ func (r *Requester) discoveryFailed(ctx context.Context, res *Result, err error)
 
 // nextItem returns what request seq sends: the caller's prompt for it, or the
 // workload's next item.
-func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) Item {
+func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) workload.Item {
 	if n := uint64(len(r.prompts)); n > 0 {
 		return r.prompts[(seq+n-1)%n]
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"testing"
@@ -84,13 +86,17 @@ func TestRequesterRequestShape(t *testing.T) {
 }
 
 func TestNewRequesterErrors(t *testing.T) {
+	dataset := filepath.Join(t.TempDir(), "prompts.jsonl")
+	if err := os.WriteFile(dataset, []byte("{\"prompt\": \"x\"}\nnot json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		edit func(p *config.Probe)
 		want string
 	}{
 		{name: "bad dataset", edit: func(p *config.Probe) {
-			p.Workload = config.Workload{File: writeDataset(t, "{\"prompt\": \"x\"}\nnot json\n")}
+			p.Workload = config.Workload{File: dataset}
 		}, want: `probe "p" workload: .*prompts.jsonl:2: invalid JSON`},
 		{name: "missing schema", edit: func(p *config.Probe) { p.Quality.JSONSchema = "/nonexistent/schema.json" },
 			want: `probe "p": compile json schema /nonexistent/schema.json: `},

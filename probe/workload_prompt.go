@@ -2,6 +2,7 @@ package probe
 
 import (
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 // Prompt is one request's input chosen by the caller instead of the probe's
@@ -20,8 +21,8 @@ type Prompt struct {
 }
 
 // item converts the prompt for probe p.
-func (pr Prompt) item(p config.Probe) Item {
-	it := ItemFor(p, pr.Text, pr.Messages)
+func (pr Prompt) item(p config.Probe) workload.Item {
+	it := workload.ItemFor(p, pr.Text, pr.Messages)
 	if pr.MaxTokens > 0 {
 		it.MaxTokens = pr.MaxTokens
 	}

@@ -1,4 +1,4 @@
-package probe
+package workload
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestRandomCompletionsWorkload(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := newWorkload(randomProbe(config.APICompletions, tc.in, tc.out, tc.ratio, 7), nil)
+			w, err := New(randomProbe(config.APICompletions, tc.in, tc.out, tc.ratio, 7), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestRandomCompletionsWorkload(t *testing.T) {
 
 func TestRandomWorkloadRepeats(t *testing.T) {
 	draw := func(seed int64) []Item {
-		w, err := newWorkload(randomProbe(config.APICompletions, 20, 8, 0.5, seed), nil)
+		w, err := New(randomProbe(config.APICompletions, 20, 8, 0.5, seed), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestRandomChatWorkloadCalibration(t *testing.T) {
 				calls++
 				return tc.count(ctx, model, text)
 			}
-			w, err := newWorkload(randomProbe(config.APIChat, 100, 10, 0, 1), count)
+			w, err := New(randomProbe(config.APIChat, 100, 10, 0, 1), count)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestRandomChatCalibrationRetriedAfterCancel(t *testing.T) {
 		}
 		return 2 * len(strings.Fields(text)), nil
 	}
-	w, err := newWorkload(randomProbe(config.APIChat, 100, 10, 0, 1), count)
+	w, err := New(randomProbe(config.APIChat, 100, 10, 0, 1), count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestPromptsWorkload(t *testing.T) {
 				{Prompt: "a", Expect: exp},
 				{Messages: []config.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "b"}}},
 			}}}
-			w, err := newWorkload(p, nil)
+			w, err := New(p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +207,7 @@ func TestFileWorkload(t *testing.T) {
 {"conversations": [{"from": "system", "value": "sys"}, {"from": "human", "value": "h1"}, {"from": "gpt", "value": "answer"}]}
 `)
 	p := config.Probe{API: config.APIChat, Request: config.Request{MaxTokens: 8}, Workload: config.Workload{File: path}}
-	w, err := newWorkload(p, nil)
+	w, err := New(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestFileWorkloadErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeDataset(t, tc.body)
-			_, err := newWorkload(config.Probe{API: config.APIChat, Workload: config.Workload{File: path}}, nil)
+			_, err := New(config.Probe{API: config.APIChat, Workload: config.Workload{File: path}}, nil)
 			if err == nil || err.Error() != path+tc.want {
 				t.Fatalf("err = %v, want %q", err, path+tc.want)
 			}
@@ -253,7 +253,7 @@ func TestFileWorkloadRefusesDevices(t *testing.T) {
 	if err := os.Symlink("/dev/zero", path); err != nil {
 		t.Fatal(err)
 	}
-	_, err := newWorkload(config.Probe{API: config.APIChat, Workload: config.Workload{File: path}}, nil)
+	_, err := New(config.Probe{API: config.APIChat, Workload: config.Workload{File: path}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "zero.jsonl: not a regular file (a character device)") {
 		t.Fatalf("err = %v, want the file refused", err)
 	}

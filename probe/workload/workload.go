@@ -1,4 +1,7 @@
-package probe
+// Package workload hands out what a probe sends: fixed prompts, a dataset
+// file (JSON Lines, ShareGPT conversations included) or random prompts of
+// drawn lengths, each as an Item ready for the probe's API.
+package workload
 
 import (
 	"context"
@@ -29,9 +32,9 @@ type Source interface {
 // TokenCounter counts the tokens of a text on the target (POST /tokenize).
 type TokenCounter func(ctx context.Context, model, text string) (int, error)
 
-// newWorkload builds the probe's workload. Dataset files are read here, so
+// New builds the probe's workload. Dataset files are read here, so
 // a bad line stops the probe from starting.
-func newWorkload(p config.Probe, count TokenCounter) (Source, error) {
+func New(p config.Probe, count TokenCounter) (Source, error) {
 	w := p.Workload
 	switch {
 	case w.Random != nil:
