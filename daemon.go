@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
@@ -34,7 +35,7 @@ type daemon struct {
 	coll    *collector.Collector
 	scraper *collector.ServerScraper
 	self    *collector.SelfMetrics
-	engine  *probe.Engine
+	engine  *schedule.Engine
 	reg     *prometheus.Registry
 
 	reloadMu sync.Mutex // serialises reloads from SIGHUP and HTTP
@@ -161,10 +162,10 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	}
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
-	d.engine = probe.NewEngine(probe.EngineOptions{
+	d.engine = schedule.NewEngine(schedule.EngineOptions{
 		Logger: logger,
 		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history, d.scraper},
-		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {
+		NewRequester: func(t config.Target, p config.Probe) (schedule.Sender, error) {
 			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
 		},
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
@@ -132,7 +133,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	res, err := d.engine.ProbeOnce(ctx, target, probeName)
 	if err != nil {
 		status := http.StatusInternalServerError
-		if errors.Is(err, probe.ErrUnknownPair) {
+		if errors.Is(err, schedule.ErrUnknownPair) {
 			status = http.StatusBadRequest
 		}
 		http.Error(w, err.Error(), status)

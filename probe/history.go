@@ -30,8 +30,8 @@ type History struct {
 	limit     int
 	failLimit int
 	ord       uint64 // insertion order across pairs, for newest-first merges
-	pairs     map[pairKey]*pairHistory
-	live      map[pairKey]bool // started and not stopped (Sink)
+	pairs     map[config.PairKey]*pairHistory
+	live      map[config.PairKey]bool // started and not stopped (Sink)
 }
 
 type pairHistory struct {
@@ -68,8 +68,8 @@ func NewHistory(limit int) *History {
 	return &History{
 		limit:     limit,
 		failLimit: min(limit, maxKeptFailures),
-		pairs:     map[pairKey]*pairHistory{},
-		live:      map[pairKey]bool{},
+		pairs:     map[config.PairKey]*pairHistory{},
+		live:      map[config.PairKey]bool{},
 	}
 }
 
@@ -86,7 +86,7 @@ func (h *History) add(r *Result, liveOnly bool) {
 		cut := truncateUTF8(*rec.Text, historyTextBytes)
 		rec.Text = &cut
 	}
-	key := pairKey{Target: r.Target, Probe: r.Probe}
+	key := config.PairKey{Target: r.Target, Probe: r.Probe}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if liveOnly && !h.live[key] {

@@ -1,4 +1,4 @@
-package probe_test
+package schedule_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -48,7 +49,7 @@ func relSim(t *testing.T, seed int64, f simulator.Faults) string {
 
 // stopAndReadLedger shuts e down, closes its ledger and returns the
 // ledger's records, failing the test on a torn line.
-func stopAndReadLedger(t *testing.T, e *probe.Engine, ledger *probe.Ledger, path string) []probe.Record {
+func stopAndReadLedger(t *testing.T, e *schedule.Engine, ledger *probe.Ledger, path string) []probe.Record {
 	t.Helper()
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // TestEngineAccuracyAgainstSimulator runs the engine with the real request
@@ -45,14 +47,14 @@ func TestEngineAccuracyAgainstSimulator(t *testing.T) {
 // and returns the absolute TTFT and ITL errors of every sent request.
 func accuracyRound(t *testing.T) (ttft, itl []time.Duration) {
 	t.Helper()
-	sim, simURL := startSimulator(t, func(o *simulator.Options) {
-		o.Trace = true
-		o.Faults = simulator.Faults{HTTP500: 0.1, Disconnect: 0.1, ErrorEvent: 0.05}
-	})
+	o := simulator.DefaultOptions()
+	o.Seed, o.Jitter, o.Trace = 1, 0, true
+	o.Faults = simulator.Faults{HTTP500: 0.1, Disconnect: 0.1, ErrorEvent: 0.05}
+	sim, simURL := simtest.Start(t, o)
 	defer sim.Close()
 
 	l := newRecSink()
-	e := NewEngine(EngineOptions{Sinks: []Sink{l}, Grace: time.Second})
+	e := NewEngine(EngineOptions{Sinks: []probe.Sink{l}, Grace: time.Second})
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "sim", URL: simURL, Model: "sim-llama"}},
 		Probes:  []config.Probe{engSimProbe("chat", config.APIChat, 10), engSimProbe("completions", config.APICompletions, 10)},
@@ -74,7 +76,7 @@ func accuracyRound(t *testing.T) (ttft, itl []time.Duration) {
 	for _, rec := range sim.Trace() {
 		trace[rec.RequestID] = rec
 	}
-	var results []*Result
+	var results []*probe.Result
 	for _, p := range cfg.Probes {
 		results = append(results, l.results("sim", p.Name)...)
 	}
@@ -84,7 +86,7 @@ func accuracyRound(t *testing.T) (ttft, itl []time.Duration) {
 // timingErrors matches each sent result with its trace record and returns
 // the absolute TTFT and ITL errors. A mismatch between what the client saw
 // and what the server wrote fails the test.
-func timingErrors(t *testing.T, results []*Result, trace map[string]simulator.TraceRecord) (ttft, itl []time.Duration) {
+func timingErrors(t *testing.T, results []*probe.Result, trace map[string]simulator.TraceRecord) (ttft, itl []time.Duration) {
 	t.Helper()
 	dispositions := map[string]int{}
 	var trip, delivery []time.Duration
@@ -104,7 +106,7 @@ func timingErrors(t *testing.T, results []*Result, trace map[string]simulator.Tr
 				writes = append(writes, ev.Time)
 			}
 		}
-		if res.Chunks > len(writes) || (res.Disposition == Accepted && res.Chunks != len(writes)) {
+		if res.Chunks > len(writes) || (res.Disposition == probe.Accepted && res.Chunks != len(writes)) {
 			t.Errorf("request %s (%s): client saw %d token events, server wrote %d", res.RequestID, res.Disposition, res.Chunks, len(writes))
 			continue
 		}
@@ -122,7 +124,7 @@ func timingErrors(t *testing.T, results []*Result, trace map[string]simulator.Tr
 		}
 	}
 	t.Logf("dispositions: %v", dispositions)
-	if dispositions[fmt.Sprint(Accepted, "/")] == 0 || len(dispositions) < 2 {
+	if dispositions[fmt.Sprint(probe.Accepted, "/")] == 0 || len(dispositions) < 2 {
 		t.Errorf("want accepted and failed requests, got %v", dispositions)
 	}
 	// The TTFT error is the request's trip plus the first event's delivery.

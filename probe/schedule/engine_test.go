@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // plannedUntil replays a pair's arrival process: the planned times from
@@ -22,7 +23,7 @@ func plannedUntil(key pairKey, p config.Probe, start, end time.Time) []time.Time
 	return out
 }
 
-func scheduled(rs []*Result) []time.Time {
+func scheduled(rs []*probe.Result) []time.Time {
 	out := make([]time.Time, len(rs))
 	for i, r := range rs {
 		out[i] = r.Scheduled
@@ -51,18 +52,18 @@ func TestEngineOpenLoop(t *testing.T) {
 			h.run(t, 30*time.Second, 1)
 			want := plannedUntil(pairKey{Target: "t", Probe: "p"}, p, testEpoch, testEpoch.Add(30*time.Second))
 			if !tc.hold {
-				waitFor(t, "requests to finish", func() bool { return h.engine.InFlight("t", "p") == 0 })
+				waitFor(t, "requests to finish", func() bool { return h.engine.inFlight("t", "p") == 0 })
 				waitFor(t, "results to arrive", func() bool { o, f := h.sink.counts("t", "p"); return o == f })
 			}
 			offered, finished := h.sink.counts("t", "p")
 			if offered != len(want) {
 				t.Errorf("offered %d requests in 30s at 20/s, want %d", offered, len(want))
 			}
-			if inFlight := h.engine.InFlight("t", "p"); offered != finished+inFlight {
+			if inFlight := h.engine.inFlight("t", "p"); offered != finished+inFlight {
 				t.Errorf("offered %d != finished %d + in flight %d", offered, finished, inFlight)
 			}
-			if tc.hold && h.engine.InFlight("t", "p") != offered {
-				t.Errorf("in flight %d, want every offered request (%d) outstanding", h.engine.InFlight("t", "p"), offered)
+			if tc.hold && h.engine.inFlight("t", "p") != offered {
+				t.Errorf("in flight %d, want every offered request (%d) outstanding", h.engine.inFlight("t", "p"), offered)
 			}
 		})
 	}
@@ -75,14 +76,14 @@ func TestEngineOpenLoopRealTime(t *testing.T) {
 	// count is checked on the fake clock in TestEngineOpenLoop.)
 	sf := &senderFactory{delay: 200 * time.Millisecond}
 	l := newRecSink()
-	e := NewEngine(EngineOptions{Sinks: []Sink{l}, NewRequester: sf.New, Grace: time.Millisecond})
+	e := NewEngine(EngineOptions{Sinks: []probe.Sink{l}, NewRequester: sf.New, Grace: time.Millisecond})
 	defer e.Shutdown(context.Background())
 	p := testProbe("p", 50, 1000)
 	p.Burstiness = math.Inf(1)
 	if err := e.Apply(testConfig([]string{"t"}, p)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "5 requests in flight at once", func() bool { return e.InFlight("t", "p") >= 5 })
+	waitFor(t, "5 requests in flight at once", func() bool { return e.inFlight("t", "p") >= 5 })
 	waitFor(t, "25 requests offered", func() bool { o, _ := l.counts("t", "p"); return o >= 25 })
 }
 
@@ -95,11 +96,11 @@ func TestEngineInFlightCap(t *testing.T) {
 	}
 	h.run(t, time.Second, 1)
 	offered, finished := h.sink.counts("t", "p")
-	if offered != 10 || finished != 7 || h.engine.InFlight("t", "p") != 3 {
-		t.Fatalf("offered %d finished %d in flight %d, want 10, 7, 3", offered, finished, h.engine.InFlight("t", "p"))
+	if offered != 10 || finished != 7 || h.engine.inFlight("t", "p") != 3 {
+		t.Fatalf("offered %d finished %d in flight %d, want 10, 7, 3", offered, finished, h.engine.inFlight("t", "p"))
 	}
 	for _, r := range h.sink.results("t", "p") {
-		if r.Disposition != Cancelled || r.Reason != ReasonInFlightCap || !r.Sent.IsZero() || r.Seq <= 3 {
+		if r.Disposition != probe.Cancelled || r.Reason != probe.ReasonInFlightCap || !r.Sent.IsZero() || r.Seq <= 3 {
 			t.Errorf("seq %d: %s/%s sent %v, want cancelled/in_flight_cap, never sent", r.Seq, r.Disposition, r.Reason, r.Sent)
 		}
 	}
@@ -112,7 +113,7 @@ func TestEngineInFlightCap(t *testing.T) {
 		t.Fatalf("%d results after shutdown, want 10", len(rs))
 	}
 	for _, r := range rs[:3] {
-		if r.Disposition != Cancelled || r.Reason != ReasonShutdown {
+		if r.Disposition != probe.Cancelled || r.Reason != probe.ReasonShutdown {
 			t.Errorf("seq %d: %s/%s, want cancelled/shutdown", r.Seq, r.Disposition, r.Reason)
 		}
 	}
@@ -179,13 +180,13 @@ func TestEngineShutdown(t *testing.T) {
 		sf         *senderFactory
 		grace      time.Duration
 		cancelCtx  bool
-		want       Disposition
+		want       probe.Disposition
 		wantReason string
 		maxWait    time.Duration
 	}{
-		{"requests finishing within grace are kept", &senderFactory{delay: 5 * time.Millisecond}, 5 * time.Second, false, Accepted, "", 2 * time.Second},
-		{"held requests cancelled after grace", &senderFactory{hold: true}, 30 * time.Millisecond, false, Cancelled, ReasonShutdown, 2 * time.Second},
-		{"ctx ending cuts the grace short", &senderFactory{hold: true}, time.Hour, true, Cancelled, ReasonShutdown, 2 * time.Second},
+		{"requests finishing within grace are kept", &senderFactory{delay: 5 * time.Millisecond}, 5 * time.Second, false, probe.Accepted, "", 2 * time.Second},
+		{"held requests cancelled after grace", &senderFactory{hold: true}, 30 * time.Millisecond, false, probe.Cancelled, probe.ReasonShutdown, 2 * time.Second},
+		{"ctx ending cuts the grace short", &senderFactory{hold: true}, time.Hour, true, probe.Cancelled, probe.ReasonShutdown, 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.sf, EngineOptions{Grace: tc.grace})
@@ -204,7 +205,7 @@ func TestEngineShutdown(t *testing.T) {
 			}
 			took := time.Since(began)
 			h.sink.close()
-			if took > tc.maxWait || (tc.want == Cancelled && !tc.cancelCtx && took < tc.grace) {
+			if took > tc.maxWait || (tc.want == probe.Cancelled && !tc.cancelCtx && took < tc.grace) {
 				t.Errorf("shutdown took %v with grace %v", took, tc.grace)
 			}
 			for _, target := range []string{"t1", "t2"} {
@@ -214,10 +215,10 @@ func TestEngineShutdown(t *testing.T) {
 			if late := h.sink.lateCalls(); late != 0 {
 				t.Errorf("%d sink calls after Shutdown returned", late)
 			}
-			if err := h.engine.Apply(testConfig([]string{"t1"}, testProbe("p", 10, 100))); !errors.Is(err, ErrEngineStopped) {
+			if err := h.engine.Apply(testConfig([]string{"t1"}, testProbe("p", 10, 100))); !errors.Is(err, errEngineStopped) {
 				t.Errorf("Apply after Shutdown: %v, want ErrEngineStopped", err)
 			}
-			if _, err := h.engine.ProbeOnce(context.Background(), "t1", "p"); !errors.Is(err, ErrEngineStopped) {
+			if _, err := h.engine.ProbeOnce(context.Background(), "t1", "p"); !errors.Is(err, errEngineStopped) {
 				t.Errorf("ProbeOnce after Shutdown: %v, want ErrEngineStopped", err)
 			}
 			if err := h.engine.Shutdown(context.Background()); err != nil {
@@ -229,11 +230,11 @@ func TestEngineShutdown(t *testing.T) {
 
 // checkDrained checks that every offered request of a pair finished with
 // want/reason and the pair's senders are closed.
-func checkDrained(t *testing.T, h *harness, target, probeName string, want Disposition, reason string) {
+func checkDrained(t *testing.T, h *harness, target, probeName string, want probe.Disposition, reason string) {
 	t.Helper()
 	offered, finished := h.sink.counts(target, probeName)
-	if offered == 0 || offered != finished || h.engine.InFlight(target, probeName) != 0 {
-		t.Errorf("%s/%s: offered %d finished %d in flight %d", target, probeName, offered, finished, h.engine.InFlight(target, probeName))
+	if offered == 0 || offered != finished || h.engine.inFlight(target, probeName) != 0 {
+		t.Errorf("%s/%s: offered %d finished %d in flight %d", target, probeName, offered, finished, h.engine.inFlight(target, probeName))
 	}
 	for _, r := range h.sink.results(target, probeName) {
 		if r.Disposition != want || r.Reason != reason {

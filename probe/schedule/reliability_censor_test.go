@@ -1,4 +1,4 @@
-package probe_test
+package schedule_test
 
 import (
 	"context"

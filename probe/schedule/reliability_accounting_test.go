@@ -1,4 +1,4 @@
-package probe_test
+package schedule_test
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -121,7 +122,7 @@ func runAccounting(t *testing.T, seed uint64) {
 	}
 	coll, reg := newCollectorRegistry()
 	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}}
-	e := probe.NewEngine(probe.EngineOptions{Sinks: []probe.Sink{coll, counting, ledger}, Grace: 300 * time.Millisecond})
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{coll, counting, ledger}, Grace: 300 * time.Millisecond})
 
 	addedAt := map[string]time.Time{} // when each pair's current series began
 	apply := func(cfg *config.Config) {

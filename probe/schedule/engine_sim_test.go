@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -49,12 +50,12 @@ func TestEngineAgainstSimulator(t *testing.T) {
 		Stall: 0.05, StallDuration: 2 * time.Second})
 
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	ledger, err := OpenLedger(config.Ledger{Path: path, RecordText: config.RecordTextFailures}, nil)
+	ledger, err := probe.OpenLedger(config.Ledger{Path: path, RecordText: config.RecordTextFailures}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := newRecSink()
-	e := NewEngine(EngineOptions{Sinks: []Sink{l, ledger}, Grace: 500 * time.Millisecond})
+	e := NewEngine(EngineOptions{Sinks: []probe.Sink{l, ledger}, Grace: 500 * time.Millisecond})
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "sim", URL: srv.URL, Model: "sim-llama"}},
 		Probes:  []config.Probe{engSimProbe("chat", config.APIChat, 10), engSimProbe("completions", config.APICompletions, 10)},
@@ -70,7 +71,7 @@ func TestEngineAgainstSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recs, torn, err := ReadLedger(path)
+	recs, torn, err := probe.ReadLedger(path)
 	if err != nil || torn != 0 {
 		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
 	}
@@ -98,9 +99,9 @@ func TestEngineAgainstSimulator(t *testing.T) {
 	accepted, failed := 0, 0
 	for _, r := range recs {
 		switch r.Disposition {
-		case Accepted:
+		case probe.Accepted:
 			accepted++
-		case ServerFailure, QualityFailure, ClientTimeout:
+		case probe.ServerFailure, probe.QualityFailure, probe.ClientTimeout:
 			failed++
 		}
 		if r.Sent != nil && r.RequestID == "" {

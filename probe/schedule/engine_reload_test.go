@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 func (e *Engine) loopOf(target, probeName string) *loop {
@@ -21,7 +22,7 @@ func (e *Engine) loopOf(target, probeName string) *loop {
 // reloadRun is the outcome of TestEngineReload's scenario.
 type reloadRun struct {
 	h                         *harness
-	hist                      *History
+	hist                      *probe.History
 	keep                      config.Probe
 	keepBefore, keepAfter     *loop
 	goneOffered, changeOffers int
@@ -31,8 +32,8 @@ type reloadRun struct {
 // change at a new rate} plus t2 x {keep}, applies that twice, runs 3s more
 // and shuts down.
 func runReload(t *testing.T) reloadRun {
-	r := reloadRun{hist: NewHistory(1000)}
-	r.h = newHarness(t, &senderFactory{hold: true}, EngineOptions{Sinks: []Sink{r.hist}})
+	r := reloadRun{hist: probe.NewHistory(1000)}
+	r.h = newHarness(t, &senderFactory{hold: true}, EngineOptions{Sinks: []probe.Sink{r.hist}})
 	h := r.h
 	var gone, change config.Probe
 	r.keep, gone, change = testProbe("keep", 10, 1000), testProbe("gone", 10, 1000), testProbe("change", 10, 1000)
@@ -88,7 +89,7 @@ func TestEngineReload(t *testing.T) {
 		if offered != goneOffered {
 			t.Errorf("offered %d after removal, had %d", offered, goneOffered)
 		}
-		checkDrained(t, h, "t1", "gone", Cancelled, ReasonRemoved)
+		checkDrained(t, h, "t1", "gone", probe.Cancelled, probe.ReasonRemoved)
 		if n := len(hist.Recent("t1", "gone", 0)); n != 0 {
 			t.Errorf("%d history records of a removed pair", n)
 		}
@@ -102,9 +103,9 @@ func TestEngineReload(t *testing.T) {
 			t.Fatalf("%d results, want more than the %d before the change", len(rs), changeOffered)
 		}
 		for i, r := range rs {
-			want := ReasonShutdown
+			want := probe.ReasonShutdown
 			if i < changeOffered {
-				want = ReasonRemoved
+				want = probe.ReasonRemoved
 			}
 			if r.Seq != uint64(i+1) || r.Reason != want {
 				t.Errorf("result %d: seq %d reason %s, want seq %d reason %s", i, r.Seq, r.Reason, i+1, want)
@@ -154,8 +155,8 @@ func TestEngineApplyErrors(t *testing.T) {
 }
 
 func TestEngineProbeOnce(t *testing.T) {
-	hist := NewHistory(10)
-	h := newHarness(t, &senderFactory{}, EngineOptions{Sinks: []Sink{hist}})
+	hist := probe.NewHistory(10)
+	h := newHarness(t, &senderFactory{}, EngineOptions{Sinks: []probe.Sink{hist}})
 	if err := h.engine.Apply(testConfig([]string{"t"}, testProbe("p", 10, 10))); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestEngineProbeOnce(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err %v, want %v", err, tc.wantErr)
 			}
-			if err == nil && (res.Disposition != Accepted || res.Target != "t" || res.Probe != "p") {
+			if err == nil && (res.Disposition != probe.Accepted || res.Target != "t" || res.Probe != "p") {
 				t.Errorf("result %+v", res)
 			}
 		})
@@ -185,14 +186,14 @@ func TestEngineProbeOnce(t *testing.T) {
 		if err := h.engine.Apply(testConfig([]string{"t"}, testProbe("p", 10, 10))); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan *Result)
+		done := make(chan *probe.Result)
 		go func() {
 			res, _ := h.engine.ProbeOnce(context.Background(), "t", "p")
 			done <- res
 		}()
 		waitFor(t, "the probe to be sent", func() bool { return h.factory.senders("t", "p")[0].calls.Load() == 1 })
 		h.engine.Shutdown(context.Background())
-		if res := <-done; res.Reason != ReasonShutdown {
+		if res := <-done; res.Reason != probe.ReasonShutdown {
 			t.Errorf("reason %q, want shutdown", res.Reason)
 		}
 	})
@@ -200,13 +201,13 @@ func TestEngineProbeOnce(t *testing.T) {
 
 func TestEngineAccounting(t *testing.T) {
 	dir := t.TempDir()
-	ledger, err := OpenLedger(config.Ledger{Path: filepath.Join(dir, "ledger.jsonl"), RecordText: config.RecordTextNone}, nil)
+	ledger, err := probe.OpenLedger(config.Ledger{Path: filepath.Join(dir, "ledger.jsonl"), RecordText: config.RecordTextNone}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist := NewHistory(1000)
+	hist := probe.NewHistory(1000)
 	release := make(chan struct{})
-	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Sinks: []Sink{ledger, hist}})
+	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Sinks: []probe.Sink{ledger, hist}})
 	targets, probes := []string{"t1", "t2"}, []config.Probe{testProbe("a", 10, 4), testProbe("b", 7, 2)}
 	if err := h.engine.Apply(testConfig(targets, probes...)); err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestEngineAccounting(t *testing.T) {
 		for _, target := range targets {
 			for _, p := range probes {
 				o, f := h.sink.counts(target, p.Name)
-				if in := h.engine.InFlight(target, p.Name); o != f+in || o == 0 {
+				if in := h.engine.inFlight(target, p.Name); o != f+in || o == 0 {
 					t.Errorf("%s: %s/%s offered %d != finished %d + in flight %d", stage, target, p.Name, o, f, in)
 				}
 			}
@@ -224,7 +225,7 @@ func TestEngineAccounting(t *testing.T) {
 	settled := func() bool {
 		for _, target := range targets {
 			for _, p := range probes {
-				if o, f := h.sink.counts(target, p.Name); o != f || h.engine.InFlight(target, p.Name) != 0 {
+				if o, f := h.sink.counts(target, p.Name); o != f || h.engine.inFlight(target, p.Name) != 0 {
 					return false
 				}
 			}
@@ -242,7 +243,7 @@ func TestEngineAccounting(t *testing.T) {
 	if err := ledger.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"))
+	recs, torn, err := probe.ReadLedger(filepath.Join(dir, "ledger.jsonl"))
 	if err != nil || torn != 0 {
 		t.Fatalf("ReadLedger: torn %d, %v", torn, err)
 	}

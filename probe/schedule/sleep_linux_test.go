@@ -1,12 +1,14 @@
 //go:build linux
 
-package probe
+package schedule
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // TestSleepPrecise checks the timerfd wait: it never ends early, and it
@@ -20,9 +22,9 @@ func TestSleepPrecise(t *testing.T) {
 	}{
 		{name: "waits", d: 3 * time.Millisecond},
 		{name: "zero", d: 0},
-		{name: "already cancelled", d: time.Hour, cancel: func(c context.CancelCauseFunc) { c(ErrShutdown) }, wantErr: ErrShutdown},
-		{name: "cancelled while waiting", d: time.Hour, wantErr: ErrRemoved,
-			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(ErrRemoved) }) }},
+		{name: "already cancelled", d: time.Hour, cancel: func(c context.CancelCauseFunc) { c(probe.ErrShutdown) }, wantErr: probe.ErrShutdown},
+		{name: "cancelled while waiting", d: time.Hour, wantErr: probe.ErrRemoved,
+			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(probe.ErrRemoved) }) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

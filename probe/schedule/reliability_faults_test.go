@@ -1,4 +1,4 @@
-package probe_test
+package schedule_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -175,9 +176,9 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 		t.Fatal(err)
 	}
 	coll, reg := newCollectorRegistry()
-	e := probe.NewEngine(probe.EngineOptions{
+	e := schedule.NewEngine(schedule.EngineOptions{
 		Sinks: []probe.Sink{coll, ledger}, Grace: 3 * time.Second,
-		NewRequester: func(tg config.Target, p config.Probe) (probe.Sender, error) {
+		NewRequester: func(tg config.Target, p config.Probe) (schedule.Sender, error) {
 			return probe.NewRequester(tg, p, probe.RequesterOptions{MaxBodyBytes: matrixMaxBody, MaxLineBytes: matrixMaxLine})
 		},
 	})

@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // lifecycleSink logs PairStarted and PairStopped in order, and counts
@@ -43,7 +44,7 @@ func (s *lifecycleSink) Offered(target, probeName string) {
 	}
 }
 
-func (s *lifecycleSink) Finished(*Result) {}
+func (s *lifecycleSink) Finished(*probe.Result) {}
 
 // take returns the events logged since the last take.
 func (s *lifecycleSink) take() []string {
@@ -61,7 +62,7 @@ func (s *lifecycleSink) take() []string {
 func TestEngineTellsSinksThePairs(t *testing.T) {
 	sink := newLifecycleSink()
 	sf := &senderFactory{fail: map[string]error{}}
-	h := newHarness(t, sf, EngineOptions{Sinks: []Sink{sink}})
+	h := newHarness(t, sf, EngineOptions{Sinks: []probe.Sink{sink}})
 	a, b, c := testProbe("a", 50, 10), testProbe("b", 50, 10), testProbe("c", 50, 10)
 	steps := []struct {
 		name  string

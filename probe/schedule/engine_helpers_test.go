@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"context"
@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
+
+// testEpoch is the fake clock's start.
+var testEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakeClock is a clock that moves only when the test advances it. Every
 // Sleep parks until the next advance (or until its ctx ends), so once all
@@ -81,32 +85,32 @@ type fakeSender struct {
 	closed  atomic.Bool
 }
 
-func (f *fakeSender) Do(ctx context.Context, res *Result) {
+func (f *fakeSender) Do(ctx context.Context, res *probe.Result) {
 	f.calls.Add(1)
 	res.Sent = res.Scheduled
 	if f.closed.Load() {
-		res.Disposition, res.Error = ServerFailure, "Do after Close"
+		res.Disposition, res.Error = probe.ServerFailure, "Do after Close"
 		return
 	}
 	var timer <-chan time.Time
 	if f.delay > 0 {
 		timer = time.After(f.delay)
 	} else if !f.hold {
-		res.Disposition = Accepted
+		res.Disposition = probe.Accepted
 		return
 	}
 	select {
 	case <-timer:
-		res.Disposition = Accepted
+		res.Disposition = probe.Accepted
 	case <-f.release:
-		res.Disposition = Accepted
+		res.Disposition = probe.Accepted
 	case <-ctx.Done():
-		res.Disposition = Cancelled
+		res.Disposition = probe.Cancelled
 		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, ErrShutdown):
-			res.Reason = ReasonShutdown
-		case errors.Is(cause, ErrRemoved):
-			res.Reason = ReasonRemoved
+		case errors.Is(cause, probe.ErrShutdown):
+			res.Reason = probe.ReasonShutdown
+		case errors.Is(cause, probe.ErrRemoved):
+			res.Reason = probe.ReasonRemoved
 		default:
 			res.Reason = "other"
 		}
@@ -153,13 +157,13 @@ func (sf *senderFactory) senders(target, probeName string) []*fakeSender {
 type recSink struct {
 	mu       sync.Mutex
 	offered  map[pairKey]int
-	finished map[pairKey][]*Result
+	finished map[pairKey][]*probe.Result
 	closed   bool
 	late     int
 }
 
 func newRecSink() *recSink {
-	return &recSink{offered: map[pairKey]int{}, finished: map[pairKey][]*Result{}}
+	return &recSink{offered: map[pairKey]int{}, finished: map[pairKey][]*probe.Result{}}
 }
 
 func (l *recSink) PairStarted(config.Pair) {}
@@ -175,7 +179,7 @@ func (l *recSink) Offered(target, probeName string) {
 	l.offered[pairKey{Target: target, Probe: probeName}]++
 }
 
-func (l *recSink) Finished(r *Result) {
+func (l *recSink) Finished(r *probe.Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -193,15 +197,15 @@ func (l *recSink) counts(target, probeName string) (offered, finished int) {
 }
 
 // results returns the finished results of a pair in seq order.
-func (l *recSink) results(target, probeName string) []*Result {
+func (l *recSink) results(target, probeName string) []*probe.Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := append([]*Result(nil), l.finished[pairKey{Target: target, Probe: probeName}]...)
+	out := append([]*probe.Result(nil), l.finished[pairKey{Target: target, Probe: probeName}]...)
 	sortBySeq(out)
 	return out
 }
 
-func sortBySeq(rs []*Result) {
+func sortBySeq(rs []*probe.Result) {
 	for i := 1; i < len(rs); i++ {
 		for j := i; j > 0 && rs[j].Seq < rs[j-1].Seq; j-- {
 			rs[j], rs[j-1] = rs[j-1], rs[j]
@@ -260,7 +264,7 @@ func newHarness(t *testing.T, sf *senderFactory, o EngineOptions) *harness {
 	t.Helper()
 	h := &harness{clock: newFakeClock(testEpoch), factory: sf, sink: newRecSink()}
 	o.Now, o.Sleep, o.NewRequester = h.clock.Now, h.clock.Sleep, sf.New
-	o.Sinks = append([]Sink{h.sink}, o.Sinks...)
+	o.Sinks = append([]probe.Sink{h.sink}, o.Sinks...)
 	if o.Grace == 0 {
 		o.Grace = 20 * time.Millisecond
 	}

@@ -1,9 +1,12 @@
-package probe
+package schedule
 
-import "github.com/vllm-prober/vllm-prober/config"
+import (
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
 
 // sinks fans the Engine's events out to several sinks, in order.
-type sinks []Sink
+type sinks []probe.Sink
 
 // PairStarted implements Sink.
 func (ss sinks) PairStarted(p config.Pair) {
@@ -27,7 +30,7 @@ func (ss sinks) Offered(target, probeName string) {
 }
 
 // Finished implements Sink.
-func (ss sinks) Finished(r *Result) {
+func (ss sinks) Finished(r *probe.Result) {
 	for _, s := range ss {
 		s.Finished(r)
 	}

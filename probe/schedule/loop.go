@@ -1,4 +1,4 @@
-package probe
+package schedule
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // loop is the scheduling loop of one configuration of one pair.
@@ -116,7 +117,7 @@ func (e *Engine) run(l *loop, first time.Time) {
 // fire offers one request and sends it in its own goroutine, or ends it at
 // once as cancelled/in_flight_cap when max_in_flight are outstanding.
 func (e *Engine) fire(l *loop, planned time.Time) {
-	res := &Result{
+	res := &probe.Result{
 		Seq:       l.state.seq.Add(1),
 		Target:    l.pair.Key.Target,
 		Probe:     l.pair.Key.Probe,
@@ -126,7 +127,7 @@ func (e *Engine) fire(l *loop, planned time.Time) {
 	// Only the current loop of a pair adds to its in-flight count, so the
 	// check and the increment cannot race with another fire.
 	if l.state.inFlight.Load() >= l.maxInFlight {
-		res.Disposition, res.Reason = Cancelled, ReasonInFlightCap
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
 		res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", l.maxInFlight)
 		e.finish(res)
 		return
@@ -145,11 +146,11 @@ func (e *Engine) fire(l *loop, planned time.Time) {
 
 // sendSafely runs one Do; a panicking Sender ends its request as a
 // server_failure instead of taking the prober down.
-func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *Result) {
+func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *probe.Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			logger.Error("request panicked", "target", res.Target, "probe", res.Probe, "seq", res.Seq, "panic", p)
-			res.Disposition, res.Reason = ServerFailure, ReasonProtocol
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
 			res.Error = "internal error in the prober"
 		}
 	}()
@@ -159,7 +160,7 @@ func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *Result)
 }
 
 // finish hands a finished Result to the Sinks, in order.
-func (e *Engine) finish(res *Result) {
+func (e *Engine) finish(res *probe.Result) {
 	e.sink.Finished(res)
 }
 
@@ -192,7 +193,7 @@ func (e *Engine) drain(l *loop) {
 	case <-grace.C:
 	case <-e.root.Done(): // shutdown: its cause wins
 	}
-	l.cancelReqs(ErrRemoved)
+	l.cancelReqs(probe.ErrRemoved)
 	<-idle
 	l.sender.Close()
 }

@@ -1,4 +1,8 @@
-package probe
+// Package schedule runs the probes: one open-loop loop per (target, probe)
+// pair that sends each request at its planned arrival time, whatever the
+// earlier ones are doing, and tells the sinks what started, stopped, was
+// offered and finished (docs/design.md, Pair lifecycle).
+package schedule
 
 import (
 	"context"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // defaultGrace is how long in-flight requests may finish at shutdown or
@@ -22,8 +27,8 @@ var (
 	// ErrUnknownPair is returned by ProbeOnce for a target or probe the
 	// running configuration does not pair.
 	ErrUnknownPair = errors.New("unknown target or probe")
-	// ErrEngineStopped is returned by Apply and ProbeOnce after Shutdown.
-	ErrEngineStopped = errors.New("engine stopped")
+	// errEngineStopped is returned by Apply and ProbeOnce after Shutdown.
+	errEngineStopped = errors.New("engine stopped")
 )
 
 // Sender sends one request and fills its Result; *Requester is the
@@ -32,7 +37,7 @@ type Sender interface {
 	// Do expects res.Seq, Target, Probe and Scheduled set, fills the rest
 	// and returns when the request has ended; it must return promptly once
 	// ctx is cancelled.
-	Do(ctx context.Context, res *Result)
+	Do(ctx context.Context, res *probe.Result)
 	// Close releases idle connections; no Do is running or will run.
 	Close()
 }
@@ -42,7 +47,7 @@ type EngineOptions struct {
 	Logger *slog.Logger
 	// Sinks get the life of every pair and the facts of every request, in
 	// this order (Sink); nil = none.
-	Sinks []Sink
+	Sinks []probe.Sink
 	// Grace is how long in-flight requests may finish at shutdown or when
 	// their pair is removed or changed; 0 = 10s.
 	Grace time.Duration
@@ -102,7 +107,7 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.NewRequester == nil {
 		logger := o.Logger
 		o.NewRequester = func(t config.Target, p config.Probe) (Sender, error) {
-			r, err := NewRequester(t, p, RequesterOptions{Logger: logger})
+			r, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger})
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +147,7 @@ func (e *Engine) Apply(cfg *config.Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
-		return fmt.Errorf("apply config: %w", ErrEngineStopped)
+		return fmt.Errorf("apply config: %w", errEngineStopped)
 	}
 	e.stopRemoved(pairs)
 	type starting struct {
@@ -204,9 +209,9 @@ func (e *Engine) stopRemoved(pairs []config.Pair) {
 	}
 }
 
-// InFlight returns how many requests of the pair are outstanding, those of
+// inFlight returns how many requests of the pair are outstanding, those of
 // a previous configuration of the same pair included.
-func (e *Engine) InFlight(target, probeName string) int {
+func (e *Engine) inFlight(target, probeName string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if st := e.states[pairKey{Target: target, Probe: probeName}]; st != nil {
@@ -218,12 +223,12 @@ func (e *Engine) InFlight(target, probeName string) int {
 // ProbeOnce sends one request of a running pair synchronously, for the
 // /probe endpoint. It is not offered, counted, written to the ledger or
 // kept in history. Unknown names give ErrUnknownPair.
-func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*Result, error) {
+func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*probe.Result, error) {
 	key := pairKey{Target: target, Probe: probeName}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
-		return nil, fmt.Errorf("probe %s: %w", key, ErrEngineStopped)
+		return nil, fmt.Errorf("probe %s: %w", key, errEngineStopped)
 	}
 	l := e.loops[key]
 	if l == nil {
@@ -241,7 +246,7 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*Resu
 	defer cancel(nil)
 	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
 	defer stop()
-	res := &Result{Target: target, Probe: probeName, Scheduled: e.o.Now()}
+	res := &probe.Result{Target: target, Probe: probeName, Scheduled: e.o.Now()}
 	sendSafely(ctx, e.logger, l.sender, res)
 	return res, nil
 }
@@ -280,7 +285,7 @@ func (e *Engine) shutdown(ctx context.Context) {
 	case <-grace.C:
 	case <-ctx.Done():
 	}
-	e.stopRoot(ErrShutdown)
+	e.stopRoot(probe.ErrShutdown)
 	<-idle
 	e.drains.Wait()
 	for _, l := range loops {
