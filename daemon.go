@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/history"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
@@ -30,7 +31,7 @@ type daemon struct {
 	flags   *daemonFlags
 	safe    *config.SafeConfig
 	ledger  *probe.Ledger
-	history *probe.History
+	history *history.History
 	tracker *status.Tracker
 	coll    *collector.Collector
 	scraper *collector.ServerScraper
@@ -154,7 +155,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		flags:   f,
 		safe:    safe,
 		ledger:  ledger,
-		history: probe.NewHistory(cfg.Global.HistoryLimit),
+		history: history.New(cfg.Global.HistoryLimit),
 		tracker: status.NewTracker(status.TrackerOptions{}),
 		coll:    collector.New(collector.Options{Logger: logger}),
 		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/history"
 )
 
 func (e *Engine) loopOf(target, probeName string) *loop {
@@ -22,7 +23,7 @@ func (e *Engine) loopOf(target, probeName string) *loop {
 // reloadRun is the outcome of TestEngineReload's scenario.
 type reloadRun struct {
 	h                         *harness
-	hist                      *probe.History
+	hist                      *history.History
 	keep                      config.Probe
 	keepBefore, keepAfter     *loop
 	goneOffered, changeOffers int
@@ -32,7 +33,7 @@ type reloadRun struct {
 // change at a new rate} plus t2 x {keep}, applies that twice, runs 3s more
 // and shuts down.
 func runReload(t *testing.T) reloadRun {
-	r := reloadRun{hist: probe.NewHistory(1000)}
+	r := reloadRun{hist: history.New(1000)}
 	r.h = newHarness(t, &senderFactory{hold: true}, EngineOptions{Sinks: []probe.Sink{r.hist}})
 	h := r.h
 	var gone, change config.Probe
@@ -155,7 +156,7 @@ func TestEngineApplyErrors(t *testing.T) {
 }
 
 func TestEngineProbeOnce(t *testing.T) {
-	hist := probe.NewHistory(10)
+	hist := history.New(10)
 	h := newHarness(t, &senderFactory{}, EngineOptions{Sinks: []probe.Sink{hist}})
 	if err := h.engine.Apply(testConfig([]string{"t"}, testProbe("p", 10, 10))); err != nil {
 		t.Fatal(err)
@@ -205,7 +206,7 @@ func TestEngineAccounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist := probe.NewHistory(1000)
+	hist := history.New(1000)
 	release := make(chan struct{})
 	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Sinks: []probe.Sink{ledger, hist}})
 	targets, probes := []string{"t1", "t2"}, []config.Probe{testProbe("a", 10, 4), testProbe("b", 7, 2)}

@@ -1,4 +1,4 @@
-package probe
+package history
 
 import (
 	"fmt"
@@ -6,15 +6,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-func histResult(target, probeName string, seq int, d Disposition) *Result {
-	return &Result{Seq: uint64(seq), Target: target, Probe: probeName, Scheduled: testEpoch, Disposition: d, Text: "out"}
+// testEpoch is when every test request was scheduled.
+var testEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func histResult(target, probeName string, seq int, d probe.Disposition) *probe.Result {
+	return &probe.Result{Seq: uint64(seq), Target: target, Probe: probeName, Scheduled: testEpoch, Disposition: d, Text: "out"}
 }
 
-func recSeqs(recs []Record) []uint64 {
+func recSeqs(recs []probe.Record) []uint64 {
 	out := make([]uint64, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, r.Seq)
@@ -23,21 +28,21 @@ func recSeqs(recs []Record) []uint64 {
 }
 
 func TestHistory(t *testing.T) {
-	h := NewHistory(5)
+	h := New(5)
 	// a/x: seq 1..12, failures at 2 and 3 (aged out of the ring of 5) and 11.
 	for seq := 1; seq <= 12; seq++ {
-		d := Accepted
+		d := probe.Accepted
 		if seq == 2 || seq == 3 || seq == 11 {
-			d = ServerFailure
+			d = probe.ServerFailure
 		}
 		h.Add(histResult("a", "x", seq, d))
 		if seq == 6 || seq == 10 {
-			h.Add(histResult("b", "y", 100+seq, QualityFailure))
+			h.Add(histResult("b", "y", 100+seq, probe.QualityFailure))
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		got  []Record
+		got  []probe.Record
 		want []uint64
 	}{
 		{"recent ring keeps the last limit, newest first", h.Recent("a", "x", 0), []uint64{12, 11, 10, 9, 8}},
@@ -58,7 +63,7 @@ func TestHistory(t *testing.T) {
 	}
 	t.Run("text only for failures", func(t *testing.T) {
 		for _, r := range h.Recent("a", "x", 0) {
-			if (r.Text != nil) != (r.Disposition != Accepted) {
+			if (r.Text != nil) != (r.Disposition != probe.Accepted) {
 				t.Errorf("seq %d (%s): text %v", r.Seq, r.Disposition, r.Text)
 			}
 		}
@@ -82,9 +87,9 @@ func TestHistoryFailuresBounded(t *testing.T) {
 		{"default limit", 0, maxKeptFailures},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := NewHistory(tc.limit)
+			h := New(tc.limit)
 			for seq := 1; seq <= 600; seq++ {
-				h.Add(histResult("t", "p", seq, ClientTimeout))
+				h.Add(histResult("t", "p", seq, probe.ClientTimeout))
 			}
 			got := h.LastFailures("t", "p", 0)
 			if len(got) != tc.want || got[0].Seq != 600 {
@@ -95,8 +100,8 @@ func TestHistoryFailuresBounded(t *testing.T) {
 }
 
 func TestHistoryTextCut(t *testing.T) {
-	h := NewHistory(1)
-	r := histResult("t", "p", 1, QualityFailure)
+	h := New(1)
+	r := histResult("t", "p", 1, probe.QualityFailure)
 	r.Text = strings.Repeat("é", historyTextBytes) // 2 bytes each
 	h.Add(r)
 	text := *h.Recent("t", "p", 1)[0].Text
@@ -106,12 +111,12 @@ func TestHistoryTextCut(t *testing.T) {
 }
 
 func TestHistoryConcurrent(t *testing.T) {
-	h := NewHistory(50)
+	h := New(50)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 500 {
-				h.Add(histResult(fmt.Sprint("t", w%2), "p", i, Accepted))
+				h.Add(histResult(fmt.Sprint("t", w%2), "p", i, probe.Accepted))
 				h.Recent("", "p", 10)
 				h.LastFailures("t0", "", 10)
 			}
@@ -122,7 +127,7 @@ func TestHistoryConcurrent(t *testing.T) {
 		t.Errorf("%d records kept across two pairs of 50, want 100", got)
 	}
 	var nilHistory *History
-	nilHistory.Add(histResult("t", "p", 1, Accepted))
+	nilHistory.Add(histResult("t", "p", 1, probe.Accepted))
 	if nilHistory.Recent("", "", 0) != nil {
 		t.Error("nil history returned records")
 	}
@@ -131,24 +136,24 @@ func TestHistoryConcurrent(t *testing.T) {
 // TestHistorySink checks that a pair's results are kept while it runs,
 // and that those its requests deliver after it stopped are not kept.
 func TestHistorySink(t *testing.T) {
-	h := NewHistory(10)
+	h := New(10)
 	pair := config.Pair{Key: config.PairKey{Target: "t", Probe: "p"}}
-	h.Finished(histResult("t", "p", 1, Accepted))
+	h.Finished(histResult("t", "p", 1, probe.Accepted))
 	if got := len(h.Recent("t", "p", 0)); got != 0 {
 		t.Errorf("%d records of a pair never started, want 0", got)
 	}
 	h.PairStarted(pair)
-	h.Finished(histResult("t", "p", 2, Accepted))
+	h.Finished(histResult("t", "p", 2, probe.Accepted))
 	if got := len(h.Recent("t", "p", 0)); got != 1 {
 		t.Errorf("%d records of a running pair, want 1", got)
 	}
 	h.PairStopped(pair.Key)
-	h.Finished(histResult("t", "p", 3, Accepted))
+	h.Finished(histResult("t", "p", 3, probe.Accepted))
 	if got := len(h.Recent("t", "p", 0)); got != 0 {
 		t.Errorf("%d records after the pair stopped, want 0", got)
 	}
 	h.PairStarted(pair)
-	h.Finished(histResult("t", "p", 4, Accepted))
+	h.Finished(histResult("t", "p", 4, probe.Accepted))
 	if got := h.Recent("t", "p", 0); len(got) != 1 || got[0].Seq != 4 {
 		t.Errorf("records of the re-added pair = %+v, want seq 4 only", got)
 	}

@@ -1,4 +1,6 @@
-package probe
+// Package history keeps the recent records of every pair in memory, for the
+// status page and the results API; it is a Sink of the schedule engine.
+package history
 
 import (
 	"slices"
@@ -6,9 +8,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-var _ Sink = (*History)(nil)
+var _ probe.Sink = (*History)(nil)
 
 const (
 	// maxKeptFailures bounds the failures kept per pair beyond the ring.
@@ -40,7 +43,7 @@ type pairHistory struct {
 
 type historyEntry struct {
 	ord uint64
-	rec Record
+	rec probe.Record
 }
 
 // ring is a fixed-capacity buffer that overwrites its oldest entry.
@@ -59,9 +62,9 @@ func (r *ring) add(e historyEntry) {
 	r.next = (r.next + 1) % r.size
 }
 
-// NewHistory returns a History keeping limit records per pair; a limit
+// New returns a History keeping limit records per pair; a limit
 // that is not positive means config's global.history_limit default.
-func NewHistory(limit int) *History {
+func New(limit int) *History {
 	if limit <= 0 {
 		limit = config.DefaultGlobal.HistoryLimit
 	}
@@ -74,14 +77,14 @@ func NewHistory(limit int) *History {
 }
 
 // Add records a finished request, whether its pair runs or not.
-func (h *History) Add(r *Result) { h.add(r, false) }
+func (h *History) Add(r *probe.Result) { h.add(r, false) }
 
 // add records r; when liveOnly, only if its pair runs.
-func (h *History) add(r *Result, liveOnly bool) {
+func (h *History) add(r *probe.Result, liveOnly bool) {
 	if h == nil {
 		return
 	}
-	rec := NewRecord(r, config.RecordTextFailures)
+	rec := probe.NewRecord(r, config.RecordTextFailures)
 	if rec.Text != nil && len(*rec.Text) > historyTextBytes {
 		cut := truncateUTF8(*rec.Text, historyTextBytes)
 		rec.Text = &cut
@@ -100,7 +103,7 @@ func (h *History) add(r *Result, liveOnly bool) {
 	h.ord++
 	e := historyEntry{ord: h.ord, rec: rec}
 	p.recent.add(e)
-	if r.Disposition != Accepted {
+	if r.Disposition != probe.Accepted {
 		p.failures.add(e)
 	}
 }
@@ -115,14 +118,14 @@ func truncateUTF8(s string, n int) string {
 
 // Recent returns up to limit records, newest first, of the pairs matching
 // target and probe ("" matches any); limit <= 0 returns all kept.
-func (h *History) Recent(target, probeName string, limit int) []Record {
+func (h *History) Recent(target, probeName string, limit int) []probe.Record {
 	return h.collect(target, probeName, limit, func(p *pairHistory) *ring { return &p.recent })
 }
 
 // LastFailures returns up to n records that were not accepted, newest
 // first, of the pairs matching target and probe ("" matches any); n <= 0
 // returns all kept.
-func (h *History) LastFailures(target, probeName string, n int) []Record {
+func (h *History) LastFailures(target, probeName string, n int) []probe.Record {
 	return h.collect(target, probeName, n, func(p *pairHistory) *ring { return &p.failures })
 }
 
@@ -151,9 +154,9 @@ func (h *History) PairStopped(key config.PairKey) {
 func (h *History) Offered(string, string) {}
 
 // Finished implements Sink by adding r if its pair runs.
-func (h *History) Finished(r *Result) { h.add(r, true) }
+func (h *History) Finished(r *probe.Result) { h.add(r, true) }
 
-func (h *History) collect(target, probeName string, limit int, which func(*pairHistory) *ring) []Record {
+func (h *History) collect(target, probeName string, limit int, which func(*pairHistory) *ring) []probe.Record {
 	if h == nil {
 		return nil
 	}
@@ -177,7 +180,7 @@ func (h *History) collect(target, probeName string, limit int, which func(*pairH
 	if limit > 0 && len(entries) > limit {
 		entries = entries[:limit]
 	}
-	out := make([]Record, len(entries))
+	out := make([]probe.Record, len(entries))
 	for i, e := range entries {
 		out[i] = e.rec
 	}
