@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/history"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
@@ -30,7 +31,7 @@ type daemon struct {
 	logger  *slog.Logger
 	flags   *daemonFlags
 	safe    *config.SafeConfig
-	ledger  *probe.Ledger
+	ledger  *ledger.Ledger
 	history *history.History
 	tracker *status.Tracker
 	coll    *collector.Collector
@@ -96,7 +97,7 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 	if hooks.started != nil {
 		hooks.started(d)
 	}
-	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes), "run_id", probe.RunID())
+	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes), "run_id", ledger.RunID())
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -146,7 +147,7 @@ func (d *daemon) reloader(ctx context.Context) chan<- struct{} {
 
 func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*daemon, error) {
 	cfg := safe.Get()
-	ledger, err := probe.OpenLedger(cfg.Global.Ledger, logger)
+	ledger, err := ledger.Open(cfg.Global.Ledger, logger)
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
@@ -104,7 +104,7 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 	}
 	recs := d.history.Recent(target, probeName, limit)
 	if recs == nil {
-		recs = []probe.Record{}
+		recs = []ledger.Record{}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": recs})

@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // ProbeName is the probe name bench runs write into results and the ledger.
@@ -77,7 +78,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		}
 	}
 	s.LedgerPath = o.LedgerPath
-	ledger, err := probe.OpenLedger(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
+	ledger, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}
@@ -203,7 +204,7 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 
 // runPlanned sends the warm-ups, then the planned requests with a
 // progress bar.
-func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *probe.Ledger, env Env) *Run {
+func runPlanned(ctx context.Context, o *Options, sender Sender, ledger *ledger.Ledger, env Env) *Run {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
 		Execute(ctx, RunOptions{Target: "warmup", Probe: ProbeName, Offsets: make([]time.Duration, o.NumWarmups),

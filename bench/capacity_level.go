@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // LevelOptions configures how NewLevelFunc runs one repeat of a level.
@@ -29,7 +30,7 @@ type LevelOptions struct {
 	Timeout     time.Duration
 	Seed        int64
 	Percentiles []float64 // the Dists' percentiles; include the pass rule's
-	Ledger      *probe.Ledger
+	Ledger      *ledger.Ledger
 	Now         func() time.Time
 	OnFinish    func(*probe.Result) // every request, warm-up included; may be nil
 	OnLedger    func(*probe.Result) // every request written to Ledger; may be nil

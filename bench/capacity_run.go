@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // CapacityOptions configures a capacity search. The workload is either a
@@ -96,7 +97,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	}
 	base := filepath.Join(o.OutputDir, "capacity-"+o.Stamp)
 	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
-	ledger, err := probe.OpenLedger(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
+	ledger, err := ledger.Open(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
 		return nil, err // OpenLedger names the ledger
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // errRunEnded is the cause of the request contexts still open when a run
@@ -38,7 +39,7 @@ type RunOptions struct {
 	// recorded in the Run, where the latency views count a client
 	// timeout at it.
 	Timeout  time.Duration
-	Ledger   *probe.Ledger                                    // nil = none
+	Ledger   *ledger.Ledger                                   // nil = none
 	OnFinish func(r *probe.Result)                            // called once per offered request; may be nil
 	Now      func() time.Time                                 // nil = time.Now
 	Sleep    func(ctx context.Context, d time.Duration) error // nil = a real timer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 var _ probe.Sink = (*History)(nil)
@@ -43,7 +44,7 @@ type pairHistory struct {
 
 type historyEntry struct {
 	ord uint64
-	rec probe.Record
+	rec ledger.Record
 }
 
 // ring is a fixed-capacity buffer that overwrites its oldest entry.
@@ -84,7 +85,7 @@ func (h *History) add(r *probe.Result, liveOnly bool) {
 	if h == nil {
 		return
 	}
-	rec := probe.NewRecord(r, config.RecordTextFailures)
+	rec := ledger.NewRecord(r, config.RecordTextFailures)
 	if rec.Text != nil && len(*rec.Text) > historyTextBytes {
 		cut := truncateUTF8(*rec.Text, historyTextBytes)
 		rec.Text = &cut
@@ -118,14 +119,14 @@ func truncateUTF8(s string, n int) string {
 
 // Recent returns up to limit records, newest first, of the pairs matching
 // target and probe ("" matches any); limit <= 0 returns all kept.
-func (h *History) Recent(target, probeName string, limit int) []probe.Record {
+func (h *History) Recent(target, probeName string, limit int) []ledger.Record {
 	return h.collect(target, probeName, limit, func(p *pairHistory) *ring { return &p.recent })
 }
 
 // LastFailures returns up to n records that were not accepted, newest
 // first, of the pairs matching target and probe ("" matches any); n <= 0
 // returns all kept.
-func (h *History) LastFailures(target, probeName string, n int) []probe.Record {
+func (h *History) LastFailures(target, probeName string, n int) []ledger.Record {
 	return h.collect(target, probeName, n, func(p *pairHistory) *ring { return &p.failures })
 }
 
@@ -156,7 +157,7 @@ func (h *History) Offered(string, string) {}
 // Finished implements Sink by adding r if its pair runs.
 func (h *History) Finished(r *probe.Result) { h.add(r, true) }
 
-func (h *History) collect(target, probeName string, limit int, which func(*pairHistory) *ring) []probe.Record {
+func (h *History) collect(target, probeName string, limit int, which func(*pairHistory) *ring) []ledger.Record {
 	if h == nil {
 		return nil
 	}
@@ -180,7 +181,7 @@ func (h *History) collect(target, probeName string, limit int, which func(*pairH
 	if limit > 0 && len(entries) > limit {
 		entries = entries[:limit]
 	}
-	out := make([]probe.Record, len(entries))
+	out := make([]ledger.Record, len(entries))
 	for i, e := range entries {
 		out[i] = e.rec
 	}

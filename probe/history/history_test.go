@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // testEpoch is when every test request was scheduled.
@@ -19,7 +20,7 @@ func histResult(target, probeName string, seq int, d probe.Disposition) *probe.R
 	return &probe.Result{Seq: uint64(seq), Target: target, Probe: probeName, Scheduled: testEpoch, Disposition: d, Text: "out"}
 }
 
-func recSeqs(recs []probe.Record) []uint64 {
+func recSeqs(recs []ledger.Record) []uint64 {
 	out := make([]uint64, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, r.Seq)
@@ -42,7 +43,7 @@ func TestHistory(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		got  []probe.Record
+		got  []ledger.Record
 		want []uint64
 	}{
 		{"recent ring keeps the last limit, newest first", h.Recent("a", "x", 0), []uint64{12, 11, 10, 9, 8}},

@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/history"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 func (e *Engine) loopOf(target, probeName string) *loop {
@@ -202,13 +203,13 @@ func TestEngineProbeOnce(t *testing.T) {
 
 func TestEngineAccounting(t *testing.T) {
 	dir := t.TempDir()
-	ledger, err := probe.OpenLedger(config.Ledger{Path: filepath.Join(dir, "ledger.jsonl"), RecordText: config.RecordTextNone}, nil)
+	lg, err := ledger.Open(config.Ledger{Path: filepath.Join(dir, "ledger.jsonl"), RecordText: config.RecordTextNone}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hist := history.New(1000)
 	release := make(chan struct{})
-	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Sinks: []probe.Sink{ledger, hist}})
+	h := newHarness(t, &senderFactory{hold: true, release: release}, EngineOptions{Sinks: []probe.Sink{lg, hist}})
 	targets, probes := []string{"t1", "t2"}, []config.Probe{testProbe("a", 10, 4), testProbe("b", 7, 2)}
 	if err := h.engine.Apply(testConfig(targets, probes...)); err != nil {
 		t.Fatal(err)
@@ -241,10 +242,10 @@ func TestEngineAccounting(t *testing.T) {
 	waitFor(t, "instant requests to finish", settled)
 	h.engine.Shutdown(context.Background())
 	balanced("after shutdown")
-	if err := ledger.Close(); err != nil {
+	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := probe.ReadLedger(filepath.Join(dir, "ledger.jsonl"))
+	recs, torn, err := ledger.Read(filepath.Join(dir, "ledger.jsonl"))
 	if err != nil || torn != 0 {
 		t.Fatalf("ReadLedger: torn %d, %v", torn, err)
 	}

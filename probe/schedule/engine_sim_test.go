@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -50,12 +51,12 @@ func TestEngineAgainstSimulator(t *testing.T) {
 		Stall: 0.05, StallDuration: 2 * time.Second})
 
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	ledger, err := probe.OpenLedger(config.Ledger{Path: path, RecordText: config.RecordTextFailures}, nil)
+	lg, err := ledger.Open(config.Ledger{Path: path, RecordText: config.RecordTextFailures}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := newRecSink()
-	e := NewEngine(EngineOptions{Sinks: []probe.Sink{l, ledger}, Grace: 500 * time.Millisecond})
+	e := NewEngine(EngineOptions{Sinks: []probe.Sink{l, lg}, Grace: 500 * time.Millisecond})
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "sim", URL: srv.URL, Model: "sim-llama"}},
 		Probes:  []config.Probe{engSimProbe("chat", config.APIChat, 10), engSimProbe("completions", config.APICompletions, 10)},
@@ -67,11 +68,11 @@ func TestEngineAgainstSimulator(t *testing.T) {
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.Close(); err != nil {
+	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	recs, torn, err := probe.ReadLedger(path)
+	recs, torn, err := ledger.Read(path)
 	if err != nil || torn != 0 {
 		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -116,13 +117,13 @@ func runAccounting(t *testing.T, seed uint64) {
 	w := &accountingWorld{sim: sim, url: srv.URL, rng: rand.New(rand.NewPCG(seed, 7)), rate: 10, timeout: 400 * time.Millisecond}
 
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	ledger, err := probe.OpenLedger(config.Ledger{Path: path}, nil)
+	lg, err := ledger.Open(config.Ledger{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	coll, reg := newCollectorRegistry()
 	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}}
-	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{coll, counting, ledger}, Grace: 300 * time.Millisecond})
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{coll, counting, lg}, Grace: 300 * time.Millisecond})
 
 	addedAt := map[string]time.Time{} // when each pair's current series began
 	apply := func(cfg *config.Config) {
@@ -154,7 +155,7 @@ func runAccounting(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	recs := stopAndReadLedger(t, e, ledger, path)
+	recs := stopAndReadLedger(t, e, lg, path)
 	checkEveryRequestOnce(t, recs, counting)
 	checkCurrentSeries(t, recs, gatherCounts(t, reg), addedAt)
 	t.Logf("steps %v: %d requests", steps, len(recs))
@@ -162,7 +163,7 @@ func runAccounting(t *testing.T, seed uint64) {
 
 // checkEveryRequestOnce: per pair, offered == finished == ledger records,
 // whose seqs are exactly 1..n.
-func checkEveryRequestOnce(t *testing.T, recs []probe.Record, c *countingSink) {
+func checkEveryRequestOnce(t *testing.T, recs []ledger.Record, c *countingSink) {
 	t.Helper()
 	seqs := map[string][]uint64{}
 	for _, r := range recs {
@@ -186,9 +187,9 @@ func checkEveryRequestOnce(t *testing.T, recs []probe.Record, c *countingSink) {
 
 // checkCurrentSeries compares the counters of the pairs configured at the
 // end with the ledger records scheduled since their series began.
-func checkCurrentSeries(t *testing.T, recs []probe.Record, counts map[string]*pairCounts, addedAt map[string]time.Time) {
+func checkCurrentSeries(t *testing.T, recs []ledger.Record, counts map[string]*pairCounts, addedAt map[string]time.Time) {
 	t.Helper()
-	var current []probe.Record
+	var current []ledger.Record
 	for _, r := range recs {
 		if at, ok := addedAt[pairName(r.Target, r.Probe)]; ok && !r.Scheduled.Before(at) {
 			current = append(current, r)

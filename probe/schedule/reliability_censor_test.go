@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -47,7 +48,7 @@ func TestTimeoutsAreCensored(t *testing.T) {
 			}
 
 			var rec map[string]any
-			line, _ := json.Marshal(probe.NewRecord(res, config.RecordTextNone))
+			line, _ := json.Marshal(ledger.NewRecord(res, config.RecordTextNone))
 			if err := json.Unmarshal(line, &rec); err != nil {
 				t.Fatal(err)
 			}

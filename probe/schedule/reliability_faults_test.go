@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -55,10 +56,10 @@ func faultCases() []faultCase {
 		simCase("sim error_event", simulator.Faults{ErrorEvent: 1}, sf, probe.ReasonStreamError, 200, ""),
 		simCase("sim malformed_event", simulator.Faults{MalformedEvent: 1}, sf, probe.ReasonProtocol, 200, ""),
 		simCase("sim no_done", simulator.Faults{NoDone: 1}, sf, probe.ReasonNoDone, 200, ""),
-		simCase("sim wrong_model", simulator.Faults{WrongModel: 1}, probe.QualityFailure, probe.ReasonQuality, 200, probe.FlagCheckPrefix+probe.CheckModel),
-		simCase("sim bad_answer", simulator.Faults{BadAnswer: 1}, probe.QualityFailure, probe.ReasonQuality, 200, probe.FlagCheckPrefix+probe.CheckExpect),
+		simCase("sim wrong_model", simulator.Faults{WrongModel: 1}, probe.QualityFailure, probe.ReasonQuality, 200, ledger.FlagCheckPrefix+probe.CheckModel),
+		simCase("sim bad_answer", simulator.Faults{BadAnswer: 1}, probe.QualityFailure, probe.ReasonQuality, 200, ledger.FlagCheckPrefix+probe.CheckExpect),
 		{name: "sim extra_ttft", url: func(t *testing.T) string { return relSim(t, 1, simulator.Faults{ExtraTTFT: 300 * time.Millisecond}) },
-			probe: "chat-slo", want: probe.LatencyFailure, reason: probe.ReasonLatency, status: 200, flag: probe.FlagSLOPrefix + probe.SLOTTFT},
+			probe: "chat-slo", want: probe.LatencyFailure, reason: probe.ReasonLatency, status: 200, flag: ledger.FlagSLOPrefix + probe.SLOTTFT},
 		{name: "connection refused", url: refusedURL, want: sf, reason: probe.ReasonConnect},
 		{name: "dns failure", url: func(*testing.T) string { return "http://vllm-prober-test.invalid:8000" }, want: sf, reason: probe.ReasonDNS},
 		{name: "tls handshake failure", url: untrustedTLS, want: sf, reason: probe.ReasonTLS},
@@ -150,7 +151,7 @@ func htmlPage(w http.ResponseWriter, _ *http.Request) {
 
 // matrixRun is what one engine run against every fault case produced.
 type matrixRun struct {
-	recs   []probe.Record
+	recs   []ledger.Record
 	counts map[string]*pairCounts
 }
 
@@ -171,13 +172,13 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 		cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("t%02d", i), URL: c.url(t), Model: "sim-llama", Probes: []string{p}})
 	}
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	ledger, err := probe.OpenLedger(config.Ledger{Path: path, RecordText: config.RecordTextFailures}, nil)
+	lg, err := ledger.Open(config.Ledger{Path: path, RecordText: config.RecordTextFailures}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	coll, reg := newCollectorRegistry()
 	e := schedule.NewEngine(schedule.EngineOptions{
-		Sinks: []probe.Sink{coll, ledger}, Grace: 3 * time.Second,
+		Sinks: []probe.Sink{coll, lg}, Grace: 3 * time.Second,
 		NewRequester: func(tg config.Target, p config.Probe) (schedule.Sender, error) {
 			return probe.NewRequester(tg, p, probe.RequesterOptions{MaxBodyBytes: matrixMaxBody, MaxLineBytes: matrixMaxLine})
 		},
@@ -186,7 +187,7 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 		t.Fatal(err)
 	}
 	time.Sleep(matrixDuration)
-	recs := stopAndReadLedger(t, e, ledger, path)
+	recs := stopAndReadLedger(t, e, lg, path)
 	return matrixRun{recs: recs, counts: gatherCounts(t, reg)}
 }
 
@@ -198,7 +199,7 @@ func TestFaultMatrix(t *testing.T) {
 	cases := faultCases()
 	run := runMatrix(t, cases)
 	checkLedgerMatches(t, run.recs, run.counts)
-	byTarget := map[string][]probe.Record{}
+	byTarget := map[string][]ledger.Record{}
 	for _, r := range run.recs {
 		byTarget[r.Target] = append(byTarget[r.Target], r)
 	}
@@ -236,7 +237,7 @@ func TestFaultMatrix(t *testing.T) {
 	}
 }
 
-func checkFaultRecord(t *testing.T, c faultCase, r probe.Record) {
+func checkFaultRecord(t *testing.T, c faultCase, r ledger.Record) {
 	t.Helper()
 	if r.Disposition != c.want || r.Reason != c.reason {
 		t.Errorf("seq %d: %s/%s (%s), want %s/%s", r.Seq, r.Disposition, r.Reason, r.Error, c.want, c.reason)

@@ -18,6 +18,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
@@ -49,15 +50,15 @@ func relSim(t *testing.T, seed int64, f simulator.Faults) string {
 
 // stopAndReadLedger shuts e down, closes its ledger and returns the
 // ledger's records, failing the test on a torn line.
-func stopAndReadLedger(t *testing.T, e *schedule.Engine, ledger *probe.Ledger, path string) []probe.Record {
+func stopAndReadLedger(t *testing.T, e *schedule.Engine, lg *ledger.Ledger, path string) []ledger.Record {
 	t.Helper()
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.Close(); err != nil {
+	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := probe.ReadLedger(path)
+	recs, torn, err := ledger.Read(path)
 	if err != nil || torn != 0 {
 		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
 	}
@@ -150,7 +151,7 @@ func sum(m map[string]float64) float64 {
 // checkLedgerMatches checks, per pair, that the ledger records equal the
 // counters per disposition and per reason, and that offered = sum of
 // dispositions + in flight.
-func checkLedgerMatches(t *testing.T, recs []probe.Record, counts map[string]*pairCounts) {
+func checkLedgerMatches(t *testing.T, recs []ledger.Record, counts map[string]*pairCounts) {
 	t.Helper()
 	byDisp, byReason := map[string]map[string]float64{}, map[string]map[string]float64{}
 	for _, r := range recs {

@@ -1,4 +1,4 @@
-package probe_test
+package ledger_test
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // TestLedgerAppendsAfterTornTail: after a crash cut the last line short,
@@ -30,7 +31,7 @@ func TestLedgerAppendsAfterTornTail(t *testing.T) {
 			if err := os.WriteFile(path, []byte(first+tc.tail), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l, err := probe.OpenLedger(config.Ledger{Path: path}, nil)
+			l, err := ledger.Open(config.Ledger{Path: path}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +41,7 @@ func TestLedgerAppendsAfterTornTail(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			recs, torn, err := probe.ReadLedger(path)
+			recs, torn, err := ledger.Read(path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,11 @@
-package probe
+package ledger
 
-import "github.com/vllm-prober/vllm-prober/config"
+import (
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
 
-var _ Sink = (*Ledger)(nil)
+var _ probe.Sink = (*Ledger)(nil)
 
 // PairStarted implements Sink: the ledger records requests, not pairs.
 func (l *Ledger) PairStarted(config.Pair) {}
@@ -15,4 +18,4 @@ func (l *Ledger) PairStopped(config.PairKey) {}
 func (l *Ledger) Offered(string, string) {}
 
 // Finished implements Sink by writing r's record.
-func (l *Ledger) Finished(r *Result) { l.Write(r) }
+func (l *Ledger) Finished(r *probe.Result) { l.Write(r) }

@@ -1,4 +1,8 @@
-package probe
+// Package ledger keeps the JSON Lines ledger: one record per finished
+// request, buffered and flushed at least every second, the file reopened
+// when it vanishes or is replaced, and read back for hand counts
+// (docs/design.md, section 7).
+package ledger
 
 import (
 	"bytes"
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 const (
@@ -68,7 +73,7 @@ type ledgerOptions struct {
 
 // OpenLedger opens (appending to) the ledger file of cfg and starts its
 // flush ticker. An empty cfg.Path returns a Ledger that writes nothing.
-func OpenLedger(cfg config.Ledger, logger *slog.Logger) (*Ledger, error) {
+func Open(cfg config.Ledger, logger *slog.Logger) (*Ledger, error) {
 	return openLedger(cfg, logger, ledgerOptions{})
 }
 
@@ -172,7 +177,7 @@ func (l *Ledger) flushLoop(tick <-chan time.Time, ticker *time.Ticker) {
 
 // Write appends the record of r. It never blocks on more than one buffered
 // write and never fails: a record that cannot be written is counted.
-func (l *Ledger) Write(r *Result) {
+func (l *Ledger) Write(r *probe.Result) {
 	if l == nil || l.path == "" {
 		return
 	}

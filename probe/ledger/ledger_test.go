@@ -1,4 +1,4 @@
-package probe
+package ledger
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
@@ -68,8 +69,8 @@ func (w *faultyWriter) String() string {
 	return w.data.String()
 }
 
-func seqResult(seq int) *Result {
-	return &Result{Seq: uint64(seq), Target: "t", Probe: "p", Scheduled: testEpoch, Disposition: Accepted}
+func seqResult(seq int) *probe.Result {
+	return &probe.Result{Seq: uint64(seq), Target: "t", Probe: "p", Scheduled: testEpoch, Disposition: probe.Accepted}
 }
 
 // flushNow runs one flush as the ticker would.
@@ -81,7 +82,7 @@ func flushNow(l *Ledger) {
 
 func readSeqs(t *testing.T, path string) []uint64 {
 	t.Helper()
-	recs, torn, err := ReadLedger(path)
+	recs, torn, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestLedgerRotation(t *testing.T) {
 	}
 }
 
-func mustLine(t *testing.T, r *Result) []byte {
+func mustLine(t *testing.T, r *probe.Result) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	l := &Ledger{path: "x", open: func(string) (io.WriteCloser, int64, error) { return nopCloser{&b}, 0, nil }}
@@ -276,7 +277,7 @@ func TestLedgerOpenFailure(t *testing.T) {
 	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenLedger(config.Ledger{Path: filepath.Join(notDir, "ledger.jsonl")}, nil)
+	_, err := Open(config.Ledger{Path: filepath.Join(notDir, "ledger.jsonl")}, nil)
 	if err == nil || !strings.Contains(err.Error(), "open ledger") {
 		t.Errorf("err = %v, want an open ledger error", err)
 	}
@@ -284,15 +285,15 @@ func TestLedgerOpenFailure(t *testing.T) {
 
 func TestLedgerMakesItsDirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "dir", "ledger.jsonl")
-	l, err := OpenLedger(config.Ledger{Path: path}, nil)
+	l, err := Open(config.Ledger{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Write(&Result{Seq: 1, Target: "t", Probe: "p", Disposition: Accepted})
+	l.Write(&probe.Result{Seq: 1, Target: "t", Probe: "p", Disposition: probe.Accepted})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if recs, _, err := ReadLedger(path); err != nil || len(recs) != 1 {
+	if recs, _, err := Read(path); err != nil || len(recs) != 1 {
 		t.Errorf("ReadLedger = %d records, %v; want 1", len(recs), err)
 	}
 }
@@ -316,7 +317,7 @@ func TestLedgerDisabled(t *testing.T) {
 
 func mustOpen(t *testing.T, cfg config.Ledger) *Ledger {
 	t.Helper()
-	l, err := OpenLedger(cfg, nil)
+	l, err := Open(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestLedgerCloseKeepsEveryRecord(t *testing.T) {
 }
 
 func BenchmarkLedgerWrite(b *testing.B) {
-	l, err := OpenLedger(config.Ledger{Path: filepath.Join(b.TempDir(), "ledger.jsonl"), MaxSizeMB: 64, MaxFiles: 2,
+	l, err := Open(config.Ledger{Path: filepath.Join(b.TempDir(), "ledger.jsonl"), MaxSizeMB: 64, MaxFiles: 2,
 		RecordText: config.RecordTextFailures}, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package probe
+package ledger
 
 import (
 	"bufio"
@@ -10,34 +10,35 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // Record is one ledger line: exactly the fields of docs/design.md, "Ledger".
 // Durations are seconds; a duration that was not measured is null, so a
 // reader can tell "not measured" from "zero".
 type Record struct {
-	Seq          uint64        `json:"seq"`
-	Target       string        `json:"target"`
-	Probe        string        `json:"probe"`
-	RequestID    string        `json:"request_id"`
-	Scheduled    time.Time     `json:"scheduled"`
-	Sent         *time.Time    `json:"sent"` // null: never sent
-	LagS         *float64      `json:"lag_s"`
-	Disposition  Disposition   `json:"disposition"`
-	Reason       string        `json:"reason"`
-	Flags        []string      `json:"flags"` // slo:<name>, check:<name> and other diagnostics
-	HTTPStatus   int           `json:"http_status"`
-	TTFTS        *float64      `json:"ttft_s"`
-	TPOTS        *float64      `json:"tpot_s"`
-	E2ELS        *float64      `json:"e2el_s"`
-	ITLMaxS      *float64      `json:"itl_max_s"`
-	PromptTokens int           `json:"prompt_tokens"`
-	OutputTokens int           `json:"output_tokens"`
-	Chunks       int           `json:"chunks"`
-	FinishReason string        `json:"finish_reason"`
-	Model        string        `json:"model"`
-	Server       *ServerRecord `json:"server"` // null: the server sent no per-request metrics
-	Error        string        `json:"error"`
+	Seq          uint64            `json:"seq"`
+	Target       string            `json:"target"`
+	Probe        string            `json:"probe"`
+	RequestID    string            `json:"request_id"`
+	Scheduled    time.Time         `json:"scheduled"`
+	Sent         *time.Time        `json:"sent"` // null: never sent
+	LagS         *float64          `json:"lag_s"`
+	Disposition  probe.Disposition `json:"disposition"`
+	Reason       string            `json:"reason"`
+	Flags        []string          `json:"flags"` // slo:<name>, check:<name> and other diagnostics
+	HTTPStatus   int               `json:"http_status"`
+	TTFTS        *float64          `json:"ttft_s"`
+	TPOTS        *float64          `json:"tpot_s"`
+	E2ELS        *float64          `json:"e2el_s"`
+	ITLMaxS      *float64          `json:"itl_max_s"`
+	PromptTokens int               `json:"prompt_tokens"`
+	OutputTokens int               `json:"output_tokens"`
+	Chunks       int               `json:"chunks"`
+	FinishReason string            `json:"finish_reason"`
+	Model        string            `json:"model"`
+	Server       *ServerRecord     `json:"server"` // null: the server sent no per-request metrics
+	Error        string            `json:"error"`
 	// Text is present only when the ledger's record_text asks for it.
 	Text *string `json:"text,omitempty"`
 	// Level and Repeat are present only in a capacity run's ledger.
@@ -66,7 +67,7 @@ const (
 // is config.Ledger.RecordText: "all" keeps the generated text, "failures"
 // keeps it for requests not accepted, anything else drops it. Times are
 // converted to UTC so every line of a ledger reads alike.
-func NewRecord(r *Result, recordText string) Record {
+func NewRecord(r *probe.Result, recordText string) Record {
 	rec := Record{
 		Seq:          r.Seq,
 		Target:       r.Target,
@@ -101,7 +102,7 @@ func NewRecord(r *Result, recordText string) Record {
 		level, repeat := r.Level, r.Repeat
 		rec.Level, rec.Repeat = &level, &repeat
 	}
-	if recordText == config.RecordTextAll || (recordText == config.RecordTextFailures && r.Disposition != Accepted) {
+	if recordText == config.RecordTextAll || (recordText == config.RecordTextFailures && r.Disposition != probe.Accepted) {
 		text := r.Text
 		rec.Text = &text
 	}
@@ -110,7 +111,7 @@ func NewRecord(r *Result, recordText string) Record {
 
 // recordFlags folds SLO violations and failed checks into one list that is
 // never null.
-func recordFlags(r *Result) []string {
+func recordFlags(r *probe.Result) []string {
 	flags := make([]string, 0, len(r.SLOViolations)+len(r.QualityFailures)+len(r.Flags))
 	for _, s := range r.SLOViolations {
 		flags = append(flags, FlagSLOPrefix+s)
@@ -126,9 +127,9 @@ func recordFlags(r *Result) []string {
 // was given up (client_timeout, cancelled, unfinished): the ledger keeps
 // only what was measured, and a stream cut short has no end-to-end latency
 // (bench's vLLM timing keeps one in the Result for vLLM's own block).
-func finished(r *Result, d time.Duration) time.Duration {
+func finished(r *probe.Result, d time.Duration) time.Duration {
 	switch r.Disposition {
-	case ClientTimeout, Cancelled, Unfinished:
+	case probe.ClientTimeout, probe.Cancelled, probe.Unfinished:
 		return 0
 	}
 	return d
@@ -145,7 +146,7 @@ func optSeconds(d time.Duration) *float64 {
 // ReadLedger reads every record of one ledger file. A line that is not a
 // whole record (the last line after a crash, or the remains of a failed
 // write) is skipped and counted in torn; err is only for I/O errors.
-func ReadLedger(path string) (recs []Record, torn int, err error) {
+func Read(path string) (recs []Record, torn int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read ledger: %w", err)

@@ -1,4 +1,4 @@
-package probe
+package ledger
 
 import (
 	"crypto/rand"

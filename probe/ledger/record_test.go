@@ -1,4 +1,4 @@
-package probe
+package ledger
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // ledgerFields are the ledger fields of docs/design.md, "Ledger", in order.
@@ -24,16 +25,16 @@ var ledgerFields = []string{
 var testEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fullResult returns a Result with every field set.
-func fullResult() *Result {
-	return &Result{
+func fullResult() *probe.Result {
+	return &probe.Result{
 		Seq: 7, Target: "llama-8b", Probe: "chat-short", RequestID: "req-7",
 		Scheduled: testEpoch, Sent: testEpoch.Add(1500 * time.Microsecond), Lag: 1500 * time.Microsecond,
-		Disposition: LatencyFailure, Reason: ReasonLatency,
-		SLOViolations: []string{SLOTTFT}, QualityFailures: []string{CheckRegex}, Flags: []string{"no_usage"},
+		Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
+		SLOViolations: []string{probe.SLOTTFT}, QualityFailures: []string{probe.CheckRegex}, Flags: []string{"no_usage"},
 		HTTPStatus: 200, TTFT: 1250 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: 2500 * time.Millisecond,
 		ITLs: []time.Duration{10 * time.Millisecond, 45 * time.Millisecond}, ITLTokens: []int{1, 2},
 		PromptTokens: 128, OutputTokens: 64, Chunks: 63, FinishReason: "length", Model: "llama",
-		Server: &ServerTiming{QueueTime: 250 * time.Millisecond, TTFT: 900 * time.Millisecond},
+		Server: &probe.ServerTiming{QueueTime: 250 * time.Millisecond, TTFT: 900 * time.Millisecond},
 		Error:  "", Text: "hello",
 	}
 }
@@ -43,7 +44,7 @@ func TestRecordFieldNames(t *testing.T) {
 	capacity.Level, capacity.Repeat = 8, 2
 	for _, tc := range []struct {
 		name       string
-		res        *Result
+		res        *probe.Result
 		recordText string
 		want       []string
 	}{
@@ -75,16 +76,16 @@ func TestRecordFieldNames(t *testing.T) {
 }
 
 func TestRecordGolden(t *testing.T) {
-	unsent := &Result{Seq: 8, Target: "llama-8b", Probe: "chat-short", Scheduled: testEpoch.Add(time.Second),
-		Disposition: Cancelled, Reason: ReasonInFlightCap}
+	unsent := &probe.Result{Seq: 8, Target: "llama-8b", Probe: "chat-short", Scheduled: testEpoch.Add(time.Second),
+		Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}
 	accepted := fullResult()
-	accepted.Disposition, accepted.Reason = Accepted, ""
+	accepted.Disposition, accepted.Reason = probe.Accepted, ""
 	accepted.SLOViolations, accepted.QualityFailures, accepted.Flags, accepted.Server = nil, nil, nil, nil
-	failed := &Result{Seq: 9, Target: "t", Probe: "p", RequestID: "req-9", Scheduled: testEpoch,
-		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: ServerFailure,
-		Reason: ReasonHTTP5xx, HTTPStatus: 503, Error: "http status 503", Text: "overloaded"}
+	failed := &probe.Result{Seq: 9, Target: "t", Probe: "p", RequestID: "req-9", Scheduled: testEpoch,
+		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: probe.ServerFailure,
+		Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, Error: "http status 503", Text: "overloaded"}
 	cases := []struct {
-		res        *Result
+		res        *probe.Result
 		recordText string
 	}{
 		{fullResult(), config.RecordTextNone},
@@ -146,7 +147,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestReadLedgerTorn(t *testing.T) {
 	good := func(seq int) string {
-		line, _ := json.Marshal(Record{Seq: uint64(seq), Target: "t", Probe: "p", Disposition: Accepted})
+		line, _ := json.Marshal(Record{Seq: uint64(seq), Target: "t", Probe: "p", Disposition: probe.Accepted})
 		return string(line) + "\n"
 	}
 	for _, tc := range []struct {
@@ -167,7 +168,7 @@ func TestReadLedgerTorn(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			recs, torn, err := ReadLedger(path)
+			recs, torn, err := Read(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +182,7 @@ func TestReadLedgerTorn(t *testing.T) {
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		if _, _, err := ReadLedger(filepath.Join(t.TempDir(), "nope")); err == nil {
+		if _, _, err := Read(filepath.Join(t.TempDir(), "nope")); err == nil {
 			t.Error("no error for a missing file")
 		}
 	})
@@ -193,7 +194,7 @@ func TestRunID(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(RunID()) {
 		t.Errorf("RunID() = %q, want 16 hex digits", RunID())
 	}
-	if a, b := NewRecord(fullResult(), ""), NewRecord(&Result{}, ""); a.RunID != RunID() || b.RunID != RunID() {
+	if a, b := NewRecord(fullResult(), ""), NewRecord(&probe.Result{}, ""); a.RunID != RunID() || b.RunID != RunID() {
 		t.Errorf("records carry run_id %q and %q, want %q", a.RunID, b.RunID, RunID())
 	}
 	if newRunID() == RunID() {
@@ -205,7 +206,7 @@ func TestRunID(t *testing.T) {
 // (bench's vLLM timing keeps a partial E2EL and TPOT in the Result) is
 // recorded with e2el_s and tpot_s null and the TTFT it measured.
 func TestRecordGivenUpHasNoEnd(t *testing.T) {
-	for _, d := range []Disposition{ClientTimeout, Cancelled, Unfinished} {
+	for _, d := range []probe.Disposition{probe.ClientTimeout, probe.Cancelled, probe.Unfinished} {
 		t.Run(string(d), func(t *testing.T) {
 			r := fullResult()
 			r.Disposition = d
