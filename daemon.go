@@ -20,6 +20,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/history"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
@@ -168,7 +169,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		Logger: logger,
 		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history, d.scraper},
 		NewRequester: func(t config.Target, p config.Probe) (schedule.Sender, error) {
-			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
+			return client.New(t, p, client.Options{Logger: logger, UserAgent: userAgent()})
 		},
 	})
 	d.reg = prometheus.NewRegistry()

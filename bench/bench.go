@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
@@ -107,7 +108,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 // benchPrompts loads the dataset file; the random dataset is the probe
 // package's random workload (nil prompts) and forces ignore_eos, as vLLM
 // does for openai-compatible backends.
-func benchPrompts(o *Options) ([]probe.Prompt, error) {
+func benchPrompts(o *Options) ([]client.Prompt, error) {
 	if o.DatasetName == DatasetRandom {
 		o.IgnoreEOS = true
 		return nil, nil
@@ -131,7 +132,7 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 // prepare finds the model and runs vllm bench serve's ready check, so a
 // server that is down gives one clear error. It returns the Requester of
 // the run.
-func prepare(ctx context.Context, o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
+func prepare(ctx context.Context, o *Options, prompts []client.Prompt, env Env) (*client.Requester, error) {
 	ready, err := newRequester(o, prompts, env)
 	if err != nil {
 		return nil, err

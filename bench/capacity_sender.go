@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // capacityPrompts is how many dataset prompts a flag-mode search cycles.
@@ -39,7 +40,7 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	if o.RuleFromProbe {
 		o.Rule.fill(time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
 	}
-	req, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: env.Logger})
+	req, err := client.New(t, p, client.Options{Logger: env.Logger})
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // defaultGrace is how long in-flight requests may finish at shutdown or
@@ -107,7 +108,7 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.NewRequester == nil {
 		logger := o.Logger
 		o.NewRequester = func(t config.Target, p config.Probe) (Sender, error) {
-			r, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger})
+			r, err := client.New(t, p, client.Options{Logger: logger})
 			if err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -32,7 +33,7 @@ func TestTimeoutsAreCensored(t *testing.T) {
 			p := relChatProbe("chat", 1, timeout)
 			p.SLO = config.SLO{TTFT: 200 * 1e6, E2EL: 250 * 1e6} // 200ms, 250ms: below the timeout
 			tg := config.Target{Name: "sim", URL: url, Model: "sim-llama"}
-			rq, err := probe.NewRequester(tg, p, probe.RequesterOptions{})
+			rq, err := client.New(tg, p, client.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -180,7 +181,7 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 	e := schedule.NewEngine(schedule.EngineOptions{
 		Sinks: []probe.Sink{coll, lg}, Grace: 3 * time.Second,
 		NewRequester: func(tg config.Target, p config.Probe) (schedule.Sender, error) {
-			return probe.NewRequester(tg, p, probe.RequesterOptions{MaxBodyBytes: matrixMaxBody, MaxLineBytes: matrixMaxLine})
+			return client.New(tg, p, client.Options{MaxBodyBytes: matrixMaxBody, MaxLineBytes: matrixMaxLine})
 		},
 	})
 	if err := e.Apply(cfg); err != nil {

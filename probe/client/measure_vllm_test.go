@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // Events of the vllm bench serve timing cases.
@@ -61,7 +62,7 @@ type vllmCase struct {
 	chat   bool
 	status int
 	events []string
-	want   Result
+	want   probe.Result
 }
 
 // TestVLLMBenchTiming pins vllm bench serve's definitions (TimingVLLMBench).
@@ -69,25 +70,25 @@ func TestVLLMBenchTiming(t *testing.T) {
 	tests := []vllmCase{
 		{name: "chat role chunk is the first token and the usage chunk does not end latency", chat: true,
 			events: []string{vbChatRole, vbChatA, vbChatB, vbUsage, "[DONE]"},
-			want: Result{Disposition: Accepted, TTFT: ms(10), E2EL: ms(30), TPOT: ms(20),
+			want: probe.Result{Disposition: probe.Accepted, TTFT: ms(10), E2EL: ms(30), TPOT: ms(20),
 				ITLs: []time.Duration{ms(10), ms(10)}, OutputTokens: 2, PromptTokens: 7, Chunks: 3, Text: "ab"}},
 		{name: "completions latency at the last choice",
 			events: []string{vbCmplA, vbCmplB, vbUsage, "[DONE]"},
-			want: Result{Disposition: Accepted, TTFT: ms(10), E2EL: ms(20), TPOT: ms(10),
+			want: probe.Result{Disposition: probe.Accepted, TTFT: ms(10), E2EL: ms(20), TPOT: ms(10),
 				ITLs: []time.Duration{ms(10)}, OutputTokens: 2, PromptTokens: 7, Chunks: 2, Text: "ab"}},
 		{name: "http error", status: 503, events: []string{`{"error":{"message":"overloaded"}}`},
-			want: Result{Disposition: ServerFailure, Reason: ReasonHTTP5xx}},
+			want: probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx}},
 		{name: "rate limited", status: 429, events: []string{`{}`},
-			want: Result{Disposition: ServerFailure, Reason: ReasonHTTP429}},
+			want: probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP429}},
 		{name: "in-stream error", events: []string{vbCmplA, `{"error":{"message":"boom"}}`, "[DONE]"},
-			want: Result{Disposition: ServerFailure, Reason: ReasonStreamError, TTFT: ms(10), E2EL: ms(10), OutputTokens: 1, Chunks: 1, Text: "a"}},
+			want: probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonStreamError, TTFT: ms(10), E2EL: ms(10), OutputTokens: 1, Chunks: 1, Text: "a"}},
 		{name: "no done", events: []string{vbCmplA, vbCmplB, vbUsage},
-			want: Result{Disposition: ServerFailure, Reason: ReasonNoDone, TTFT: ms(10), E2EL: ms(20), TPOT: ms(10),
+			want: probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonNoDone, TTFT: ms(10), E2EL: ms(20), TPOT: ms(10),
 				ITLs: []time.Duration{ms(10)}, OutputTokens: 2, PromptTokens: 7, Chunks: 2, Text: "ab"}},
 		{name: "malformed", events: []string{vbCmplA, `{"choices":[`, "[DONE]"},
-			want: Result{Disposition: ServerFailure, Reason: ReasonProtocol, TTFT: ms(10), E2EL: ms(10), OutputTokens: 1, Chunks: 1, Text: "a"}},
+			want: probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonProtocol, TTFT: ms(10), E2EL: ms(10), OutputTokens: 1, Chunks: 1, Text: "a"}},
 		{name: "no choices at all", events: []string{vbUsage, "[DONE]"},
-			want: Result{Disposition: ServerFailure, Reason: ReasonProtocol, OutputTokens: 2, PromptTokens: 7}},
+			want: probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonProtocol, OutputTokens: 2, PromptTokens: 7}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { runVLLMCase(t, tt) })
@@ -104,10 +105,10 @@ func runVLLMCase(t *testing.T, tt vllmCase) {
 	}
 	p := rqProbe(api)
 	p.Request.IgnoreEOS = true
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, RequesterOptions{Now: clock.now,
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now,
 		Timing: TimingVLLMBench, RequestIDPrefix: "bench-x-", Prompts: []Prompt{{Text: "hi", MaxTokens: 2}}})
 	r.client.Transport = tr
-	res := &Result{Seq: 5}
+	res := &probe.Result{Seq: 5}
 	r.Do(context.Background(), res)
 	w := tt.want
 	if res.Disposition != w.Disposition || res.Reason != w.Reason {
@@ -125,7 +126,7 @@ func runVLLMCase(t *testing.T, tt vllmCase) {
 }
 
 // checkVLLMPayload checks the request is vllm bench serve's.
-func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *Result, chat bool) {
+func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *probe.Result, chat bool) {
 	t.Helper()
 	if id := tr.header.Get("X-Request-Id"); id != "bench-x-4" || res.RequestID != id {
 		t.Errorf("X-Request-Id %q (result %q), want bench-x-4 as vLLM numbers from 0", id, res.RequestID)
@@ -156,7 +157,7 @@ func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *Result, chat bo
 func TestRequesterPrompts(t *testing.T) {
 	clock := &scriptClock{t: time.Unix(9000, 0)}
 	tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.now()}}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), rqProbe(config.APICompletions), RequesterOptions{
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), rqProbe(config.APICompletions), Options{
 		Now: clock.now, Endpoint: "/proxy/v1/completions", Prompts: []Prompt{{Text: "a"}, {Text: "b", MaxTokens: 3}}})
 	r.client.Transport = tr
 	tests := []struct {
@@ -167,7 +168,7 @@ func TestRequesterPrompts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(fmt.Sprint("seq ", tc.seq), func(t *testing.T) {
 			tr.inner.pieces = everyTenMS(vbCmplA, "[DONE]")
-			r.Do(context.Background(), &Result{Seq: tc.seq})
+			r.Do(context.Background(), &probe.Result{Seq: tc.seq})
 			b := tr.body
 			if b["prompt"] != tc.prompt || b["max_tokens"] != tc.maxTokens {
 				t.Errorf("prompt %v max_tokens %v, want %s %v", b["prompt"], b["max_tokens"], tc.prompt, tc.maxTokens)

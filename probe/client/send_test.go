@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // Chat events of a good two-token answer, as vLLM streams them.
@@ -60,9 +61,9 @@ func rqProbe(api string) config.Probe {
 	}
 }
 
-func newTestRequester(t *testing.T, tg config.Target, p config.Probe, o RequesterOptions) *Requester {
+func newTestRequester(t *testing.T, tg config.Target, p config.Probe, o Options) *Requester {
 	t.Helper()
-	r, err := NewRequester(tg, p, o)
+	r, err := New(tg, p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +71,8 @@ func newTestRequester(t *testing.T, tg config.Target, p config.Probe, o Requeste
 	return r
 }
 
-func doRequest(ctx context.Context, r *Requester, seq uint64) *Result {
-	res := &Result{Seq: seq, Target: "t", Probe: "p", Scheduled: time.Now()}
+func doRequest(ctx context.Context, r *Requester, seq uint64) *probe.Result {
+	res := &probe.Result{Seq: seq, Target: "t", Probe: "p", Scheduled: time.Now()}
 	r.Do(ctx, res)
 	return res
 }
@@ -81,61 +82,61 @@ func TestRequesterFaults(t *testing.T) {
 	tests := []struct {
 		name      string
 		handler   http.HandlerFunc
-		edit      func(o *RequesterOptions, p *config.Probe)
-		want      Disposition
+		edit      func(o *Options, p *config.Probe)
+		want      probe.Disposition
 		reason    string
 		status    int
 		errRE     string
 		wantFlags []string
 		absent    []string // phases that did not complete
 	}{
-		{name: "ok", handler: streamHandler(chatOK), want: Accepted, status: 200},
+		{name: "ok", handler: streamHandler(chatOK), want: probe.Accepted, status: 200},
 		{name: "400 with vllm error", handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, badRequest, http.StatusBadRequest) },
-			want: ServerFailure, reason: ReasonHTTP4xx, status: 400, errRE: `^http 400: BadRequestError: max_tokens=99999 cannot`},
+			want: probe.ServerFailure, reason: probe.ReasonHTTP4xx, status: 400, errRE: `^http 400: BadRequestError: max_tokens=99999 cannot`},
 		{name: "401 string error", handler: func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, `{"error":"Unauthorized"}`, http.StatusUnauthorized)
 		},
-			want: ServerFailure, reason: ReasonHTTP4xx, status: 401, errRE: `^http 401: Unauthorized$`},
+			want: probe.ServerFailure, reason: probe.ReasonHTTP4xx, status: 401, errRE: `^http 401: Unauthorized$`},
 		{name: "429", handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) },
-			want: ServerFailure, reason: ReasonHTTP429, status: 429, errRE: `^http 429: slow down$`},
+			want: probe.ServerFailure, reason: probe.ReasonHTTP429, status: 429, errRE: `^http 429: slow down$`},
 		{name: "500 with vllm error", handler: func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, `{"error":{"message":"Internal server error","type":"InternalServerError","param":null,"code":500}}`, http.StatusInternalServerError)
-		}, want: ServerFailure, reason: ReasonHTTP5xx, status: 500, errRE: `^http 500: InternalServerError: Internal server error$`},
+		}, want: probe.ServerFailure, reason: probe.ReasonHTTP5xx, status: 500, errRE: `^http 500: InternalServerError: Internal server error$`},
 		{name: "503 empty body", handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) },
-			want: ServerFailure, reason: ReasonHTTP5xx, status: 503, errRE: `^http 503: Service Unavailable$`},
+			want: probe.ServerFailure, reason: probe.ReasonHTTP5xx, status: 503, errRE: `^http 503: Service Unavailable$`},
 		{name: "error event", handler: streamHandler([]string{chatOK[0], `{"error": {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}`}),
-			want: ServerFailure, reason: ReasonStreamError, status: 200, errRE: `^InternalServerError: Internal server error$`},
+			want: probe.ServerFailure, reason: probe.ReasonStreamError, status: 200, errRE: `^InternalServerError: Internal server error$`},
 		{name: "malformed event", handler: streamHandler([]string{chatOK[0], `{"choices":[{"delta":`}),
-			want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `^malformed event: `},
+			want: probe.ServerFailure, reason: probe.ReasonProtocol, status: 200, errRE: `^malformed event: `},
 		{name: "oversized line", handler: streamHandler([]string{chatOK[0], `{"choices":[{"delta":{"content":"` + strings.Repeat("x", 5000) + `"}}]}`}),
-			edit: func(o *RequesterOptions, _ *config.Probe) { o.MaxLineBytes = 4096 },
-			want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `line longer than the limit`},
+			edit: func(o *Options, _ *config.Probe) { o.MaxLineBytes = 4096 },
+			want: probe.ServerFailure, reason: probe.ReasonProtocol, status: 200, errRE: `line longer than the limit`},
 		{name: "huge body", handler: streamHandler(slices.Repeat(chatOK[1:2], 200)),
-			edit: func(o *RequesterOptions, _ *config.Probe) { o.MaxBodyBytes = 8192 },
-			want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `body longer than the limit`},
+			edit: func(o *Options, _ *config.Probe) { o.MaxBodyBytes = 8192 },
+			want: probe.ServerFailure, reason: probe.ReasonProtocol, status: 200, errRE: `body longer than the limit`},
 		{name: "no done", handler: func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, chatOK, false) },
-			want: ServerFailure, reason: ReasonNoDone, status: 200, errRE: `without \[DONE\]`},
+			want: probe.ServerFailure, reason: probe.ReasonNoDone, status: 200, errRE: `without \[DONE\]`},
 		{name: "text/html 200", handler: func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<html>proxy login</html>")
-		}, want: ServerFailure, reason: ReasonProtocol, status: 200, errRE: `unexpected content type "text/html"`},
-		{name: "reset mid-stream", handler: resetHandler, want: ServerFailure, reason: ReasonDisconnect, status: 200},
+		}, want: probe.ServerFailure, reason: probe.ReasonProtocol, status: 200, errRE: `unexpected content type "text/html"`},
+		{name: "reset mid-stream", handler: resetHandler, want: probe.ServerFailure, reason: probe.ReasonDisconnect, status: 200},
 		{name: "stall times out", handler: stallHandler,
-			edit: func(_ *RequesterOptions, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
-			want: ClientTimeout, reason: ReasonTimeout, status: 200, errRE: `probe timeout`, absent: []string{PhaseFirstToken, PhaseDecode}},
+			edit: func(_ *Options, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
+			want: probe.ClientTimeout, reason: probe.ReasonTimeout, status: 200, errRE: `probe timeout`, absent: []string{probe.PhaseFirstToken, probe.PhaseDecode}},
 		{name: "slow headers time out", handler: func(_ http.ResponseWriter, r *http.Request) { waitGone(r) },
-			edit: func(_ *RequesterOptions, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
-			want: ClientTimeout, reason: ReasonTimeout, errRE: `probe timeout`, absent: []string{PhaseHeaders, PhaseFirstToken}},
+			edit: func(_ *Options, p *config.Probe) { p.Timeout = model.Duration(200 * time.Millisecond) },
+			want: probe.ClientTimeout, reason: probe.ReasonTimeout, errRE: `probe timeout`, absent: []string{probe.PhaseHeaders, probe.PhaseFirstToken}},
 		{name: "wrong model", handler: streamHandler([]string{strings.ReplaceAll(chatOK[1], `"m"`, `"x"`), chatOK[3]}),
-			want: QualityFailure, reason: ReasonQuality, status: 200},
+			want: probe.QualityFailure, reason: probe.ReasonQuality, status: 200},
 		{name: "no usage", handler: streamHandler([]string{`{"model":"m","choices":[{"delta":{"content":"144"},"finish_reason":"stop"}]}`}),
-			want: Accepted, status: 200, wantFlags: []string{FlagNoUsage}},
+			want: probe.Accepted, status: 200, wantFlags: []string{flagNoUsage}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			o, p := RequesterOptions{}, rqProbe(config.APIChat)
+			o, p := Options{}, rqProbe(config.APIChat)
 			if tc.edit != nil {
 				tc.edit(&o, &p)
 			}
@@ -147,7 +148,7 @@ func TestRequesterFaults(t *testing.T) {
 			if tc.errRE != "" && !regexp.MustCompile(tc.errRE).MatchString(res.Error) {
 				t.Fatalf("error %q does not match %q", res.Error, tc.errRE)
 			}
-			if tc.errRE == "" && tc.want == Accepted && res.Error != "" {
+			if tc.errRE == "" && tc.want == probe.Accepted && res.Error != "" {
 				t.Fatalf("unexpected error %q", res.Error)
 			}
 			if !slices.Equal(res.Flags, tc.wantFlags) {
@@ -211,13 +212,13 @@ func TestRequesterConnectionErrors(t *testing.T) {
 		url    string
 		reason string
 	}{
-		{name: "connection refused", url: refused, reason: ReasonConnect},
-		{name: "untrusted certificate", url: tlsSrv.URL, reason: ReasonTLS},
+		{name: "connection refused", url: refused, reason: probe.ReasonConnect},
+		{name: "untrusted certificate", url: tlsSrv.URL, reason: probe.ReasonTLS},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := doRequest(context.Background(), newTestRequester(t, rqTarget(tc.url), rqProbe(config.APIChat), RequesterOptions{}), 1)
-			if res.Disposition != ServerFailure || res.Reason != tc.reason {
+			res := doRequest(context.Background(), newTestRequester(t, rqTarget(tc.url), rqProbe(config.APIChat), Options{}), 1)
+			if res.Disposition != probe.ServerFailure || res.Reason != tc.reason {
 				t.Fatalf("got %s/%s (%s), want server_failure/%s", res.Disposition, res.Reason, res.Error, tc.reason)
 			}
 			if strings.Contains(res.Error, "http://") || strings.Contains(res.Error, "https://") {
@@ -228,10 +229,10 @@ func TestRequesterConnectionErrors(t *testing.T) {
 }
 
 func TestClassifyDNSError(t *testing.T) {
-	res := &Result{}
+	res := &probe.Result{}
 	err := fmt.Errorf("post: %w", &net.DNSError{Err: "no such host", Name: "vllm.invalid", IsNotFound: true})
 	classifyTransportError(context.Background(), res, err, &phaseTrace{now: time.Now})
-	if res.Disposition != ServerFailure || res.Reason != ReasonDNS {
+	if res.Disposition != probe.ServerFailure || res.Reason != probe.ReasonDNS {
 		t.Fatalf("got %s/%s, want server_failure/dns", res.Disposition, res.Reason)
 	}
 }
@@ -239,16 +240,16 @@ func TestClassifyDNSError(t *testing.T) {
 func TestRequesterCancellation(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(stallHandler))
 	defer srv.Close()
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
 	tests := []struct {
 		name   string
 		cause  error
-		want   Disposition
+		want   probe.Disposition
 		reason string
 	}{
-		{name: "shutdown", cause: ErrShutdown, want: Cancelled, reason: ReasonShutdown},
-		{name: "removed", cause: ErrRemoved, want: Cancelled, reason: ReasonRemoved},
-		{name: "caller deadline", cause: context.DeadlineExceeded, want: ClientTimeout, reason: ReasonTimeout},
+		{name: "shutdown", cause: probe.ErrShutdown, want: probe.Cancelled, reason: probe.ReasonShutdown},
+		{name: "removed", cause: probe.ErrRemoved, want: probe.Cancelled, reason: probe.ReasonRemoved},
+		{name: "caller deadline", cause: context.DeadlineExceeded, want: probe.ClientTimeout, reason: probe.ReasonTimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,9 +267,9 @@ func TestRequesterCancellation(t *testing.T) {
 	}
 	t.Run("already cancelled before discovery", func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(ErrShutdown)
+		cancel(probe.ErrShutdown)
 		res := doRequest(ctx, r, 1)
-		if res.Disposition != Cancelled || res.Reason != ReasonShutdown || !res.Sent.IsZero() {
+		if res.Disposition != probe.Cancelled || res.Reason != probe.ReasonShutdown || !res.Sent.IsZero() {
 			t.Fatalf("got %s/%s sent %v, want cancelled/shutdown never sent", res.Disposition, res.Reason, res.Sent)
 		}
 	})

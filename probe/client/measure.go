@@ -1,22 +1,23 @@
-package probe
+package client
 
 import (
 	"strings"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
-// FlagNoUsage marks a Result whose token counts were estimated because the
+// flagNoUsage marks a Result whose token counts were estimated because the
 // server sent no usage object.
-const FlagNoUsage = "no_usage"
+const flagNoUsage = "no_usage"
 
 // measurement accumulates the client's view of one stream, event by event,
 // as docs/design.md, "Measurement (client side)", defines it.
 type measurement struct {
 	start   time.Time // immediately before the request was written
 	headers time.Time // response headers received
-	timing  TimingMode
+	timing  Timing
 
 	first, last time.Time // first and last token-carrying events
 	chunks      int
@@ -30,7 +31,7 @@ type measurement struct {
 	finish     string
 	model      string // named by the first event that names one
 	otherModel string // the first different model a later event named
-	server     *ServerTiming
+	server     *probe.ServerTiming
 	text       strings.Builder
 }
 
@@ -94,7 +95,7 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 // stream cut short has no last token; TimingVLLMBench excepted) and a
 // missing usage object flagged.
 // knownPromptTokens is the workload's own count, used without usage.
-func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
+func (m *measurement) fill(res *probe.Result, complete bool, knownPromptTokens int) {
 	res.Model, res.OtherModel = m.model, m.otherModel
 	res.FinishReason = m.finish
 	res.Server = m.server
@@ -105,14 +106,14 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 	if m.chunks > 0 {
 		res.TTFT = m.first.Sub(m.start)
 		if !m.headers.IsZero() {
-			setPhase(res, PhaseFirstToken, m.first.Sub(m.headers))
+			setPhase(res, probe.PhaseFirstToken, m.first.Sub(m.headers))
 		}
 	}
 	// vllm bench serve keeps the latency of any stream that had a choice
 	// event, finished or not; bench compares with it line by line.
 	if m.chunks > 0 && (complete || m.timing == TimingVLLMBench) {
 		res.E2EL = m.last.Sub(m.start)
-		setPhase(res, PhaseDecode, m.last.Sub(m.first))
+		setPhase(res, probe.PhaseDecode, m.last.Sub(m.first))
 	}
 	if m.hasUsage {
 		res.UsageFromServer = true
@@ -122,7 +123,7 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 		res.PromptTokens = knownPromptTokens
 		res.OutputTokens = m.chunks
 		if complete {
-			res.Flags = append(res.Flags, FlagNoUsage)
+			res.Flags = append(res.Flags, flagNoUsage)
 		}
 	}
 	if res.OutputTokens > 1 && res.E2EL > 0 {
@@ -131,20 +132,20 @@ func (m *measurement) fill(res *Result, complete bool, knownPromptTokens int) {
 }
 
 // setPhase records a phase duration in r, creating the map on first use.
-func setPhase(r *Result, name string, d time.Duration) {
+func setPhase(r *probe.Result, name string, d time.Duration) {
 	if r.Phases == nil {
-		r.Phases = PhaseTimes{}
+		r.Phases = probe.PhaseTimes{}
 	}
 	r.Phases[name] = d
 }
 
 // serverTiming converts vLLM's metrics object, or returns nil when it carries
 // neither time.
-func serverTiming(m *stream.Metrics) *ServerTiming {
+func serverTiming(m *stream.Metrics) *probe.ServerTiming {
 	if m == nil || (m.QueueTimeMS == nil && m.TTFTMS == nil) {
 		return nil
 	}
-	st := &ServerTiming{}
+	st := &probe.ServerTiming{}
 	if m.QueueTimeMS != nil {
 		st.QueueTime = msDuration(*m.QueueTimeMS)
 	}

@@ -1,21 +1,22 @@
-package probe
+package client
 
 import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
-// TimingMode selects the definitions a Requester measures with.
-type TimingMode int
+// Timing selects the definitions a Requester measures with.
+type Timing int
 
 const (
 	// TimingProbe is the prober's own definitions (docs/design.md,
 	// "Measurement (client side)"): TTFT at the first event that carries a
 	// generated token, the chat role chunk excluded, and stream_options
 	// with continuous usage.
-	TimingProbe TimingMode = iota
+	TimingProbe Timing = iota
 	// TimingVLLMBench reproduces vllm bench serve: TTFT at the first event
 	// with a non-empty choices list (for chat, vLLM's role chunk counts),
 	// one ITL sample per later choice event, latency at the last choice
@@ -48,8 +49,8 @@ func (m *measurement) vllmCarried(c *stream.Chunk, _ time.Time) bool {
 
 // failNoChoices fails a complete stream that had no choice event, as
 // vLLM's client does; complete says it ended with [DONE].
-func (m *measurement) failNoChoices(res *Result, complete bool) {
+func (m *measurement) failNoChoices(res *probe.Result, complete bool) {
 	if m.timing == TimingVLLMBench && complete && m.chunks == 0 && res.Disposition == "" {
-		res.Disposition, res.Reason, res.Error = ServerFailure, ReasonProtocol, errNoChoices
+		res.Disposition, res.Reason, res.Error = probe.ServerFailure, probe.ReasonProtocol, errNoChoices
 	}
 }

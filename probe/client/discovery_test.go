@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 func TestRequesterModelDiscovery(t *testing.T) {
@@ -48,8 +49,8 @@ func TestRequesterModelDiscovery(t *testing.T) {
 	defer srv.Close()
 	tg := rqTarget(srv.URL)
 	tg.Model = ""
-	r := newTestRequester(t, tg, rqProbe(config.APIChat), RequesterOptions{})
-	step := func(want Disposition, reason string, wantCalls int) {
+	r := newTestRequester(t, tg, rqProbe(config.APIChat), Options{})
+	step := func(want probe.Disposition, reason string, wantCalls int) {
 		t.Helper()
 		res := doRequest(context.Background(), r, 1)
 		mu.Lock()
@@ -59,16 +60,16 @@ func TestRequesterModelDiscovery(t *testing.T) {
 				modelsCalls, want, reason, wantCalls)
 		}
 	}
-	step(ServerFailure, ReasonModelDiscovery, 1)
-	step(ServerFailure, ReasonModelDiscovery, 2) // retried on the next request
+	step(probe.ServerFailure, probe.ReasonModelDiscovery, 1)
+	step(probe.ServerFailure, probe.ReasonModelDiscovery, 2) // retried on the next request
 	mu.Lock()
 	modelsOK = true
 	mu.Unlock()
-	step(Accepted, "", 3)
-	step(Accepted, "", 3) // cached
+	step(probe.Accepted, "", 3)
+	step(probe.Accepted, "", 3) // cached
 	mu.Lock()
 	served = "new-model"
 	mu.Unlock()
-	step(ServerFailure, ReasonHTTP4xx, 3) // 404: forget the model
-	step(Accepted, "", 4)
+	step(probe.ServerFailure, probe.ReasonHTTP4xx, 3) // 404: forget the model
+	step(probe.Accepted, "", 4)
 }

@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // capture records the requests a test server received.
@@ -59,7 +60,7 @@ func TestRequesterRequestShape(t *testing.T) {
 			p := rqProbe(tc.api)
 			p.Request.IgnoreEOS = true
 			p.Request.Extra = map[string]any{"top_k": 5, "stream": false, "temperature": 0.5}
-			r := newTestRequester(t, rqTarget(srv.URL+"/"), p, RequesterOptions{UserAgent: "test-agent/1"})
+			r := newTestRequester(t, rqTarget(srv.URL+"/"), p, Options{UserAgent: "test-agent/1"})
 			res := doRequest(context.Background(), r, 42)
 			if !regexp.MustCompile(`^t-p-42-[0-9a-f]{8}$`).MatchString(res.RequestID) {
 				t.Fatalf("request id %q", res.RequestID)
@@ -106,7 +107,7 @@ func TestNewRequesterErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := rqProbe(config.APIChat)
 			tc.edit(&p)
-			_, err := NewRequester(rqTarget("http://127.0.0.1:1"), p, RequesterOptions{})
+			_, err := New(rqTarget("http://127.0.0.1:1"), p, Options{})
 			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
 				t.Fatalf("err = %v, want match %q", err, tc.want)
 			}
@@ -125,9 +126,9 @@ func TestRequesterKeepAlive(t *testing.T) {
 		writeEvents(w, chatOK, true)
 	}))
 	defer srv.Close()
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
 	for i := range 5 {
-		if res := doRequest(context.Background(), r, uint64(i)); res.Disposition != Accepted {
+		if res := doRequest(context.Background(), r, uint64(i)); res.Disposition != probe.Accepted {
 			t.Fatalf("request %d: %s/%s %s", i, res.Disposition, res.Reason, res.Error)
 		}
 	}

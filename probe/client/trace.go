@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // phaseTrace records httptrace events. Dials can finish on other
@@ -60,7 +62,7 @@ func (p *phaseTrace) clientTrace() *httptrace.ClientTrace {
 
 // fill records the phases that completed; the headers phase ends at
 // headers when gotHeaders says the response headers arrived.
-func (p *phaseTrace) fill(res *Result, headers time.Time, gotHeaders bool) {
+func (p *phaseTrace) fill(res *probe.Result, headers time.Time, gotHeaders bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	span := func(name string, from, to time.Time) {
@@ -68,11 +70,11 @@ func (p *phaseTrace) fill(res *Result, headers time.Time, gotHeaders bool) {
 			setPhase(res, name, to.Sub(from))
 		}
 	}
-	span(PhaseDNS, p.dnsStart, p.dnsDone)
-	span(PhaseConnect, p.connStart, p.connDone)
-	span(PhaseTLS, p.tlsStart, p.tlsDone)
+	span(probe.PhaseDNS, p.dnsStart, p.dnsDone)
+	span(probe.PhaseConnect, p.connStart, p.connDone)
+	span(probe.PhaseTLS, p.tlsStart, p.tlsDone)
 	if gotHeaders {
-		span(PhaseHeaders, p.wrote, headers)
+		span(probe.PhaseHeaders, p.wrote, headers)
 	}
 }
 
@@ -84,11 +86,11 @@ func (p *phaseTrace) tlsFailed() bool {
 }
 
 // classifyTransportError records a request that got no response.
-func classifyTransportError(ctx context.Context, res *Result, err error, tr *phaseTrace) {
+func classifyTransportError(ctx context.Context, res *probe.Result, err error, tr *phaseTrace) {
 	if endedByContext(ctx, res) {
 		return
 	}
-	res.Disposition = ServerFailure
+	res.Disposition = probe.ServerFailure
 	var (
 		dnsErr  *net.DNSError
 		recErr  tls.RecordHeaderError
@@ -99,12 +101,12 @@ func classifyTransportError(ctx context.Context, res *Result, err error, tr *pha
 	)
 	switch {
 	case errors.As(err, &dnsErr):
-		res.Reason = ReasonDNS
+		res.Reason = probe.ReasonDNS
 	case tr.tlsFailed(), errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &certErr),
 		errors.As(err, &unknown), errors.As(err, &host):
-		res.Reason = ReasonTLS
+		res.Reason = probe.ReasonTLS
 	default:
-		res.Reason = ReasonConnect
+		res.Reason = probe.ReasonConnect
 	}
 	res.Error = truncate(unwrapURLError(err).Error(), maxErrorLen)
 }

@@ -1,7 +1,8 @@
-package probe
+package client
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -26,7 +28,7 @@ func startSimulator(t *testing.T, edit func(o *simulator.Options)) (*simulator.S
 func simProbe(api string) config.Probe {
 	p := rqProbe(api)
 	p.Timeout = model.Duration(500 * time.Millisecond)
-	p.Workload.Prompts[0].Expect = config.Expect{Regex: re(`\b144\b`)}
+	p.Workload.Prompts[0].Expect = config.Expect{Regex: config.Regexp{Regexp: regexp.MustCompile(`\b144\b`), Source: `\b144\b`}}
 	return p
 }
 
@@ -36,28 +38,28 @@ func TestRequesterAgainstSimulator(t *testing.T) {
 	tests := []struct {
 		name   string
 		faults simulator.Faults
-		want   Disposition
+		want   probe.Disposition
 		reason string
 		checks []string
 	}{
-		{name: "healthy", want: Accepted},
-		{name: "http 500", faults: simulator.Faults{HTTP500: 1}, want: ServerFailure, reason: ReasonHTTP5xx},
-		{name: "http 503", faults: simulator.Faults{HTTP503: 1}, want: ServerFailure, reason: ReasonHTTP5xx},
-		{name: "http 429", faults: simulator.Faults{HTTP429: 1}, want: ServerFailure, reason: ReasonHTTP429},
-		{name: "slow headers", faults: simulator.Faults{SlowHeaders: 1, SlowHeadersDelay: 5 * time.Second}, want: ClientTimeout, reason: ReasonTimeout},
-		{name: "stall", faults: simulator.Faults{Stall: 1, StallDuration: 5 * time.Second}, want: ClientTimeout, reason: ReasonTimeout},
-		{name: "disconnect", faults: simulator.Faults{Disconnect: 1}, want: ServerFailure, reason: ReasonDisconnect},
-		{name: "error event", faults: simulator.Faults{ErrorEvent: 1}, want: ServerFailure, reason: ReasonStreamError},
-		{name: "malformed event", faults: simulator.Faults{MalformedEvent: 1}, want: ServerFailure, reason: ReasonProtocol},
-		{name: "no done", faults: simulator.Faults{NoDone: 1}, want: ServerFailure, reason: ReasonNoDone},
-		{name: "wrong model", faults: simulator.Faults{WrongModel: 1}, want: QualityFailure, reason: ReasonQuality, checks: []string{CheckModel}},
-		{name: "bad answer", faults: simulator.Faults{BadAnswer: 1}, want: QualityFailure, reason: ReasonQuality, checks: []string{CheckExpect}},
+		{name: "healthy", want: probe.Accepted},
+		{name: "http 500", faults: simulator.Faults{HTTP500: 1}, want: probe.ServerFailure, reason: probe.ReasonHTTP5xx},
+		{name: "http 503", faults: simulator.Faults{HTTP503: 1}, want: probe.ServerFailure, reason: probe.ReasonHTTP5xx},
+		{name: "http 429", faults: simulator.Faults{HTTP429: 1}, want: probe.ServerFailure, reason: probe.ReasonHTTP429},
+		{name: "slow headers", faults: simulator.Faults{SlowHeaders: 1, SlowHeadersDelay: 5 * time.Second}, want: probe.ClientTimeout, reason: probe.ReasonTimeout},
+		{name: "stall", faults: simulator.Faults{Stall: 1, StallDuration: 5 * time.Second}, want: probe.ClientTimeout, reason: probe.ReasonTimeout},
+		{name: "disconnect", faults: simulator.Faults{Disconnect: 1}, want: probe.ServerFailure, reason: probe.ReasonDisconnect},
+		{name: "error event", faults: simulator.Faults{ErrorEvent: 1}, want: probe.ServerFailure, reason: probe.ReasonStreamError},
+		{name: "malformed event", faults: simulator.Faults{MalformedEvent: 1}, want: probe.ServerFailure, reason: probe.ReasonProtocol},
+		{name: "no done", faults: simulator.Faults{NoDone: 1}, want: probe.ServerFailure, reason: probe.ReasonNoDone},
+		{name: "wrong model", faults: simulator.Faults{WrongModel: 1}, want: probe.QualityFailure, reason: probe.ReasonQuality, checks: []string{probe.CheckModel}},
+		{name: "bad answer", faults: simulator.Faults{BadAnswer: 1}, want: probe.QualityFailure, reason: probe.ReasonQuality, checks: []string{probe.CheckExpect}},
 	}
 	sim, simURL := startSimulator(t, nil)
 	for _, api := range []string{config.APIChat, config.APICompletions} {
 		tg := rqTarget(simURL)
 		tg.Model = "sim-llama"
-		r := newTestRequester(t, tg, simProbe(api), RequesterOptions{})
+		r := newTestRequester(t, tg, simProbe(api), Options{})
 		for _, tc := range tests {
 			t.Run(api+"/"+tc.name, func(t *testing.T) {
 				sim.SetFaults(tc.faults)
@@ -77,13 +79,13 @@ func TestDiscoveredModelIsChecked(t *testing.T) {
 	sim, simURL := startSimulator(t, nil)
 	tg := rqTarget(simURL)
 	tg.Model = ""
-	r := newTestRequester(t, tg, simProbe(config.APIChat), RequesterOptions{})
-	if res := doRequest(context.Background(), r, 1); res.Disposition != Accepted {
+	r := newTestRequester(t, tg, simProbe(config.APIChat), Options{})
+	if res := doRequest(context.Background(), r, 1); res.Disposition != probe.Accepted {
 		t.Fatalf("healthy: got %s/%s %q, want accepted", res.Disposition, res.Reason, res.Error)
 	}
 	sim.SetFaults(simulator.Faults{WrongModel: 1})
 	res := doRequest(context.Background(), r, 2)
-	if res.Disposition != QualityFailure || !slices.Equal(res.QualityFailures, []string{CheckModel}) {
+	if res.Disposition != probe.QualityFailure || !slices.Equal(res.QualityFailures, []string{probe.CheckModel}) {
 		t.Fatalf("wrong model: got %s/%s %v, want quality_failure [model]", res.Disposition, res.Reason, res.QualityFailures)
 	}
 }
@@ -96,11 +98,11 @@ func TestRequesterAccuracy(t *testing.T) {
 	tg.Model = ""
 	p := rqProbe(config.APICompletions)
 	p.Workload = config.Workload{Random: &config.RandomWorkload{InputTokens: 64, OutputTokens: 16}}
-	r := newTestRequester(t, tg, p, RequesterOptions{})
-	results := map[string]*Result{}
+	r := newTestRequester(t, tg, p, Options{})
+	results := map[string]*probe.Result{}
 	for i := range 10 {
 		res := doRequest(context.Background(), r, uint64(i))
-		if res.Disposition != Accepted || res.OutputTokens != 16 || res.PromptTokens != 64 || res.Server == nil {
+		if res.Disposition != probe.Accepted || res.OutputTokens != 16 || res.PromptTokens != 64 || res.Server == nil {
 			t.Fatalf("request %d: %s/%s %q, %d/%d tokens, server %v", i, res.Disposition, res.Reason, res.Error,
 				res.PromptTokens, res.OutputTokens, res.Server)
 		}

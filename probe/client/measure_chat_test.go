@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // pausedEvent is one SSE event a test server writes after a pause.
@@ -47,9 +49,9 @@ func TestChatLatencyEndsAtLastToken(t *testing.T) {
 		{0, chatOK[0]}, {20 * time.Millisecond, chatOK[1]}, {40 * time.Millisecond, chatOK[2]},
 		{usageLate, chatOK[3]},
 	})
-	r := newTestRequester(t, rqTarget(url), rqProbe("chat"), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(url), rqProbe("chat"), Options{})
 	res := doRequest(context.Background(), r, 1)
-	if res.Disposition != Accepted || res.OutputTokens != 2 || !res.UsageFromServer {
+	if res.Disposition != probe.Accepted || res.OutputTokens != 2 || !res.UsageFromServer {
 		t.Fatalf("got %s/%s %q, %d output tokens, usage %v", res.Disposition, res.Reason, res.Error, res.OutputTokens, res.UsageFromServer)
 	}
 	if res.E2EL >= usageLate || res.Elapsed < usageLate {
@@ -61,8 +63,8 @@ func TestChatLatencyEndsAtLastToken(t *testing.T) {
 	if want := res.E2EL - res.TTFT; res.TPOT != want {
 		t.Errorf("tpot %v, want (e2el - ttft) / (2 - 1) = %v", res.TPOT, want)
 	}
-	if res.Phases[PhaseDecode] != res.E2EL-res.TTFT {
-		t.Errorf("decode phase %v, want e2el - ttft = %v", res.Phases[PhaseDecode], res.E2EL-res.TTFT)
+	if res.Phases[probe.PhaseDecode] != res.E2EL-res.TTFT {
+		t.Errorf("decode phase %v, want e2el - ttft = %v", res.Phases[probe.PhaseDecode], res.E2EL-res.TTFT)
 	}
 }
 
@@ -86,13 +88,13 @@ func TestModelCheckEveryEvent(t *testing.T) {
 			for _, e := range tc.events {
 				events = append(events, pausedEvent{0, e})
 			}
-			r := newTestRequester(t, rqTarget(pausedStream(t, events)), rqProbe("chat"), RequesterOptions{})
+			r := newTestRequester(t, rqTarget(pausedStream(t, events)), rqProbe("chat"), Options{})
 			res := doRequest(context.Background(), r, 1)
-			failed := slices.Contains(res.QualityFailures, CheckModel)
+			failed := slices.Contains(res.QualityFailures, probe.CheckModel)
 			if failed != tc.fails {
 				t.Errorf("check:model failed %v, want %v (disposition %s, failures %v)", failed, tc.fails, res.Disposition, res.QualityFailures)
 			}
-			if want := map[bool]Disposition{false: Accepted, true: QualityFailure}[tc.fails]; res.Disposition != want {
+			if want := map[bool]probe.Disposition{false: probe.Accepted, true: probe.QualityFailure}[tc.fails]; res.Disposition != want {
 				t.Errorf("disposition %s, want %s", res.Disposition, want)
 			}
 		})

@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
@@ -20,7 +21,7 @@ const (
 	usageFinal = `{"model":"m","choices":[],"usage":{"prompt_tokens":17,"total_tokens":21,"completion_tokens":4}}`
 )
 
-func measureEvents(t *testing.T, events []timedEvent, complete bool) *Result {
+func measureEvents(t *testing.T, events []timedEvent, complete bool) *probe.Result {
 	t.Helper()
 	t0 := time.Unix(5000, 0)
 	m := &measurement{start: t0, headers: t0.Add(10 * time.Millisecond)}
@@ -31,7 +32,7 @@ func measureEvents(t *testing.T, events []timedEvent, complete bool) *Result {
 		}
 		m.observe(&c, t0.Add(time.Duration(e.ms)*time.Millisecond))
 	}
-	res := &Result{}
+	res := &probe.Result{}
 	m.fill(res, complete, 99)
 	return res
 }
@@ -43,7 +44,7 @@ func TestMeasurement(t *testing.T) {
 		name     string
 		events   []timedEvent
 		complete bool
-		want     Result
+		want     probe.Result
 	}{{
 		name: "chat role chunk does not count, usage gives tokens",
 		events: []timedEvent{
@@ -54,11 +55,11 @@ func TestMeasurement(t *testing.T) {
 			{175, usageFinal},
 		},
 		complete: true,
-		want: Result{
+		want: probe.Result{
 			TTFT: ms(101), E2EL: ms(170), TPOT: ms(69) / 3, Chunks: 3, PromptTokens: 17, OutputTokens: 4,
 			UsageFromServer: true, FinishReason: "length", Model: "m", Text: "Hello you",
 			ITLs: []time.Duration{ms(29), ms(40)}, ITLTokens: []int{0, 0},
-			Phases: PhaseTimes{PhaseFirstToken: ms(91), PhaseDecode: ms(69)},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(91), probe.PhaseDecode: ms(69)},
 		},
 	}, {
 		name: "continuous usage: tokens per chunk and empty-text EOS chunk counts",
@@ -70,11 +71,11 @@ func TestMeasurement(t *testing.T) {
 			{91, usageFinal},
 		},
 		complete: true,
-		want: Result{
+		want: probe.Result{
 			TTFT: ms(60), E2EL: ms(90), TPOT: ms(10), Chunks: 3, PromptTokens: 17, OutputTokens: 4,
 			UsageFromServer: true, FinishReason: "stop", Model: "m", Text: "a bc",
 			ITLs: []time.Duration{ms(20), ms(10)}, ITLTokens: []int{1, 1},
-			Phases: PhaseTimes{PhaseFirstToken: ms(50), PhaseDecode: ms(30)},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(50), probe.PhaseDecode: ms(30)},
 		},
 	}, {
 		name: "completions without usage: estimated and flagged",
@@ -83,11 +84,11 @@ func TestMeasurement(t *testing.T) {
 			{60, `{"model":"m","choices":[{"text":" y","finish_reason":"length"}],"usage":null}`},
 		},
 		complete: true,
-		want: Result{
+		want: probe.Result{
 			TTFT: ms(40), E2EL: ms(60), TPOT: ms(20), Chunks: 2, PromptTokens: 99, OutputTokens: 2,
-			FinishReason: "length", Model: "m", Text: " x y", Flags: []string{FlagNoUsage},
+			FinishReason: "length", Model: "m", Text: " x y", Flags: []string{flagNoUsage},
 			ITLs: []time.Duration{ms(20)}, ITLTokens: []int{0},
-			Phases: PhaseTimes{PhaseFirstToken: ms(30), PhaseDecode: ms(20)},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(30), probe.PhaseDecode: ms(20)},
 		},
 	}, {
 		name: "one token: no TPOT; server metrics recorded",
@@ -96,10 +97,10 @@ func TestMeasurement(t *testing.T) {
 			{41, `{"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1},"metrics":{"queue_time_ms":1.5,"time_to_first_token_ms":20,"mean_itl_ms":null}}`},
 		},
 		complete: true,
-		want: Result{
+		want: probe.Result{
 			TTFT: ms(40), E2EL: ms(40), Chunks: 1, PromptTokens: 3, OutputTokens: 1, UsageFromServer: true,
-			FinishReason: "length", Model: "m", Text: "!", Server: &ServerTiming{QueueTime: 1500 * time.Microsecond, TTFT: ms(20)},
-			Phases: PhaseTimes{PhaseFirstToken: ms(30), PhaseDecode: 0},
+			FinishReason: "length", Model: "m", Text: "!", Server: &probe.ServerTiming{QueueTime: 1500 * time.Microsecond, TTFT: ms(20)},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(30), probe.PhaseDecode: 0},
 		},
 	}, {
 		name: "tool call deltas carry tokens, empty tool_calls lists do not",
@@ -110,16 +111,16 @@ func TestMeasurement(t *testing.T) {
 			{46, `{"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":6}}`},
 		},
 		complete: true,
-		want: Result{
+		want: probe.Result{
 			TTFT: ms(30), E2EL: ms(45), TPOT: ms(3), Chunks: 2, PromptTokens: 9, OutputTokens: 6, UsageFromServer: true,
 			FinishReason: "tool_calls", Model: "m", ITLs: []time.Duration{ms(15)}, ITLTokens: []int{0},
-			Phases: PhaseTimes{PhaseFirstToken: ms(20), PhaseDecode: ms(15)},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(20), probe.PhaseDecode: ms(15)},
 		},
 	}, {
 		name:     "broken stream: no tokens, no flag",
 		events:   []timedEvent{{100, roleChunk}},
 		complete: false,
-		want:     Result{Model: "m", PromptTokens: 99},
+		want:     probe.Result{Model: "m", PromptTokens: 99},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func benchmarkStreamEvent(b *testing.B, decode func(c *stream.Chunk, data []byte
 func BenchmarkRequestBody(b *testing.B) {
 	p := config.Probe{Name: "p", API: config.APICompletions, Request: config.Request{MaxTokens: 64},
 		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 128, OutputTokens: 64, Seed: 1}}}
-	r, err := NewRequester(config.Target{Name: "t", URL: "http://127.0.0.1:1", Model: "m"}, p, RequesterOptions{})
+	r, err := New(config.Target{Name: "t", URL: "http://127.0.0.1:1", Model: "m"}, p, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

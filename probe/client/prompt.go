@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"github.com/vllm-prober/vllm-prober/config"
@@ -6,7 +6,7 @@ import (
 )
 
 // Prompt is one request's input chosen by the caller instead of the probe's
-// workload (RequesterOptions.Prompts), as bench pairs its dataset's prompts
+// workload (Options.Prompts), as bench pairs its dataset's prompts
 // with its requests.
 type Prompt struct {
 	// Text is the completions prompt, or the chat user message when

@@ -1,4 +1,8 @@
-package probe
+// Package client sends one probe request and measures it: it builds the
+// completions or chat body, streams the response, times TTFT, ITL, TPOT and
+// E2EL on the client side, and judges the answer into one Result
+// (docs/design.md, sections 5 and 6).
+package client
 
 import (
 	"context"
@@ -14,17 +18,18 @@ import (
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
-// DefaultUserAgent is sent when RequesterOptions.UserAgent is empty.
+// DefaultUserAgent is sent when Options.UserAgent is empty.
 const DefaultUserAgent = "vllm-prober"
 
-// RequesterOptions tunes a Requester; the zero value is usable.
-type RequesterOptions struct {
+// Options tunes a Requester; the zero value is usable.
+type Options struct {
 	Logger *slog.Logger
-	// MaxBodyBytes bounds one response body; 0 = DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds one response body; 0 = defaultMaxBodyBytes.
 	// Past it the request ends server_failure/protocol.
 	MaxBodyBytes int64
 	// MaxLineBytes bounds one SSE line (and one event's data); 0 =
@@ -36,7 +41,7 @@ type RequesterOptions struct {
 	Now func() time.Time
 	// Timing selects the measurement definitions and payload; the zero
 	// value is the prober's own (TimingProbe).
-	Timing TimingMode
+	Timing Timing
 	// Endpoint is the path requests are posted to, appended to the
 	// target URL; "" = /v1/completions or /v1/chat/completions by the
 	// probe's API.
@@ -54,7 +59,7 @@ type RequesterOptions struct {
 type Requester struct {
 	target  config.Target
 	probe   config.Probe // Quality.Model defaults to the target's model
-	opts    RequesterOptions
+	opts    Options
 	client  *http.Client
 	url     string // the endpoint requests are posted to
 	base    string // the target URL without a trailing slash
@@ -68,17 +73,17 @@ type Requester struct {
 // own timeout.
 var errProbeTimeout = errors.New("probe timeout")
 
-// NewRequester prepares the requests of probe p against target t: it builds
+// New prepares the requests of probe p against target t: it builds
 // the HTTP client from t.HTTPClientConfig, loads the workload (dataset
 // errors name file and line) and compiles the JSON schema of the quality
 // checks.
-func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Requester, error) {
+func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Logger = o.Logger.With("target", t.Name, "probe", p.Name)
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = stream.DefaultMaxLineBytes
@@ -111,7 +116,7 @@ func NewRequester(t config.Target, p config.Probe, o RequesterOptions) (*Request
 	}
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
 	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
-		if r.probe.Quality.Schema, err = CompileSchema(p.Quality.JSONSchema); err != nil {
+		if r.probe.Quality.Schema, err = probe.CompileSchema(p.Quality.JSONSchema); err != nil {
 			client.CloseIdleConnections()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
@@ -155,11 +160,11 @@ func (r *Requester) Close() {
 // cause ErrShutdown or ErrRemoved the request is cancelled with reason
 // shutdown or removed; the probe's timeout gives client_timeout/timeout.
 // It never blocks past the probe timeout.
-func (r *Requester) Do(ctx context.Context, res *Result) {
+func (r *Requester) Do(ctx context.Context, res *probe.Result) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.opts.Logger.Error("request failed unexpectedly", "err", fmt.Sprint(v))
-			res.Disposition, res.Reason, res.Error = ServerFailure, ReasonProtocol, "internal error handling the response"
+			res.Disposition, res.Reason, res.Error = probe.ServerFailure, probe.ReasonProtocol, "internal error handling the response"
 		}
 	}()
 	if res.RequestID == "" {
@@ -186,7 +191,7 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 		// a server answering as another model is a quality failure.
 		p.Quality.Model = model
 	}
-	Judge(p, item.Expect, res)
+	probe.Judge(p, item.Expect, res)
 	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
 }
@@ -195,14 +200,14 @@ func (r *Requester) Do(ctx context.Context, res *Result) {
 // target that does not answer at all fails as it would have on the
 // request itself (connect, dns, tls); model_discovery is for a server
 // that answered /v1/models without a usable model.
-func (r *Requester) discoveryFailed(ctx context.Context, res *Result, err error) {
+func (r *Requester) discoveryFailed(ctx context.Context, res *probe.Result, err error) {
 	var te *transportError
 	if errors.As(err, &te) {
 		classifyTransportError(ctx, res, te.err, &phaseTrace{})
 		return
 	}
 	if !endedByContext(ctx, res) {
-		res.Disposition, res.Reason = ServerFailure, ReasonModelDiscovery
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonModelDiscovery
 		res.Error = truncate(err.Error(), maxErrorLen)
 	}
 }
@@ -228,19 +233,19 @@ func (r *Requester) requestID(seq uint64) string {
 
 // endedByContext sets the cancelled or client_timeout disposition when ctx
 // has ended, and reports whether it had.
-func endedByContext(ctx context.Context, res *Result) bool {
+func endedByContext(ctx context.Context, res *probe.Result) bool {
 	if ctx.Err() == nil {
 		return false
 	}
 	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, ErrShutdown):
-		res.Disposition, res.Reason = Cancelled, ReasonShutdown
-	case errors.Is(cause, ErrRemoved):
-		res.Disposition, res.Reason = Cancelled, ReasonRemoved
+	case errors.Is(cause, probe.ErrShutdown):
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonShutdown
+	case errors.Is(cause, probe.ErrRemoved):
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonRemoved
 	case errors.Is(cause, errProbeTimeout), errors.Is(cause, context.DeadlineExceeded):
-		res.Disposition, res.Reason = ClientTimeout, ReasonTimeout
+		res.Disposition, res.Reason = probe.ClientTimeout, probe.ReasonTimeout
 	default:
-		res.Disposition, res.Reason = Cancelled, ReasonShutdown
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonShutdown
 	}
 	res.Error = truncate(context.Cause(ctx).Error(), maxErrorLen)
 	return true

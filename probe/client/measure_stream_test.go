@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // scriptClock is set by the scripted transport as bytes "arrive".
@@ -97,17 +98,17 @@ func TestRequesterExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, RequesterOptions{Now: clock.now})
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now})
 	r.client.Transport = tr
-	res := &Result{Seq: 1, Scheduled: clock.now().Add(-5 * time.Millisecond)}
+	res := &probe.Result{Seq: 1, Scheduled: clock.now().Add(-5 * time.Millisecond)}
 	r.Do(context.Background(), res)
 
 	checks := []struct {
 		name      string
 		got, want any
 	}{
-		{"disposition", res.Disposition, LatencyFailure},
-		{"slo", fmt.Sprint(res.SLOViolations), fmt.Sprint([]string{SLOTTFT})},
+		{"disposition", res.Disposition, probe.LatencyFailure},
+		{"slo", fmt.Sprint(res.SLOViolations), fmt.Sprint([]string{probe.SLOTTFT})},
 		{"sent", res.Sent, tr.t0},
 		{"lag", res.Lag, ms(5)},
 		{"ttft", res.TTFT, ms(310)},
@@ -115,9 +116,9 @@ func TestRequesterExactTiming(t *testing.T) {
 		{"tpot", res.TPOT, ms(40)},
 		{"itls", fmt.Sprint(res.ITLs), fmt.Sprint([]time.Duration{ms(40)})},
 		{"itl tokens", fmt.Sprint(res.ITLTokens), fmt.Sprint([]int{1})},
-		{"headers phase absent without trace", res.Phases[PhaseHeaders], time.Duration(0)},
-		{"first_token phase", res.Phases[PhaseFirstToken], ms(290)},
-		{"decode phase", res.Phases[PhaseDecode], ms(40)},
+		{"headers phase absent without trace", res.Phases[probe.PhaseHeaders], time.Duration(0)},
+		{"first_token phase", res.Phases[probe.PhaseFirstToken], ms(290)},
+		{"decode phase", res.Phases[probe.PhaseDecode], ms(40)},
 		{"chunks", res.Chunks, 2},
 		{"output tokens", res.OutputTokens, 2},
 		{"prompt tokens", res.PromptTokens, 5},
@@ -155,9 +156,9 @@ func TestRequesterRealTiming(t *testing.T) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), RequesterOptions{})
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
 	res := doRequest(context.Background(), r, 1)
-	if res.Disposition != Accepted {
+	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s %s", res.Disposition, res.Reason, res.Error)
 	}
 	within := func(name string, got, want time.Duration) {
@@ -171,15 +172,15 @@ func TestRequesterRealTiming(t *testing.T) {
 		t.Fatalf("ITLs = %v, want one gap", res.ITLs)
 	}
 	within("itl", res.ITLs[0], step-10*time.Millisecond)
-	for _, ph := range []string{PhaseConnect, PhaseHeaders, PhaseFirstToken, PhaseDecode} {
+	for _, ph := range []string{probe.PhaseConnect, probe.PhaseHeaders, probe.PhaseFirstToken, probe.PhaseDecode} {
 		if _, ok := res.Phases[ph]; !ok {
 			t.Errorf("phase %s missing from %v", ph, res.Phases)
 		}
 	}
-	within("first_token phase", res.Phases[PhaseFirstToken], prefill-10*time.Millisecond)
+	within("first_token phase", res.Phases[probe.PhaseFirstToken], prefill-10*time.Millisecond)
 	// A reused connection has no connect phase.
 	res = doRequest(context.Background(), r, 2)
-	if _, ok := res.Phases[PhaseConnect]; ok || !slices.Contains([]Disposition{Accepted}, res.Disposition) {
+	if _, ok := res.Phases[probe.PhaseConnect]; ok || !slices.Contains([]probe.Disposition{probe.Accepted}, res.Disposition) {
 		t.Errorf("second request: phases %v, disposition %s", res.Phases, res.Disposition)
 	}
 }

@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // TestRequesterRedirects checks that a probe request does not follow a
@@ -61,18 +62,18 @@ probes: [{name: p, api: completions, rate: 1, workload: {prompts: [{prompt: hi}]
 	tests := []struct {
 		name, follow string
 		other        bool
-		disp         Disposition
+		disp         probe.Disposition
 		reason       string
 	}{
-		{"default: not followed", "", false, ServerFailure, ReasonRedirect},
-		{"default: other port not followed", "", true, ServerFailure, ReasonRedirect},
-		{"opt-in: same origin followed", "      follow_redirects: true", false, Accepted, ""},
-		{"opt-in: other port not followed", "      follow_redirects: true", true, ServerFailure, ReasonRedirect},
+		{"default: not followed", "", false, probe.ServerFailure, probe.ReasonRedirect},
+		{"default: other port not followed", "", true, probe.ServerFailure, probe.ReasonRedirect},
+		{"opt-in: same origin followed", "      follow_redirects: true", false, probe.Accepted, ""},
+		{"opt-in: other port not followed", "      follow_redirects: true", true, probe.ServerFailure, probe.ReasonRedirect},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			toOther.Store(tc.other)
-			r := newTestRequester(t, load(tc.follow), rqProbe("chat"), RequesterOptions{})
+			r := newTestRequester(t, load(tc.follow), rqProbe("chat"), Options{})
 			res := doRequest(context.Background(), r, 1)
 			if res.Disposition != tc.disp || res.Reason != tc.reason {
 				t.Errorf("disposition %s reason %q (%s), want %s %q", res.Disposition, res.Reason, res.Error, tc.disp, tc.reason)

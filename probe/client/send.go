@@ -1,4 +1,4 @@
-package probe
+package client
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"net/url"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
@@ -26,10 +27,10 @@ const maxDrain = 64 << 10
 
 // send writes the request, reads the stream and records the measurement
 // and any failure in res (the judge runs afterwards).
-func (r *Requester) send(ctx context.Context, res *Result, model string, item workload.Item) {
+func (r *Requester) send(ctx context.Context, res *probe.Result, model string, item workload.Item) {
 	body, err := r.requestBody(model, item)
 	if err != nil {
-		res.Disposition, res.Reason = ServerFailure, ReasonProtocol
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
 		res.Error = truncate(err.Error(), maxErrorLen)
 		return
 	}
@@ -37,7 +38,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()),
 		http.MethodPost, r.url, bytes.NewReader(body))
 	if err != nil {
-		res.Disposition, res.Reason = ServerFailure, ReasonConnect
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonConnect
 		res.Error = truncate(unwrapURLError(err).Error(), maxErrorLen)
 		return
 	}
@@ -64,7 +65,7 @@ func (r *Requester) send(ctx context.Context, res *Result, model string, item wo
 		return
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
-		res.Disposition, res.Reason = ServerFailure, ReasonProtocol
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
 		res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
 		return
 	}
@@ -116,20 +117,20 @@ func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) 
 }
 
 // httpError records a non-200 answer with the server's error message.
-func (r *Requester) httpError(ctx context.Context, res *Result, resp *http.Response, model string) {
+func (r *Requester) httpError(ctx context.Context, res *probe.Result, resp *http.Response, model string) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, min(maxErrorBody, r.opts.MaxBodyBytes)))
-	res.Disposition = ServerFailure
+	res.Disposition = probe.ServerFailure
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests:
-		res.Reason = ReasonHTTP429
+		res.Reason = probe.ReasonHTTP429
 	case code >= 400 && code < 500:
-		res.Reason = ReasonHTTP4xx
+		res.Reason = probe.ReasonHTTP4xx
 	case code >= 500:
-		res.Reason = ReasonHTTP5xx
+		res.Reason = probe.ReasonHTTP5xx
 	case code >= 300 && code < 400:
-		res.Reason = ReasonRedirect
+		res.Reason = probe.ReasonRedirect
 	default:
-		res.Reason = ReasonProtocol
+		res.Reason = probe.ReasonProtocol
 	}
 	msg := bodyErrorMessage(b)
 	if msg == "" {
@@ -143,7 +144,7 @@ func (r *Requester) httpError(ctx context.Context, res *Result, resp *http.Respo
 }
 
 // readStream parses the event stream into the measurement and res.
-func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader, m *measurement, item workload.Item) {
+func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.Reader, m *measurement, item workload.Item) {
 	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
 	sr := stream.NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
 	var c stream.Chunk
@@ -162,12 +163,12 @@ func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader,
 			continue
 		}
 		if err := c.Decode(ev.Data); err != nil {
-			res.Disposition, res.Reason = ServerFailure, ReasonProtocol
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
 			res.Error = truncate(err.Error(), maxErrorLen)
 			break
 		}
 		if c.HasError() {
-			res.Disposition, res.Reason = ServerFailure, ReasonStreamError
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonStreamError
 			res.Error = errorMessage(c.Error)
 			break
 		}
@@ -181,19 +182,19 @@ func (r *Requester) readStream(ctx context.Context, res *Result, body io.Reader,
 }
 
 // classifyStreamError records why reading the body failed.
-func classifyStreamError(ctx context.Context, res *Result, err error) {
+func classifyStreamError(ctx context.Context, res *probe.Result, err error) {
 	if endedByContext(ctx, res) {
 		return
 	}
-	res.Disposition = ServerFailure
+	res.Disposition = probe.ServerFailure
 	switch {
 	case errors.Is(err, stream.ErrLineTooLong), errors.Is(err, errBodyTooLong), errors.Is(err, io.ErrNoProgress):
-		res.Reason = ReasonProtocol
+		res.Reason = probe.ReasonProtocol
 	case errors.Is(err, io.EOF):
-		res.Reason = ReasonNoDone
+		res.Reason = probe.ReasonNoDone
 		err = errors.New("stream ended without [DONE]")
 	default:
-		res.Reason = ReasonDisconnect
+		res.Reason = probe.ReasonDisconnect
 	}
 	res.Error = truncate(err.Error(), maxErrorLen)
 }
@@ -207,8 +208,8 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// DefaultMaxBodyBytes is the default bound of one response body.
-const DefaultMaxBodyBytes = 16 << 20
+// defaultMaxBodyBytes is the default bound of one response body.
+const defaultMaxBodyBytes = 16 << 20
 
 // errBodyTooLong makes a response malformed: its body is longer than the
 // bound.
