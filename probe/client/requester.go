@@ -19,6 +19,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/judge"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
@@ -116,7 +117,7 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	}
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
 	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
-		if r.probe.Quality.Schema, err = probe.CompileSchema(p.Quality.JSONSchema); err != nil {
+		if r.probe.Quality.Schema, err = judge.CompileSchema(p.Quality.JSONSchema); err != nil {
 			client.CloseIdleConnections()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
@@ -191,7 +192,7 @@ func (r *Requester) Do(ctx context.Context, res *probe.Result) {
 		// a server answering as another model is a quality failure.
 		p.Quality.Model = model
 	}
-	probe.Judge(p, item.Expect, res)
+	judge.Request(p, item.Expect, res)
 	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
 }

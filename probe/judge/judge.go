@@ -1,4 +1,8 @@
-package probe
+// Package judge turns one measured request into its disposition: SLO
+// violations, quality checks (model, finish reason, output tokens, regex,
+// JSON, JSON schema, per-prompt expectations) and the order in which they
+// decide (docs/design.md, section 6).
+package judge
 
 import (
 	"bytes"
@@ -11,10 +15,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// Judge sets res's Disposition, Reason, SLOViolations and QualityFailures
-// from its measured fields, in the order of docs/design.md, "Dispositions and accounting". A
+// Request judges one request: it sets res's Disposition, Reason,
+// SLOViolations and QualityFailures from its measured fields, in the order
+// of docs/design.md, "Dispositions and accounting". A
 // server_failure, client_timeout or cancelled disposition already set by
 // the requester is kept; SLO violations are still listed for what was
 // measured. Quality checks run only on responses that completed, since a
@@ -25,7 +31,7 @@ import (
 // compares every event's model with p.Quality.Model (the requester fills it
 // from the target's model when the probe does not name one) and fails a
 // response whose events name different models.
-func Judge(p config.Probe, expect *config.Expect, res *Result) {
+func Request(p config.Probe, expect *config.Expect, res *probe.Result) {
 	res.SLOViolations = sloViolations(p.SLO, res)
 	completed := res.Disposition == ""
 	if completed {
@@ -36,18 +42,18 @@ func Judge(p config.Probe, expect *config.Expect, res *Result) {
 	}
 	switch {
 	case len(res.QualityFailures) > 0:
-		res.Disposition, res.Reason = QualityFailure, ReasonQuality
+		res.Disposition, res.Reason = probe.QualityFailure, probe.ReasonQuality
 	case len(res.SLOViolations) > 0:
-		res.Disposition, res.Reason = LatencyFailure, ReasonLatency
+		res.Disposition, res.Reason = probe.LatencyFailure, probe.ReasonLatency
 	default:
-		res.Disposition, res.Reason = Accepted, ""
+		res.Disposition, res.Reason = probe.Accepted, ""
 	}
 }
 
 // sloViolations lists the SLOs whose measured value exceeds its threshold;
 // a zero threshold or an unmeasured value is no violation. A client_timeout
 // is judged at its censored TTFT and E2EL (Result.ObservedTTFT).
-func sloViolations(s config.SLO, res *Result) []string {
+func sloViolations(s config.SLO, res *probe.Result) []string {
 	var out []string
 	check := func(name string, limit, got time.Duration) {
 		if limit > 0 && got > limit {
@@ -56,38 +62,38 @@ func sloViolations(s config.SLO, res *Result) []string {
 	}
 	ttft, _ := res.ObservedTTFT()
 	e2el, _ := res.ObservedE2EL()
-	check(SLOTTFT, time.Duration(s.TTFT), ttft)
-	check(SLOTPOT, time.Duration(s.TPOT), res.TPOT)
-	check(SLOE2EL, time.Duration(s.E2EL), e2el)
+	check(probe.SLOTTFT, time.Duration(s.TTFT), ttft)
+	check(probe.SLOTPOT, time.Duration(s.TPOT), res.TPOT)
+	check(probe.SLOE2EL, time.Duration(s.E2EL), e2el)
 	return out
 }
 
 // qualityFailures lists the checks the response fails.
-func qualityFailures(q config.Quality, expect *config.Expect, res *Result) []string {
+func qualityFailures(q config.Quality, expect *config.Expect, res *probe.Result) []string {
 	var out []string
 	if (q.Model != "" && res.Model != q.Model) || res.OtherModel != "" {
-		out = append(out, CheckModel)
+		out = append(out, probe.CheckModel)
 	}
 	if len(q.FinishReasons) > 0 && !slices.Contains(q.FinishReasons, res.FinishReason) {
-		out = append(out, CheckFinishReason)
+		out = append(out, probe.CheckFinishReason)
 	}
 	if q.MinOutputTokens > 0 && res.OutputTokens < q.MinOutputTokens {
-		out = append(out, CheckMinOutputTokens)
+		out = append(out, probe.CheckMinOutputTokens)
 	}
 	if q.MaxOutputTokens > 0 && res.OutputTokens > q.MaxOutputTokens {
-		out = append(out, CheckMaxOutputTokens)
+		out = append(out, probe.CheckMaxOutputTokens)
 	}
 	if q.Regex.Regexp != nil && !q.Regex.MatchString(res.Text) {
-		out = append(out, CheckRegex)
+		out = append(out, probe.CheckRegex)
 	}
 	if q.JSON && !json.Valid([]byte(res.Text)) {
-		out = append(out, CheckJSON)
+		out = append(out, probe.CheckJSON)
 	}
 	if q.JSONSchema != "" && !matchesSchema(q.Schema, res.Text) {
-		out = append(out, CheckJSONSchema)
+		out = append(out, probe.CheckJSONSchema)
 	}
 	if expect != nil && !expectMatches(expect, res.Text) {
-		out = append(out, CheckExpect)
+		out = append(out, probe.CheckExpect)
 	}
 	return out
 }
