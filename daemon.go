@@ -150,7 +150,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	cfg := safe.Get()
 	ledger, err := ledger.Open(cfg.Global.Ledger, logger)
 	if err != nil {
-		return nil, err // OpenLedger names the ledger
+		return nil, err // ledger.Open names the ledger
 	}
 	d := &daemon{
 		logger:  logger,

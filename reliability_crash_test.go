@@ -58,7 +58,7 @@ func relSeqs(t *testing.T, path string) ([]ledger.Record, []uint64, int) {
 	t.Helper()
 	recs, torn, err := ledger.Read(path)
 	if err != nil {
-		t.Fatalf("ReadLedger after the run: %v", err)
+		t.Fatalf("ledger.Read after the run: %v", err)
 	}
 	seqs := make([]uint64, 0, len(recs))
 	for _, r := range recs {

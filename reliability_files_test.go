@@ -242,7 +242,7 @@ func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 	}
 	recs, torn, err := ledger.Read(ledgerPath)
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %v, %d torn", err, torn)
+		t.Fatalf("ledger.Read: %v, %d torn", err, torn)
 	}
 	seqs := map[string][]uint64{}
 	for _, r := range recs {

@@ -195,7 +195,7 @@ func checkReloadLedger(t *testing.T, d *daemon, ledgerPath string) {
 	t.Helper()
 	recs, torn, err := ledger.Read(ledgerPath)
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
+		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
 	}
 	seqs, byDisp := map[string][]uint64{}, map[string]float64{}
 	for _, r := range recs {

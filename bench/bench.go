@@ -81,7 +81,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	s.LedgerPath = o.LedgerPath
 	ledger, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
-		return nil, err // OpenLedger names the ledger
+		return nil, err // ledger.Open names the ledger
 	}
 	run := runPlanned(ctx, &o, req, ledger, env)
 	if err := ledger.Close(); err != nil {

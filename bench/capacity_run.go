@@ -99,7 +99,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
 	ledger, err := ledger.Open(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
-		return nil, err // OpenLedger names the ledger
+		return nil, err // ledger.Open names the ledger
 	}
 	header := Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,

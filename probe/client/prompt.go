@@ -13,7 +13,7 @@ type Prompt struct {
 	// Messages is empty.
 	Text string
 	// Messages is sent as is by chat requests; completions join their
-	// contents as promptItem does.
+	// contents as workload.ItemFor does.
 	Messages []config.Message
 	// MaxTokens is max_tokens (completions) or max_completion_tokens
 	// (chat); 0 = the probe's request.max_tokens.

@@ -67,7 +67,7 @@ type Requester struct {
 	timeout time.Duration
 	models  *modelSource
 	work    workload.Source
-	prompts []workload.Item // from RequesterOptions.Prompts; replaces work
+	prompts []workload.Item // from Options.Prompts; replaces work
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's

@@ -71,7 +71,7 @@ type ledgerOptions struct {
 	maxBytes int64 // overrides cfg.MaxSizeMB when > 0
 }
 
-// OpenLedger opens (appending to) the ledger file of cfg and starts its
+// Open opens (appending to) the ledger file of cfg and starts its
 // flush ticker. An empty cfg.Path returns a Ledger that writes nothing.
 func Open(cfg config.Ledger, logger *slog.Logger) (*Ledger, error) {
 	return openLedger(cfg, logger, ledgerOptions{})

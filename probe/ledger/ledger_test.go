@@ -294,7 +294,7 @@ func TestLedgerMakesItsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	if recs, _, err := Read(path); err != nil || len(recs) != 1 {
-		t.Errorf("ReadLedger = %d records, %v; want 1", len(recs), err)
+		t.Errorf("Read = %d records, %v; want 1", len(recs), err)
 	}
 }
 

@@ -143,7 +143,7 @@ func optSeconds(d time.Duration) *float64 {
 	return &s
 }
 
-// ReadLedger reads every record of one ledger file. A line that is not a
+// Read reads every record of one ledger file. A line that is not a
 // whole record (the last line after a crash, or the remains of a failed
 // write) is skipped and counted in torn; err is only for I/O errors.
 func Read(path string) (recs []Record, torn int, err error) {

@@ -54,7 +54,7 @@ type EngineOptions struct {
 	Grace time.Duration
 	Now   func() time.Time                                 // nil = time.Now
 	Sleep func(ctx context.Context, d time.Duration) error // nil = a real timer
-	// NewRequester builds the Sender of a pair; nil = NewRequester.
+	// NewRequester builds the Sender of a pair; nil = client.New.
 	NewRequester func(config.Target, config.Probe) (Sender, error)
 }
 

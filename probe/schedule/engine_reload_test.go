@@ -247,7 +247,7 @@ func TestEngineAccounting(t *testing.T) {
 	}
 	recs, torn, err := ledger.Read(filepath.Join(dir, "ledger.jsonl"))
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: torn %d, %v", torn, err)
+		t.Fatalf("ledger.Read: torn %d, %v", torn, err)
 	}
 	ledgerCount := map[string]int{}
 	for _, r := range recs {

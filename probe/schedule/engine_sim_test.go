@@ -74,7 +74,7 @@ func TestEngineAgainstSimulator(t *testing.T) {
 
 	recs, torn, err := ledger.Read(path)
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
+		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
 	}
 	fromLedger, fromListener := map[string]int{}, map[string]int{}
 	for _, r := range recs {

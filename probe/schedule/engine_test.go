@@ -216,10 +216,10 @@ func TestEngineShutdown(t *testing.T) {
 				t.Errorf("%d sink calls after Shutdown returned", late)
 			}
 			if err := h.engine.Apply(testConfig([]string{"t1"}, testProbe("p", 10, 100))); !errors.Is(err, errEngineStopped) {
-				t.Errorf("Apply after Shutdown: %v, want ErrEngineStopped", err)
+				t.Errorf("Apply after Shutdown: %v, want errEngineStopped", err)
 			}
 			if _, err := h.engine.ProbeOnce(context.Background(), "t1", "p"); !errors.Is(err, errEngineStopped) {
-				t.Errorf("ProbeOnce after Shutdown: %v, want ErrEngineStopped", err)
+				t.Errorf("ProbeOnce after Shutdown: %v, want errEngineStopped", err)
 			}
 			if err := h.engine.Shutdown(context.Background()); err != nil {
 				t.Errorf("second Shutdown: %v", err)

@@ -24,8 +24,8 @@ const (
 	matrixRate     = 10.0                    // requests/s of every pair, constant gaps
 	matrixTimeout  = 1500 * time.Millisecond // well above a loaded machine's scheduling delays, below the 3s faults
 	matrixDuration = 2 * time.Second
-	matrixMaxBody  = 256 << 10 // RequesterOptions.MaxBodyBytes
-	matrixMaxLine  = 64 << 10  // RequesterOptions.MaxLineBytes
+	matrixMaxBody  = 256 << 10 // client.Options.MaxBodyBytes
+	matrixMaxLine  = 64 << 10  // client.Options.MaxLineBytes
 )
 
 // faultCase is one target whose every request meets the same fault.

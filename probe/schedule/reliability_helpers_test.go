@@ -60,7 +60,7 @@ func stopAndReadLedger(t *testing.T, e *schedule.Engine, lg *ledger.Ledger, path
 	}
 	recs, torn, err := ledger.Read(path)
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
+		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
 	}
 	return recs
 }
