@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
+	"github.com/vllm-prober/vllm-prober/probe/stream/streamtest"
 )
 
 // vllmChatEvent is one streamed chat chunk exactly as vLLM sends it with
@@ -38,7 +39,7 @@ func BenchmarkStreamEvent(b *testing.B) {
 }
 
 func benchmarkStreamEvent(b *testing.B, decode func(c *stream.Chunk, data []byte) error) {
-	src := &loopReader{data: bytes.Repeat([]byte(vllmChatEvent), 64)}
+	src := streamtest.Loop(bytes.Repeat([]byte(vllmChatEvent), 64))
 	s := stream.NewReader(src, 0, time.Now)
 	var c stream.Chunk
 	m := &measurement{}
@@ -82,16 +83,4 @@ func BenchmarkRequestBody(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// loopReader serves the same stream again and again without allocating.
-type loopReader struct {
-	data []byte
-	off  int
-}
-
-func (l *loopReader) Read(p []byte) (int, error) {
-	n := copy(p, l.data[l.off:])
-	l.off = (l.off + n) % len(l.data)
-	return n, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe/stream/streamtest"
 )
 
 // piecesReader returns one piece per Read, to split events across reads.
@@ -122,23 +124,11 @@ func TestSSEReaderTimestamps(t *testing.T) {
 	}
 }
 
-// loopReader serves the same stream again and again without allocating.
-type loopReader struct {
-	data []byte
-	off  int
-}
-
-func (l *loopReader) Read(p []byte) (int, error) {
-	n := copy(p, l.data[l.off:])
-	l.off = (l.off + n) % len(l.data)
-	return n, nil
-}
-
 func BenchmarkSSE(b *testing.B) {
 	ev := `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
 		`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
 		`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
-	src := &loopReader{data: bytes.Repeat([]byte(ev), 64)}
+	src := streamtest.Loop(bytes.Repeat([]byte(ev), 64))
 	s := NewReader(src, 0, time.Now)
 	b.SetBytes(int64(len(ev)))
 	b.ReportAllocs()
@@ -153,7 +143,7 @@ func BenchmarkSSEAndDecode(b *testing.B) {
 	ev := `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
 		`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
 		`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
-	src := &loopReader{data: bytes.Repeat([]byte(ev), 64)}
+	src := streamtest.Loop(bytes.Repeat([]byte(ev), 64))
 	s := NewReader(src, 0, time.Now)
 	var c Chunk
 	b.SetBytes(int64(len(ev)))
