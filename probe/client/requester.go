@@ -1,7 +1,7 @@
 // Package client sends one probe request and measures it: it builds the
 // completions or chat body, streams the response, times TTFT, ITL, TPOT and
 // E2EL on the client side, and judges the answer into one Result
-// (docs/design.md, sections 5 and 6).
+// (docs/design.md, "Measurement (client side)").
 package client
 
 import (

@@ -1,7 +1,7 @@
 // Package ledger keeps the JSON Lines ledger: one record per finished
 // request, buffered and flushed at least every second, the file reopened
 // when it vanishes or is replaced, and read back for hand counts
-// (docs/design.md, section 7).
+// (docs/design.md, "Ledger").
 package ledger
 
 import (
