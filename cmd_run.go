@@ -15,7 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // daemonFlags are the flags of the daemon (`run`, the default command).
@@ -91,7 +91,7 @@ func checkConfig(path string) int {
 func checkWorkloads(cfg *config.Config) error {
 	var errs []error
 	for _, p := range cfg.Pairs() {
-		r, err := probe.NewRequester(p.Target, p.Probe, probe.RequesterOptions{Logger: promslog.NewNopLogger()})
+		r, err := client.New(p.Target, p.Probe, client.Options{Logger: promslog.NewNopLogger()})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("target %q, probe %q: %w", p.Key.Target, p.Key.Probe, err))
 			continue

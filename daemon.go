@@ -20,6 +20,10 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
+	"github.com/vllm-prober/vllm-prober/probe/history"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
@@ -28,13 +32,13 @@ type daemon struct {
 	logger  *slog.Logger
 	flags   *daemonFlags
 	safe    *config.SafeConfig
-	ledger  *probe.Ledger
-	history *probe.History
+	ledger  *ledger.Ledger
+	history *history.History
 	tracker *status.Tracker
 	coll    *collector.Collector
 	scraper *collector.ServerScraper
 	self    *collector.SelfMetrics
-	engine  *probe.Engine
+	engine  *schedule.Engine
 	reg     *prometheus.Registry
 
 	reloadMu sync.Mutex // serialises reloads from SIGHUP and HTTP
@@ -94,7 +98,7 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 	if hooks.started != nil {
 		hooks.started(d)
 	}
-	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes), "run_id", probe.RunID())
+	logger.Info("Probing started", "targets", len(safe.Get().Targets), "probes", len(safe.Get().Probes), "run_id", ledger.RunID())
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -144,16 +148,16 @@ func (d *daemon) reloader(ctx context.Context) chan<- struct{} {
 
 func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*daemon, error) {
 	cfg := safe.Get()
-	ledger, err := probe.OpenLedger(cfg.Global.Ledger, logger)
+	ledger, err := ledger.Open(cfg.Global.Ledger, logger)
 	if err != nil {
-		return nil, err // OpenLedger names the ledger
+		return nil, err // ledger.Open names the ledger
 	}
 	d := &daemon{
 		logger:  logger,
 		flags:   f,
 		safe:    safe,
 		ledger:  ledger,
-		history: probe.NewHistory(cfg.Global.HistoryLimit),
+		history: history.New(cfg.Global.HistoryLimit),
 		tracker: status.NewTracker(status.TrackerOptions{}),
 		coll:    collector.New(collector.Options{Logger: logger}),
 		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),
@@ -161,11 +165,11 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	}
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
-	d.engine = probe.NewEngine(probe.EngineOptions{
+	d.engine = schedule.NewEngine(schedule.EngineOptions{
 		Logger: logger,
 		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history, d.scraper},
-		NewRequester: func(t config.Target, p config.Probe) (probe.Sender, error) {
-			return probe.NewRequester(t, p, probe.RequesterOptions{Logger: logger, UserAgent: userAgent()})
+		NewRequester: func(t config.Target, p config.Probe) (schedule.Sender, error) {
+			return client.New(t, p, client.Options{Logger: logger, UserAgent: userAgent()})
 		},
 	})
 	d.reg = prometheus.NewRegistry()

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
@@ -132,16 +133,16 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, stdout)
 	}
 	out := string(stdout)
-	var ledger string
+	var ledgerPath string
 	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == "ledger:" {
-			ledger = f[1]
+			ledgerPath = f[1]
 		}
 	}
-	if ledger == "" {
+	if ledgerPath == "" {
 		t.Fatalf("demo printed no ledger path:\n%s", out)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(ledger)) })
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(ledgerPath)) })
 
 	_, final, ok := strings.Cut(out, "final, after every request ended")
 	if !ok {
@@ -169,7 +170,7 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 		acceptance[f[0]+"/"+f[1]] = f[len(f)-1]
 	}
 
-	recs, torn, err := probe.ReadLedger(ledger)
+	recs, torn, err := ledger.Read(ledgerPath)
 	if err != nil || torn != 0 {
 		t.Fatalf("ledger: %d torn, %v", torn, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -54,11 +54,11 @@ func relCounts(t *testing.T, d *daemontest.Proc) (offered, finished float64) {
 }
 
 // relSeqs reads the ledger and returns its seqs, sorted, and the torn count.
-func relSeqs(t *testing.T, path string) ([]probe.Record, []uint64, int) {
+func relSeqs(t *testing.T, path string) ([]ledger.Record, []uint64, int) {
 	t.Helper()
-	recs, torn, err := probe.ReadLedger(path)
+	recs, torn, err := ledger.Read(path)
 	if err != nil {
-		t.Fatalf("ReadLedger after the run: %v", err)
+		t.Fatalf("ledger.Read after the run: %v", err)
 	}
 	seqs := make([]uint64, 0, len(recs))
 	for _, r := range recs {

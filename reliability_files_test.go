@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // replaceFile swaps path for a FIFO or a symlink to /dev/zero.
@@ -209,9 +209,9 @@ func TestLedgerDirectoryDeletedWhileRunning(t *testing.T) {
 func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 	simURL := startSimulator(t)
 	dir := t.TempDir()
-	ledger := filepath.Join(dir, "ledger.jsonl")
+	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	cfgPath := filepath.Join(dir, "c.yml")
-	writeConfig(t, cfgPath, simURL, 10, ledger)
+	writeConfig(t, cfgPath, simURL, 10, ledgerPath)
 	runIDRE := regexp.MustCompile(`msg="Probing started".* run_id=([0-9a-f]{16})`)
 	var logged []string
 	for range 2 {
@@ -225,7 +225,7 @@ func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 			return m != nil
 		})
 		waitFor(t, "records of this run", func() bool {
-			recs, _, err := probe.ReadLedger(ledger)
+			recs, _, err := ledger.Read(ledgerPath)
 			n := 0
 			for _, r := range recs {
 				if r.RunID == id {
@@ -240,9 +240,9 @@ func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 	if logged[0] == logged[1] {
 		t.Fatalf("both runs logged run_id %s", logged[0])
 	}
-	recs, torn, err := probe.ReadLedger(ledger)
+	recs, torn, err := ledger.Read(ledgerPath)
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %v, %d torn", err, torn)
+		t.Fatalf("ledger.Read: %v, %d torn", err, torn)
 	}
 	seqs := map[string][]uint64{}
 	for _, r := range recs {

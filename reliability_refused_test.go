@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // TestRefusedConnectionIsConnect: a target nothing listens on, whose model
@@ -23,8 +24,8 @@ func TestRefusedConnectionIsConnect(t *testing.T) {
 	closed := "http://" + l.Addr().String()
 	l.Close()
 	dir := t.TempDir()
-	cfgPath, ledger := filepath.Join(dir, "c.yml"), filepath.Join(dir, "ledger.jsonl")
-	writeConfig(t, cfgPath, closed, 5, ledger) // no model: discovered
+	cfgPath, ledgerPath := filepath.Join(dir, "c.yml"), filepath.Join(dir, "ledger.jsonl")
+	writeConfig(t, cfgPath, closed, 5, ledgerPath) // no model: discovered
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	const connect = `vllm_probe_failures_total{probe="chat",reason="connect",target="sim"}`
@@ -39,7 +40,7 @@ func TestRefusedConnectionIsConnect(t *testing.T) {
 		t.Errorf("status page does not show reason connect:\n%s", page)
 	}
 	stopDaemon(t, d)
-	recs, _, err := probe.ReadLedger(ledger)
+	recs, _, err := ledger.Read(ledgerPath)
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("ledger: %d records, %v", len(recs), err)
 	}

@@ -13,7 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -191,11 +191,11 @@ func checkReloadStep(t *testing.T, i int, s reloadStep, err error, running *conf
 
 // checkReloadLedger: per pair the ledger seqs are 1..n, and for the pairs
 // never removed the counters equal the ledger per disposition.
-func checkReloadLedger(t *testing.T, d *daemon, ledger string) {
+func checkReloadLedger(t *testing.T, d *daemon, ledgerPath string) {
 	t.Helper()
-	recs, torn, err := probe.ReadLedger(ledger)
+	recs, torn, err := ledger.Read(ledgerPath)
 	if err != nil || torn != 0 {
-		t.Fatalf("ReadLedger: %d torn, %v", torn, err)
+		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
 	}
 	seqs, byDisp := map[string][]uint64{}, map[string]float64{}
 	for _, r := range recs {

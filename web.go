@@ -14,7 +14,8 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
@@ -103,7 +104,7 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 	}
 	recs := d.history.Recent(target, probeName, limit)
 	if recs == nil {
-		recs = []probe.Record{}
+		recs = []ledger.Record{}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": recs})
@@ -132,7 +133,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	res, err := d.engine.ProbeOnce(ctx, target, probeName)
 	if err != nil {
 		status := http.StatusInternalServerError
-		if errors.Is(err, probe.ErrUnknownPair) {
+		if errors.Is(err, schedule.ErrUnknownPair) {
 			status = http.StatusBadRequest
 		}
 		http.Error(w, err.Error(), status)

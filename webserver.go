@@ -47,7 +47,7 @@ var defaultWebLimits = webLimits{
 // The web server and the probes never share connections: the server has
 // its own listeners, bounded by maxConnections and the timeouts above,
 // while every (target, probe) pair sends through its own HTTP client and
-// transport (probe.NewRequester), each bounded by the probe's
+// transport (client.New), each bounded by the probe's
 // max_in_flight, and server scrapes use one client per target. So idle or
 // slow web clients cannot take more than maxConnections descriptors per
 // address from the probes, and a probe flood cannot take the web server's

@@ -29,6 +29,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // benchProbeName is the probe name bench runs write into results and the ledger.
@@ -92,9 +94,9 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		}
 	}
 	s.LedgerPath = o.LedgerPath
-	ledger, err := probe.OpenLedger(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
+	ledger, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
-		return nil, err // OpenLedger names the ledger
+		return nil, err // ledger.Open names the ledger
 	}
 	run := runPlanned(ctx, &o, req, ledger, env)
 	if err := ledger.Close(); err != nil {
@@ -121,7 +123,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 // benchPrompts loads the dataset file; the random dataset is the probe
 // package's random workload (nil prompts) and forces ignore_eos, as vLLM
 // does for openai-compatible backends.
-func benchPrompts(o *Options) ([]probe.Prompt, error) {
+func benchPrompts(o *Options) ([]client.Prompt, error) {
 	if o.DatasetName == datasetRandom {
 		o.IgnoreEOS = true
 		return nil, nil
@@ -145,7 +147,7 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 // prepare finds the model and runs vllm bench serve's ready check, so a
 // server that is down gives one clear error. It returns the Requester of
 // the run.
-func prepare(ctx context.Context, o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
+func prepare(ctx context.Context, o *Options, prompts []client.Prompt, env Env) (*client.Requester, error) {
 	ready, err := newRequester(o, prompts, env)
 	if err != nil {
 		return nil, err
@@ -218,7 +220,7 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 
 // runPlanned sends the warm-ups, then the planned requests with a
 // progress bar.
-func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger *probe.Ledger, env Env) *openloop.Run {
+func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger *ledger.Ledger, env Env) *openloop.Run {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
 		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: benchProbeName, Offsets: make([]time.Duration, o.NumWarmups),

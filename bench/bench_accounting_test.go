@@ -15,6 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -46,7 +47,7 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := probe.ReadLedger(o.LedgerPath)
+	recs, _, err := ledger.Read(o.LedgerPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -61,7 +62,7 @@ func TestBenchAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := probe.ReadLedger(out.Settings.LedgerPath)
+	recs, torn, err := ledger.Read(out.Settings.LedgerPath)
 	if err != nil || torn != 0 {
 		t.Fatalf("read ledger: %v (torn %d)", err, torn)
 	}
@@ -86,7 +87,7 @@ func TestBenchAgainstSimulator(t *testing.T) {
 
 // checkAgainstLedger recomputes the printed counts and sums from the
 // ledger records.
-func checkAgainstLedger(t *testing.T, text string, recs []probe.Record, out *Outcome) {
+func checkAgainstLedger(t *testing.T, text string, recs []ledger.Record, out *Outcome) {
 	completedN, in, outTok, ttftSum := 0, 0, 0, 0.0
 	disp := map[probe.Disposition]int{}
 	for _, r := range recs {

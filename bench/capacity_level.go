@@ -10,6 +10,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // levelOptions configures how newLevelFunc runs one repeat of a level.
@@ -32,7 +33,7 @@ type levelOptions struct {
 	Timeout     time.Duration
 	Seed        int64
 	Percentiles []float64 // the Dists' percentiles; include the pass rule's
-	Ledger      *probe.Ledger
+	Ledger      *ledger.Ledger
 	Now         func() time.Time
 	OnFinish    func(*probe.Result) // every request, warm-up included; may be nil
 	OnLedger    func(*probe.Result) // every request written to Ledger; may be nil

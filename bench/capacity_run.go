@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // CapacityOptions configures a capacity search. The workload is either a
@@ -98,9 +99,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	}
 	base := filepath.Join(o.OutputDir, "capacity-"+o.Stamp)
 	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
-	ledger, err := probe.OpenLedger(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
+	ledger, err := ledger.Open(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
-		return nil, err // OpenLedger names the ledger
+		return nil, err // ledger.Open names the ledger
 	}
 	header := capacity.Header{Target: target, Probe: probeName, Server: setup.server, Burstiness: setup.burstiness, Seed: o.Seed,
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,

@@ -10,6 +10,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // capacityPrompts is how many dataset prompts a flag-mode search cycles.
@@ -41,7 +42,7 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	if o.RuleFromProbe {
 		fillRule(&o.Rule, time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
 	}
-	req, err := probe.NewRequester(t, p, probe.RequesterOptions{Logger: env.Logger})
+	req, err := client.New(t, p, client.Options{Logger: env.Logger})
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}

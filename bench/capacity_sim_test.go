@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -88,7 +89,7 @@ func checkCapacityFiles(t *testing.T, out *CapacityOutcome, stdout string) {
 	if want := fmt.Sprintf("Ledger: %s (%d requests)\n", out.LedgerOf, lines); !strings.Contains(stdout, want) {
 		t.Errorf("output lacks %q", want)
 	}
-	recs, _, err := probe.ReadLedger(out.LedgerOf)
+	recs, _, err := ledger.Read(out.LedgerOf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := probe.ReadLedger(out.LedgerOf)
+	recs, _, err := ledger.Read(out.LedgerOf)
 	if err != nil {
 		t.Fatal(err)
 	}

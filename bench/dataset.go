@@ -8,23 +8,24 @@ import (
 	"strings"
 
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 // loadDataset reads n prompts from a dataset file: a ShareGPT JSON array,
 // or JSON Lines of {"prompt"}, {"messages"} or ShareGPT records (the probe
-// package's dataset format, parsed by probe.DecodeDataset). ShareGPT
+// package's dataset format, parsed by workload.DecodeDataset). ShareGPT
 // records use their first turn as the prompt and the word count of the
 // second as the output length; other records get outputLen. Entries are
 // shuffled with seed (as vLLM samples them) and reused when the file holds
 // fewer than n. Errors name the file and line.
-func loadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, error) {
+func loadDataset(path string, n, outputLen int, seed int64) ([]client.Prompt, error) {
 	data, err := fileread.Read(path, fileread.BenchDatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
-	var prompts []probe.Prompt
-	add := func(r *probe.DatasetRecord) error {
+	var prompts []client.Prompt
+	add := func(r *workload.DatasetRecord) error {
 		if p, ok := recordPrompt(r, outputLen); ok {
 			prompts = append(prompts, p)
 		}
@@ -33,7 +34,7 @@ func loadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, err
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
 		err = decodeShareGPT(trimmed, path, add)
 	} else {
-		err = probe.DecodeDataset(bytes.NewReader(data), path, add)
+		err = workload.DecodeDataset(bytes.NewReader(data), path, add)
 	}
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func loadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, err
 	}
 	s := uint64(seed)
 	rand.New(rand.NewPCG(s, s)).Shuffle(len(prompts), func(i, j int) { prompts[i], prompts[j] = prompts[j], prompts[i] })
-	out := make([]probe.Prompt, n)
+	out := make([]client.Prompt, n)
 	for i := range out {
 		out[i] = prompts[i%len(prompts)]
 	}
@@ -51,8 +52,8 @@ func loadDataset(path string, n, outputLen int, seed int64) ([]probe.Prompt, err
 }
 
 // decodeShareGPT reads a JSON array of records; errors name the entry.
-func decodeShareGPT(data []byte, path string, fn func(*probe.DatasetRecord) error) error {
-	var recs []probe.DatasetRecord
+func decodeShareGPT(data []byte, path string, fn func(*workload.DatasetRecord) error) error {
+	var recs []workload.DatasetRecord
 	if err := json.Unmarshal(data, &recs); err != nil {
 		return fmt.Errorf("%s: invalid ShareGPT JSON: %w", path, err)
 	}
@@ -69,15 +70,15 @@ func decodeShareGPT(data []byte, path string, fn func(*probe.DatasetRecord) erro
 
 // recordPrompt converts a checked record; ok is false for ShareGPT records
 // too short to use (vLLM skips them too).
-func recordPrompt(r *probe.DatasetRecord, outputLen int) (probe.Prompt, bool) {
+func recordPrompt(r *workload.DatasetRecord, outputLen int) (client.Prompt, bool) {
 	switch {
 	case r.Prompt != nil:
-		return probe.Prompt{Text: *r.Prompt, MaxTokens: outputLen}, true
+		return client.Prompt{Text: *r.Prompt, MaxTokens: outputLen}, true
 	case len(r.Messages) > 0:
-		return probe.Prompt{Messages: r.Messages, MaxTokens: outputLen}, true
+		return client.Prompt{Messages: r.Messages, MaxTokens: outputLen}, true
 	case len(r.Conversations) < 2:
-		return probe.Prompt{}, false
+		return client.Prompt{}, false
 	}
 	in, reply := r.Conversations[0].Value, len(strings.Fields(r.Conversations[1].Value))
-	return probe.Prompt{Text: in, MaxTokens: reply}, strings.TrimSpace(in) != "" && reply > 0
+	return client.Prompt{Text: in, MaxTokens: reply}, strings.TrimSpace(in) != "" && reply > 0
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 func TestLoadDataset(t *testing.T) {
@@ -30,16 +30,16 @@ func TestLoadDataset(t *testing.T) {
 		path    string
 		n       int
 		wantErr string
-		check   func(t *testing.T, ps []probe.Prompt)
+		check   func(t *testing.T, ps []client.Prompt)
 	}{
-		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []probe.Prompt) {
+		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []client.Prompt) {
 			for _, p := range ps {
 				if p.Text != "hello there" || p.MaxTokens != 3 {
 					t.Errorf("prompt %+v: want the first turn, output = reply words, the short record skipped", p)
 				}
 			}
 		}},
-		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []probe.Prompt) {
+		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []client.Prompt) {
 			if len(ps) != 2 || (ps[0].Text == "") == (ps[1].Text == "") || ps[0].MaxTokens != 64 {
 				t.Errorf("prompts %+v: want one prompt and one messages record, output length 64", ps)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/judge"
 )
 
 // parseBench parses args the way main does and returns the options.
@@ -178,7 +179,7 @@ func TestGoodputZero(t *testing.T) {
 			}
 			o := Options{Goodput: g}
 			res := &probe.Result{TTFT: tt.ttft, TPOT: tt.tpot, E2EL: tt.e2el}
-			probe.Judge(benchProbe(&o), nil, res)
+			judge.Request(benchProbe(&o), nil, res)
 			if judged := len(res.SLOViolations) == 0; judged != tt.good {
 				t.Errorf("the judge's SLO violations %v, want good=%v", res.SLOViolations, tt.good)
 			}

@@ -10,17 +10,17 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // newRequester returns the probe package's Requester set up as vllm bench
-// serve: its payload and timing definitions (probe.TimingVLLMBench), the
+// serve: its payload and timing definitions (client.TimingVLLMBench), the
 // endpoint, the bearer token, X-Request-Id bench-<8 hex>-<i>, and either
 // the random workload of the flags (prompts nil) or the dataset's prompts,
 // request i sending prompts[i-1].
-func newRequester(o *Options, prompts []probe.Prompt, env Env) (*probe.Requester, error) {
-	return probe.NewRequester(benchTarget(o), benchProbe(o), probe.RequesterOptions{Logger: env.Logger, Now: env.Now,
-		Timing: probe.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts,
+func newRequester(o *Options, prompts []client.Prompt, env Env) (*client.Requester, error) {
+	return client.New(benchTarget(o), benchProbe(o), client.Options{Logger: env.Logger, Now: env.Now,
+		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts,
 		MaxBodyBytes: maxBenchBody})
 }
 
@@ -65,7 +65,7 @@ func requestIDPrefix() string {
 
 // discoverModel fills o.Model from the requester (the first id of the
 // server's /v1/models) when the flags named none.
-func discoverModel(ctx context.Context, o *Options, r *probe.Requester) error {
+func discoverModel(ctx context.Context, o *Options, r *client.Requester) error {
 	if o.Model != "" {
 		return nil
 	}

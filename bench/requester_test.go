@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // seen is what a test server received.
@@ -54,7 +55,7 @@ func TestBenchRequester(t *testing.T) {
 		name     string
 		backend  string
 		endpoint string
-		prompts  []probe.Prompt
+		prompts  []client.Prompt
 		check    func(t *testing.T, b map[string]any)
 	}{
 		{name: "random completions as token ids", backend: backendOpenAI, endpoint: "/v1/completions",
@@ -72,7 +73,7 @@ func TestBenchRequester(t *testing.T) {
 				}
 			}},
 		{name: "dataset chat prompt as a content part", backend: backendOpenAIChat, endpoint: "/v1/chat/completions",
-			prompts: []probe.Prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
+			prompts: []client.Prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
 			check: func(t *testing.T, b map[string]any) {
 				want := "[map[content:[map[text:y type:text]] role:user]]"
 				if got := fmt.Sprint(b["messages"]); got != want || b["max_completion_tokens"] != 5.0 {

@@ -39,7 +39,7 @@ type SelfMetrics struct {
 var _ prometheus.Collector = (*SelfMetrics)(nil)
 
 // NewSelfMetrics returns the self metrics. ledgerWriteErrors is read at
-// every scrape (for example (*probe.Ledger).WriteErrors); nil reports 0. The
+// every scrape (for example (*ledger.Ledger).WriteErrors); nil reports 0. The
 // reload gauges start at 0 until SetReload is called.
 func NewSelfMetrics(ledgerWriteErrors func() float64) *SelfMetrics {
 	if ledgerWriteErrors == nil {

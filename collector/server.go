@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // Server scrape metric names and help texts.
@@ -57,7 +58,7 @@ type ScraperOptions struct {
 	MaxSeriesPerTarget int
 	// MaxBodyBytes bounds one /metrics response; 0 = DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// UserAgent is sent with every request; "" = probe.DefaultUserAgent.
+	// UserAgent is sent with every request; "" = client.DefaultUserAgent.
 	UserAgent string
 }
 
@@ -153,7 +154,7 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.UserAgent == "" {
-		o.UserAgent = probe.DefaultUserAgent
+		o.UserAgent = client.DefaultUserAgent
 	}
 	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, settings: settingsOf(config.ServerMetrics{}),
 		pairs: map[string]map[string]bool{}, loops: map[string]*targetLoop{}}

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // acceptHeader asks for the classic text format. It deliberately does not
@@ -28,7 +28,7 @@ import (
 // protobuf anyway is still parsed, by its Content-Type.
 const acceptHeader = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
 
-// maxInfoBytes bounds the /version body (probe.FetchModel bounds
+// maxInfoBytes bounds the /version body (client.FetchModel bounds
 // /v1/models alike).
 const maxInfoBytes = 1 << 20
 
@@ -172,13 +172,13 @@ func decodeOpenMetrics(ctx context.Context, body []byte, format expfmt.Format, b
 	}
 }
 
-// fetchModel returns the first model id of /v1/models (probe.FetchModel,
+// fetchModel returns the first model id of /v1/models (client.FetchModel,
 // bounded by the scrape timeout), or "" (the error is logged at debug:
 // model discovery is best effort here).
-func (s *ServerScraper) fetchModel(ctx context.Context, client *http.Client, cfg loopConfig) string {
+func (s *ServerScraper) fetchModel(ctx context.Context, hc *http.Client, cfg loopConfig) string {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	model, err := probe.FetchModel(ctx, client, cfg.target.URL)
+	model, err := client.FetchModel(ctx, hc, cfg.target.URL)
 	if err != nil {
 		s.logger.Debug("model discovery failed", "target", cfg.target.Name, "err", err)
 		return ""

@@ -160,7 +160,7 @@ type Quality struct {
 	JSONSchema string `yaml:"json_schema"`
 	// Schema is JSONSchema compiled once when the config was loaded, so a
 	// reload reads an edited schema file and nothing outlives the config;
-	// nil for a Probe built in code (probe.NewRequester compiles it then).
+	// nil for a Probe built in code (client.New compiles it then).
 	Schema *jsonschema.Schema `yaml:"-"`
 	// JSON requires the generated text to be valid JSON.
 	JSON bool `yaml:"json"`

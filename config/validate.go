@@ -124,7 +124,7 @@ func checkBaseURL(s string) (string, string) {
 }
 
 // apiPaths are the paths the prober appends to a target's URL (see
-// probe/requester.go and probe/discovery.go), then the /v1 prefix they
+// probe/client/requester.go and probe/client/discovery.go), then the /v1 prefix they
 // share: a URL ending in one of them is an OpenAI client's base_url or a
 // request URL, and every request would go to /v1/v1/....
 var apiPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1"}

@@ -39,7 +39,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.request(&p.Request, path+".request")
 	v.workload(p, path+".workload")
 	if r := p.Workload.Random; r != nil && v.p.Written(path+".request.max_tokens") {
-		// probe/workload_random.go draws every request's limit around
+		// probe/workload/random.go draws every request's limit around
 		// output_tokens, so max_tokens would be silently unused.
 		v.p.Fail(path+".request.max_tokens", "is not used with a random workload, whose output_tokens (%d) sets each request's limit: remove it, got %d", r.OutputTokens, p.Request.MaxTokens)
 	}

@@ -1,10 +1,19 @@
-// Package probe sends open-loop streaming requests to OpenAI-compatible
-// servers, measures what a client sees, judges every request against its
-// probe's contract and records one disposition per offered request.
+// Package probe holds the vocabulary every part of the prober shares: the
+// Result of one offered request, its one Disposition and reason, the SLO,
+// check and phase names, and the Sink that hears the life of every pair.
+// The work is done in its subpackages, one job each:
 //
-// It never touches Prometheus types: its Engine reports the life of every
-// pair and the facts of every request to Sinks (the collector, the status
-// tracker, the ledger and the history).
+//   - schedule runs one open-loop loop per (target, probe) pair and tells
+//     the sinks what started, stopped, was offered and finished;
+//   - client sends one request, measures it and judges it;
+//   - stream reads the server-sent event stream and decodes its chunks;
+//   - workload hands out what each request sends;
+//   - judge turns the measured facts into the disposition;
+//   - ledger writes and reads the JSON Lines ledger;
+//   - history keeps the recent records in memory.
+//
+// None of them touches Prometheus types: the collector, the status
+// tracker, the ledger and the history are sinks of the schedule engine.
 package probe
 
 import (

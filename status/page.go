@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 //go:embed page.html
@@ -36,7 +36,7 @@ type Page struct {
 	Window    time.Duration // the span of the windowed columns
 	Targets   []TargetState
 	Pairs     []PairStats
-	Failures  []probe.Record
+	Failures  []ledger.Record
 	LedgerOK  bool
 	LedgerErr uint64
 	// LedgerReopens counts the ledger file found deleted or replaced and

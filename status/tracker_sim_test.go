@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/status"
 )
@@ -63,7 +64,7 @@ func TestTrackerUnderOverload(t *testing.T) {
 	}
 	tr := status.NewTracker(status.TrackerOptions{Window: time.Hour})
 	log := &resultLog{}
-	e := probe.NewEngine(probe.EngineOptions{Sinks: []probe.Sink{tr, log}, Grace: 20 * time.Millisecond})
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{tr, log}, Grace: 20 * time.Millisecond})
 	if err := e.Apply(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,11 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // Sender sends one offered request and fills its Result, disposition
-// included. *probe.Requester satisfies it.
+// included. *client.Requester satisfies it.
 type Sender interface {
 	Do(ctx context.Context, res *probe.Result)
 	Close()
@@ -48,7 +49,7 @@ type Options struct {
 	// recorded in the Run, where the latency views count a client
 	// timeout at it.
 	Timeout  time.Duration
-	Ledger   *probe.Ledger                                    // nil = none
+	Ledger   *ledger.Ledger                                   // nil = none
 	OnFinish func(r *probe.Result)                            // called once per offered request; may be nil
 	Now      func() time.Time                                 // nil = time.Now
 	Sleep    func(ctx context.Context, d time.Duration) error // nil = a real timer

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 )
 
 // Schedule returns the planned send offsets, from the start of a run, of n
@@ -14,7 +14,7 @@ import (
 // are summed into offsets, and the offsets are rescaled so the last one is
 // exactly n/rate. An infinite rate sends everything at offset 0; an
 // infinite burstiness gives constant gaps of 1/rate. The gaps come from
-// probe.NewArrivals, so the same seed gives the same schedule.
+// schedule.NewArrivals, so the same seed gives the same schedule.
 func Schedule(n int, rate, burstiness float64, seed int64) []time.Duration {
 	if n <= 0 {
 		return nil
@@ -23,7 +23,7 @@ func Schedule(n int, rate, burstiness float64, seed int64) []time.Duration {
 	if math.IsInf(rate, 1) || !(rate > 0) {
 		return out
 	}
-	arr := probe.NewArrivals(rate, burstiness, seed)
+	arr := schedule.NewArrivals(rate, burstiness, seed)
 	sums := make([]float64, n)
 	total := 0.0
 	for i := range sums {

@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -90,7 +91,7 @@ type load struct {
 	outputTokens int
 	duration     time.Duration
 	// newSender replaces the real request path when set.
-	newSender func(config.Target, config.Probe) (probe.Sender, error)
+	newSender func(config.Target, config.Probe) (schedule.Sender, error)
 	// sleep replaces the engine's wait when set.
 	sleep func(context.Context, time.Duration) error
 }
@@ -99,7 +100,7 @@ type load struct {
 // requests have ended.
 func (l load) run(ctx context.Context) (offered int, results []*probe.Result, err error) {
 	c := &collector{}
-	e := probe.NewEngine(probe.EngineOptions{Sinks: []probe.Sink{c}, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{c}, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
 	p := config.Probe{
 		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
 		MaxInFlight: 1 << 16, Timeout: model.Duration(10 * time.Second),

@@ -7,6 +7,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -58,7 +59,7 @@ func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResul
 	out.Lag = Summarize(lags)
 	out.Achieved = float64(len(lags)) / d.Seconds()
 
-	noop := func(config.Target, config.Probe) (probe.Sender, error) { return stampSender{}, nil }
+	noop := func(config.Target, config.Probe) (schedule.Sender, error) { return stampSender{}, nil }
 	for _, c := range []struct {
 		sleep func(context.Context, time.Duration) error
 		dst   *Stats

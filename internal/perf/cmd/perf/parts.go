@@ -129,7 +129,7 @@ func runScrape(ctx context.Context, o options) ([]row, error) {
 func runHotPaths(ctx context.Context, o options) ([]row, error) {
 	var rows []row
 	for _, pkg := range []struct{ pattern, dir string }{
-		{"^Benchmark(SSE|SSEAndDecode|StreamEvent|Judge|LedgerWrite|RequestBody|SleepPrecise)$", "./probe/"},
+		{"^Benchmark(SSE|SSEAndDecode|StreamEvent|Judge|LedgerWrite|RequestBody|SleepPrecise)$", "./probe/..."},
 		{"^BenchmarkFinished$", "./collector/"},
 	} {
 		res, _, err := perf.RunGoBench(ctx, o.moduleDir, pkg.pattern, nil, pkg.dir)

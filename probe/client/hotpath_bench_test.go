@@ -1,0 +1,86 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
+	"github.com/vllm-prober/vllm-prober/probe/stream/streamtest"
+)
+
+// vllmChatEvent is one streamed chat chunk exactly as vLLM sends it with
+// continuous usage stats: the common event of every probe.
+const vllmChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
+	`"choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
+	`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
+
+// BenchmarkStreamEvent measures the whole per-event client path: parse the
+// SSE event, decode the chunk and apply it to the measurement, as
+// readStream does (the measurement is reset every 64 events, a typical
+// stream, so its slices stay bounded). "json" decodes with encoding/json
+// alone, the baseline of the fast scanner, in the same run.
+func BenchmarkStreamEvent(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		decode func(c *stream.Chunk, data []byte) error
+	}{
+		{"scan", (*stream.Chunk).Decode},
+		{"json", func(c *stream.Chunk, data []byte) error {
+			*c = stream.Chunk{Choices: c.Choices[:0]}
+			return json.Unmarshal(data, c)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchmarkStreamEvent(b, bc.decode) })
+	}
+}
+
+func benchmarkStreamEvent(b *testing.B, decode func(c *stream.Chunk, data []byte) error) {
+	src := streamtest.Loop(bytes.Repeat([]byte(vllmChatEvent), 64))
+	s := stream.NewReader(src, 0, time.Now)
+	var c stream.Chunk
+	m := &measurement{}
+	usage, n := 0, 0
+	b.SetBytes(int64(len(vllmChatEvent)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, err := s.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := decode(&c, ev.Data); err != nil {
+			b.Fatal(err)
+		}
+		// Continuous usage counts up within a stream.
+		usage++
+		c.Usage.CompletionTokens = usage
+		m.observe(&c, ev.At)
+		if n++; n == 64 {
+			m, usage, n = &measurement{}, 0, 0
+		}
+	}
+}
+
+// BenchmarkRequestBody measures what a request costs before it is sent:
+// the next workload item (a random 128-token completions prompt) and the
+// JSON body.
+func BenchmarkRequestBody(b *testing.B) {
+	p := config.Probe{Name: "p", API: config.APICompletions, Request: config.Request{MaxTokens: 64},
+		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 128, OutputTokens: 64, Seed: 1}}}
+	r, err := New(config.Target{Name: "t", URL: "http://127.0.0.1:1", Model: "m"}, p, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		item := r.work.Next(ctx, "m")
+		if _, err := r.requestBody("m", item); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,30 @@
+package client
+
+import (
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
+)
+
+// Prompt is one request's input chosen by the caller instead of the probe's
+// workload (Options.Prompts), as bench pairs its dataset's prompts
+// with its requests.
+type Prompt struct {
+	// Text is the completions prompt, or the chat user message when
+	// Messages is empty.
+	Text string
+	// Messages is sent as is by chat requests; completions join their
+	// contents as workload.ItemFor does.
+	Messages []config.Message
+	// MaxTokens is max_tokens (completions) or max_completion_tokens
+	// (chat); 0 = the probe's request.max_tokens.
+	MaxTokens int
+}
+
+// item converts the prompt for probe p.
+func (pr Prompt) item(p config.Probe) workload.Item {
+	it := workload.ItemFor(p, pr.Text, pr.Messages)
+	if pr.MaxTokens > 0 {
+		it.MaxTokens = pr.MaxTokens
+	}
+	return it
+}

@@ -1,0 +1,253 @@
+// Package client sends one probe request and measures it: it builds the
+// completions or chat body, streams the response, times TTFT, ITL, TPOT and
+// E2EL on the client side, and judges the answer into one Result
+// (docs/design.md, "Measurement (client side)").
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/judge"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
+)
+
+// DefaultUserAgent is sent when Options.UserAgent is empty.
+const DefaultUserAgent = "vllm-prober"
+
+// Options tunes a Requester; the zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// MaxBodyBytes bounds one response body; 0 = defaultMaxBodyBytes.
+	// Past it the request ends server_failure/protocol.
+	MaxBodyBytes int64
+	// MaxLineBytes bounds one SSE line (and one event's data); 0 =
+	// DefaultMaxLineBytes. Past it: server_failure/protocol.
+	MaxLineBytes int
+	UserAgent    string
+	// Now is the clock; nil = time.Now. Its monotonic readings are what
+	// is measured.
+	Now func() time.Time
+	// Timing selects the measurement definitions and payload; the zero
+	// value is the prober's own (TimingProbe).
+	Timing Timing
+	// Endpoint is the path requests are posted to, appended to the
+	// target URL; "" = /v1/completions or /v1/chat/completions by the
+	// probe's API.
+	Endpoint string
+	// RequestIDPrefix, when set, makes a request's X-Request-Id this
+	// prefix followed by Seq-1, as vllm bench serve numbers its requests.
+	RequestIDPrefix string
+	// Prompts, when not empty, replaces the probe's workload: request Seq
+	// n sends Prompts[(n-1) mod len(Prompts)].
+	Prompts []Prompt
+}
+
+// Requester sends, times, parses and judges the requests of one (target,
+// probe) pair. It is safe for concurrent use.
+type Requester struct {
+	target  config.Target
+	probe   config.Probe // Quality.Model defaults to the target's model
+	opts    Options
+	client  *http.Client
+	url     string // the endpoint requests are posted to
+	base    string // the target URL without a trailing slash
+	timeout time.Duration
+	models  *modelSource
+	work    workload.Source
+	prompts []workload.Item // from Options.Prompts; replaces work
+}
+
+// errProbeTimeout is the cause of a request context that hit the probe's
+// own timeout.
+var errProbeTimeout = errors.New("probe timeout")
+
+// New prepares the requests of probe p against target t: it builds
+// the HTTP client from t.HTTPClientConfig, loads the workload (dataset
+// errors name file and line) and compiles the JSON schema of the quality
+// checks.
+func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Logger = o.Logger.With("target", t.Name, "probe", p.Name)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = stream.DefaultMaxLineBytes
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	client, err := config.NewHTTPClient(t.HTTPClientConfig, "vllm_prober_"+t.Name,
+		promconfig.WithUserAgent(o.UserAgent))
+	if err != nil {
+		return nil, fmt.Errorf("http client of target %q: %w", t.Name, err)
+	}
+	r := &Requester{target: t, probe: p, opts: o, client: client, timeout: time.Duration(p.Timeout)}
+	if r.timeout <= 0 {
+		r.timeout = time.Duration(config.DefaultProbe.Timeout)
+	}
+	if r.probe.Quality.Model == "" {
+		r.probe.Quality.Model = t.Model
+	}
+	r.base = strings.TrimRight(t.URL, "/")
+	r.url = r.base + "/v1/completions"
+	if p.API == config.APIChat {
+		r.url = r.base + "/v1/chat/completions"
+	}
+	if o.Endpoint != "" {
+		r.url = r.base + "/" + strings.TrimLeft(o.Endpoint, "/")
+	}
+	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
+	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
+		if r.probe.Quality.Schema, err = judge.CompileSchema(p.Quality.JSONSchema); err != nil {
+			client.CloseIdleConnections()
+			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
+		}
+	}
+	for _, pr := range o.Prompts {
+		r.prompts = append(r.prompts, pr.item(r.probe))
+	}
+	if len(r.prompts) == 0 {
+		r.work, err = workload.New(p, r.countTokens)
+	}
+	if err != nil {
+		client.CloseIdleConnections()
+		return nil, fmt.Errorf("probe %q workload: %w", p.Name, err)
+	}
+	return r, nil
+}
+
+// countTokens asks the target's tokenizer, for chat prompt calibration.
+func (r *Requester) countTokens(ctx context.Context, model, text string) (int, error) {
+	n, err := countTokens(ctx, r.client, r.base, model, text)
+	if err != nil {
+		r.opts.Logger.Info("tokenizer unavailable, estimating one token per word", "err", err)
+	}
+	return n, err
+}
+
+// Model returns the model requests name: the target's, or the first id of
+// the target's GET /v1/models, discovered on first use.
+func (r *Requester) Model(ctx context.Context) (string, error) {
+	return r.models.get(ctx)
+}
+
+// Close closes idle connections.
+func (r *Requester) Close() {
+	r.client.CloseIdleConnections()
+}
+
+// Do sends one request and fills res. The caller sets res.Seq, Target,
+// Probe and Scheduled; Do fills everything else: RequestID (when empty),
+// Sent, Lag, the measurement and the judged disposition. When ctx ends with
+// cause ErrShutdown or ErrRemoved the request is cancelled with reason
+// shutdown or removed; the probe's timeout gives client_timeout/timeout.
+// It never blocks past the probe timeout.
+func (r *Requester) Do(ctx context.Context, res *probe.Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.opts.Logger.Error("request failed unexpectedly", "err", fmt.Sprint(v))
+			res.Disposition, res.Reason, res.Error = probe.ServerFailure, probe.ReasonProtocol, "internal error handling the response"
+		}
+	}()
+	if res.RequestID == "" {
+		res.RequestID = r.requestID(res.Seq)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
+	defer cancel()
+	var item workload.Item
+	model, err := r.models.get(ctx)
+	if err != nil {
+		r.discoveryFailed(ctx, res, err)
+	} else {
+		item = r.nextItem(ctx, model, res.Seq)
+		if !endedByContext(ctx, res) {
+			r.send(ctx, res, model, item)
+		}
+	}
+	if !res.Sent.IsZero() {
+		res.Elapsed = r.opts.Now().Sub(res.Sent)
+	}
+	p := r.probe
+	if p.Quality.Model == "" {
+		// Expect the model the request named, discovered or configured:
+		// a server answering as another model is a quality failure.
+		p.Quality.Model = model
+	}
+	judge.Request(p, item.Expect, res)
+	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
+		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
+}
+
+// discoveryFailed records a request that could not learn the model. A
+// target that does not answer at all fails as it would have on the
+// request itself (connect, dns, tls); model_discovery is for a server
+// that answered /v1/models without a usable model.
+func (r *Requester) discoveryFailed(ctx context.Context, res *probe.Result, err error) {
+	var te *transportError
+	if errors.As(err, &te) {
+		classifyTransportError(ctx, res, te.err, &phaseTrace{})
+		return
+	}
+	if !endedByContext(ctx, res) {
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonModelDiscovery
+		res.Error = truncate(err.Error(), maxErrorLen)
+	}
+}
+
+// nextItem returns what request seq sends: the caller's prompt for it, or the
+// workload's next item.
+func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) workload.Item {
+	if n := uint64(len(r.prompts)); n > 0 {
+		return r.prompts[(seq+n-1)%n]
+	}
+	return r.work.Next(ctx, model)
+}
+
+// requestID makes the X-Request-Id of a request: readable, and unique
+// across restarts thanks to the random suffix; or vLLM's numbering after
+// RequestIDPrefix.
+func (r *Requester) requestID(seq uint64) string {
+	if r.opts.RequestIDPrefix != "" {
+		return r.opts.RequestIDPrefix + strconv.FormatUint(seq-1, 10)
+	}
+	return fmt.Sprintf("%s-%s-%d-%08x", r.target.Name, r.probe.Name, seq, rand.Uint32())
+}
+
+// endedByContext sets the cancelled or client_timeout disposition when ctx
+// has ended, and reports whether it had.
+func endedByContext(ctx context.Context, res *probe.Result) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, probe.ErrShutdown):
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonShutdown
+	case errors.Is(cause, probe.ErrRemoved):
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonRemoved
+	case errors.Is(cause, errProbeTimeout), errors.Is(cause, context.DeadlineExceeded):
+		res.Disposition, res.Reason = probe.ClientTimeout, probe.ReasonTimeout
+	default:
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonShutdown
+	}
+	res.Error = truncate(context.Cause(ctx).Error(), maxErrorLen)
+	return true
+}

@@ -1,0 +1,241 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/stream"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
+)
+
+// maxErrorBody bounds how much of a non-200 body is read for its message.
+const maxErrorBody = 64 << 10
+
+// maxDrain bounds what is read after [DONE] so the connection can be
+// reused.
+const maxDrain = 64 << 10
+
+// send writes the request, reads the stream and records the measurement
+// and any failure in res (the judge runs afterwards).
+func (r *Requester) send(ctx context.Context, res *probe.Result, model string, item workload.Item) {
+	body, err := r.requestBody(model, item)
+	if err != nil {
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+		res.Error = truncate(err.Error(), maxErrorLen)
+		return
+	}
+	tr := &phaseTrace{now: r.opts.Now}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()),
+		http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonConnect
+		res.Error = truncate(unwrapURLError(err).Error(), maxErrorLen)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("X-Request-Id", res.RequestID)
+
+	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing}
+	res.Sent = m.start
+	if !res.Scheduled.IsZero() {
+		res.Lag = res.Sent.Sub(res.Scheduled)
+	}
+	resp, err := r.client.Do(req)
+	m.headers = r.opts.Now()
+	tr.fill(res, m.headers, err == nil)
+	if err != nil {
+		classifyTransportError(ctx, res, err, tr)
+		return
+	}
+	defer resp.Body.Close()
+	res.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		r.httpError(ctx, res, resp, model)
+		return
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+		res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
+		return
+	}
+	r.readStream(ctx, res, resp.Body, m, item)
+}
+
+// requestBody renders the JSON body. request.extra is merged in; it may
+// override sampling fields but never the ones the measurement relies on.
+func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) {
+	rq := r.probe.Request
+	vllm := r.opts.Timing == TimingVLLMBench
+	b := make(map[string]any, 8+len(rq.Extra))
+	if !vllm {
+		b["temperature"] = rq.Temperature
+	} else if r.probe.API != config.APIChat {
+		b["repetition_penalty"] = 1.0
+	}
+	if rq.IgnoreEOS {
+		b["ignore_eos"] = true
+	}
+	if r.probe.API == config.APIChat {
+		// vLLM honours max_completion_tokens; max_tokens is deprecated.
+		b["max_completion_tokens"] = it.MaxTokens
+	} else {
+		b["max_tokens"] = it.MaxTokens
+	}
+	for k, v := range rq.Extra {
+		b[k] = v
+	}
+	b["model"] = model
+	b["stream"] = true
+	b["stream_options"] = map[string]bool{"include_usage": true, "continuous_usage_stats": true}
+	if vllm {
+		b["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	switch {
+	case r.probe.API == config.APIChat && vllm:
+		b["messages"] = vllmMessages(it.Messages)
+	case r.probe.API == config.APIChat:
+		b["messages"] = it.Messages
+	default:
+		b["prompt"] = it.Prompt
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode request body: %w", err)
+	}
+	return out, nil
+}
+
+// httpError records a non-200 answer with the server's error message.
+func (r *Requester) httpError(ctx context.Context, res *probe.Result, resp *http.Response, model string) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, min(maxErrorBody, r.opts.MaxBodyBytes)))
+	res.Disposition = probe.ServerFailure
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests:
+		res.Reason = probe.ReasonHTTP429
+	case code >= 400 && code < 500:
+		res.Reason = probe.ReasonHTTP4xx
+	case code >= 500:
+		res.Reason = probe.ReasonHTTP5xx
+	case code >= 300 && code < 400:
+		res.Reason = probe.ReasonRedirect
+	default:
+		res.Reason = probe.ReasonProtocol
+	}
+	msg := bodyErrorMessage(b)
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	res.Error = truncate(fmt.Sprintf("http %d: %s", resp.StatusCode, msg), maxErrorLen)
+	if resp.StatusCode == http.StatusNotFound {
+		// The server may have been restarted with another model.
+		r.models.forget(model)
+	}
+}
+
+// readStream parses the event stream into the measurement and res.
+func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.Reader, m *measurement, item workload.Item) {
+	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
+	sr := stream.NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
+	var c stream.Chunk
+	done := false
+	for !done {
+		ev, err := sr.Next()
+		if err != nil {
+			classifyStreamError(ctx, res, err)
+			break
+		}
+		if ev.Done {
+			done = true
+			break
+		}
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue
+		}
+		if err := c.Decode(ev.Data); err != nil {
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+			res.Error = truncate(err.Error(), maxErrorLen)
+			break
+		}
+		if c.HasError() {
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonStreamError
+			res.Error = errorMessage(c.Error)
+			break
+		}
+		m.observe(&c, ev.At)
+	}
+	m.fill(res, done, item.PromptTokens)
+	m.failNoChoices(res, done)
+	if done {
+		_, _ = io.CopyN(io.Discard, lb, maxDrain)
+	}
+}
+
+// classifyStreamError records why reading the body failed.
+func classifyStreamError(ctx context.Context, res *probe.Result, err error) {
+	if endedByContext(ctx, res) {
+		return
+	}
+	res.Disposition = probe.ServerFailure
+	switch {
+	case errors.Is(err, stream.ErrLineTooLong), errors.Is(err, errBodyTooLong), errors.Is(err, io.ErrNoProgress):
+		res.Reason = probe.ReasonProtocol
+	case errors.Is(err, io.EOF):
+		res.Reason = probe.ReasonNoDone
+		err = errors.New("stream ended without [DONE]")
+	default:
+		res.Reason = probe.ReasonDisconnect
+	}
+	res.Error = truncate(err.Error(), maxErrorLen)
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text repeats the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// defaultMaxBodyBytes is the default bound of one response body.
+const defaultMaxBodyBytes = 16 << 20
+
+// errBodyTooLong makes a response malformed: its body is longer than the
+// bound.
+var errBodyTooLong = errors.New("response body longer than the limit")
+
+// limitedBody bounds a response body: reading past max bytes fails with
+// errBodyTooLong rather than truncating silently.
+type limitedBody struct {
+	r io.Reader
+	n int64 // bytes left
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		// One more byte tells a body of exactly max bytes from a longer one.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errBodyTooLong
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}

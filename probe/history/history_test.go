@@ -1,0 +1,161 @@
+package history
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
+)
+
+// testEpoch is when every test request was scheduled.
+var testEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func histResult(target, probeName string, seq int, d probe.Disposition) *probe.Result {
+	return &probe.Result{Seq: uint64(seq), Target: target, Probe: probeName, Scheduled: testEpoch, Disposition: d, Text: "out"}
+}
+
+func recSeqs(recs []ledger.Record) []uint64 {
+	out := make([]uint64, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.Seq)
+	}
+	return out
+}
+
+func TestHistory(t *testing.T) {
+	h := New(5)
+	// a/x: seq 1..12, failures at 2 and 3 (aged out of the ring of 5) and 11.
+	for seq := 1; seq <= 12; seq++ {
+		d := probe.Accepted
+		if seq == 2 || seq == 3 || seq == 11 {
+			d = probe.ServerFailure
+		}
+		h.Add(histResult("a", "x", seq, d))
+		if seq == 6 || seq == 10 {
+			h.Add(histResult("b", "y", 100+seq, probe.QualityFailure))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		got  []ledger.Record
+		want []uint64
+	}{
+		{"recent ring keeps the last limit, newest first", h.Recent("a", "x", 0), []uint64{12, 11, 10, 9, 8}},
+		{"recent limited", h.Recent("a", "x", 2), []uint64{12, 11}},
+		{"failures outlive the ring", h.LastFailures("a", "x", 0), []uint64{11, 3, 2}},
+		{"failures limited", h.LastFailures("a", "x", 1), []uint64{11}},
+		{"any pair merges newest first", h.Recent("", "", 4), []uint64{12, 11, 110, 10}},
+		{"any target of one probe", h.Recent("", "y", 0), []uint64{110, 106}},
+		{"any probe of one target", h.LastFailures("b", "", 0), []uint64{110, 106}},
+		{"all failures", h.LastFailures("", "", 0), []uint64{11, 110, 106, 3, 2}},
+		{"unknown pair", h.Recent("a", "y", 0), []uint64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recSeqs(tc.got); !slices.Equal(got, tc.want) {
+				t.Errorf("seqs %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("text only for failures", func(t *testing.T) {
+		for _, r := range h.Recent("a", "x", 0) {
+			if (r.Text != nil) != (r.Disposition != probe.Accepted) {
+				t.Errorf("seq %d (%s): text %v", r.Seq, r.Disposition, r.Text)
+			}
+		}
+	})
+	t.Run("stopping a pair drops it", func(t *testing.T) {
+		h.PairStopped(config.PairKey{Target: "b", Probe: "y"})
+		if got := h.Recent("b", "y", 0); len(got) != 0 {
+			t.Errorf("%d records after PairStopped", len(got))
+		}
+	})
+}
+
+func TestHistoryFailuresBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  int
+	}{
+		{"small limit", 3, 3},
+		{"capped", 500, maxKeptFailures},
+		{"default limit", 0, maxKeptFailures},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := New(tc.limit)
+			for seq := 1; seq <= 600; seq++ {
+				h.Add(histResult("t", "p", seq, probe.ClientTimeout))
+			}
+			got := h.LastFailures("t", "p", 0)
+			if len(got) != tc.want || got[0].Seq != 600 {
+				t.Errorf("%d failures kept, newest %d; want %d, newest 600", len(got), got[0].Seq, tc.want)
+			}
+		})
+	}
+}
+
+func TestHistoryTextCut(t *testing.T) {
+	h := New(1)
+	r := histResult("t", "p", 1, probe.QualityFailure)
+	r.Text = strings.Repeat("é", historyTextBytes) // 2 bytes each
+	h.Add(r)
+	text := *h.Recent("t", "p", 1)[0].Text
+	if len(text) > historyTextBytes || !strings.HasPrefix(r.Text, text) || len(text) < historyTextBytes-1 {
+		t.Errorf("kept %d bytes, want a rune-aligned prefix of at most %d", len(text), historyTextBytes)
+	}
+}
+
+func TestHistoryConcurrent(t *testing.T) {
+	h := New(50)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				h.Add(histResult(fmt.Sprint("t", w%2), "p", i, probe.Accepted))
+				h.Recent("", "p", 10)
+				h.LastFailures("t0", "", 10)
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(h.Recent("", "", 0)); got != 100 {
+		t.Errorf("%d records kept across two pairs of 50, want 100", got)
+	}
+	var nilHistory *History
+	nilHistory.Add(histResult("t", "p", 1, probe.Accepted))
+	if nilHistory.Recent("", "", 0) != nil {
+		t.Error("nil history returned records")
+	}
+}
+
+// TestHistorySink checks that a pair's results are kept while it runs,
+// and that those its requests deliver after it stopped are not kept.
+func TestHistorySink(t *testing.T) {
+	h := New(10)
+	pair := config.Pair{Key: config.PairKey{Target: "t", Probe: "p"}}
+	h.Finished(histResult("t", "p", 1, probe.Accepted))
+	if got := len(h.Recent("t", "p", 0)); got != 0 {
+		t.Errorf("%d records of a pair never started, want 0", got)
+	}
+	h.PairStarted(pair)
+	h.Finished(histResult("t", "p", 2, probe.Accepted))
+	if got := len(h.Recent("t", "p", 0)); got != 1 {
+		t.Errorf("%d records of a running pair, want 1", got)
+	}
+	h.PairStopped(pair.Key)
+	h.Finished(histResult("t", "p", 3, probe.Accepted))
+	if got := len(h.Recent("t", "p", 0)); got != 0 {
+		t.Errorf("%d records after the pair stopped, want 0", got)
+	}
+	h.PairStarted(pair)
+	h.Finished(histResult("t", "p", 4, probe.Accepted))
+	if got := h.Recent("t", "p", 0); len(got) != 1 || got[0].Seq != 4 {
+		t.Errorf("records of the re-added pair = %+v, want seq 4 only", got)
+	}
+}

@@ -1,0 +1,306 @@
+// Package schedule runs the probes: one open-loop loop per (target, probe)
+// pair that sends each request at its planned arrival time, whatever the
+// earlier ones are doing, and tells the sinks what started, stopped, was
+// offered and finished (docs/design.md, Pair lifecycle).
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
+)
+
+// defaultGrace is how long in-flight requests may finish at shutdown or
+// removal before they are cancelled.
+const defaultGrace = 10 * time.Second
+
+var (
+	// ErrUnknownPair is returned by ProbeOnce for a target or probe the
+	// running configuration does not pair.
+	ErrUnknownPair = errors.New("unknown target or probe")
+	// errEngineStopped is returned by Apply and ProbeOnce after Shutdown.
+	errEngineStopped = errors.New("engine stopped")
+)
+
+// Sender sends one request and fills its Result; *Requester is the
+// production Sender.
+type Sender interface {
+	// Do expects res.Seq, Target, Probe and Scheduled set, fills the rest
+	// and returns when the request has ended; it must return promptly once
+	// ctx is cancelled.
+	Do(ctx context.Context, res *probe.Result)
+	// Close releases idle connections; no Do is running or will run.
+	Close()
+}
+
+// EngineOptions configures an Engine; the zero value is usable.
+type EngineOptions struct {
+	Logger *slog.Logger
+	// Sinks get the life of every pair and the facts of every request, in
+	// this order (Sink); nil = none.
+	Sinks []probe.Sink
+	// Grace is how long in-flight requests may finish at shutdown or when
+	// their pair is removed or changed; 0 = 10s.
+	Grace time.Duration
+	Now   func() time.Time                                 // nil = time.Now
+	Sleep func(ctx context.Context, d time.Duration) error // nil = a real timer
+	// NewRequester builds the Sender of a pair; nil = client.New.
+	NewRequester func(config.Target, config.Probe) (Sender, error)
+}
+
+// Engine runs one open-loop scheduling loop per configured (target, probe)
+// pair. It is the only owner of the live set of pairs: Apply changes it and
+// tells the Sinks which pairs started and stopped; every offered request
+// ends in exactly one Result that goes to the Sinks, in order
+// (docs/design.md, Pair lifecycle).
+type Engine struct {
+	o        EngineOptions
+	sink     sinks
+	logger   *slog.Logger
+	root     context.Context // parent of every request; cancelled at shutdown
+	stopRoot context.CancelCauseFunc
+
+	mu      sync.Mutex
+	loops   map[pairKey]*loop
+	states  map[pairKey]*pairState // outlive loops: seq continues across changes
+	stopped bool
+
+	requests     sync.WaitGroup // in-flight requests of every loop, old ones included
+	drains       sync.WaitGroup // retired loops finishing their requests
+	shutdownOnce sync.Once
+}
+
+// pairState is what a pair keeps across a change of its configuration.
+type pairState struct {
+	seq      atomic.Uint64
+	inFlight atomic.Int64
+	// resume and resumeMean are the planned time the retired loop of a
+	// changed pair was waiting for and its mean gap in seconds (zero time:
+	// none); guarded by Engine.mu.
+	resume     time.Time
+	resumeMean float64
+}
+
+// NewEngine returns an Engine with no pairs; Apply starts them.
+func NewEngine(o EngineOptions) *Engine {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Grace <= 0 {
+		o.Grace = defaultGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepTimer
+	}
+	if o.NewRequester == nil {
+		logger := o.Logger
+		o.NewRequester = func(t config.Target, p config.Probe) (Sender, error) {
+			r, err := client.New(t, p, client.Options{Logger: logger})
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		}
+	}
+	e := &Engine{
+		o:      o,
+		sink:   sinks(o.Sinks),
+		logger: o.Logger,
+		loops:  map[pairKey]*loop{},
+		states: map[pairKey]*pairState{},
+	}
+	e.root, e.stopRoot = context.WithCancelCause(context.Background())
+	return e
+}
+
+// sleepTimer waits d, or until ctx ends, as precisely as the platform
+// allows (sleepPrecise): a plain runtime timer made sends 0.5 ms late at
+// the median (docs/BENCHMARKS.md, schedule accuracy).
+func sleepTimer(ctx context.Context, d time.Duration) error { return sleepPrecise(ctx, d) }
+
+// Apply makes the running pairs those of cfg. Unchanged pairs (same Key
+// and Fingerprint) keep running with their state (sequence, arrival
+// process); removed and changed pairs stop scheduling and their in-flight
+// requests get the grace period, then end cancelled/removed; new and
+// changed pairs start. A pair whose Sender cannot be built is not started
+// (a changed pair keeps its previous configuration running) and is named
+// in the returned joined error. The Sinks hear PairStopped for removed
+// pairs, then PairStarted for started ones in config order, each before
+// the pair's first offer.
+func (e *Engine) Apply(cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("apply config: nil config")
+	}
+	pairs := cfg.Pairs()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return fmt.Errorf("apply config: %w", errEngineStopped)
+	}
+	e.stopRemoved(pairs)
+	type starting struct {
+		pair   config.Pair
+		sender Sender
+		old    *loop
+	}
+	var starts []starting
+	var errs []error
+	for _, p := range pairs {
+		old := e.loops[p.Key]
+		if old != nil && old.pair.Fingerprint == p.Fingerprint {
+			continue
+		}
+		sender, err := e.o.NewRequester(p.Target, p.Probe)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("start probe %s: %w", p.Key, err))
+			if old != nil {
+				e.logger.Warn("probe config change not applied, previous config keeps running", "target", p.Key.Target, "probe", p.Key.Probe, "err", err)
+			}
+			continue
+		}
+		starts = append(starts, starting{p, sender, old})
+	}
+	// Every sink knows a pair before its loop can offer, and a new pair's
+	// first planned time is not before the sinks added it.
+	for _, s := range starts {
+		e.sink.PairStarted(s.pair)
+	}
+	start := e.o.Now()
+	for _, s := range starts {
+		if s.old != nil {
+			e.retire(s.old, false)
+		}
+		e.loops[s.pair.Key] = e.startLoop(s.pair, s.sender, start)
+	}
+	return errors.Join(errs...)
+}
+
+// stopRemoved retires the loops of pairs that are not in pairs and tells
+// the Sinks, in name order; e.mu is held.
+func (e *Engine) stopRemoved(pairs []config.Pair) {
+	wanted := make(map[pairKey]bool, len(pairs))
+	for _, p := range pairs {
+		wanted[p.Key] = true
+	}
+	var removed []pairKey
+	for key := range e.loops {
+		if !wanted[key] {
+			removed = append(removed, key)
+		}
+	}
+	slices.SortFunc(removed, func(a, b pairKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, key := range removed {
+		l := e.loops[key]
+		delete(e.loops, key)
+		e.retire(l, true)
+		e.sink.PairStopped(key)
+	}
+}
+
+// inFlight returns how many requests of the pair are outstanding, those of
+// a previous configuration of the same pair included.
+func (e *Engine) inFlight(target, probeName string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.states[pairKey{Target: target, Probe: probeName}]; st != nil {
+		return int(st.inFlight.Load())
+	}
+	return 0
+}
+
+// ProbeOnce sends one request of a running pair synchronously, for the
+// /probe endpoint. It is not offered, counted, written to the ledger or
+// kept in history. Unknown names give ErrUnknownPair.
+func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*probe.Result, error) {
+	key := pairKey{Target: target, Probe: probeName}
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("probe %s: %w", key, errEngineStopped)
+	}
+	l := e.loops[key]
+	if l == nil {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("probe %s: %w", key, ErrUnknownPair)
+	}
+	// Registered before the pair can be retired, so its Sender stays open.
+	l.reqs.Add(1)
+	e.requests.Add(1)
+	e.mu.Unlock()
+	defer e.requests.Done()
+	defer l.reqs.Done()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
+	defer stop()
+	res := &probe.Result{Target: target, Probe: probeName, Scheduled: e.o.Now()}
+	sendSafely(ctx, e.logger, l.sender, res)
+	return res, nil
+}
+
+// Shutdown stops scheduling, lets in-flight requests finish for the grace
+// period (or until ctx ends), then cancels the rest with ErrShutdown and
+// waits for them. After it returns there are no more Sink calls; it stops
+// no pair in the Sinks and closes no Ledger. Later calls wait for the first.
+// ctx only shortens the grace period: Shutdown always waits for every
+// request to end (Senders return promptly once cancelled) and returns nil.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.shutdownOnce.Do(func() { e.shutdown(ctx) })
+	return nil
+}
+
+func (e *Engine) shutdown(ctx context.Context) {
+	e.mu.Lock()
+	e.stopped = true
+	loops := make([]*loop, 0, len(e.loops))
+	for key, l := range e.loops {
+		loops = append(loops, l)
+		delete(e.loops, key)
+	}
+	e.mu.Unlock()
+	for _, l := range loops {
+		l.stopSched()
+	}
+	for _, l := range loops {
+		<-l.done
+	}
+	idle := waitChan(&e.requests)
+	grace := time.NewTimer(e.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	e.stopRoot(probe.ErrShutdown)
+	<-idle
+	e.drains.Wait()
+	for _, l := range loops {
+		l.sender.Close()
+	}
+	e.logger.Info("probe engine stopped", "pairs", len(loops))
+}
+
+// waitChan returns a channel closed when wg's counter reaches zero.
+func waitChan(wg *sync.WaitGroup) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(c)
+	}()
+	return c
+}

@@ -1,0 +1,199 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/redact"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// loop is the scheduling loop of one configuration of one pair.
+type loop struct {
+	pair        config.Pair
+	sender      Sender
+	state       *pairState
+	arrivals    *Arrivals
+	maxInFlight int64
+
+	schedCtx   context.Context // ends when the loop must stop scheduling
+	stopSched  context.CancelFunc
+	reqCtx     context.Context // parent of this loop's requests
+	cancelReqs context.CancelCauseFunc
+	done       chan struct{}  // closed when the loop goroutine has returned
+	reqs       sync.WaitGroup // this loop's outstanding requests
+	// next is the planned time the loop was waiting for; written by the
+	// loop goroutine, read once done is closed.
+	next time.Time
+}
+
+// startLoop starts scheduling one pair; e.mu is held.
+func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop {
+	st := e.states[p.Key]
+	if st == nil {
+		st = &pairState{}
+		e.states[p.Key] = st
+	}
+	l := &loop{
+		pair:        p,
+		sender:      sender,
+		state:       st,
+		arrivals:    NewArrivals(p.Probe.Rate, p.Probe.Burstiness, loopSeed(pairSeed(p.Key, p.Probe), st.seq.Load())),
+		maxInFlight: int64(p.Probe.MaxInFlight),
+		done:        make(chan struct{}),
+	}
+	first := start.Add(l.arrivals.first())
+	if !st.resume.IsZero() {
+		if t, ok := resumeAt(start, st.resume, st.resumeMean, l.arrivals.mean); ok {
+			first = t
+		}
+		st.resume = time.Time{}
+	}
+	if l.maxInFlight <= 0 {
+		l.maxInFlight = int64(config.DefaultProbe.MaxInFlight) // a probe built in code, not loaded
+	}
+	l.schedCtx, l.stopSched = context.WithCancel(e.root)
+	l.reqCtx, l.cancelReqs = context.WithCancelCause(e.root)
+	e.logger.Info("probe loop started", "target", p.Key.Target, "probe", p.Key.Probe,
+		"rate", p.Probe.Rate, "burstiness", p.Probe.Burstiness, "max_in_flight", l.maxInFlight)
+	go e.run(l, first)
+	return l
+}
+
+// loopSeed is the arrival seed of a pair's loop started after seq
+// requests: the pair's seed for its first loop, so a config's schedule
+// repeats from run to run, and a different one for a loop restarted by a
+// reload, which would otherwise replay the gaps its predecessor already
+// used.
+func loopSeed(pair int64, seq uint64) int64 {
+	return pair ^ int64(seq*0x9e3779b97f4a7c15)
+}
+
+// resumeAt returns the first planned time of a pair's loop restarted at
+// start by a reload, from the time next its previous loop was waiting for
+// with mean gap oldMean: that time itself (also when it is overdue: it
+// fires at once, late), or, when the rate changed, the remaining wait
+// scaled to the new mean gap newMean. The pair's schedule continues
+// instead of starting over, so reloads do not change its offered rate.
+// ok is false when either rate is zero (no gap to scale).
+func resumeAt(start, next time.Time, oldMean, newMean float64) (t time.Time, ok bool) {
+	rem := next.Sub(start)
+	switch {
+	case rem <= 0 || oldMean == newMean:
+		return next, true
+	case math.IsInf(oldMean, 1) || math.IsInf(newMean, 1) || !(oldMean > 0):
+		return time.Time{}, false
+	}
+	return start.Add(seconds(rem.Seconds() * newMean / oldMean)), true
+}
+
+// run fires at planned times first + the sum of the gaps drawn so far:
+// absolute times, so the schedule never drifts and never waits for
+// responses. A loop that falls behind still sends every request, late.
+func (e *Engine) run(l *loop, first time.Time) {
+	defer close(l.done)
+	planned := first
+	for {
+		l.next = planned
+		// A Sleep may end early; the planned time decides, not the wake-up.
+		for d := planned.Sub(e.o.Now()); d > 0; d = planned.Sub(e.o.Now()) {
+			if err := e.o.Sleep(l.schedCtx, d); err != nil {
+				return
+			}
+		}
+		if l.schedCtx.Err() != nil {
+			return
+		}
+		e.fire(l, planned)
+		planned = planned.Add(l.arrivals.Next())
+	}
+}
+
+// fire offers one request and sends it in its own goroutine, or ends it at
+// once as cancelled/in_flight_cap when max_in_flight are outstanding.
+func (e *Engine) fire(l *loop, planned time.Time) {
+	res := &probe.Result{
+		Seq:       l.state.seq.Add(1),
+		Target:    l.pair.Key.Target,
+		Probe:     l.pair.Key.Probe,
+		Scheduled: planned,
+	}
+	e.sink.Offered(res.Target, res.Probe)
+	// Only the current loop of a pair adds to its in-flight count, so the
+	// check and the increment cannot race with another fire.
+	if l.state.inFlight.Load() >= l.maxInFlight {
+		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
+		res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", l.maxInFlight)
+		e.finish(res)
+		return
+	}
+	l.state.inFlight.Add(1)
+	l.reqs.Add(1)
+	e.requests.Add(1)
+	go func() {
+		defer e.requests.Done()
+		defer l.reqs.Done()
+		sendSafely(l.reqCtx, e.logger, l.sender, res)
+		l.state.inFlight.Add(-1)
+		e.finish(res)
+	}()
+}
+
+// sendSafely runs one Do; a panicking Sender ends its request as a
+// server_failure instead of taking the prober down.
+func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *probe.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			logger.Error("request panicked", "target", res.Target, "probe", res.Probe, "seq", res.Seq, "panic", p)
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+			res.Error = "internal error in the prober"
+		}
+	}()
+	s.Do(ctx, res)
+	// A redirect's Location or a proxy's error may hold URLs with secrets.
+	res.Error = redact.Text(res.Error)
+}
+
+// finish hands a finished Result to the Sinks, in order.
+func (e *Engine) finish(res *probe.Result) {
+	e.sink.Finished(res)
+}
+
+// retire stops a loop's scheduling now and lets its requests finish in the
+// background; e.mu is held and l is no longer in e.loops.
+func (e *Engine) retire(l *loop, removed bool) {
+	l.stopSched()
+	<-l.done
+	// A changed pair's next loop continues this schedule (resumeAt); a
+	// removed pair that comes back later starts afresh.
+	l.state.resume, l.state.resumeMean = time.Time{}, 0
+	if !removed {
+		l.state.resume, l.state.resumeMean = l.next, l.arrivals.mean
+	}
+	e.logger.Info("probe loop stopped", "target", l.pair.Key.Target, "probe", l.pair.Key.Probe,
+		"removed", removed, "in_flight", l.state.inFlight.Load())
+	e.drains.Add(1)
+	go e.drain(l)
+}
+
+// drain waits up to the grace period for a retired loop's requests, then
+// cancels the rest with ErrRemoved, and closes its Sender.
+func (e *Engine) drain(l *loop) {
+	defer e.drains.Done()
+	idle := waitChan(&l.reqs)
+	grace := time.NewTimer(e.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+	case <-e.root.Done(): // shutdown: its cause wins
+	}
+	l.cancelReqs(probe.ErrRemoved)
+	<-idle
+	l.sender.Close()
+}

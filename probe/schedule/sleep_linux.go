@@ -1,0 +1,68 @@
+//go:build linux
+
+package schedule
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vllm-prober/vllm-prober/internal/wait"
+)
+
+// sleepPrecise waits d on a timerfd read through the runtime's poller,
+// with the read deadline (a runtime timer) at the same instant, or until
+// ctx ends. Whichever of the two comes first ends the wait:
+//
+//   - When the process is idle, the runtime waits for timers in epoll with
+//     millisecond granularity, so a runtime timer alone sends up to a
+//     millisecond late; the kernel's high-resolution timer makes the fd
+//     readable on time and epoll returns at once.
+//   - When every P is busy, the poller is consulted only every few
+//     milliseconds, but busy Ps run due runtime timers on time.
+//
+// The goroutine parks meanwhile: no thread blocks, nothing spins. It falls
+// back to a runtime timer when the timerfd cannot be made.
+func sleepPrecise(ctx context.Context, d time.Duration) error {
+	end := time.Now().Add(d)
+	f, err := newTimerFD(d)
+	if err != nil {
+		return wait.Sleep(ctx, d)
+	}
+	defer f.Close()
+	if err := f.SetReadDeadline(end); err != nil {
+		return wait.Sleep(ctx, d)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var expirations [8]byte
+	_, err = f.Read(expirations[:])
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return wait.Sleep(ctx, time.Until(end))
+	}
+	return nil
+}
+
+// newTimerFD returns a pollable one-shot timerfd that expires after d.
+func newTimerFD(d time.Duration) (*os.File, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, time.Nanosecond)))}
+	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "timerfd")
+	if f == nil {
+		return nil, errors.New("timerfd: invalid descriptor")
+	}
+	return f, nil
+}

@@ -1,0 +1,57 @@
+//go:build linux
+
+package schedule
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// TestSleepPrecise checks the timerfd wait: it never ends early, and it
+// ends with the context's cause when the context ends first.
+func TestSleepPrecise(t *testing.T) {
+	tests := []struct {
+		name    string
+		d       time.Duration
+		cancel  func(context.CancelCauseFunc)
+		wantErr error
+	}{
+		{name: "waits", d: 3 * time.Millisecond},
+		{name: "zero", d: 0},
+		{name: "already cancelled", d: time.Hour, cancel: func(c context.CancelCauseFunc) { c(probe.ErrShutdown) }, wantErr: probe.ErrShutdown},
+		{name: "cancelled while waiting", d: time.Hour, wantErr: probe.ErrRemoved,
+			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(probe.ErrRemoved) }) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.cancel != nil {
+				tc.cancel(cancel)
+			}
+			start := time.Now()
+			err := sleepPrecise(ctx, tc.d)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == nil && time.Since(start) < tc.d {
+				t.Errorf("woke after %v, before %v", time.Since(start), tc.d)
+			}
+		})
+	}
+}
+
+// BenchmarkSleepPrecise measures the CPU cost of one short precise wait
+// (timerfd create, arm, poll, close).
+func BenchmarkSleepPrecise(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		if err := sleepPrecise(ctx, 10*time.Microsecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

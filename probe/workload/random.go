@@ -1,0 +1,144 @@
+package workload
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"github.com/vllm-prober/vllm-prober/config"
+)
+
+// Token ids of random completions prompts are drawn from this range, which
+// lies inside the vocabulary of every current LLM tokenizer and above the
+// special tokens most of them put first.
+const (
+	randomTokenLow  = 1000
+	randomTokenHigh = 30000
+)
+
+// calibrationWords is how many words the chat calibration text holds.
+const calibrationWords = 256
+
+// randomWords are common short English words: in most tokenizers each is
+// one token with its leading space, which keeps the uncalibrated estimate
+// (one word, one token) close.
+var randomWords = strings.Fields(`the of and to in is was for on are with as his they be at one have this
+from or had by word but what some we can out other were all there when up use your how said an each she
+which do their time if will way about many then them write would like so these her long make thing see him
+two has look more day could go come did number sound no most people my over know water than call first who
+may down side been now find any new work part take get place made live where after back little only round
+man year came show every good me give our under name very through just form sentence great think say help
+low line differ turn cause much mean before move right boy old too same tell does set three want air well
+also play small end put home read hand port large spell add even land here must big high such follow act`)
+
+// randomWorkload generates prompts of a drawn token length, as vLLM's
+// random dataset does: lengths uniform in [floor(L(1-r)), ceil(L(1+r))].
+// Completions prompts are token ids (exact length); chat prompts are words
+// whose count is calibrated once through the target's /tokenize.
+type randomWorkload struct {
+	api       string
+	cfg       config.RandomWorkload
+	maxTokens int
+	count     TokenCounter
+
+	mu  sync.Mutex
+	rng *rand.Rand
+
+	calMu      sync.Mutex
+	calibrated bool
+	perWord    float64 // tokens per word
+}
+
+func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
+	seed := uint64(p.Workload.Random.Seed)
+	return &randomWorkload{
+		api:       p.API,
+		cfg:       *p.Workload.Random,
+		maxTokens: p.Request.MaxTokens,
+		count:     count,
+		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		perWord:   1,
+	}
+}
+
+// drawLen draws a length around l with range ratio r, at least 1.
+func drawLen(rng *rand.Rand, l int, r float64) int {
+	lo := int(math.Floor(float64(l) * (1 - r)))
+	hi := int(math.Ceil(float64(l) * (1 + r)))
+	lo = max(lo, 1)
+	hi = max(hi, lo)
+	return lo + rng.IntN(hi-lo+1)
+}
+
+func (w *randomWorkload) Next(ctx context.Context, model string) Item {
+	outLen := w.cfg.OutputTokens
+	if outLen <= 0 {
+		outLen = w.maxTokens
+	}
+	if w.api == config.APIChat {
+		perWord := w.calibrate(ctx, model)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		in := drawLen(w.rng, w.cfg.InputTokens, w.cfg.RangeRatio)
+		words := max(1, int(math.Round(float64(in)/perWord)))
+		text := w.words(words)
+		return Item{
+			Messages:  []config.Message{{Role: "user", Content: text}},
+			MaxTokens: drawLen(w.rng, outLen, w.cfg.RangeRatio),
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in := drawLen(w.rng, w.cfg.InputTokens, w.cfg.RangeRatio)
+	ids := make([]int, in)
+	for i := range ids {
+		ids[i] = randomTokenLow + w.rng.IntN(randomTokenHigh-randomTokenLow)
+	}
+	return Item{
+		Prompt:       ids,
+		PromptTokens: in,
+		MaxTokens:    drawLen(w.rng, outLen, w.cfg.RangeRatio),
+	}
+}
+
+// words returns n random words; w.mu is held.
+func (w *randomWorkload) words(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(randomWords[w.rng.IntN(len(randomWords))])
+	}
+	return b.String()
+}
+
+// calibrate measures tokens per word once through the target's tokenizer.
+// When the target has none (or it fails) one word counts as one token; the
+// real prompt length is always taken from usage.
+func (w *randomWorkload) calibrate(ctx context.Context, model string) float64 {
+	w.calMu.Lock()
+	defer w.calMu.Unlock()
+	if w.calibrated || w.count == nil {
+		return w.perWord
+	}
+	w.calibrated = true
+	// A separate fixed generator keeps the request sequence independent
+	// of whether calibration ran.
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := make([]string, calibrationWords)
+	for i := range words {
+		words[i] = randomWords[rng.IntN(len(randomWords))]
+	}
+	n, err := w.count(ctx, model, strings.Join(words, " "))
+	switch {
+	case err == nil && n > 0:
+		w.perWord = float64(n) / calibrationWords
+	case err != nil && ctx.Err() != nil:
+		// The request ended, not the tokenizer: try again next time.
+		w.calibrated = false
+	}
+	return w.perWord
+}
