@@ -1,0 +1,300 @@
+// Package svgchart draws small line charts and stacked bars as inline SVG,
+// for the status page and for bench and capacity reports. It is hand
+// written rather than gonum/plot because a status page draws four charts
+// per (target, probe) pair and refreshes every 5 seconds: gonum/plot's SVG
+// of one small chart is about 9 KB, these are 1-3 KB, scale with the
+// viewport (viewBox, no fixed size) and need no fonts (docs/design.md,
+// section "Status page").
+package svgchart
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Point is one data point; NaN Y leaves a gap in the line.
+type Point struct{ X, Y float64 }
+
+// Series is one line of a chart.
+type Series struct {
+	Name   string
+	Color  string
+	Points []Point
+	Dashed bool
+	// Markers draws a dot at every point (sparse data, such as the
+	// levels of a capacity run).
+	Markers bool
+}
+
+// Rule is a horizontal (Y set) or vertical (X set) reference line, such as
+// an SLO threshold or an objective.
+type Rule struct {
+	Name     string
+	Color    string
+	Value    float64
+	Vertical bool
+}
+
+// Mark is a labelled cross at a point, such as a failed capacity level
+// with its reason; Label also becomes the mark's tooltip.
+type Mark struct {
+	X, Y  float64
+	Label string
+}
+
+// Chart is a line chart. A zero YMax scales to the data and rules.
+type Chart struct {
+	Title          string
+	XLabel, YLabel string
+	Width, Height  int // viewBox size; 0 = 320x140
+	Series         []Series
+	Rules          []Rule
+	Marks          []Mark
+	XMin, XMax     float64 // both 0: the data's range
+	YMin, YMax     float64 // YMax 0: the data's maximum (YMin stays)
+	// XTime formats X ticks as UTC clock times (X in Unix seconds).
+	XTime bool
+	// YFormat formats Y ticks; nil formats plain numbers.
+	YFormat func(float64) string
+}
+
+// Margins of the plot area inside the viewBox.
+const (
+	marginLeft   = 46
+	marginRight  = 8
+	marginTop    = 16
+	marginBottom = 30
+	fontSize     = 10
+	legendRow    = 12
+)
+
+// frame maps data to viewBox coordinates.
+type frame struct {
+	x0, x1, y0, y1 float64 // data ranges
+	left, top      float64
+	w, h           float64 // plot area
+}
+
+func (f frame) px(x float64) float64 { return f.left + (x-f.x0)/(f.x1-f.x0)*f.w }
+func (f frame) py(y float64) float64 { return f.top + f.h - (y-f.y0)/(f.y1-f.y0)*f.h }
+
+// Write writes the chart as one <svg> element.
+func (c Chart) Write(w io.Writer) error {
+	width, height := c.Width, c.Height
+	if width == 0 {
+		width, height = 320, 140
+	}
+	legend := c.legendEntries()
+	rows := (len(legend) + 2) / 3
+	f := c.frame(float64(width), float64(height-rows*legendRow))
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" font-family="sans-serif" font-size="%d" role="img">`, width, height, fontSize)
+	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(c.Title))
+	fmt.Fprintf(&b, `<text x="%d" y="11" font-weight="bold">%s</text>`, marginLeft, html.EscapeString(c.Title))
+	c.writeAxes(&b, f)
+	for _, r := range c.Rules {
+		x0, y0, x1, y1 := f.left, f.py(r.Value), f.left+f.w, f.py(r.Value)
+		if r.Vertical {
+			x0, y0, x1, y1 = f.px(r.Value), f.top, f.px(r.Value), f.top+f.h
+		}
+		fmt.Fprintf(&b, `<path class="rule" d="M%s %sL%s %s" stroke="%s" stroke-dasharray="4 3"><title>%s</title></path>`,
+			num(x0), num(y0), num(x1), num(y1), r.Color, html.EscapeString(r.Name))
+	}
+	for _, s := range c.Series {
+		writeSeries(&b, f, s)
+	}
+	for _, m := range c.Marks {
+		x, y := f.px(m.X), f.py(m.Y)
+		fmt.Fprintf(&b, `<path class="mark" d="M%s %sl8 8m0-8l-8 8" stroke="#d62728" stroke-width="1.5"><title>%s</title></path>`,
+			num(x-4), num(y-4), html.EscapeString(m.Label))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#d62728" font-size="8">%s</text>`, num(x+5), num(y-5), html.EscapeString(m.Label))
+	}
+	writeLegend(&b, legend, float64(height-rows*legendRow), float64(width))
+	b.WriteString(`</svg>`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// frame computes the data ranges: the chart's, or the data's and rules'.
+func (c Chart) frame(width, height float64) frame {
+	x0, x1, y1 := math.Inf(1), math.Inf(-1), c.YMax
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			x0, x1 = math.Min(x0, p.X), math.Max(x1, p.X)
+			if c.YMax == 0 && !math.IsNaN(p.Y) {
+				y1 = math.Max(y1, p.Y)
+			}
+		}
+	}
+	for _, m := range c.Marks {
+		x0, x1 = math.Min(x0, m.X), math.Max(x1, m.X)
+		if c.YMax == 0 {
+			y1 = math.Max(y1, m.Y)
+		}
+	}
+	for _, r := range c.Rules {
+		if r.Vertical {
+			x0, x1 = math.Min(x0, r.Value), math.Max(x1, r.Value)
+		} else if c.YMax == 0 {
+			y1 = math.Max(y1, r.Value)
+		}
+	}
+	if c.XMin != 0 || c.XMax != 0 {
+		x0, x1 = c.XMin, c.XMax
+	}
+	if math.IsInf(x0, 0) || x1 <= x0 {
+		x0, x1 = 0, 1
+	}
+	if c.YMax == 0 {
+		y1 = niceCeil(y1 * 1.05)
+	}
+	if y1 <= c.YMin {
+		y1 = c.YMin + 1
+	}
+	return frame{x0: x0, x1: x1, y0: c.YMin, y1: y1, left: marginLeft, top: marginTop,
+		w: width - marginLeft - marginRight, h: height - marginTop - marginBottom}
+}
+
+func (c Chart) writeAxes(b *strings.Builder, f frame) {
+	fmt.Fprintf(b, `<path d="M%s %sV%sH%s" stroke="#888" fill="none"/>`, num(f.left), num(f.top), num(f.top+f.h), num(f.left+f.w))
+	yf := c.YFormat
+	if yf == nil {
+		yf = FormatNumber
+	}
+	for i := range 3 {
+		v := f.y0 + (f.y1-f.y0)*float64(i)/2
+		y := f.py(v)
+		fmt.Fprintf(b, `<path d="M%s %sH%s" stroke="#eee"/><text x="%s" y="%s" text-anchor="end">%s</text>`,
+			num(f.left+1), num(y), num(f.left+f.w), num(f.left-3), num(y+3), html.EscapeString(yf(v)))
+	}
+	for i := range 4 {
+		v := f.x0 + (f.x1-f.x0)*float64(i)/3
+		label := FormatNumber(v)
+		if c.XTime {
+			label = time.Unix(int64(math.Round(v)), 0).UTC().Format("15:04")
+		}
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, num(f.px(v)), num(f.top+f.h+11), label)
+	}
+	if c.XLabel != "" {
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" fill="#555">%s</text>`, num(f.left+f.w/2), num(f.top+f.h+23), html.EscapeString(c.XLabel))
+	}
+	if c.YLabel != "" {
+		fmt.Fprintf(b, `<text x="0" y="%s" fill="#555">%s</text>`, num(f.top-4), html.EscapeString(c.YLabel))
+	}
+}
+
+// writeSeries draws a line, broken at NaN values, and its markers.
+func writeSeries(b *strings.Builder, f frame, s Series) {
+	var d strings.Builder
+	pen := "M"
+	for _, p := range s.Points {
+		if math.IsNaN(p.Y) {
+			pen = "M"
+			continue
+		}
+		fmt.Fprintf(&d, "%s%s %s", pen, num(f.px(p.X)), num(f.py(math.Min(p.Y, f.y1))))
+		pen = "L"
+	}
+	if d.Len() == 0 {
+		return
+	}
+	dash := ""
+	if s.Dashed {
+		dash = ` stroke-dasharray="5 3"`
+	}
+	fmt.Fprintf(b, `<path class="series" d="%s" stroke="%s" stroke-width="1.5" fill="none"%s><title>%s</title></path>`,
+		d.String(), s.Color, dash, html.EscapeString(s.Name))
+	if !s.Markers {
+		return
+	}
+	for _, p := range s.Points {
+		if !math.IsNaN(p.Y) {
+			fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, num(f.px(p.X)), num(f.py(math.Min(p.Y, f.y1))), s.Color)
+		}
+	}
+}
+
+type legendEntry struct{ name, color string }
+
+func (c Chart) legendEntries() []legendEntry {
+	var out []legendEntry
+	for _, s := range c.Series {
+		out = append(out, legendEntry{s.Name, s.Color})
+	}
+	for _, r := range c.Rules {
+		out = append(out, legendEntry{r.Name, r.Color})
+	}
+	return out
+}
+
+// writeLegend lays the entries out three to a row below the plot.
+func writeLegend(b *strings.Builder, entries []legendEntry, top, width float64) {
+	col := (width - marginLeft) / 3
+	for i, e := range entries {
+		x, y := marginLeft+float64(i%3)*col, top+float64(i/3)*legendRow+8
+		fmt.Fprintf(b, `<path d="M%s %sh10" stroke="%s" stroke-width="2"/><text x="%s" y="%s">%s</text>`,
+			num(x), num(y-3), e.color, num(x+13), num(y), html.EscapeString(e.name))
+	}
+}
+
+// Segment is one part of a stacked bar.
+type Segment struct {
+	Name  string
+	Value float64
+	Color string
+}
+
+// WriteStackedBar writes one horizontal bar split into the segments'
+// shares, each with a tooltip "name value (share)"; a bar with no total
+// draws an empty frame.
+func WriteStackedBar(w io.Writer, width, height int, segs []Segment) error {
+	var total float64
+	for _, s := range segs {
+		total += s.Value
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="bar" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" role="img">`, width, height)
+	x := 0.0
+	for _, s := range segs {
+		if s.Value <= 0 || total <= 0 {
+			continue
+		}
+		wd := s.Value / total * float64(width)
+		fmt.Fprintf(&b, `<rect x="%s" y="0" width="%s" height="%d" fill="%s"><title>%s %s (%.1f%%)</title></rect>`,
+			num(x), num(wd), height, s.Color, html.EscapeString(s.Name), FormatNumber(s.Value), 100*s.Value/total)
+		x += wd
+	}
+	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="none" stroke="#888"/></svg>`, width, height)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// FormatNumber formats a tick value with at most three significant
+// digits.
+func FormatNumber(v float64) string {
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// num formats a coordinate with one decimal, which is finer than a pixel.
+func num(v float64) string {
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
