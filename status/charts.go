@@ -77,7 +77,7 @@ func hourRange(ms []MinuteStats) (float64, float64) {
 // latencyChart draws TTFT p50/p99 and ITL p99 per minute with the TTFT
 // and TPOT objectives (ITL is the per-token latency TPOT averages).
 func latencyChart(p PairStats, size chartSize) svgchart.Chart {
-	c := svgchart.Chart{Title: "TTFT and ITL (ms)", Width: size.w, Height: size.h, XTime: true, YLabel: "ms"}
+	c := svgchart.Chart{Title: "TTFT and ITL (ms)", Width: size.w, Height: size.h, XTime: true}
 	c.XMin, c.XMax = hourRange(p.Minutes)
 	c.Series = []svgchart.Series{
 		{Name: "TTFT p50", Color: colP50, Points: minutesSeries(p.Minutes, msValue(func(m MinuteStats) time.Duration { return m.TTFTP50 }))},
@@ -85,12 +85,17 @@ func latencyChart(p PairStats, size chartSize) svgchart.Chart {
 		{Name: "ITL p99", Color: colITL, Points: minutesSeries(p.Minutes, msValue(func(m MinuteStats) time.Duration { return m.ITLP99 }))},
 	}
 	if d := time.Duration(p.SLO.TTFT); d > 0 {
-		c.Rules = append(c.Rules, svgchart.Rule{Name: "TTFT SLO " + FormatMs(d), Color: colSLO, Value: float64(d) / float64(time.Millisecond)})
+		c.Rules = append(c.Rules, svgchart.Rule{Name: "TTFT SLO " + shortMs(d), Color: colSLO, Value: float64(d) / float64(time.Millisecond)})
 	}
 	if d := time.Duration(p.SLO.TPOT); d > 0 {
-		c.Rules = append(c.Rules, svgchart.Rule{Name: "TPOT SLO " + FormatMs(d), Color: colITL, Value: float64(d) / float64(time.Millisecond)})
+		c.Rules = append(c.Rules, svgchart.Rule{Name: "TPOT SLO " + shortMs(d), Color: colITL, Value: float64(d) / float64(time.Millisecond)})
 	}
 	return c
+}
+
+// shortMs formats a threshold for a legend: "500 ms", "2.5 ms".
+func shortMs(d time.Duration) string {
+	return svgchart.FormatNumber(float64(d)/float64(time.Millisecond)) + " ms"
 }
 
 // acceptanceChart draws acceptance per minute against the objective.

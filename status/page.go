@@ -25,6 +25,7 @@ var templates = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"pct":         FormatPct,
 	"rate":        func(v float64) string { return fmt.Sprintf("%.3f", v) },
 	"ago":         func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
+	"dur":         func(d time.Duration) string { return d.Round(time.Second).String() },
 	"slo":         func(d model.Duration) string { return FormatMs(time.Duration(d)) },
 	"charts":      func(p PairStats) (template.HTML, error) { return pairCharts(p, smallChart) },
 	"chartsLarge": func(p PairStats) (template.HTML, error) { return pairCharts(p, largeChart) },

@@ -106,7 +106,7 @@ func TestRenderPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := sb.String()
-	for _, want := range []string{`viewBox="0 0 560 220"`, "TTFT SLO 200.0 ms", "TPOT SLO 50.0 ms", "objective 99.00%",
+	for _, want := range []string{`viewBox="0 0 560 220"`, "TTFT SLO 200 ms", "TPOT SLO 50 ms", "objective 99.00%",
 		"<th>headers</th>", "<td>1.0 ms</td>", "HTTP 500: &lt;overloaded&gt;", "server_failure&nbsp;"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("pair page lacks %q", want)

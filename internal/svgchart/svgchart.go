@@ -90,7 +90,8 @@ func (c Chart) Write(w io.Writer) error {
 		width, height = 320, 140
 	}
 	legend := c.legendEntries()
-	rows := (len(legend) + 2) / 3
+	cols := legendColumns(width)
+	rows := (len(legend) + cols - 1) / cols
 	f := c.frame(float64(width), float64(height-rows*legendRow))
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" font-family="sans-serif" font-size="%d" role="img">`, width, height, fontSize)
@@ -114,7 +115,7 @@ func (c Chart) Write(w io.Writer) error {
 			num(x-4), num(y-4), html.EscapeString(m.Label))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#d62728" font-size="8">%s</text>`, num(x+5), num(y-5), html.EscapeString(m.Label))
 	}
-	writeLegend(&b, legend, float64(height-rows*legendRow), float64(width))
+	writeLegend(&b, legend, float64(height-rows*legendRow), float64(width), cols)
 	b.WriteString(`</svg>`)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -178,7 +179,11 @@ func (c Chart) writeAxes(b *strings.Builder, f frame) {
 		if c.XTime {
 			label = time.Unix(int64(math.Round(v)), 0).UTC().Format("15:04")
 		}
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, num(f.px(v)), num(f.top+f.h+11), label)
+		anchor := "middle"
+		if i == 3 {
+			anchor = "end" // inside the viewBox
+		}
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="%s">%s</text>`, num(f.px(v)), num(f.top+f.h+11), anchor, label)
 	}
 	if c.XLabel != "" {
 		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" fill="#555">%s</text>`, num(f.left+f.w/2), num(f.top+f.h+23), html.EscapeString(c.XLabel))
@@ -190,14 +195,19 @@ func (c Chart) writeAxes(b *strings.Builder, f frame) {
 
 // writeSeries draws a line, broken at NaN values, and its markers.
 func writeSeries(b *strings.Builder, f frame, s Series) {
-	var d strings.Builder
+	var d, dots strings.Builder
 	pen := "M"
-	for _, p := range s.Points {
+	for i, p := range s.Points {
 		if math.IsNaN(p.Y) {
 			pen = "M"
 			continue
 		}
-		fmt.Fprintf(&d, "%s%s %s", pen, num(f.px(p.X)), num(f.py(math.Min(p.Y, f.y1))))
+		x, y := num(f.px(p.X)), num(f.py(math.Min(p.Y, f.y1)))
+		fmt.Fprintf(&d, "%s%s %s", pen, x, y)
+		if pen == "M" && (i+1 == len(s.Points) || math.IsNaN(s.Points[i+1].Y)) {
+			// A lone point draws no line: mark it.
+			fmt.Fprintf(&dots, `<circle class="dot" cx="%s" cy="%s" r="2" fill="%s"/>`, x, y, s.Color)
+		}
 		pen = "L"
 	}
 	if d.Len() == 0 {
@@ -209,6 +219,7 @@ func writeSeries(b *strings.Builder, f frame, s Series) {
 	}
 	fmt.Fprintf(b, `<path class="series" d="%s" stroke="%s" stroke-width="1.5" fill="none"%s><title>%s</title></path>`,
 		d.String(), s.Color, dash, html.EscapeString(s.Name))
+	b.WriteString(dots.String())
 	if !s.Markers {
 		return
 	}
@@ -232,11 +243,16 @@ func (c Chart) legendEntries() []legendEntry {
 	return out
 }
 
-// writeLegend lays the entries out three to a row below the plot.
-func writeLegend(b *strings.Builder, entries []legendEntry, top, width float64) {
-	col := (width - marginLeft) / 3
+// legendColumn is the width a legend entry takes.
+const legendColumn = 120
+
+func legendColumns(width int) int { return max(1, (width-marginLeft)/legendColumn) }
+
+// writeLegend lays the entries out in rows below the plot.
+func writeLegend(b *strings.Builder, entries []legendEntry, top, width float64, cols int) {
+	col := (width - marginLeft) / float64(cols)
 	for i, e := range entries {
-		x, y := marginLeft+float64(i%3)*col, top+float64(i/3)*legendRow+8
+		x, y := marginLeft+float64(i%cols)*col, top+float64(i/cols)*legendRow+8
 		fmt.Fprintf(b, `<path d="M%s %sh10" stroke="%s" stroke-width="2"/><text x="%s" y="%s">%s</text>`,
 			num(x), num(y-3), e.color, num(x+13), num(y), html.EscapeString(e.name))
 	}
@@ -274,9 +290,12 @@ func WriteStackedBar(w io.Writer, width, height int, segs []Segment) error {
 	return err
 }
 
-// FormatNumber formats a tick value with at most three significant
-// digits.
+// FormatNumber formats a tick value: whole numbers from 1000 up, at most
+// three significant digits below.
 func FormatNumber(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 

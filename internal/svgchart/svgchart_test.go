@@ -82,6 +82,9 @@ func TestChartGeometry(t *testing.T) {
 	if got, want := series[0].attrs["d"], "M46 116L119 91M265 66L338 16"; got != want {
 		t.Errorf("series path %q, want %q", got, want)
 	}
+	if dots := find(els, "dot"); len(dots) != 0 {
+		t.Errorf("%d dots, want none: no point is alone", len(dots))
+	}
 	rules := find(els, "rule")
 	if len(rules) != 1 || rules[0].attrs["d"] != "M46 76L338 76" || rules[0].title != "SLO 80" {
 		t.Errorf("rule %+v, want a line at y=76 titled SLO 80", rules)
@@ -92,6 +95,19 @@ func TestChartGeometry(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "TTFT &lt;ms&gt;") {
 		t.Error("title not escaped")
+	}
+}
+
+func TestChartLonePoint(t *testing.T) {
+	c := Chart{Width: 346, Height: 158, YMax: 200, Series: []Series{{Name: "p99", Color: "red",
+		Points: []Point{{0, math.NaN()}, {1, 50}, {2, math.NaN()}, {3, 100}, {4, 100}}}}}
+	var b strings.Builder
+	if err := c.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	dots := find(parse(t, b.String()), "dot")
+	if len(dots) != 1 || dots[0].attrs["cx"] != "119" || dots[0].attrs["cy"] != "91" {
+		t.Errorf("dots %+v, want one at (119, 91), the point between gaps", dots)
 	}
 }
 
