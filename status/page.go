@@ -22,6 +22,7 @@ var pageFS embed.FS
 // defines the style both use.
 var templates = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"ms":          FormatMs,
+	"msn":         func(d time.Duration) string { return strings.TrimSuffix(FormatMs(d), " ms") },
 	"pct":         FormatPct,
 	"rate":        func(v float64) string { return fmt.Sprintf("%.3f", v) },
 	"ago":         func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
