@@ -181,6 +181,8 @@ type Options struct {
 	ResultDir      string
 	ResultFilename string
 	LedgerPath     string // "" = beside the saved result, or none
+	// Plot is where --plot writes the run's SVG (WritePlot); "" = none.
+	Plot string
 }
 
 // Validate checks o and returns an error wrapping ErrUsage that names the

@@ -55,6 +55,8 @@ type Chart struct {
 	Series         []Series
 	Rules          []Rule
 	Marks          []Mark
+	// MarkName is the legend entry of the marks, when there are any.
+	MarkName   string
 	XMin, XMax     float64 // both 0: the data's range
 	YMin, YMax     float64 // YMax 0: the data's maximum (YMin stays)
 	// XTime formats X ticks as UTC clock times (X in Unix seconds).
@@ -62,6 +64,9 @@ type Chart struct {
 	// YFormat formats Y ticks; nil formats plain numbers.
 	YFormat func(float64) string
 }
+
+// markColor draws marks: they flag failures.
+const markColor = "#d62728"
 
 // Margins of the plot area inside the viewBox.
 const (
@@ -83,18 +88,42 @@ type frame struct {
 func (f frame) px(x float64) float64 { return f.left + (x-f.x0)/(f.x1-f.x0)*f.w }
 func (f frame) py(y float64) float64 { return f.top + f.h - (y-f.y0)/(f.y1-f.y0)*f.h }
 
+// WriteDocument writes a standalone SVG file of the charts stacked top to
+// bottom, each at its own size.
+func WriteDocument(w io.Writer, charts ...Chart) error {
+	width, height := 0, 0
+	for _, c := range charts {
+		w, h := c.size()
+		width, height = max(width, w), height+h
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d"><rect width="100%%" height="100%%" fill="white"/>`, width, height, width, height)
+	y := 0
+	for _, c := range charts {
+		fmt.Fprintf(&b, `<g transform="translate(0 %d)">`, y)
+		if err := c.Write(&b); err != nil {
+			return err
+		}
+		b.WriteString(`</g>`)
+		_, h := c.size()
+		y += h
+	}
+	b.WriteString(`</svg>`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // Write writes the chart as one <svg> element.
 func (c Chart) Write(w io.Writer) error {
-	width, height := c.Width, c.Height
-	if width == 0 {
-		width, height = 320, 140
-	}
+	width, height := c.size()
 	legend := c.legendEntries()
 	cols := legendColumns(width)
 	rows := (len(legend) + cols - 1) / cols
 	f := c.frame(float64(width), float64(height-rows*legendRow))
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" font-family="sans-serif" font-size="%d" role="img">`, width, height, fontSize)
+	// width and height give the size in a standalone document; a page's
+	// CSS scales the chart to its box.
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="%d" role="img">`, width, height, width, height, fontSize)
 	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(c.Title))
 	fmt.Fprintf(&b, `<text x="%d" y="11" font-weight="bold">%s</text>`, marginLeft, html.EscapeString(c.Title))
 	c.writeAxes(&b, f)
@@ -111,14 +140,24 @@ func (c Chart) Write(w io.Writer) error {
 	}
 	for _, m := range c.Marks {
 		x, y := f.px(m.X), f.py(m.Y)
-		fmt.Fprintf(&b, `<path class="mark" d="M%s %sl8 8m0-8l-8 8" stroke="#d62728" stroke-width="1.5"><title>%s</title></path>`,
-			num(x-4), num(y-4), html.EscapeString(m.Label))
-		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#d62728" font-size="8">%s</text>`, num(x+5), num(y-5), html.EscapeString(m.Label))
+		fmt.Fprintf(&b, `<path class="mark" d="M%s %sl8 8m0-8l-8 8" stroke="%s" stroke-width="1.5"><title>%s</title></path>`,
+			num(x-4), num(y-4), markColor, html.EscapeString(m.Label))
+		if m.Label != "" {
+			fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s" font-size="8">%s</text>`, num(x+5), num(y-5), markColor, html.EscapeString(m.Label))
+		}
 	}
 	writeLegend(&b, legend, float64(height-rows*legendRow), float64(width), cols)
 	b.WriteString(`</svg>`)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// size is the chart's viewBox size; 0 = 320x140.
+func (c Chart) size() (width, height int) {
+	if c.Width == 0 || c.Height == 0 {
+		return 320, 140
+	}
+	return c.Width, c.Height
 }
 
 // frame computes the data ranges: the chart's, or the data's and rules'.
@@ -239,6 +278,9 @@ func (c Chart) legendEntries() []legendEntry {
 	}
 	for _, r := range c.Rules {
 		out = append(out, legendEntry{r.Name, r.Color})
+	}
+	if len(c.Marks) > 0 && c.MarkName != "" {
+		out = append(out, legendEntry{c.MarkName, markColor})
 	}
 	return out
 }
