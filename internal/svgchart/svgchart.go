@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Point is one data point; NaN Y leaves a gap in the line.
@@ -117,7 +118,7 @@ func WriteDocument(w io.Writer, charts ...Chart) error {
 func (c Chart) Write(w io.Writer) error {
 	width, height := c.size()
 	legend := c.legendEntries()
-	cols := legendColumns(width)
+	cols := legendColumns(width, legend)
 	rows := (len(legend) + cols - 1) / cols
 	f := c.frame(float64(width), float64(height-rows*legendRow))
 	var b strings.Builder
@@ -143,7 +144,13 @@ func (c Chart) Write(w io.Writer) error {
 		fmt.Fprintf(&b, `<path class="mark" d="M%s %sl8 8m0-8l-8 8" stroke="%s" stroke-width="1.5"><title>%s</title></path>`,
 			num(x-4), num(y-4), markColor, html.EscapeString(m.Label))
 		if m.Label != "" {
-			fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s" font-size="8">%s</text>`, num(x+5), num(y-5), markColor, html.EscapeString(m.Label))
+			// Right of the mark, or left of it in the right half, so the
+			// label stays inside the chart.
+			tx, anchor := x+5, "start"
+			if x > f.left+f.w/2 {
+				tx, anchor = x-5, "end"
+			}
+			fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s" font-size="8" text-anchor="%s">%s</text>`, num(tx), num(y-5), markColor, anchor, html.EscapeString(m.Label))
 		}
 	}
 	writeLegend(&b, legend, float64(height-rows*legendRow), float64(width), cols)
@@ -212,14 +219,13 @@ func (c Chart) writeAxes(b *strings.Builder, f frame) {
 		fmt.Fprintf(b, `<path d="M%s %sH%s" stroke="#eee"/><text x="%s" y="%s" text-anchor="end">%s</text>`,
 			num(f.left+1), num(y), num(f.left+f.w), num(f.left-3), num(y+3), html.EscapeString(yf(v)))
 	}
-	for i := range 4 {
-		v := f.x0 + (f.x1-f.x0)*float64(i)/3
+	for _, v := range c.xTicks(f) {
 		label := FormatNumber(v)
 		if c.XTime {
 			label = time.Unix(int64(math.Round(v)), 0).UTC().Format("15:04")
 		}
 		anchor := "middle"
-		if i == 3 {
+		if f.px(v) > f.left+f.w-15 {
 			anchor = "end" // inside the viewBox
 		}
 		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="%s">%s</text>`, num(f.px(v)), num(f.top+f.h+11), anchor, label)
@@ -230,6 +236,23 @@ func (c Chart) writeAxes(b *strings.Builder, f frame) {
 	if c.YLabel != "" {
 		fmt.Fprintf(b, `<text x="0" y="%s" fill="#555">%s</text>`, num(f.top-4), html.EscapeString(c.YLabel))
 	}
+}
+
+// xTicks returns the X tick values: the range in thirds on a time axis
+// (clock times read at any value), else multiples of a round step.
+func (c Chart) xTicks(f frame) []float64 {
+	var ticks []float64
+	if c.XTime {
+		for i := range 4 {
+			ticks = append(ticks, f.x0+(f.x1-f.x0)*float64(i)/3)
+		}
+		return ticks
+	}
+	step := niceStep((f.x1 - f.x0) / 5)
+	for v := math.Ceil(f.x0/step) * step; v <= f.x1+step/1e6; v += step {
+		ticks = append(ticks, v)
+	}
+	return ticks
 }
 
 // writeSeries draws a line, broken at NaN values, and its markers.
@@ -285,10 +308,16 @@ func (c Chart) legendEntries() []legendEntry {
 	return out
 }
 
-// legendColumn is the width a legend entry takes.
-const legendColumn = 120
-
-func legendColumns(width int) int { return max(1, (width-marginLeft)/legendColumn) }
+// legendColumns is how many legend entries fit side by side: each column
+// is as wide as the longest entry (about 6 units per character at the
+// chart's font size, plus the swatch), at least 120.
+func legendColumns(width int, entries []legendEntry) int {
+	col := 120
+	for _, e := range entries {
+		col = max(col, 6*utf8.RuneCountInString(e.name)+20)
+	}
+	return max(1, (width-marginLeft)/col)
+}
 
 // writeLegend lays the entries out in rows below the plot.
 func writeLegend(b *strings.Builder, entries []legendEntry, top, width float64, cols int) {
@@ -346,13 +375,21 @@ func num(v float64) string {
 	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+// niceCeil rounds an axis maximum v up to 1, 1.5, 2, 2.5, 3, 4, 5, 6 or
+// 8 times a power of ten.
 func niceCeil(v float64) float64 {
+	return roundUp(v, []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10})
+}
+
+// niceStep rounds a tick step v up to 1, 2 or 5 times a power of ten.
+func niceStep(v float64) float64 { return roundUp(v, []float64{1, 2, 5, 10}) }
+
+func roundUp(v float64, mantissas []float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range mantissas {
 		if v <= m*p {
 			return m * p
 		}

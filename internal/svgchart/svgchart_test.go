@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -150,9 +151,16 @@ func TestStackedBar(t *testing.T) {
 }
 
 func TestNiceCeil(t *testing.T) {
-	for _, c := range []struct{ in, want float64 }{{0, 1}, {0.7, 1}, {1.2, 2}, {3, 5}, {7.2, 10}, {120, 200}} {
-		if got := niceCeil(c.in); got != c.want {
-			t.Errorf("niceCeil(%v) = %v, want %v", c.in, got, c.want)
+	for _, c := range []struct{ in, ceil, step float64 }{{0, 1, 1}, {0.7, 0.8, 1}, {1.2, 1.5, 2}, {3, 3, 5}, {7.2, 8, 10}, {21, 25, 50}, {120, 150, 200}} {
+		if got := niceCeil(c.in); got != c.ceil {
+			t.Errorf("niceCeil(%v) = %v, want %v", c.in, got, c.ceil)
 		}
+		if got := niceStep(c.in); got != c.step {
+			t.Errorf("niceStep(%v) = %v, want %v", c.in, got, c.step)
+		}
+	}
+	c := Chart{XMin: 0, XMax: 20}
+	if got := c.xTicks(c.frame(320, 140)); !slices.Equal(got, []float64{0, 5, 10, 15, 20}) {
+		t.Errorf("ticks of 0..20: %v, want steps of 5", got)
 	}
 }
