@@ -58,8 +58,8 @@ type Chart struct {
 	Marks          []Mark
 	// MarkName is the legend entry of the marks, when there are any.
 	MarkName   string
-	XMin, XMax     float64 // both 0: the data's range
-	YMin, YMax     float64 // YMax 0: the data's maximum (YMin stays)
+	XMin, XMax float64 // both 0: the data's range
+	YMin, YMax float64 // YMax 0: the data's maximum (YMin stays)
 	// XTime formats X ticks as UTC clock times (X in Unix seconds).
 	XTime bool
 	// YFormat formats Y ticks; nil formats plain numbers.
