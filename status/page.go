@@ -19,7 +19,7 @@ import (
 var pageFS embed.FS
 
 // templates holds the status page and the pair detail page; page.html
-// defines the style both use.
+// defines the head (with the style) both use.
 var templates = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"ms":          FormatMs,
 	"msn":         func(d time.Duration) string { return strings.TrimSuffix(FormatMs(d), " ms") },
