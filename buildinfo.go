@@ -53,5 +53,5 @@ func fillVersion(bi *debug.BuildInfo, ok bool) {
 
 // buildSummary is the build line of the status pages.
 func buildSummary() string {
-	return version.Info() + " · built " + version.BuildDate + " with " + version.GoVersion
+	return version.Info() + " · build date " + version.BuildDate + " · " + version.GoVersion
 }

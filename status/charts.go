@@ -41,13 +41,23 @@ var (
 	largeChart = chartSize{560, 220}
 )
 
+// minFreshMinute is how long the current minute must have run before the
+// charts draw it: its first seconds hold a handful of requests, and a
+// line that drops at every new minute would read as an outage.
+const minFreshMinute = 20 * time.Second
+
 // minutesSeries returns one point per minute the pair ran, at the
-// minute's start; a minute without a value (ok false) is a gap.
+// minute's start; a minute without a value (ok false) is a gap. The
+// current minute is left out while younger than minFreshMinute, unless
+// it is the pair's only one.
 func minutesSeries(ms []MinuteStats, value func(MinuteStats) (float64, bool)) []svgchart.Point {
 	var pts []svgchart.Point
-	for _, m := range ms {
+	for i, m := range ms {
 		if !m.Running {
 			continue
+		}
+		if i == len(ms)-1 && m.Ran < minFreshMinute && len(pts) > 0 {
+			break
 		}
 		y, ok := value(m)
 		if !ok {

@@ -124,6 +124,9 @@ type MinuteStats struct {
 	// Running is whether the pair ran during the minute; the fields below
 	// are zero (acceptance -1) when it did not.
 	Running bool
+	// Ran is how long the pair ran in the minute so far: less than a
+	// minute for its first one and for the current one.
+	Ran time.Duration
 	// Ended counts the requests that ended in the minute, shed and failed
 	// ones included; Accepted those accepted.
 	Ended, Accepted int
@@ -146,13 +149,15 @@ func (tl *timeline) minutes(now, added time.Time) ([]MinuteStats, map[probe.Disp
 		ms := MinuteStats{Start: start, Acceptance: -1}
 		b := tl.bucket(m)
 		ms.Running = start.Add(time.Minute).After(added)
+		if ms.Running {
+			ms.Ran = minTime(now, start.Add(time.Minute)).Sub(maxTime(start, added))
+		}
 		if b.minute == m {
 			ms.Ended, ms.Accepted = int(b.ended), int(b.accepted)
 			if b.judged > 0 {
 				ms.Acceptance = float64(b.accepted) / float64(b.judged)
 			}
-			ran := minTime(now, start.Add(time.Minute)).Sub(maxTime(start, added))
-			ms.Goodput = float64(b.accepted) / max(ran.Seconds(), 1)
+			ms.Goodput = float64(b.accepted) / max(ms.Ran.Seconds(), 1)
 			ms.TTFTP50, ms.TTFTP99 = quantileOf(0.5, &b.ttft), quantileOf(0.99, &b.ttft)
 			ms.ITLP99 = quantileOf(0.99, &b.itl)
 			for i, d := range probe.Dispositions {

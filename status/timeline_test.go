@@ -103,6 +103,9 @@ func TestTimelineGroundTruth(t *testing.T) {
 			t.Errorf("%s = %v, want %v ± %.1f%%", name, got, want, 100*histError)
 		}
 	}
+	if m600.Ran != 30*time.Second || m601.Ran != time.Minute || m602.Ran != 45*time.Second || ps.Minutes[56].Ran != 0 {
+		t.Errorf("ran %v, %v, %v (and %v before the start); want 30s, 1m, 45s, 0", m600.Ran, m601.Ran, m602.Ran, ps.Minutes[56].Ran)
+	}
 	if m600.Ended != 12 || m600.Accepted != 10 {
 		t.Errorf("minute 600: ended %d accepted %d, want 12, 10", m600.Ended, m600.Accepted)
 	}
