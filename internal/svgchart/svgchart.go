@@ -12,7 +12,6 @@ import (
 	"html"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -327,72 +326,4 @@ func writeLegend(b *strings.Builder, entries []legendEntry, top, width float64, 
 		fmt.Fprintf(b, `<path d="M%s %sh10" stroke="%s" stroke-width="2"/><text x="%s" y="%s">%s</text>`,
 			num(x), num(y-3), e.color, num(x+13), num(y), html.EscapeString(e.name))
 	}
-}
-
-// Segment is one part of a stacked bar.
-type Segment struct {
-	Name  string
-	Value float64
-	Color string
-}
-
-// WriteStackedBar writes one horizontal bar split into the segments'
-// shares, each with a tooltip "name value (share)"; a bar with no total
-// draws an empty frame.
-func WriteStackedBar(w io.Writer, width, height int, segs []Segment) error {
-	var total float64
-	for _, s := range segs {
-		total += s.Value
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="bar" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" role="img">`, width, height)
-	x := 0.0
-	for _, s := range segs {
-		if s.Value <= 0 || total <= 0 {
-			continue
-		}
-		wd := s.Value / total * float64(width)
-		fmt.Fprintf(&b, `<rect x="%s" y="0" width="%s" height="%d" fill="%s"><title>%s %s (%.1f%%)</title></rect>`,
-			num(x), num(wd), height, s.Color, html.EscapeString(s.Name), FormatNumber(s.Value), 100*s.Value/total)
-		x += wd
-	}
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="none" stroke="#888"/></svg>`, width, height)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// FormatNumber formats a tick value: whole numbers from 1000 up, at most
-// three significant digits below.
-func FormatNumber(v float64) string {
-	if math.Abs(v) >= 1000 {
-		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
-
-// num formats a coordinate with one decimal, which is finer than a pixel.
-func num(v float64) string {
-	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
-}
-
-// niceCeil rounds an axis maximum v up to 1, 1.5, 2, 2.5, 3, 4, 5, 6 or
-// 8 times a power of ten.
-func niceCeil(v float64) float64 {
-	return roundUp(v, []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10})
-}
-
-// niceStep rounds a tick step v up to 1, 2 or 5 times a power of ten.
-func niceStep(v float64) float64 { return roundUp(v, []float64{1, 2, 5, 10}) }
-
-func roundUp(v float64, mantissas []float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range mantissas {
-		if v <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
 }
