@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -35,19 +34,6 @@ Flags of the default command "{{.Name}}":
 type action func(ctx context.Context, logger *slog.Logger) int
 
 func main() { os.Exit(run(os.Args[1:])) }
-
-// init names the version of a build that set none through -ldflags (a
-// plain `go build` or `go install`; deploy/build.sh sets it): the module
-// version Go recorded, "v1.2.3" or "devel". prometheus/common/version
-// finds the revision from the VCS stamp by itself.
-func init() {
-	if version.Version != "" {
-		return
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		version.Version = strings.Trim(bi.Main.Version, "()")
-	}
-}
 
 func run(args []string) int {
 	app := kingpin.New(appName, "Probes vLLM endpoints the way clients see them and exports the results to Prometheus.")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/version"
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
@@ -36,6 +35,7 @@ func (d *daemon) routes() http.Handler {
 	mux.HandleFunc("/-/reload", d.handleReload)
 	mux.HandleFunc("/api/v1/results", d.handleResults)
 	mux.HandleFunc("/probe", d.handleProbe)
+	mux.HandleFunc("/pair", d.handlePair)
 	mux.HandleFunc("/{$}", d.handleStatus)
 	return mux
 }
@@ -146,7 +146,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	cfg := d.safe.Get()
 	page := status.Page{
-		Version:     version.Info(),
+		Version:     buildSummary(),
 		Now:         time.Now(),
 		Window:      d.tracker.Window(),
 		MetricsPath: d.flags.telemetryPath,
@@ -162,6 +162,34 @@ func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := status.Render(w, page); err != nil {
 		d.logger.Error("Error rendering status page", "err", err)
+	}
+}
+
+// handlePair serves the detail page of one (target, probe) pair.
+func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
+	target, probeName, err := d.pairParams(r, true)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	stats, recent, ok := d.tracker.Pair(target, probeName)
+	if !ok {
+		// Configured but not (yet) run by the engine: before the first
+		// apply, or a reload in progress.
+		http.Error(w, fmt.Sprintf("probe %q of target %q is not running yet", probeName, target), http.StatusServiceUnavailable)
+		return
+	}
+	page := status.PairPage{
+		Version:  buildSummary(),
+		Now:      time.Now(),
+		Stats:    stats,
+		Recent:   recent,
+		Failures: d.history.LastFailures(target, probeName, 20),
+		Target:   status.TargetState{Name: target, Scrape: d.scraper.State(target)},
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := status.RenderPair(w, page); err != nil {
+		d.logger.Error("Error rendering pair page", "err", err)
 	}
 }
 

@@ -117,6 +117,12 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		}
 		out.ResultPath = resultPath
 	}
+	if o.Plot != "" {
+		title := fmt.Sprintf("%s %s at %s req/s", o.Backend, s.Model, pyfmt.Float(o.RequestRate, 2))
+		if err := writeFile(o.Plot, func(w io.Writer) error { return writePlot(w, run, title) }); err != nil {
+			return out, fmt.Errorf("--plot %s: %w", o.Plot, err)
+		}
+	}
 	return out, nil
 }
 

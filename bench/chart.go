@@ -2,142 +2,153 @@ package bench
 
 import (
 	"fmt"
-	"image/color"
 	"io"
+	"math"
 	"slices"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
+	"strings"
+	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
+	"github.com/vllm-prober/vllm-prober/internal/svgchart"
 )
 
 // Chart colours: throughput blue, goodput green, pass line grey, rated
-// capacity red.
-var (
-	colThroughput = color.RGBA{R: 31, G: 119, B: 180, A: 255}
-	colGoodput    = color.RGBA{R: 44, G: 160, B: 44, A: 255}
-	colPassLine   = color.RGBA{R: 127, G: 127, B: 127, A: 255}
-	colRated      = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+// capacity and SLOs red.
+const (
+	colThroughput = "#1f77b4"
+	colGoodput    = "#2ca02c"
+	colPassLine   = "#7f7f7f"
+	colRated      = "#d62728"
+	colLatency    = "#9467bd"
 )
 
-// levelMeans averages the repeats of each offered rate, sorted by rate.
-func levelMeans(s *capacity.Search, value func(capacity.Repeat) float64) plotter.XYs {
+// Report chart sizes (SVG user units, about pixels).
+const (
+	chartWidth        = 800
+	mainChartHeight   = 420
+	detailChartHeight = 240
+)
+
+// levelMeans averages the repeats of each offered rate, sorted by rate;
+// a level whose value is NaN in every repeat is left out.
+func levelMeans(s *capacity.Search, value func(capacity.Repeat) float64) []svgchart.Point {
 	sum, n := map[float64]float64{}, map[float64]int{}
 	for _, r := range s.Repeats {
-		sum[r.Rate] += value(r)
-		n[r.Rate]++
+		if v := value(r); !math.IsNaN(v) {
+			sum[r.Rate] += v
+			n[r.Rate]++
+		}
 	}
 	rates := make([]float64, 0, len(sum))
 	for r := range sum {
 		rates = append(rates, r)
 	}
 	slices.Sort(rates)
-	xys := make(plotter.XYs, len(rates))
+	pts := make([]svgchart.Point, len(rates))
 	for i, r := range rates {
-		xys[i] = plotter.XY{X: r, Y: sum[r] / float64(n[r])}
+		pts[i] = svgchart.Point{X: r, Y: sum[r] / float64(n[r])}
 	}
-	return xys
+	return pts
 }
 
 // chartCurves returns the completed throughput and the goodput of each
 // level, both per second of the repeats' wall-clock windows (first send to
 // last terminal response): past saturation the completed curve flattens at
 // what the server can finish instead of following the offered load.
-func chartCurves(s *capacity.Search) (completed, goodput plotter.XYs) {
+func chartCurves(s *capacity.Search) (completed, goodput []svgchart.Point) {
 	return levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.CompletedThroughput }),
 		levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.Goodput })
 }
 
-// writeChartSVG draws goodput and completed throughput (chartCurves) against
-// offered load (means of the repeats, failing repeats marked with a cross), the pass
-// line goodput = MinAcceptance x offered, and the rated capacity, as SVG.
+// writeChartSVG writes the capacity report's SVG: goodput and completed
+// throughput (chartCurves) against offered load with the pass line
+// goodput = MinAcceptance x offered and the rated capacity, each failing
+// level marked with its reasons; then the rule's latency percentile of
+// TTFT, TPOT and E2EL against offered load with the SLO of each.
 func writeChartSVG(w io.Writer, s *capacity.Search, rule capacity.PassRule, title string) error {
-	return writeChart(w, s, rule, title, "svg")
-}
-
-// writeChart renders the chart in format (any of gonum/plot's).
-func writeChart(w io.Writer, s *capacity.Search, rule capacity.PassRule, title, format string) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "offered load (req/s)"
-	p.Y.Label.Text = "req/s"
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
-	maxX, maxY := 0.0, 0.0
-	for _, r := range s.Repeats {
-		maxX, maxY = max(maxX, r.Rate), max(maxY, r.Rate, r.Metrics.CompletedThroughput, r.Metrics.Goodput)
-	}
-	maxY *= 1.4 // room for the legend above the curves
-	completed, goodput := chartCurves(s)
-	if err := addCurve(p, "completed/s (wall clock)", completed, colThroughput, draw.CircleGlyph{}); err != nil {
-		return err
-	}
-	if err := addCurve(p, "goodput/s (accepted)", goodput, colGoodput, draw.SquareGlyph{}); err != nil {
-		return err
-	}
-	if err := addFailures(p, s); err != nil {
-		return err
-	}
-	pass, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxX, Y: maxX * rule.MinAcceptance}})
-	if err != nil {
-		return fmt.Errorf("chart pass line: %w", err)
-	}
-	pass.Color, pass.Dashes = colPassLine, []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(pass)
-	p.Legend.Add(fmt.Sprintf("pass line: goodput = %s x offered", pyfmt.Float(rule.MinAcceptance, 2)), pass)
-	if s.Rated > 0 {
-		rated, err := plotter.NewLine(plotter.XYs{{X: s.Rated, Y: 0}, {X: s.Rated, Y: maxY}})
-		if err != nil {
-			return fmt.Errorf("chart rated line: %w", err)
+	charts := []svgchart.Chart{throughputChart(s, rule, title)}
+	for _, m := range []struct {
+		name string
+		slo  time.Duration
+	}{{stats.MetricTTFT, rule.TTFT}, {stats.MetricTPOT, rule.TPOT}, {stats.MetricE2EL, rule.E2EL}} {
+		if c, ok := latencyChart(s, rule.Percentile, m.name, m.slo); ok {
+			charts = append(charts, c)
 		}
-		rated.Color, rated.Width = colRated, vg.Points(1.5)
-		p.Add(rated)
-		p.Legend.Add(fmt.Sprintf("rated capacity %s req/s", pyfmt.Float(s.Rated, 2)), rated)
 	}
-	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, maxY
-	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
-	if err != nil {
-		return fmt.Errorf("render chart: %w", err)
-	}
-	if _, err := wt.WriteTo(w); err != nil {
+	if err := svgchart.WriteDocument(w, charts...); err != nil {
 		return fmt.Errorf("write chart: %w", err)
 	}
 	return nil
 }
 
-// addCurve adds a line with points and its legend entry.
-func addCurve(p *plot.Plot, name string, xys plotter.XYs, c color.Color, g draw.GlyphDrawer) error {
-	l, pts, err := plotter.NewLinePoints(xys)
-	if err != nil {
-		return fmt.Errorf("chart %s: %w", name, err)
+// throughputChart draws the plateau: completed/s and goodput/s against
+// offered load.
+func throughputChart(s *capacity.Search, rule capacity.PassRule, title string) svgchart.Chart {
+	maxX := 0.0
+	for _, r := range s.Repeats {
+		maxX = max(maxX, r.Rate)
 	}
-	l.Color, pts.Color, pts.Shape = c, c, g
-	p.Add(l, pts)
-	p.Legend.Add(name, l, pts)
-	return nil
+	completed, goodput := chartCurves(s)
+	c := svgchart.Chart{Title: title, XLabel: "offered load (req/s)", YLabel: "req/s", Width: chartWidth, Height: mainChartHeight,
+		XMin: 0, XMax: maxX, MarkName: "failing repeat (goodput) and why",
+		Series: []svgchart.Series{
+			{Name: "completed/s (wall clock)", Color: colThroughput, Points: completed, Markers: true},
+			{Name: "goodput/s (accepted)", Color: colGoodput, Points: goodput, Markers: true},
+			{Name: fmt.Sprintf("pass line: goodput = %s x offered", pyfmt.Float(rule.MinAcceptance, 2)), Color: colPassLine, Dashed: true,
+				Points: []svgchart.Point{{X: 0, Y: 0}, {X: maxX, Y: maxX * rule.MinAcceptance}}},
+		},
+		Marks: failureMarks(s, func(r capacity.Repeat) float64 { return r.Metrics.Goodput }),
+	}
+	if s.Rated > 0 {
+		c.Rules = []svgchart.Rule{{Name: fmt.Sprintf("rated capacity %s req/s", pyfmt.Float(s.Rated, 2)), Color: colRated, Value: s.Rated, Vertical: true}}
+	}
+	return c
 }
 
-// addFailures marks the goodput of each failing repeat with a red cross.
-func addFailures(p *plot.Plot, s *capacity.Search) error {
-	var xys plotter.XYs
+// latencyChart draws percentile p of a latency metric against offered
+// load with its SLO; ok is false when no level measured it.
+func latencyChart(s *capacity.Search, p float64, name string, slo time.Duration) (svgchart.Chart, bool) {
+	value := func(r capacity.Repeat) float64 { return r.Metrics.LatencyPercentile(name, p) }
+	pts := levelMeans(s, value)
+	if len(pts) == 0 {
+		return svgchart.Chart{}, false
+	}
+	label := fmt.Sprintf("p%s %s (ms)", pyfmt.Percentile(p), name)
+	c := svgchart.Chart{Title: label + " against offered load", XLabel: "offered load (req/s)", YLabel: "ms",
+		Width: chartWidth, Height: detailChartHeight, MarkName: "failing repeat",
+		Series: []svgchart.Series{{Name: label, Color: colLatency, Points: pts, Markers: true}},
+		Marks:  failureMarks(s, value),
+	}
+	c.XMin, c.XMax = 0, pts[len(pts)-1].X
+	if slo > 0 {
+		c.Rules = []svgchart.Rule{{Name: fmt.Sprintf("SLO %s", slo), Color: colRated, Value: stats.Milliseconds(slo)}}
+	}
+	return c, true
+}
+
+// failureMarks marks each failing repeat at value, labelled with its
+// reasons; repeats of one level that failed for the same reasons share a
+// label.
+func failureMarks(s *capacity.Search, value func(capacity.Repeat) float64) []svgchart.Mark {
+	var marks []svgchart.Mark
+	labelled := map[string]bool{}
 	for _, r := range s.Repeats {
-		if !r.Pass {
-			xys = append(xys, plotter.XY{X: r.Rate, Y: r.Metrics.Goodput})
+		y := value(r)
+		if r.Pass || math.IsNaN(y) {
+			continue
 		}
+		why := strings.Join(r.Why, "; ")
+		if why == "" {
+			why = "failed"
+		}
+		key := fmt.Sprint(r.Rate, why)
+		if labelled[key] {
+			why = ""
+		}
+		labelled[key] = true
+		marks = append(marks, svgchart.Mark{X: r.Rate, Y: y, Label: why})
 	}
-	if len(xys) == 0 {
-		return nil
-	}
-	sc, err := plotter.NewScatter(xys)
-	if err != nil {
-		return fmt.Errorf("chart failures: %w", err)
-	}
-	sc.Color, sc.Shape, sc.Radius = colRated, draw.CrossGlyph{}, vg.Points(4)
-	p.Add(sc)
-	p.Legend.Add("failing repeat (goodput)", sc)
-	return nil
+	return marks
 }

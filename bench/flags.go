@@ -54,6 +54,7 @@ func RegisterBenchFlags(cmd *kingpin.CmdClause) *BenchFlags {
 	cmd.Flag("result-dir", "Directory of the saved result.").StringVar(&o.ResultDir)
 	cmd.Flag("result-filename", "File name of the saved result.").StringVar(&o.ResultFilename)
 	cmd.Flag("ledger", "Ledger file (JSON Lines, one record per offered request); default: beside the saved result.").StringVar(&o.LedgerPath)
+	cmd.Flag("plot", "Write an SVG of the TTFT and ITL distributions and of requests over time to this file.").StringVar(&o.Plot)
 	return f
 }
 

@@ -169,6 +169,8 @@ type Options struct {
 	ResultDir      string
 	ResultFilename string
 	LedgerPath     string // "" = beside the saved result, or none
+	// Plot is where --plot writes the run's SVG (writePlot); "" = none.
+	Plot string
 }
 
 // validate checks o and returns an error wrapping ErrUsage that names the

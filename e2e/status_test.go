@@ -5,10 +5,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,26 +27,96 @@ import (
 // secretToken is a recognisable credential that must never be shown.
 const secretToken = "sk-e2e-SECRET-5f1c9a7d"
 
+// chromiumArgs are the flags of every headless Chromium run: a 1280 px
+// wide window (the width the pages must fit) and console messages on
+// stderr.
+func chromiumArgs(t *testing.T, height int) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--enable-logging=stderr", "--v=0",
+		"--user-data-dir=" + t.TempDir(), fmt.Sprintf("--window-size=1280,%d", height)}
+}
+
 // chromiumDOM loads url in headless Chromium and returns the rendered DOM;
-// when shot is not empty it also saves a screenshot there.
+// when shot is not empty it also saves a screenshot there. It fails the
+// test on any message the page wrote to the console (an error, a refused
+// resource, a script).
 func chromiumDOM(t *testing.T, url, shot string) string {
 	t.Helper()
 	bin := requireTool(t, "chromium")
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1500,1000"}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, append(args, "--dump-dom", url)...).Output()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, bin, append(chromiumArgs(t, 900), "--virtual-time-budget=3000", "--dump-dom", url)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, ":CONSOLE") {
+			t.Errorf("console message loading %s: %s", url, line)
+		}
 	}
 	if shot != "" {
-		if b, err := exec.CommandContext(ctx, bin, append(args, "--screenshot="+shot, url)...).CombinedOutput(); err != nil {
+		if b, err := exec.CommandContext(ctx, bin, append(chromiumArgs(t, 900), "--screenshot="+shot, url)...).CombinedOutput(); err != nil {
 			t.Fatalf("chromium --screenshot: %v\n%s", err, b)
 		}
 	}
 	return string(out)
+}
+
+// layoutProbe is a page served beside the prober's pages (same origin,
+// through a proxy) that loads one of them in a 1280 px frame and writes
+// what a reader sees into its own DOM: how wide the page is against the
+// frame, where its widest table ends, and how many drawn chart lines and
+// bars it has.
+const layoutProbe = `<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="%s" style="width:1280px;height:900px;border:0"></iframe>
+<script>
+document.getElementById("f").addEventListener("load", function () {
+  var doc = this.contentDocument, el = doc.documentElement;
+  var lines = 0;
+  doc.querySelectorAll("svg.chart path.series").forEach(function (p) {
+    if (p.getTotalLength() > 0) { lines++; }
+  });
+  var table = 0;
+  doc.querySelectorAll("table").forEach(function (e) { table = Math.max(table, e.getBoundingClientRect().right); });
+  var out = document.createElement("pre");
+  out.id = "layout";
+  out.textContent = "scrollWidth=" + el.scrollWidth + " clientWidth=" + el.clientWidth +
+    " lines=" + lines + " dots=" + doc.querySelectorAll("svg.chart circle.dot").length +
+    " bars=" + doc.querySelectorAll("svg.bar rect").length + " tableRight=" + Math.ceil(table);
+  document.body.appendChild(out);
+});
+</script></body></html>`
+
+// pageLayout is what layoutProbe found.
+type pageLayout struct{ scrollWidth, clientWidth, lines, dots, bars, tableRight int }
+
+// layoutOf loads path of the prober at base in layoutProbe in Chromium.
+func layoutOf(t *testing.T, base, path string) pageLayout {
+	t.Helper()
+	target, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/layout-probe" {
+			fmt.Fprintf(w, layoutProbe, html.EscapeString(path))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dom := chromiumDOM(t, srv.URL+"/layout-probe", "")
+	m := regexp.MustCompile(`scrollWidth=(\d+) clientWidth=(\d+) lines=(\d+) dots=(\d+) bars=(\d+) tableRight=(\d+)`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the layout probe of %s reported nothing:\n%.2000s", path, dom)
+	}
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+	return pageLayout{n(1), n(2), n(3), n(4), n(5), n(6)}
 }
 
 func TestStatusPageInChromium(t *testing.T) {
@@ -87,8 +163,15 @@ probes:
 			t.Errorf("status page lacks %q", want)
 		}
 	}
+	pair := chromiumDOM(t, d.URL("/pair?target=secured&probe=chat-arith"), "")
+	for _, want := range []string{"secured / chat-arith", `class="series"`, "Recent requests", "first_token"} {
+		if !strings.Contains(pair, want) {
+			t.Errorf("pair page lacks %q", want)
+		}
+	}
 	for name, body := range map[string]string{
 		"status page": dom,
+		"pair page":   pair,
 		"metrics":     get(t, d.URL("/metrics")),
 		"results":     get(t, d.URL("/api/v1/results?limit=1000")),
 		"logs":        d.Logs(),
@@ -103,4 +186,63 @@ func get(t *testing.T, url string) string {
 	t.Helper()
 	_, body := daemontest.Do(t, http.MethodGet, url)
 	return body
+}
+
+// TestStatusPageFitsWith50Pairs runs 50 pairs, 2 targets with 25 probes
+// each with long names and failures, and checks in Chromium at 1280 px
+// that the status and detail pages draw their charts, scroll no wider
+// than the window, log nothing to the console, and that the status page
+// stays bounded in size.
+func TestStatusPageFitsWith50Pairs(t *testing.T) {
+	o := simulator.DefaultOptions()
+	o.Faults = simulator.Faults{HTTP500: 0.1}
+	_, simURL := simtest.Start(t, o)
+	var cfg strings.Builder
+	cfg.WriteString("targets:\n")
+	for _, tg := range []string{"inference-gateway-europe-west4-primary", "inference-gateway-us-central1-secondary"} {
+		fmt.Fprintf(&cfg, "  - {name: %s, url: %s}\n", tg, simURL)
+	}
+	cfg.WriteString("probes:\n")
+	for i := range 25 {
+		fmt.Fprintf(&cfg, "  - {name: chat-long-context-summarisation-%02d, api: chat, rate: 0.5, slo: {ttft: 500ms, tpot: 50ms}, workload: {random: {input_tokens: 16, output_tokens: 4}}}\n", i)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "c.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, binary, "--config.file="+cfgPath)
+	var page string
+	daemontest.WaitFor(t, 60*time.Second, "a finished request of every pair", func() bool {
+		page = get(t, d.URL("/"))
+		return strings.Count(page, `<path class="series" d="M`) >= 50*3 // TTFT p50, p99 and goodput of each
+	})
+	const maxBytes = 600 << 10
+	t.Logf("status page of 50 pairs: %d bytes", len(page))
+	if len(page) > maxBytes {
+		t.Errorf("status page of 50 pairs is %d bytes, want at most %d", len(page), maxBytes)
+	}
+	for _, c := range []struct {
+		path       string
+		minDrawn   int
+		minSegment int
+	}{
+		{"/", 50 * 3, 50},
+		{"/pair?target=inference-gateway-us-central1-secondary&probe=chat-long-context-summarisation-24", 3, 1},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			l := layoutOf(t, d.URL(""), c.path)
+			t.Logf("%+v", l)
+			if l.scrollWidth > l.clientWidth {
+				t.Errorf("page is %d px wide in a %d px window: it scrolls sideways", l.scrollWidth, l.clientWidth)
+			}
+			// A pair's first minute is one point per series: a dot until
+			// the next minute draws a line.
+			if l.lines+l.dots < c.minDrawn {
+				t.Errorf("%d chart lines and %d dots drawn, want at least %d", l.lines, l.dots, c.minDrawn)
+			}
+			if l.bars < c.minSegment {
+				t.Errorf("%d disposition bar segments, want at least %d", l.bars, c.minSegment)
+			}
+		})
+	}
 }

@@ -5,22 +5,41 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
-//go:embed page.html
+//go:embed page.html pair.html
 var pageFS embed.FS
 
-var pageTmpl = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"ms":   FormatMs,
-	"pct":  FormatPct,
-	"rate": func(v float64) string { return fmt.Sprintf("%.3f", v) },
-	"ago":  func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
-}).ParseFS(pageFS, "page.html"))
+// templates holds the status page and the pair detail page; page.html
+// defines the head (with the style) both use.
+var templates = template.Must(template.New("page.html").Funcs(template.FuncMap{
+	"ms":          FormatMs,
+	"msn":         func(d time.Duration) string { return strings.TrimSuffix(FormatMs(d), " ms") },
+	"pct":         FormatPct,
+	"rate":        func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"ago":         func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
+	"dur":         func(d time.Duration) string { return d.Round(time.Second).String() },
+	"slo":         func(d model.Duration) string { return FormatMs(time.Duration(d)) },
+	"charts":      func(p PairStats) (template.HTML, error) { return pairCharts(p, smallChart) },
+	"chartsLarge": func(p PairStats) (template.HTML, error) { return pairCharts(p, largeChart) },
+	"pairHref":    func(target, probe string) string { return "pair?" + pairQuery(target, probe) },
+	"resultsHref": func(target, probe string) string { return "api/v1/results?" + pairQuery(target, probe) },
+}).ParseFS(pageFS, "page.html", "pair.html"))
+
+// pairQuery is the query string naming a pair, relative links keeping the
+// pages usable behind a path prefix.
+func pairQuery(target, probe string) string {
+	return url.Values{"target": {target}, "probe": {probe}}.Encode()
+}
 
 // TargetState is one target's row on the status page.
 type TargetState struct {
@@ -58,7 +77,29 @@ func (p Page) MetricsHref() string {
 
 // Render writes the status page as HTML.
 func Render(w io.Writer, p Page) error {
-	return pageTmpl.Execute(w, p)
+	return templates.ExecuteTemplate(w, "page.html", p)
+}
+
+// PairPage is everything the detail page of one (target, probe) pair
+// shows.
+type PairPage struct {
+	Version string
+	Now     time.Time
+	Stats   PairStats
+	// Recent is the pair's last requests, newest first (Tracker.Pair).
+	Recent []RequestView
+	// Failures is the pair's last failures with their error text.
+	Failures []ledger.Record
+	// Target is the pair's target's server scrape state.
+	Target TargetState
+}
+
+// Phases lists the HTTP phases in the order a request goes through them.
+func (PairPage) Phases() []string { return probe.Phases }
+
+// RenderPair writes a pair's detail page as HTML.
+func RenderPair(w io.Writer, p PairPage) error {
+	return templates.ExecuteTemplate(w, "pair.html", p)
 }
 
 // FormatMs formats a duration in milliseconds, or a dash when unmeasured.

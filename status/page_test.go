@@ -1,9 +1,16 @@
 package status
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 func TestRenderMetricsLink(t *testing.T) {
@@ -24,5 +31,92 @@ func TestRenderMetricsLink(t *testing.T) {
 				t.Errorf("page lacks %s", tc.want)
 			}
 		})
+	}
+}
+
+// fullTracker returns a tracker with n pairs, each with a request ending
+// every 5 seconds of the last hour, so every minute of every chart has
+// data.
+func fullTracker(n int) (*Tracker, *fakeNow) {
+	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+	tr := NewTracker(TrackerOptions{Now: clock.now})
+	var probes []string
+	for i := range n {
+		probes = append(probes, fmt.Sprintf("probe-with-a-long-name-%02d", i))
+	}
+	cfg := trackerConfig(probes...)
+	for i := range cfg.Probes {
+		cfg.Probes[i].SLO = config.SLO{TTFT: model.Duration(200 * time.Millisecond), TPOT: model.Duration(50 * time.Millisecond)}
+	}
+	syncPairs(tr, cfg)
+	for s := 0; s < 3600; s += 5 {
+		clock.t = clock.t.Add(5 * time.Second)
+		for i, p := range probes {
+			r := probe.Result{Target: "t", Probe: p, Disposition: probe.Accepted, TTFT: time.Duration(50+i+s%100) * time.Millisecond,
+				ITLs: []time.Duration{10 * time.Millisecond, 30 * time.Millisecond}, Phases: probe.PhaseTimes{probe.PhaseHeaders: time.Millisecond}}
+			if s%60 == 0 {
+				r.Disposition, r.Reason, r.Error = probe.ServerFailure, probe.ReasonHTTP5xx, "HTTP 500: <overloaded>"
+			}
+			tr.Offered("t", p)
+			tr.Finished(&r)
+		}
+	}
+	return tr, clock
+}
+
+// TestRenderChartsBounded renders the status page of 50 pairs with a full
+// hour each: every pair gets its charts with drawn lines, and the page
+// stays small enough to refresh every 5 seconds.
+func TestRenderChartsBounded(t *testing.T) {
+	tr, clock := fullTracker(50)
+	var sb strings.Builder
+	if err := Render(&sb, Page{Now: clock.t, Window: tr.Window(), Pairs: tr.Snapshot()}); err != nil {
+		t.Fatal(err)
+	}
+	page := sb.String()
+	if n := strings.Count(page, `<svg class="chart"`); n != 150 {
+		t.Errorf("%d charts, want 3 for each of 50 pairs", n)
+	}
+	if n := strings.Count(page, `<path class="series" d="M`); n != 250 {
+		t.Errorf("%d drawn series, want 5 for each of 50 pairs", n)
+	}
+	if n := strings.Count(page, `<path class="rule"`); n != 150 {
+		t.Errorf("%d threshold lines, want TTFT and TPOT SLOs and the objective for each of 50 pairs", n)
+	}
+	if n := strings.Count(page, `<svg class="bar"`); n != 50 {
+		t.Errorf("%d disposition bars, want 50", n)
+	}
+	const maxBytes = 600 << 10
+	t.Logf("status page of 50 pairs: %d bytes", len(page))
+	if len(page) > maxBytes {
+		t.Errorf("status page of 50 pairs is %d bytes, want at most %d", len(page), maxBytes)
+	}
+}
+
+func TestRenderPair(t *testing.T) {
+	tr, clock := fullTracker(1)
+	ps, recent, ok := tr.Pair("t", "probe-with-a-long-name-00")
+	if !ok {
+		t.Fatal("pair not found")
+	}
+	rec := ledger.NewRecord(&probe.Result{Target: "t", Probe: ps.Probe, Disposition: probe.ServerFailure,
+		Reason: probe.ReasonHTTP5xx, HTTPStatus: 500, Error: "HTTP 500: <overloaded>"}, "")
+	var sb strings.Builder
+	err := RenderPair(&sb, PairPage{Now: clock.t, Stats: ps, Recent: recent, Failures: []ledger.Record{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := sb.String()
+	for _, want := range []string{`viewBox="0 0 560 220"`, "TTFT SLO 200 ms", "TPOT SLO 50 ms", "objective 99.00%",
+		"<th>headers</th>", "<td>1.0 ms</td>", "HTTP 500: &lt;overloaded&gt;", "server_failure&nbsp;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("pair page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "<tr><td class=\"l\">"); n != recentRequests+1 {
+		t.Errorf("%d request and failure rows, want %d recent and 1 failure", n, recentRequests)
+	}
+	if _, _, ok := tr.Pair("t", "nope"); ok {
+		t.Error("an unknown pair was found")
 	}
 }

@@ -48,6 +48,9 @@ type pairState struct {
 	dispositions map[probe.Disposition]uint64
 	finished     []finish // within the window
 	ttft, itl    []sample // within the window
+	slo          config.SLO
+	hour         *timeline // the last hour per minute, for the charts
+	recent       recentRing
 }
 
 // finish is one request that ended, reduced to what the windowed
@@ -91,6 +94,12 @@ type PairStats struct {
 	// AbandonedSinceStart counts the requests the prober gave up for its
 	// own reasons since start (probe.Result.Abandoned).
 	AbandonedSinceStart uint64
+	// SLO is the probe's latency objectives, drawn on the charts.
+	SLO config.SLO
+	// Minutes is the last hour, oldest first, ending with the current
+	// minute; HourDispositions counts its requests by disposition.
+	Minutes          []MinuteStats
+	HourDispositions map[probe.Disposition]uint64
 }
 
 // AcceptanceSinceStart is accepted / (offered - abandoned) over every
@@ -149,11 +158,11 @@ func (t *Tracker) PairStarted(p config.Pair) {
 	defer t.mu.Unlock()
 	st := t.pairs[k]
 	if st == nil {
-		st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}}
+		st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}, hour: new(timeline)}
 		t.pairs[k] = st
 		t.order = append(t.order, k)
 	}
-	st.objective = p.Probe.Objective
+	st.objective, st.slo = p.Probe.Objective, p.Probe.SLO
 }
 
 // PairStopped implements probe.Sink: the pair and its state go.
@@ -207,6 +216,8 @@ func (t *Tracker) Finished(r *probe.Result) {
 		st.itl = append(st.itl, sample{now, g})
 	}
 	st.itl = t.boundedSamples(st.itl)
+	st.hour.record(now, r)
+	st.recent.add(r)
 }
 
 func (t *Tracker) bounded(f []finish) []finish {
@@ -232,44 +243,65 @@ func (t *Tracker) Snapshot() []PairStats {
 	defer t.mu.Unlock()
 	out := make([]PairStats, 0, len(t.order))
 	for _, k := range t.order {
-		st := t.pairs[k]
-		st.prune(since)
-		ps := PairStats{
-			Target: k.target, Probe: k.probe, Objective: st.objective,
-			Offered: st.offered, InFlight: st.inFlight,
-			Dispositions:        maps.Clone(st.dispositions),
-			Window:              t.opts.Window,
-			Acceptance:          -1,
-			AcceptedSinceStart:  st.dispositions[probe.Accepted],
-			AbandonedSinceStart: st.abandoned,
-		}
-		var accepted, judged, completed int
-		for _, f := range st.finished {
-			if f.accepted {
-				accepted++
-			}
-			if f.completed {
-				completed++
-			}
-			if !f.abandoned {
-				judged++
-			}
-		}
-		// A pair younger than the window is judged over its age, so rates
-		// are right from the first minutes on.
-		span := min(t.opts.Window, now.Sub(st.added))
-		ps.Window = span
-		secs := max(span.Seconds(), 1)
-		ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs
-		if judged > 0 {
-			ps.Acceptance = float64(accepted) / float64(judged)
-		}
-		ps.TTFTP50, ps.TTFTP99 = sampleQuantile(st.ttft, 0.5), sampleQuantile(st.ttft, 0.99)
-		ps.ITLP50, ps.ITLP99 = sampleQuantile(st.itl, 0.5), sampleQuantile(st.itl, 0.99)
-		ps.WindowSamplesTTFT, ps.WindowSamplesITL = len(st.ttft), len(st.itl)
-		out = append(out, ps)
+		out = append(out, t.pairStats(k, now, since))
 	}
 	return out
+}
+
+// Pair returns one pair's statistics and its recent requests, newest
+// first; ok is false when the pair is not running.
+func (t *Tracker) Pair(target, probeName string) (ps PairStats, recent []RequestView, ok bool) {
+	now := t.opts.Now()
+	k := pairKey{target, probeName}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.pairs[k]
+	if st == nil {
+		return PairStats{}, nil, false
+	}
+	return t.pairStats(k, now, now.Add(-t.opts.Window)), st.recent.newestFirst(), true
+}
+
+// pairStats computes one pair's snapshot; t.mu is held.
+func (t *Tracker) pairStats(k pairKey, now, since time.Time) PairStats {
+	st := t.pairs[k]
+	st.prune(since)
+	ps := PairStats{
+		Target: k.target, Probe: k.probe, Objective: st.objective,
+		Offered: st.offered, InFlight: st.inFlight,
+		Dispositions:        maps.Clone(st.dispositions),
+		Window:              t.opts.Window,
+		Acceptance:          -1,
+		AcceptedSinceStart:  st.dispositions[probe.Accepted],
+		AbandonedSinceStart: st.abandoned,
+	}
+	var accepted, judged, completed int
+	for _, f := range st.finished {
+		if f.accepted {
+			accepted++
+		}
+		if f.completed {
+			completed++
+		}
+		if !f.abandoned {
+			judged++
+		}
+	}
+	// A pair younger than the window is judged over its age, so rates
+	// are right from the first minutes on.
+	span := min(t.opts.Window, now.Sub(st.added))
+	ps.Window = span
+	secs := max(span.Seconds(), 1)
+	ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs
+	if judged > 0 {
+		ps.Acceptance = float64(accepted) / float64(judged)
+	}
+	ps.TTFTP50, ps.TTFTP99 = sampleQuantile(st.ttft, 0.5), sampleQuantile(st.ttft, 0.99)
+	ps.ITLP50, ps.ITLP99 = sampleQuantile(st.itl, 0.5), sampleQuantile(st.itl, 0.99)
+	ps.WindowSamplesTTFT, ps.WindowSamplesITL = len(st.ttft), len(st.itl)
+	ps.SLO = st.slo
+	ps.Minutes, ps.HourDispositions = st.hour.minutes(now, st.added)
+	return ps
 }
 
 func (st *pairState) prune(since time.Time) {

@@ -109,4 +109,32 @@ func TestTrackerUnderOverload(t *testing.T) {
 	if got := ps.Goodput * secs; math.Abs(got-float64(accepted)) > 1e-6 {
 		t.Errorf("goodput %v/s over %v = %v requests, want %d", ps.Goodput, ps.Window, got, accepted)
 	}
+
+	// The last hour's per-minute counts hold the same requests.
+	var ended, hourAccepted int
+	for _, m := range ps.Minutes {
+		ended, hourAccepted = ended+m.Ended, hourAccepted+m.Accepted
+	}
+	if ended != offered || hourAccepted != accepted {
+		t.Errorf("last hour: %d ended, %d accepted; want %d, %d", ended, hourAccepted, offered, accepted)
+	}
+	if got := ps.HourDispositions[probe.Cancelled]; got != uint64(shed+abandoned) {
+		t.Errorf("last hour: %d cancelled, want %d shed + %d abandoned", got, shed, abandoned)
+	}
+	// Recent requests: the newest ended last; a sent one has its phases.
+	_, recent, ok := tr.Pair("sim", "chat")
+	if !ok || len(recent) != 20 {
+		t.Fatalf("recent requests: %d (ok %v), want 20", len(recent), ok)
+	}
+	last := log.results[len(log.results)-1]
+	if recent[0].Scheduled != last.Scheduled || recent[0].Disposition != last.Disposition {
+		t.Errorf("newest recent request %v %s, want the last result %v %s", recent[0].Scheduled, recent[0].Disposition, last.Scheduled, last.Disposition)
+	}
+	var phased bool
+	for _, v := range recent {
+		phased = phased || v.Phase(probe.PhaseHeaders) > 0
+	}
+	if !phased {
+		t.Error("no recent request has an HTTP headers phase")
+	}
 }

@@ -128,7 +128,7 @@ func PrintVerdict(w io.Writer, s *Search) {
 
 // msText renders percentile p of a metric in ms, "-" when not measured.
 func msText(m stats.Metrics, name string, p float64) string {
-	v := percentileOf(m, name, p)
+	v := m.LatencyPercentile(name, p)
 	if math.IsNaN(v) {
 		return "-"
 	}

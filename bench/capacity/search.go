@@ -78,22 +78,11 @@ func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 		if s.d <= 0 {
 			continue
 		}
-		if v := percentileOf(m, s.name, r.Percentile); v > stats.Milliseconds(s.d) {
+		if v := m.LatencyPercentile(s.name, r.Percentile); v > stats.Milliseconds(s.d) {
 			why = append(why, fmt.Sprintf("p%s %s %.2fms > %s", pyfmt.Percentile(r.Percentile), s.name, v, s.d))
 		}
 	}
 	return len(why) == 0, why
-}
-
-// percentileOf returns percentile p of a metric's censored Dist
-// (stats.Metrics.Latency), in ms.
-func percentileOf(m stats.Metrics, name string, p float64) float64 {
-	for _, q := range m.Latency[name].Percentiles {
-		if q.P == p {
-			return q.MS
-		}
-	}
-	return math.NaN()
 }
 
 // Repeat is one run of one level.

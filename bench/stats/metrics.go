@@ -364,3 +364,14 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// LatencyPercentile returns percentile p of a metric's censored Dist
+// (Metrics.Latency) in ms, or NaN when the run did not report it.
+func (m Metrics) LatencyPercentile(name string, p float64) float64 {
+	for _, q := range m.Latency[name].Percentiles {
+		if q.P == p {
+			return q.MS
+		}
+	}
+	return math.NaN()
+}

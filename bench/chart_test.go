@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
+	"github.com/vllm-prober/vllm-prober/internal/svgchart"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// TestWriteChartLatencyAndReasons: the capacity chart draws the rule's
+// percentile of each latency metric against offered load with its SLO,
+// and labels each failing level with its reasons, once per level.
+func TestWriteChartLatencyAndReasons(t *testing.T) {
+	s := &capacity.Search{Rated: 2}
+	for _, rate := range []float64{1, 2, 4} {
+		for i := range 2 {
+			r := capacity.Repeat{Rate: rate, Index: i, Pass: rate <= 2, Metrics: stats.Metrics{Goodput: rate * 0.9, Latency: map[string]stats.Dist{
+				stats.MetricTTFT: {Percentiles: []stats.Percentile{{P: 99, MS: 100 * rate}}},
+				stats.MetricE2EL: {Percentiles: []stats.Percentile{{P: 99, MS: 1000 * rate}}},
+			}}}
+			if !r.Pass {
+				r.Why = []string{"p99 ttft 400.00ms > 300ms"}
+			}
+			s.Repeats = append(s.Repeats, r)
+		}
+	}
+	rule := capacity.PassRule{MinAcceptance: 0.99, Percentile: 99, TTFT: 300 * time.Millisecond}
+	var buf bytes.Buffer
+	if err := writeChartSVG(&buf, s, rule, "Capacity of test"); err != nil {
+		t.Fatal(err)
+	}
+	text := svgDoc(t, buf.Bytes())
+	for _, want := range []string{"p99 ttft (ms) against offered load", "SLO 300ms", "p99 e2el (ms) against offered load"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "p99 tpot") {
+		t.Error("chart draws TPOT, which no level measured")
+	}
+	// One label per failing level and chart (throughput, TTFT, E2EL),
+	// each failing repeat marked.
+	if n := strings.Count(buf.String(), ">p99 ttft 400.00ms &gt; 300ms</text>"); n != 3 {
+		t.Errorf("reason labelled %d times, want once per chart", n)
+	}
+	if n := strings.Count(buf.String(), `class="mark"`); n != 6 {
+		t.Errorf("%d failure marks, want 2 repeats on 3 charts", n)
+	}
+	pts := levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.LatencyPercentile(stats.MetricTTFT, 99) })
+	if len(pts) != 3 || pts[2] != (svgchart.Point{X: 4, Y: 400}) {
+		t.Errorf("TTFT p99 by level %v, want 100, 200, 400 ms", pts)
+	}
+}
+
+func TestCDF(t *testing.T) {
+	sorted := []float64{1, 2, 2, 2, 5}
+	got := cdf(sorted, 4)
+	want := []svgchart.Point{{X: 1, Y: 20}, {X: 2, Y: 80}, {X: 5, Y: 100}}
+	if len(got) != len(want) {
+		t.Fatalf("cdf %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("point %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	many := make([]float64, 10000)
+	for i := range many {
+		many[i] = float64(i)
+	}
+	if pts := cdf(many, cdfPoints); len(pts) != cdfPoints+1 || pts[len(pts)-1] != (svgchart.Point{X: 9999, Y: 100}) {
+		t.Errorf("%d points ending at %v, want %d ending at (9999, 100)", len(pts), pts[len(pts)-1], cdfPoints+1)
+	}
+}
+
+// TestBinRun counts a hand-made run into bins.
+func TestBinRun(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	run := &openloop.Run{Start: start, End: at(2.5)}
+	for _, r := range []struct {
+		sched, end float64
+		d          probe.Disposition
+	}{{0.1, 0.5, probe.Accepted}, {0.2, 1.2, probe.LatencyFailure}, {0.9, 2.4, probe.ClientTimeout}, {1.5, 1.6, probe.Accepted}} {
+		run.Results = append(run.Results, &probe.Result{Scheduled: at(r.sched), Disposition: r.d})
+		run.Ended = append(run.Ended, at(r.end))
+	}
+	b := binRun(run)
+	for name, c := range map[string]struct{ got, want []int }{
+		"offered":   {b.offered, []int{3, 1, 0}},
+		"completed": {b.completed, []int{1, 2, 0}},
+		"accepted":  {b.accepted, []int{1, 1, 0}},
+		"failed":    {b.failed, []int{0, 0, 1}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s per second %v, want %v", name, c.got, c.want)
+		}
+	}
+	long := &openloop.Run{Start: start, End: start.Add(time.Hour)}
+	if b := binRun(long); b.width != 32*time.Second || len(b.offered) > timeBinsAt+1 {
+		t.Errorf("an hour in %v bins (%d), want 32s bins, at most %d", b.width, len(b.offered), timeBinsAt+1)
+	}
+}
+
+// TestBenchPlot runs bench with --plot against the simulator with some
+// 500s: the plot is written, and its bins hold every request of the run.
+func TestBenchPlot(t *testing.T) {
+	url, _ := startSim(t, func(o *simulator.Options) { o.Faults = simulator.Faults{HTTP500: 0.2}; o.Seed = 5 })
+	o := benchTestOptions(url)
+	o.Plot = filepath.Join(t.TempDir(), "plots", "bench.svg")
+	out, err := Bench(context.Background(), o, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(o.Plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := svgDoc(t, b)
+	for _, want := range []string{"TTFT distribution", "ITL distribution", "Requests over time", "offered (planned time)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("plot lacks %q", want)
+		}
+	}
+	bins := binRun(out.Run)
+	sum := func(xs []int) (n int) {
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	}
+	m := out.Metrics
+	if sum(bins.offered) != m.Offered || sum(bins.completed) != m.Completed || sum(bins.failed) != m.Failed ||
+		sum(bins.accepted) != m.Dispositions[probe.Accepted] {
+		t.Errorf("bins: offered %d completed %d failed %d accepted %d; metrics: %d, %d, %d, %d", sum(bins.offered), sum(bins.completed),
+			sum(bins.failed), sum(bins.accepted), m.Offered, m.Completed, m.Failed, m.Dispositions[probe.Accepted])
+	}
+	if m.Failed == 0 {
+		t.Error("the run had no failures to plot")
+	}
+	if want := fmt.Sprintf("p50 %.1f ms", m.Dists[stats.MetricTTFT].Median); !strings.Contains(text, want) {
+		t.Errorf("plot lacks the TTFT median line %q, the median bench reports", want)
+	}
+}

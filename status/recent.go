@@ -1,0 +1,59 @@
+package status
+
+import (
+	"maps"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// recentRequests is how many requests per pair the detail page lists with
+// their HTTP phases.
+const recentRequests = 20
+
+// RequestView is one recent request on the detail page: its phases and the
+// client's and, when the server sent per-request metrics, the server's
+// TTFT.
+type RequestView struct {
+	Scheduled   time.Time
+	Disposition probe.Disposition
+	Reason      string
+	HTTPStatus  int
+	Phases      probe.PhaseTimes
+	TTFT, E2EL  time.Duration
+	// Server is the server's own timing (vLLM's per-request metrics); nil
+	// when the server sent none.
+	Server *probe.ServerTiming
+	Error  string
+}
+
+// Phase returns the duration of an HTTP phase, 0 when it did not happen.
+func (v RequestView) Phase(name string) time.Duration { return v.Phases[name] }
+
+// recentRing keeps the last recentRequests requests of a pair.
+type recentRing struct {
+	buf  [recentRequests]RequestView
+	next int
+	n    int
+}
+
+func (r *recentRing) add(res *probe.Result) {
+	v := RequestView{Scheduled: res.Scheduled, Disposition: res.Disposition, Reason: res.Reason,
+		HTTPStatus: res.HTTPStatus, Phases: maps.Clone(res.Phases), TTFT: res.TTFT, E2EL: res.E2EL, Error: res.Error}
+	if res.Server != nil {
+		s := *res.Server
+		v.Server = &s
+	}
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % recentRequests
+	r.n = min(r.n+1, recentRequests)
+}
+
+// newestFirst returns the kept requests, the last one to end first.
+func (r *recentRing) newestFirst() []RequestView {
+	out := make([]RequestView, 0, r.n)
+	for i := 1; i <= r.n; i++ {
+		out = append(out, r.buf[(r.next-i+recentRequests)%recentRequests])
+	}
+	return out
+}

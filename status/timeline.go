@@ -1,0 +1,186 @@
+package status
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// The status page's charts cover the last hour in fixed per-minute buckets,
+// so a pair's memory is bounded whatever its rate (docs/design.md, section
+// "Status page"): timelineMinutes buckets, each with fixed latency
+// histograms.
+const timelineMinutes = 60
+
+// Latency histograms have histPerDoubling log-spaced buckets per doubling
+// from histMin up: bucket i (i ≥ 1) holds (histMin·2^((i-1)/8),
+// histMin·2^(i/8)], bucket 0 everything up to histMin and the last
+// everything above histMin·2^((histBuckets-2)/8) ≈ 200 s. A quantile is
+// reported as its bucket's geometric midpoint, within 2^(1/16)-1 ≈ 4.4%
+// of the exact nearest-rank value inside that range.
+const (
+	histMin         = 100 * time.Microsecond
+	histPerDoubling = 8
+	histBuckets     = 21*histPerDoubling + 2
+)
+
+// latencyHist counts latencies in the buckets above.
+type latencyHist [histBuckets]uint32
+
+func histIndex(d time.Duration) int {
+	if d <= histMin {
+		return 0
+	}
+	i := int(math.Ceil(math.Log2(float64(d)/float64(histMin)) * histPerDoubling))
+	return min(max(i, 1), histBuckets-1)
+}
+
+// histValue is the value reported for bucket i: its geometric midpoint.
+func histValue(i int) time.Duration {
+	if i == 0 {
+		return histMin
+	}
+	return time.Duration(float64(histMin) * math.Exp2((float64(i)-0.5)/histPerDoubling))
+}
+
+func (h *latencyHist) add(d time.Duration) { h[histIndex(d)]++ }
+
+// quantile returns the nearest-rank q-quantile of the counts in hs, or 0
+// when they hold none.
+func quantileOf(q float64, hs ...*latencyHist) time.Duration {
+	var n uint64
+	for _, h := range hs {
+		for _, c := range h {
+			n += uint64(c)
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := max(uint64(math.Ceil(q*float64(n))), 1)
+	var seen uint64
+	for i := range histBuckets {
+		for _, h := range hs {
+			seen += uint64(h[i])
+		}
+		if seen >= rank {
+			return histValue(i)
+		}
+	}
+	return histValue(histBuckets - 1)
+}
+
+// minuteBucket holds the requests that ended in one wall-clock minute.
+type minuteBucket struct {
+	minute                             int64 // Unix time / 60
+	ended, accepted, judged, completed uint32
+	dispositions                       [8]uint32 // by index in probe.Dispositions
+	ttft, itl                          latencyHist
+}
+
+// timeline is a ring of minute buckets.
+type timeline [timelineMinutes]minuteBucket
+
+// bucket returns the slot of minute m (Unix time / 60, negative before
+// 1970, which a test clock may use).
+func (tl *timeline) bucket(m int64) *minuteBucket {
+	return &tl[(m%timelineMinutes+timelineMinutes)%timelineMinutes]
+}
+
+// record counts a finished request in the minute of now, by the same
+// definitions as the windowed table (finish).
+func (tl *timeline) record(now time.Time, r *probe.Result) {
+	m := now.Unix() / 60
+	b := tl.bucket(m)
+	if b.minute != m {
+		*b = minuteBucket{minute: m}
+	}
+	b.ended++
+	if r.Disposition == probe.Accepted {
+		b.accepted++
+	}
+	if !r.Abandoned() {
+		b.judged++
+	}
+	if r.ServerCompleted() {
+		b.completed++
+	}
+	if i := slices.Index(probe.Dispositions, r.Disposition); i >= 0 && i < len(b.dispositions) {
+		b.dispositions[i]++
+	}
+	if d, ok := r.ObservedTTFT(); ok {
+		b.ttft.add(d)
+	}
+	for _, g := range r.ITLs {
+		b.itl.add(g)
+	}
+}
+
+// MinuteStats is one minute of a pair's last hour.
+type MinuteStats struct {
+	Start time.Time
+	// Running is whether the pair ran during the minute; the fields below
+	// are zero (acceptance -1) when it did not.
+	Running bool
+	// Ran is how long the pair ran in the minute so far: less than a
+	// minute for its first one and for the current one.
+	Ran time.Duration
+	// Ended counts the requests that ended in the minute, shed and failed
+	// ones included; Accepted those accepted.
+	Ended, Accepted int
+	// Acceptance is accepted / (ended - abandoned), -1 when none was
+	// judged; Goodput is accepted per second of the minute the pair ran.
+	Acceptance, Goodput      float64
+	TTFTP50, TTFTP99, ITLP99 time.Duration // 0 = no sample
+}
+
+// minutes returns the last hour oldest first, one entry per minute up to
+// the current one, and the dispositions of the whole hour. added is when
+// the pair started: a partial first or current minute's goodput is over
+// the seconds the pair ran in it.
+func (tl *timeline) minutes(now, added time.Time) ([]MinuteStats, map[probe.Disposition]uint64) {
+	cur := now.Unix() / 60
+	out := make([]MinuteStats, 0, timelineMinutes)
+	mix := map[probe.Disposition]uint64{}
+	for m := cur - timelineMinutes + 1; m <= cur; m++ {
+		start := time.Unix(m*60, 0)
+		ms := MinuteStats{Start: start, Acceptance: -1}
+		b := tl.bucket(m)
+		ms.Running = start.Add(time.Minute).After(added)
+		if ms.Running {
+			ms.Ran = minTime(now, start.Add(time.Minute)).Sub(maxTime(start, added))
+		}
+		if b.minute == m {
+			ms.Ended, ms.Accepted = int(b.ended), int(b.accepted)
+			if b.judged > 0 {
+				ms.Acceptance = float64(b.accepted) / float64(b.judged)
+			}
+			ms.Goodput = float64(b.accepted) / max(ms.Ran.Seconds(), 1)
+			ms.TTFTP50, ms.TTFTP99 = quantileOf(0.5, &b.ttft), quantileOf(0.99, &b.ttft)
+			ms.ITLP99 = quantileOf(0.99, &b.itl)
+			for i, d := range probe.Dispositions {
+				if n := b.dispositions[i]; n > 0 {
+					mix[d] += uint64(n)
+				}
+			}
+		}
+		out = append(out, ms)
+	}
+	return out, mix
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,146 @@
+package status
+
+import (
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/quantile"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// histError is the largest relative error of a reported quantile inside
+// the histogram's range: half a bucket, 2^(1/16)-1.
+var histError = math.Exp2(1.0/(2*histPerDoubling)) - 1
+
+func TestHistIndexBoundaries(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{
+		{0, 0}, {histMin, 0}, {histMin + 1, 1},
+		{2 * histMin, histPerDoubling},       // an upper bound belongs to its bucket
+		{2*histMin + 1, histPerDoubling + 1}, // just above it to the next
+		{time.Hour, histBuckets - 1},         // overflow
+		{histMin << 21, histBuckets - 2},     // the last finite bound
+		{histMin<<21 + time.Millisecond, histBuckets - 1},
+	} {
+		if got := histIndex(c.d); got != c.want {
+			t.Errorf("histIndex(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+	if len(probe.Dispositions) > len(minuteBucket{}.dispositions) {
+		t.Fatalf("%d dispositions, a minute bucket counts %d", len(probe.Dispositions), len(minuteBucket{}.dispositions))
+	}
+}
+
+// TestHistQuantileError checks the stated error bound against the exact
+// nearest-rank quantile of log-uniform latencies from 1ms to 30s.
+func TestHistQuantileError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 7, 100, 5000} {
+		var h latencyHist
+		vs := make([]time.Duration, n)
+		for i := range vs {
+			vs[i] = time.Duration(float64(time.Millisecond) * math.Pow(30000, rng.Float64()))
+			h.add(vs[i])
+		}
+		slices.Sort(vs)
+		for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
+			exact, got := quantile.NearestRank(vs, q), quantileOf(q, &h)
+			if rel := math.Abs(float64(got-exact)) / float64(exact); rel > histError {
+				t.Errorf("n=%d q=%v: %v, exact %v: error %.2f%% > %.2f%%", n, q, got, exact, 100*rel, 100*histError)
+			}
+		}
+	}
+	if got := quantileOf(0.5, new(latencyHist)); got != 0 {
+		t.Errorf("quantile of nothing = %v, want 0", got)
+	}
+}
+
+// TestTimelineGroundTruth feeds requests at known times and checks every
+// minute's counts, rates and percentiles by hand.
+func TestTimelineGroundTruth(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(600*60+30, 0)} // half a minute into minute 600
+	tr := NewTracker(TrackerOptions{Now: clock.now})
+	syncPairs(tr, trackerConfig("p"))
+	finish := func(at time.Duration, r probe.Result) {
+		clock.t = time.Unix(600*60+30, 0).Add(at)
+		tr.Offered("t", "p")
+		r.Target, r.Probe = "t", "p"
+		tr.Finished(&r)
+	}
+	// Minute 600 (the pair ran its last 30s): 10 accepted with TTFT 10..100ms,
+	// one shed at max_in_flight (judged), one abandoned at shutdown (not).
+	for i := 1; i <= 10; i++ {
+		finish(time.Duration(i)*time.Second, probe.Result{Disposition: probe.Accepted,
+			TTFT: time.Duration(10*i) * time.Millisecond, ITLs: []time.Duration{5 * time.Millisecond}})
+	}
+	finish(20*time.Second, probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap})
+	finish(21*time.Second, probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonShutdown})
+	// Minute 602: one client timeout censored at 2s, one accepted at 40ms.
+	finish(100*time.Second, probe.Result{Disposition: probe.ClientTimeout, Sent: clock.t, Elapsed: 2 * time.Second})
+	finish(101*time.Second, probe.Result{Disposition: probe.Accepted, TTFT: 40 * time.Millisecond})
+	clock.t = time.Unix(602*60+45, 0) // 45s into minute 602
+
+	ps := tr.Snapshot()[0]
+	if len(ps.Minutes) != timelineMinutes {
+		t.Fatalf("%d minutes, want %d", len(ps.Minutes), timelineMinutes)
+	}
+	m600, m601, m602 := ps.Minutes[57], ps.Minutes[58], ps.Minutes[59]
+	if m602.Start != time.Unix(602*60, 0) || ps.Minutes[0].Start != time.Unix(543*60, 0) {
+		t.Fatalf("minutes start %v .. %v, want minute 543 .. 602", ps.Minutes[0].Start, m602.Start)
+	}
+	if ps.Minutes[56].Running || !m600.Running {
+		t.Error("a minute before the pair started counts as running, or its first minute does not")
+	}
+	within := func(name string, got, want time.Duration) {
+		t.Helper()
+		if math.Abs(float64(got-want)) > histError*float64(want) {
+			t.Errorf("%s = %v, want %v ± %.1f%%", name, got, want, 100*histError)
+		}
+	}
+	if m600.Ran != 30*time.Second || m601.Ran != time.Minute || m602.Ran != 45*time.Second || ps.Minutes[56].Ran != 0 {
+		t.Errorf("ran %v, %v, %v (and %v before the start); want 30s, 1m, 45s, 0", m600.Ran, m601.Ran, m602.Ran, ps.Minutes[56].Ran)
+	}
+	if m600.Ended != 12 || m600.Accepted != 10 {
+		t.Errorf("minute 600: ended %d accepted %d, want 12, 10", m600.Ended, m600.Accepted)
+	}
+	if m600.Acceptance != 10.0/11 {
+		t.Errorf("minute 600 acceptance %v, want 10/11 (shed in, abandoned out)", m600.Acceptance)
+	}
+	if m600.Goodput != 10.0/30 {
+		t.Errorf("minute 600 goodput %v, want 10 accepted over the 30s the pair ran", m600.Goodput)
+	}
+	within("minute 600 TTFT p50", m600.TTFTP50, 50*time.Millisecond)
+	within("minute 600 TTFT p99", m600.TTFTP99, 100*time.Millisecond)
+	within("minute 600 ITL p99", m600.ITLP99, 5*time.Millisecond)
+	if m601.Ended != 0 || m601.Acceptance != -1 || m601.Goodput != 0 || m601.TTFTP99 != 0 || !m601.Running {
+		t.Errorf("empty minute 601: %+v", m601)
+	}
+	if m602.Acceptance != 0.5 || m602.Goodput != 1.0/45 {
+		t.Errorf("minute 602: acceptance %v goodput %v, want 0.5 and 1 over the 45s so far", m602.Acceptance, m602.Goodput)
+	}
+	within("minute 602 TTFT p99 (the timeout censored at 2s)", m602.TTFTP99, 2*time.Second)
+	within("minute 602 TTFT p50", m602.TTFTP50, 40*time.Millisecond)
+	want := map[probe.Disposition]uint64{probe.Accepted: 11, probe.Cancelled: 2, probe.ClientTimeout: 1}
+	if !maps.Equal(ps.HourDispositions, want) {
+		t.Errorf("hour dispositions %v, want %v", ps.HourDispositions, want)
+	}
+
+	// An hour later minute 600's bucket is reused for minute 660: nothing
+	// of minute 600 is left, and the ring holds minutes 601..660.
+	clock.t = time.Unix(660*60+1, 0)
+	finish(60*time.Minute+1*time.Second-30*time.Second, probe.Result{Disposition: probe.Accepted, TTFT: time.Second})
+	ps = tr.Snapshot()[0]
+	last := ps.Minutes[59]
+	if last.Start != time.Unix(660*60, 0) || last.Ended != 1 || last.Accepted != 1 {
+		t.Errorf("minute 660 after the wrap: %+v", last)
+	}
+	if ps.HourDispositions[probe.Accepted] != 2 || ps.HourDispositions[probe.Cancelled] != 0 {
+		t.Errorf("hour dispositions after the wrap %v, want minute 602's and 660's only", ps.HourDispositions)
+	}
+}
