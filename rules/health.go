@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // Alert names of the prober-health alerts.
@@ -79,11 +81,11 @@ func (p *plan) proberAlerts() []Rule {
 			"Prober {{ $labels.instance }} cannot be scraped",
 			"Prometheus fails to scrape the prober at {{ $labels.instance }}; its probes' SLO alerts are blind until it is back."),
 		p.healthRule(AlertReloadFailed, SeverityTicket,
-			fmt.Sprintf("vllm_prober_config_last_reload_successful%s == 0", p.sel("")), o.HealthFor,
+			fmt.Sprintf(metricname.ConfigLastReloadSuccessful+"%s == 0", p.sel("")), o.HealthFor,
 			"Prober {{ $labels.instance }} failed to reload its configuration",
 			"The last configuration reload failed; the prober keeps running the previous configuration, which may not match the generated rules."),
 		p.healthRule(AlertLedgerErrors, SeverityTicket,
-			fmt.Sprintf("increase(vllm_prober_ledger_write_errors_total%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
+			fmt.Sprintf("increase("+metricname.LedgerWriteErrors+"%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
 			"Prober {{ $labels.instance }} fails to write its ledger",
 			"Ledger records are being lost (disk full or read-only?); metrics still count every request."),
 	}
@@ -97,7 +99,7 @@ func (p *plan) notCompletingAlerts() []Rule {
 		w := fmtDur(pp.CountWindow)
 		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
 		r := p.healthRule(AlertNotCompleting, SeverityTicket,
-			fmt.Sprintf("sum by (target, probe) (rate(vllm_probe_requests_offered_total%s[%s])) > 0\nunless\nsum by (target, probe) (rate(vllm_probe_requests_total%s[%s])) > 0",
+			fmt.Sprintf("sum by (target, probe) (rate("+metricname.RequestsOffered+"%s[%s])) > 0\nunless\nsum by (target, probe) (rate("+metricname.Requests+"%s[%s])) > 0",
 				p.sel(ps), w, p.sel(ps+`,disposition!="cancelled"`), w), o.HealthFor,
 			fmt.Sprintf("%s/%s offers requests but none finish", pp.Target, pp.Probe),
 			fmt.Sprintf("Probe %s against target %s offered requests over the last %s but none ended other than cancelled: requests hang in flight (new ones are shed at max_in_flight) or the prober is stuck.", pp.Probe, pp.Target, w))
@@ -114,7 +116,7 @@ func (p *plan) targetAlerts() []Rule {
 	w5 := fmtDur(p.scale(5 * time.Minute))
 	lw := fmtDur(p.scale(o.LatencyWindow))
 	byTarget := func(extra string) string {
-		return fmt.Sprintf("sum by (target) (rate(vllm_probe_requests_total%s[%s]))", p.sel(extra), w5)
+		return fmt.Sprintf("sum by (target) (rate("+metricname.Requests+"%s[%s]))", p.sel(extra), w5)
 	}
 	return []Rule{
 		p.healthRule(AlertTargetDown, SeverityPage,
@@ -122,11 +124,11 @@ func (p *plan) targetAlerts() []Rule {
 			"Target {{ $labels.target }} is down: "+percentFmt+" of probe requests fail",
 			fmt.Sprintf("Over the last %s at least %s%% of the probe requests to target {{ $labels.target }} that ended (cancelled ones left out: never sent or abandoned) ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.", w5, fmtF(targetDownRatio*100))),
 		p.healthRule(AlertScrapeFailing, SeverityTicket,
-			fmt.Sprintf("max by (target) (vllm_probe_server_scrape_success%s) == 0", p.sel("")), o.HealthFor,
+			fmt.Sprintf("max by (target) ("+metricname.ServerScrapeSuccess+"%s) == 0", p.sel("")), o.HealthFor,
 			"The prober cannot scrape the metrics of target {{ $labels.target }}",
-			"vllm_probe_server_scrape_success is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."),
+			metricname.ServerScrapeSuccess+" is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."),
 		p.healthRule(AlertScheduleLag, SeverityTicket,
-			fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate(vllm_probe_schedule_lag_seconds_bucket%s[%s])))\n> %s", p.sel(""), lw, fmtF(o.ScheduleLag.Seconds())), o.HealthFor,
+			fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate("+metricname.ScheduleLag+"_bucket%s[%s])))\n> %s", p.sel(""), lw, fmtF(o.ScheduleLag.Seconds())), o.HealthFor,
 			"Prober sends {{ $labels.target }}/{{ $labels.probe }} requests late (p99 lag "+durationFmt+")",
 			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, fmtDur(o.ScheduleLag))),
 		p.healthRule(AlertClientTTFTAboveServer, SeverityTicket,

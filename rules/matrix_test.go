@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -243,14 +244,14 @@ func matrixGroup(sc matrixScenario, objective float64, want matrixResult) (TestG
 	in := func(series, key string) {
 		ss = append(ss, InputSeries{Series: series, Values: ms.render(key, steps, present)})
 	}
-	in(metricOffered+"{"+labels+"}", "offered")
+	in(metricname.RequestsOffered+"{"+labels+"}", "offered")
 	for _, d := range []string{"accepted", "server_failure", "cancelled", "latency_failure"} {
-		in(fmt.Sprintf("%s{%s,disposition=%q}", metricRequests, labels, d), d)
+		in(fmt.Sprintf("%s{%s,disposition=%q}", metricname.Requests, labels, d), d)
 	}
 	// Like the collector, every reason the rules read is exported, at 0
 	// when unused (a missing one would leave the sums empty).
 	for _, r := range append(append([]string{reasonInFlightCap}, abandonedReasons...), completedFailureReasons...) {
-		in(fmt.Sprintf("%s{%s,reason=%q}", metricFailures, labels, r), r)
+		in(fmt.Sprintf("%s{%s,reason=%q}", metricname.Failures, labels, r), r)
 	}
 	for _, le := range []string{"0.5", "1", "2"} {
 		in(fmt.Sprintf("vllm_probe_time_to_first_token_seconds_bucket{%s,le=%q}", labels, le), "le"+le)

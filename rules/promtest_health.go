@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // healthSteps is long enough for a health alert over window w to fire.
@@ -88,7 +90,7 @@ func (tb *testBuilder) lagSeries(pp pairPlan, late bool, steps int) []InputSerie
 		if !math.IsInf(le, 1) {
 			les = fmtF(le)
 		}
-		ss = append(ss, tb.series("vllm_probe_schedule_lag_seconds_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
+		ss = append(ss, tb.series(metricname.ScheduleLag+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
 	}
 	return ss
 }
