@@ -58,8 +58,9 @@ const (
 )
 
 // countWindows are the candidate windows (before scaling) of a pair's
-// not-completing and in-flight cap alerts: the shortest expected to hold
-// minCountWindow requests, else the last.
+// not-completing and in-flight cap alerts and of a target's
+// VLLMProbeTargetDown: the shortest expected to hold minCountWindow
+// requests, else the last.
 var countWindows = []time.Duration{5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour}
 
 // maxLatencyWindow bounds the widening of a p99 latency window (before scaling).
@@ -97,11 +98,20 @@ type pairPlan struct {
 	CountWindow   time.Duration // window of the not-completing and in-flight cap alerts
 }
 
+// targetPlan is what is decided for one target: the window of
+// VLLMProbeTargetDown, which judges all the target's probes together.
+type targetPlan struct {
+	Name   string
+	Rate   float64 // requests per second over all the target's probes
+	Window time.Duration
+}
+
 type plan struct {
 	o        Options
 	gran     time.Duration // every window is a multiple of it
 	windows  []time.Duration
 	pairs    []pairPlan
+	targets  []targetPlan
 	warnings []Warning
 }
 
@@ -126,8 +136,14 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 		}
 	}
 	for _, t := range cfg.Targets {
+		tp := targetPlan{Name: t.Name}
 		for _, pr := range cfg.ProbesFor(t) {
 			p.pairs = append(p.pairs, p.planPair(t.Name, pr))
+			tp.Rate += pr.Rate
+		}
+		if tp.Rate > 0 {
+			tp.Window = p.countWindow(tp.Rate)
+			p.targets = append(p.targets, tp)
 		}
 	}
 	p.collectWindows()
@@ -159,14 +175,19 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 			pp.Latency = append(pp.Latency, l)
 		}
 	}
-	pp.CountWindow = p.scale(countWindows[len(countWindows)-1])
+	pp.CountWindow = p.countWindow(pr.Rate)
+	return pp
+}
+
+// countWindow is the shortest of countWindows (scaled) expected to hold
+// minCountWindow requests at rate, else the longest.
+func (p *plan) countWindow(rate float64) time.Duration {
 	for _, w := range countWindows {
-		if pr.Rate*p.scale(w).Seconds() >= minCountWindow {
-			pp.CountWindow = p.scale(w)
-			break
+		if rate*p.scale(w).Seconds() >= minCountWindow {
+			return p.scale(w)
 		}
 	}
-	return pp
+	return p.scale(countWindows[len(countWindows)-1])
 }
 
 func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {

@@ -84,12 +84,13 @@ type Options struct {
 	// Default 100 (below that the p99 is the maximum of a few samples).
 	MinLatencySamples float64
 	// PageFor, TicketFor, LatencyFor and HealthFor are the `for:` durations
-	// of page alerts (burn rate, and target down at least 2m), ticket burn alerts, p99
+	// of page alerts (burn rate and target down), ticket burn alerts, p99
 	// latency alerts and prober-health alerts. Defaults 0, 15m, 10m, 5m:
 	// a page's two windows already confirm the burn, so a for: would only
 	// delay it.
 	PageFor, TicketFor, LatencyFor, HealthFor time.Duration
-	// LatencyWindow is the rate window of the p99 latency alerts. Default 30m.
+	// LatencyWindow is the rate window of the p99 latency alerts and of the
+	// client/server TTFT and schedule lag alerts. Default 10m.
 	LatencyWindow time.Duration
 	// ScheduleLag is the p99 schedule lag above which the prober is
 	// considered too starved to measure. Default 1s.
@@ -137,7 +138,7 @@ func (o Options) withDefaults() (Options, error) {
 	setD(&o.TicketFor, 15*time.Minute)
 	setD(&o.LatencyFor, 10*time.Minute)
 	setD(&o.HealthFor, 5*time.Minute)
-	setD(&o.LatencyWindow, 30*time.Minute)
+	setD(&o.LatencyWindow, 10*time.Minute)
 	setD(&o.ScheduleLag, time.Second)
 	setD(&o.TTFTGapMin, 500*time.Millisecond)
 	return o, nil

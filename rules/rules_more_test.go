@@ -19,8 +19,8 @@ func TestGenerateLatency(t *testing.T) {
 		want    []string // slo=window>threshold
 		warning bool
 	}{
-		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=30m>1", "tpot=30m>0.1", "e2el=30m>20"}, false},
-		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=30m>0.05"}, false},
+		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=10m>1", "tpot=10m>0.1", "e2el=10m>20"}, false},
+		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=10m>0.05"}, false},
 		{"no SLO, no alert", 0.2, config.SLO{}, nil, false},
 		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h25m>1"}, true},
 		{"0.001/s drops the alert", 0.001, config.SLO{TTFT: sec(time.Second)}, nil, true},
@@ -60,9 +60,10 @@ func TestGenerateHealth(t *testing.T) {
 	}{
 		{"not completing per pair", AlertNotCompleting, `unless`, "5m"},
 		{"scrape failing", AlertScrapeFailing, `max by (target) (vllm_probe_server_scrape_success{job="vllm-prober"}) == 0`, "5m"},
-		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[30m]))) > 1`, "5m"},
-		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate30m - target:vllm_time_to_first_token_seconds:p50_rate30m) > 0.5`, "10m"},
-		{"target down: for: 2m, as a fresh prober's window holds few requests", AlertTargetDown, `>= 0.9`, "2m"},
+		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[10m]))) > 1`, "5m"},
+		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate10m - target:vllm_time_to_first_token_seconds:p50_rate10m) > 0.5`, "10m"},
+		{"target down: per target, a minimum-request guard instead of a for:", AlertTargetDown,
+			`>= 0.9 and sum by (target) (increase(vllm_probe_requests_total{job="vllm-prober",target="llama",disposition!="cancelled"}[5m])) >= 5`, ""},
 		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
 		{"in-flight cap: a sustained share of shed requests, not one", AlertInFlightCap,
 			`{job="vllm-prober",target="llama",probe="chat",reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober",target="llama",probe="chat"}[5m])) > 0.01`, "15m"},
@@ -129,7 +130,7 @@ func TestGenerateScaledDurations(t *testing.T) {
 	}{
 		{"page: no for:, scaled windows", AlertFastBurn, "", "10s"},
 		{"ticket for", AlertSlowBurn, "15s", "24m"},
-		{"latency for and window", AlertLatencyHigh, "10s", "[30s]"},
+		{"latency for and a window widened to 100 requests", AlertLatencyHigh, "10s", "[20s]"},
 		{"health for", AlertScrapeFailing, "5s", ""},
 	}
 	for _, tc := range cases {
