@@ -199,7 +199,10 @@ func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
 // planBurn decides one burn pair's windows. The short window must hold
 // MinRequests on average; and because both windows must exceed the
 // threshold and the long one holds more requests, one failure fires the
-// alert exactly when 1/(rate*long) > factor*(1-objective). Either way both
+// alert when 1/n > factor*(1-objective), n the requests the long window
+// counts. rate() counts those between the window's first and last sample,
+// which at a low rate is one request fewer than rate*long as often as not,
+// so n is taken as rate*long-1. Either way both
 // windows are multiplied by the smallest whole number that fixes it; a pair whose
 // long window would then exceed the longest standard window is dropped, as
 // is one whose threshold needs more than 100% failures.
@@ -213,7 +216,7 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	long, short := p.scale(bp.Long), p.scale(bp.Short)
 	inShort := pp.Rate * short.Seconds()
 	inLong := pp.Rate * long.Seconds()
-	k := math.Ceil(max(1, p.o.MinRequests/inShort, 1/(inLong*bp.Factor*budget)))
+	k := math.Ceil(max(1, p.o.MinRequests/inShort, (1/(bp.Factor*budget)+1)/inLong))
 	kCount := k
 	horizon := p.scale(noiseHorizon).Seconds()
 	for ; falseAlerts(pp.Rate*long.Seconds()*k, budget, bp.Factor, horizon/(long.Seconds()*k)) > maxFalseAlerts; k++ {
@@ -230,8 +233,8 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	if inShort < p.o.MinRequests {
 		whys = append(whys, fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g)", pp.Rate, inShort, fmtDur(short), p.o.MinRequests))
 	}
-	if oneFails := 1 / (inLong * budget); oneFails > bp.Factor {
-		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
+	if oneFails := 1 / (max(inLong-1, 0) * budget); oneFails > bp.Factor {
+		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s (one fewer as the window counts them) burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
 	}
 	if k > kCount {
 		n := pp.Rate * long.Seconds() * kCount
