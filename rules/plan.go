@@ -142,8 +142,7 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 			tp.Rate += pr.Rate
 		}
 		if tp.Rate > 0 {
-			tp.Window = p.countWindow(tp.Rate)
-			p.targets = append(p.targets, tp)
+			p.targets = append(p.targets, p.planTarget(tp))
 		}
 	}
 	p.collectWindows()
@@ -177,6 +176,20 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 	}
 	pp.CountWindow = p.countWindow(pr.Rate)
 	return pp
+}
+
+// planTarget decides VLLMProbeTargetDown's window for tp, and warns when
+// even the longest holds fewer than minCountWindow requests expected: the
+// alert then needs targetDownMinRequests failures within it, which an
+// outage of a target that slow may take longer than the window to reach.
+func (p *plan) planTarget(tp targetPlan) targetPlan {
+	tp.Window = p.countWindow(tp.Rate)
+	if n := tp.Rate * tp.Window.Seconds(); n < minCountWindow {
+		msg := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %d); it fires only once %d requests ended in %s, at least 90%% in server_failure",
+			roundF(tp.Rate), n, fmtDur(tp.Window), minCountWindow, targetDownMinRequests, fmtDur(tp.Window))
+		p.warnings = append(p.warnings, Warning{Target: tp.Name, Alert: "target down", Message: msg})
+	}
+	return tp
 }
 
 // countWindow is the shortest of countWindows (scaled) expected to hold

@@ -55,7 +55,8 @@ type Rule struct {
 	Annotations map[string]string `yaml:"annotations,omitempty"`
 }
 
-// Warning is a finding about a pair's alert that the operator should know:
+// Warning is a finding about a pair's (or, with no Probe, a target's) alert
+// that the operator should know:
 // windows widened or an alert dropped because of low traffic or an
 // objective the windows cannot judge.
 type Warning struct {
@@ -65,8 +66,12 @@ type Warning struct {
 	Message string
 }
 
-// String formats the warning for stderr.
+// String formats the warning for stderr. A warning about a target's
+// alert (VLLMProbeTargetDown) has no probe.
 func (w Warning) String() string {
+	if w.Probe == "" {
+		return fmt.Sprintf("target %q %s: %s", w.Target, w.Alert, w.Message)
+	}
 	return fmt.Sprintf("target %q probe %q %s: %s", w.Target, w.Probe, w.Alert, w.Message)
 }
 

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -311,6 +312,49 @@ func TestHumanizeDuration(t *testing.T) {
 		t.Run(tc.want, func(t *testing.T) {
 			if got := humanizeDuration(tc.v); got != tc.want {
 				t.Errorf("humanizeDuration(%v) = %q, want %q", tc.v, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTargetDownWindow: VLLMProbeTargetDown judges a target over the
+// shortest window expected to hold 10 of its requests, all its probes
+// counted, and warns when even 6h holds fewer.
+func TestTargetDownWindow(t *testing.T) {
+	cases := []struct {
+		name    string
+		rates   []float64
+		window  string
+		warning string
+	}{
+		{"two probes of 0.02/s fill 5m", []float64{0.02, 0.02}, "5m", ""},
+		{"one probe of 0.02/s needs 30m", []float64{0.02}, "30m", ""},
+		{"one request per 10m needs 2h", []float64{1.0 / 600}, "2h", ""},
+		{"one request per hour: 6h, with a warning", []float64{1.0 / 3600}, "6h",
+			`target "llama" target down: rate 0.000277778/s holds 6.0 requests in 6h (want 10); it fires only once 5 requests ended in 6h, at least 90% in server_failure`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{Targets: []config.Target{{Name: "llama"}}}
+			for i, r := range tc.rates {
+				cfg.Probes = append(cfg.Probes, testProbe(fmt.Sprintf("p%d", i), r, 0.99, config.SLO{}))
+			}
+			rf, warnings, err := Generate(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := alerts(rf, AlertTargetDown)
+			if len(rs) != 1 || !strings.Contains(rs[0].Expr, "["+tc.window+"]") || rs[0].Labels["target"] != "llama" {
+				t.Fatalf("target down rules %v, want one over %s", rs, tc.window)
+			}
+			var got []string
+			for _, w := range warnings {
+				if w.Probe == "" {
+					got = append(got, w.String())
+				}
+			}
+			if want := []string{tc.warning}; tc.warning == "" && len(got) != 0 || tc.warning != "" && fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("target warnings %q, want %q", got, tc.warning)
 			}
 		})
 	}
