@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -53,8 +54,8 @@ func TestHistogramBucketsBounded(t *testing.T) {
 	ttft := func(s config.SLO) time.Duration { return time.Duration(s.TTFT) }
 	tpot := func(s config.SLO) time.Duration { return time.Duration(s.TPOT) }
 	own := map[string]func(config.SLO) time.Duration{
-		ttftName: ttft, serverTTFTName: ttft, itlName: tpot, tpotName: tpot,
-		e2elName: func(s config.SLO) time.Duration { return time.Duration(s.E2EL) },
+		metricname.TTFT: ttft, metricname.ServerTTFT: ttft, metricname.ITL: tpot, metricname.TPOT: tpot,
+		metricname.E2EL: func(s config.SLO) time.Duration { return time.Duration(s.E2EL) },
 	}
 	histograms := 0
 	for _, mf := range mfs {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -32,19 +33,19 @@ func TestResultRegistry(t *testing.T) {
 			r.Scheduled = time.Now().Add(-time.Second)
 			reg := ResultRegistry(&r, config.Probe{Name: "ignored", SLO: config.SLO{TTFT: dur("150ms")}})
 			want := lines(
-				"# HELP vllm_probe_success "+successHelp, "# TYPE vllm_probe_success gauge",
+				"# HELP vllm_probe_success "+metricname.SuccessHelp, "# TYPE vllm_probe_success gauge",
 				`vllm_probe_success{probe="p",target="t"} `+tc.success,
-				"# HELP vllm_probe_duration_seconds "+durationHelp, "# TYPE vllm_probe_duration_seconds gauge",
+				"# HELP vllm_probe_duration_seconds "+metricname.DurationHelp, "# TYPE vllm_probe_duration_seconds gauge",
 				`vllm_probe_duration_seconds{probe="p",target="t"} `+tc.duration,
-				"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+				"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
 				`vllm_probe_requests_offered_total{probe="p",target="t"} 1`,
-				"# HELP vllm_probe_requests_in_flight "+inFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
+				"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
 				`vllm_probe_requests_in_flight{probe="p",target="t"} 0`,
 			)
 			if got := requestsValue(t, reg, string(r.Disposition)); got != 1 {
 				t.Errorf("vllm_probe_requests_total{disposition=%q} = %v, want 1", r.Disposition, got)
 			}
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), successName, durationName, offeredName, inFlightName); err != nil {
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metricname.Success, metricname.Duration, metricname.RequestsOffered, metricname.RequestsInFlight); err != nil {
 				t.Error(err)
 			}
 			mfs, err := reg.Gather()
@@ -52,7 +53,7 @@ func TestResultRegistry(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, mf := range mfs {
-				if mf.GetName() != ttftName {
+				if mf.GetName() != metricname.TTFT {
 					continue
 				}
 				if got := upperBounds(mf.GetMetric()[0].GetHistogram()); !slices.Contains(got, 0.15) {
@@ -77,7 +78,7 @@ func requestsValue(t *testing.T, reg *prometheus.Registry, d string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != requestsName {
+		if mf.GetName() != metricname.Requests {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -88,6 +89,6 @@ func requestsValue(t *testing.T, reg *prometheus.Registry, d string) float64 {
 			}
 		}
 	}
-	t.Fatalf("no %s{disposition=%q}", requestsName, d)
+	t.Fatalf("no %s{disposition=%q}", metricname.Requests, d)
 	return 0
 }

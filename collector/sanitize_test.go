@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -60,7 +61,7 @@ func TestTargetInfoLabelsSanitised(t *testing.T) {
 	}
 	found := false
 	for _, mf := range mfs {
-		if mf.GetName() != targetInfoName {
+		if mf.GetName() != metricname.TargetInfo {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
