@@ -114,6 +114,7 @@ type targetLoop struct {
 	attempts int // metrics scrapes attempted
 	families []*family
 	dropped  map[string]float64
+	ttft     []ttftSnapshot // successful scrapes of the last hour (ServerTTFT)
 }
 
 var (
@@ -301,6 +302,7 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 		b.add(mf)
 	}
 	l.families, l.state.Series, l.state.Success = b.out, b.series, true
+	l.recordTTFT(res.end)
 	if !wasUp {
 		s.logger.Warn("server metrics scrape recovered", "target", name)
 	}
