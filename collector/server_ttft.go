@@ -95,6 +95,9 @@ type ServerTTFT struct {
 	P50, P99 time.Duration
 }
 
+// Family is the scraped histogram the numbers come from.
+func (ServerTTFT) Family() string { return scrapedTTFTName }
+
 // ServerTTFT returns the TTFT of target's model over the scrapes that
 // ended in [since, until]: each bucket's increase between consecutive
 // scrapes (a decrease is a counter reset: the new count is the increase),
