@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,24 +15,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
-
-// testClock is a clock a test moves by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // TestServerTTFTFromSimulator scrapes the simulator around requests whose
 // TTFT is known: without jitter, prefix caching or batching a request's
@@ -43,8 +25,9 @@ func TestServerTTFTFromSimulator(t *testing.T) {
 	o.Trace, o.Jitter, o.PrefixCaching = true, 0, false
 	o.PrefillBase, o.PrefillPerToken = 0, time.Millisecond
 	sim, url := simtest.Start(t, o)
-	clk := &testClock{now: fixedNow}
-	h := newHarness(t, ScraperOptions{Now: clk.Now})
+	var now atomic.Int64 // the scrapes' clock, in Unix nanoseconds
+	now.Store(fixedNow.UnixNano())
+	h := newHarness(t, ScraperOptions{Now: func() time.Time { return time.Unix(0, now.Load()).UTC() }})
 	h.Apply(&config.Config{Targets: []config.Target{{Name: "sim", URL: url, MetricsPath: "/metrics"}}})
 	h.wait(t, "sim") // the first scrape, at fixedNow, before any request
 
@@ -63,7 +46,7 @@ func TestServerTTFTFromSimulator(t *testing.T) {
 	}
 	scrapeAt := func(at time.Time) {
 		t.Helper()
-		clk.set(at)
+		now.Store(at.UnixNano())
 		h.tick(t, "sim")
 	}
 	// Before the window: one request in (0.75, 1].
