@@ -53,6 +53,20 @@ func (l *targetLoop) recordTTFT(at time.Time) {
 	l.ttft = append(slices.Delete(l.ttft, 0, i), snap)
 }
 
+// ofModel returns the buckets of model, which may be a discovered model
+// id that serverLabel shortened.
+func (snap ttftSnapshot) ofModel(model string) ([]quantile.Bucket, bool) {
+	if b, ok := snap.byModel[model]; ok {
+		return b, true
+	}
+	for m, b := range snap.byModel {
+		if serverLabel(m) == model {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
 // classicBuckets returns h's cumulative buckets ending with +Inf (the
 // count), or false for a histogram without classic buckets.
 func classicBuckets(h *dto.Histogram) ([]quantile.Bucket, bool) {
@@ -121,7 +135,7 @@ func (s *ServerScraper) ServerTTFT(target, model string, since, until time.Time)
 		if snap.at.Before(since) || snap.at.After(until) {
 			continue
 		}
-		cur, ok := snap.byModel[model]
+		cur, ok := snap.ofModel(model)
 		if ok && prev != nil && sameBounds(prev, cur) && (sum == nil || sameBounds(sum, cur)) {
 			sum = addIncrease(sum, prev, cur)
 			out.To = snap.at

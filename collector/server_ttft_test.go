@@ -123,3 +123,19 @@ func TestAddIncreaseCounterReset(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestTTFTSnapshotOfModel: a discovered model id longer than a label
+// value may be (serverLabel) still finds its series.
+func TestTTFTSnapshotOfModel(t *testing.T) {
+	long := strings.Repeat("m", MaxServerLabelBytes+10)
+	b := []quantile.Bucket{{UpperBound: math.Inf(1), Count: 1}}
+	snap := ttftSnapshot{byModel: map[string][]quantile.Bucket{long: b, "short": nil}}
+	for _, model := range []string{long, serverLabel(long)} {
+		if got, ok := snap.ofModel(model); !ok || !slices.Equal(got, b) {
+			t.Errorf("ofModel(%.12q...) = %v, %v", model, got, ok)
+		}
+	}
+	if _, ok := snap.ofModel("other"); ok {
+		t.Error("an unknown model was found")
+	}
+}
