@@ -26,7 +26,7 @@ const ttftHistorySpan = time.Hour
 const maxTTFTSnapshots = 4096
 
 // ttftSnapshot is the server's TTFT histogram of every model at one
-// successful scrape.
+// successful scrape, summed over the model's engines.
 type ttftSnapshot struct {
 	at      time.Time
 	byModel map[string][]quantile.Bucket // cumulative, ending with +Inf
@@ -41,9 +41,19 @@ func (l *targetLoop) recordTTFT(at time.Time) {
 			continue
 		}
 		for _, m := range f.metrics {
-			if b, ok := classicBuckets(m.GetHistogram()); ok {
-				snap.byModel[labelValue(m, serverModelLabel)] = b
+			b, ok := classicBuckets(m.GetHistogram())
+			if !ok {
+				continue
 			}
+			// A model served by several engines (the engine label) has a
+			// series per engine: they are summed, as sum by (le) would.
+			model := labelValue(m, serverModelLabel)
+			if prev, seen := snap.byModel[model]; seen && sameBounds(prev, b) {
+				for i := range b {
+					b[i].Count += prev[i].Count
+				}
+			}
+			snap.byModel[model] = b
 		}
 	}
 	i := 0

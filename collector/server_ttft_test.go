@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -137,5 +139,35 @@ func TestTTFTSnapshotOfModel(t *testing.T) {
 	}
 	if _, ok := snap.ofModel("other"); ok {
 		t.Error("an unknown model was found")
+	}
+}
+
+// TestRecordTTFTSumsEngines: a model's series of several engines are
+// summed per bucket, as sum by (le) would.
+func TestRecordTTFTSumsEngines(t *testing.T) {
+	text := lines(
+		"# TYPE vllm:time_to_first_token_seconds histogram",
+		`vllm:time_to_first_token_seconds_bucket{engine="0",model_name="m",le="0.5"} 1`,
+		`vllm:time_to_first_token_seconds_bucket{engine="0",model_name="m",le="+Inf"} 2`,
+		`vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 1`,
+		`vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 2`,
+		`vllm:time_to_first_token_seconds_bucket{engine="1",model_name="m",le="0.5"} 3`,
+		`vllm:time_to_first_token_seconds_bucket{engine="1",model_name="m",le="+Inf"} 3`,
+		`vllm:time_to_first_token_seconds_sum{engine="1",model_name="m"} 1`,
+		`vllm:time_to_first_token_seconds_count{engine="1",model_name="m"} 3`)
+	mfs, err := decodeFamilies(strings.NewReader(text), expfmt.NewFormat(expfmt.TypeTextPlain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, _ := compileAllow(DefaultAllow)
+	b := newFamilyBuilder("t", allow, DefaultMaxSeriesPerTarget, nil)
+	for _, mf := range mfs {
+		b.add(mf)
+	}
+	l := &targetLoop{families: b.out}
+	l.recordTTFT(fixedNow)
+	want := []quantile.Bucket{{UpperBound: 0.5, Count: 4}, {UpperBound: math.Inf(1), Count: 5}}
+	if got, _ := l.ttft[0].ofModel("m"); len(l.ttft) != 1 || !slices.Equal(got, want) {
+		t.Errorf("snapshots %v, want one with %v", l.ttft, want)
 	}
 }
