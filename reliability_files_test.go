@@ -97,16 +97,8 @@ func TestHostileConfigFile(t *testing.T) {
 
 	replaceFile(t, cfgPath, "fifo")
 	sighup(t, d)
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.Done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon did not stop after SIGHUP then SIGTERM; logs:\n%s", d.Logs())
-	}
-	if err := d.Cmd.Wait(); err != nil {
-		t.Errorf("daemon exit: %v", err)
+	if err := d.Stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("daemon exit after SIGHUP then SIGTERM: %v", err)
 	}
 }
 

@@ -143,11 +143,7 @@ func TestSoak(t *testing.T) {
 	if relValue(fams, "vllm_probe_requests_total", map[string]string{"disposition": "accepted"}) == 0 {
 		t.Error("no accepted request in the whole soak")
 	}
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-d.Done
-	if err := d.Cmd.Wait(); err != nil {
+	if err := d.Stop(t, syscall.SIGTERM); err != nil {
 		t.Errorf("daemon exit: %v", err)
 	}
 	relNoPanic(t, d.Logs())
