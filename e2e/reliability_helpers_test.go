@@ -3,28 +3,13 @@
 package e2e
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
-
-// relScrape fetches and parses a /metrics page.
-func relScrape(t testing.TB, url string) (map[string]*dto.MetricFamily, error) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
-}
 
 // relValue sums the values of the series of family name whose labels
 // include every pair of want (nil = every series).

@@ -2,14 +2,12 @@ package simulator
 
 import (
 	"math"
-	"net/http"
 	"slices"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -23,17 +21,12 @@ var (
 	ref125 = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
 )
 
+// scrape fetches and parses the simulator's /metrics.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	mfs, err := promtext.Fetch(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
 	}
 	return mfs
 }
