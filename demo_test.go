@@ -36,17 +36,8 @@ func sumBy(f *dto.MetricFamily) map[string]float64 {
 		return out
 	}
 	for _, m := range f.GetMetric() {
-		var target, probe string
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "target":
-				target = l.GetValue()
-			case "probe":
-				probe = l.GetValue()
-			}
-		}
-		v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		out[target+"/"+probe] += v
+		l := promtext.Labels(m)
+		out[l["target"]+"/"+l["probe"]] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 	}
 	return out
 }

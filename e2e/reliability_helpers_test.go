@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 )
 
 // relValue sums the values of the series of family name whose labels
@@ -38,15 +40,9 @@ func relValue(fams map[string]*dto.MetricFamily, name string, want map[string]st
 }
 
 func relMatch(m *dto.Metric, want map[string]string) bool {
+	got := promtext.Labels(m)
 	for k, v := range want {
-		found := false
-		for _, l := range m.GetLabel() {
-			if l.GetName() == k && l.GetValue() == v {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if l, ok := got[k]; !ok || l != v {
 			return false
 		}
 	}

@@ -12,6 +12,15 @@ import (
 	"github.com/prometheus/common/model"
 )
 
+// Labels returns the labels of m by name.
+func Labels(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
 // Fetch gets url and parses the answer into metric families by name.
 func Fetch(url string) (map[string]*dto.MetricFamily, error) {
 	resp, err := http.Get(url)

@@ -30,6 +30,11 @@ func TestFetch(t *testing.T) {
 	if v := fams["up"].GetMetric()[0].GetGauge().GetValue(); v != 1 {
 		t.Errorf("up{job=a} = %g, want 1", v)
 	}
+	for i, want := range []string{"a", "b"} {
+		if l := Labels(fams["up"].GetMetric()[i]); len(l) != 1 || l["job"] != want {
+			t.Errorf("series %d labels %v, want job=%s", i, l, want)
+		}
+	}
 	for _, tc := range []struct{ path, want string }{
 		{"/bad", "parse " + srv.URL + "/bad:"},
 		{"/missing", "scrape " + srv.URL + "/missing: status 404 Not Found"},
