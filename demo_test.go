@@ -196,8 +196,7 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 // stale vllm:* series remain.
 func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
 	sim, simURL := startSimulatorServer(t)
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	writeConfig(t, cfgPath, simURL, 2, "")
+	cfgPath := writeChatConfig(t, t.TempDir(), simURL, 2, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	state := func() (success float64, serverSeries int) {

@@ -155,6 +155,15 @@ probes:
 %s`, c.ledger, global, c.url, c.rate, probe, c.timeout, expect)
 }
 
+// writeChatConfig writes the checked chat config to dir/c.yml and returns
+// its path.
+func writeChatConfig(t *testing.T, dir, simURL string, rate float64, ledger string) string {
+	t.Helper()
+	p := filepath.Join(dir, "c.yml")
+	writeConfig(t, p, simURL, rate, ledger)
+	return p
+}
+
 // writeConfig writes the checked chat config with a 5s timeout to path.
 func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {
 	t.Helper()
@@ -254,8 +263,7 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 
 func TestDaemonLifecycleOff(t *testing.T) {
 	simURL := startSimulator(t)
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	writeConfig(t, cfgPath, simURL, 1, "")
+	cfgPath := writeChatConfig(t, t.TempDir(), simURL, 1, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
 	if code, _ := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusForbidden {
 		t.Errorf("POST /-/reload without --web.enable-lifecycle: %d, want 403", code)
