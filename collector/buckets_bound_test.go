@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -77,7 +78,7 @@ func TestHistogramBucketsBounded(t *testing.T) {
 			if !ok {
 				continue
 			}
-			p, _ := cfg.Probe(labelOf(m, labelProbe))
+			p, _ := cfg.Probe(promtext.Labels(m)[labelProbe])
 			want := f(p.SLO).Seconds()
 			if !slices.Contains(les, want) {
 				t.Errorf("%s of probe %s lacks its threshold %g: %v", mf.GetName(), p.Name, want, les)
@@ -87,15 +88,6 @@ func TestHistogramBucketsBounded(t *testing.T) {
 	if histograms < n*8 {
 		t.Errorf("%d histogram series, want at least %d", histograms, n*8)
 	}
-}
-
-func labelOf(m *dto.Metric, name string) string {
-	for _, lp := range m.GetLabel() {
-		if lp.GetName() == name {
-			return lp.GetValue()
-		}
-	}
-	return ""
 }
 
 // BenchmarkScrapeDistinctSLOs measures /metrics for one target and 200 or

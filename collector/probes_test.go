@@ -27,22 +27,10 @@ func TestCollectorPreInitialisesCounters(t *testing.T) {
 	c := New(Options{Now: clock})
 	syncPairs(c, testConfig(map[string][]string{"t1": {"chat"}}, map[string]config.SLO{"chat": {}, "other": {}}))
 	var want strings.Builder
-	want.WriteString(lines("# HELP vllm_probe_requests_total "+metricname.RequestsHelp, "# TYPE vllm_probe_requests_total counter"))
-	for _, d := range probe.Dispositions {
-		fmt.Fprintf(&want, "vllm_probe_requests_total{disposition=%q,probe=\"chat\",target=\"t1\"} 0\n", d)
-	}
-	want.WriteString(lines("# HELP vllm_probe_failures_total "+metricname.FailuresHelp, "# TYPE vllm_probe_failures_total counter"))
-	for _, r := range probe.Reasons {
-		fmt.Fprintf(&want, "vllm_probe_failures_total{probe=\"chat\",reason=%q,target=\"t1\"} 0\n", r)
-	}
-	want.WriteString(lines("# HELP vllm_probe_slo_violations_total "+metricname.SLOViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter"))
-	for _, s := range probe.SLOs {
-		fmt.Fprintf(&want, "vllm_probe_slo_violations_total{probe=\"chat\",slo=%q,target=\"t1\"} 0\n", s)
-	}
-	want.WriteString(lines("# HELP vllm_probe_quality_failures_total "+metricname.QualityFailuresHelp, "# TYPE vllm_probe_quality_failures_total counter"))
-	for _, s := range probe.Checks {
-		fmt.Fprintf(&want, "vllm_probe_quality_failures_total{check=%q,probe=\"chat\",target=\"t1\"} 0\n", s)
-	}
+	writeZeros(&want, "vllm_probe_requests_total", metricname.RequestsHelp, `{disposition=%q,probe="chat",target="t1"}`, probe.Dispositions)
+	writeZeros(&want, "vllm_probe_failures_total", metricname.FailuresHelp, `{probe="chat",reason=%q,target="t1"}`, probe.Reasons)
+	writeZeros(&want, "vllm_probe_slo_violations_total", metricname.SLOViolationsHelp, `{probe="chat",slo=%q,target="t1"}`, probe.SLOs)
+	writeZeros(&want, "vllm_probe_quality_failures_total", metricname.QualityFailuresHelp, `{check=%q,probe="chat",target="t1"}`, probe.Checks)
 	want.WriteString(lines(
 		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp,
 		"# TYPE vllm_probe_requests_offered_total counter",
@@ -129,12 +117,27 @@ func TestCollectorCountsResults(t *testing.T) {
 	})
 }
 
+// writeZeros writes the HELP and TYPE lines of counter name and a zero
+// sample for each value, labelled by labels with %q for the value.
+func writeZeros[V ~string](w *strings.Builder, name, help, labels string, values []V) {
+	w.WriteString(lines("# HELP "+name+" "+help, "# TYPE "+name+" counter"))
+	for _, v := range values {
+		fmt.Fprintf(w, name+labels+" 0\n", v)
+	}
+}
+
 // gather registers cs in a fresh registry and gathers it.
 func gather(t testing.TB, cs ...prometheus.Collector) map[string]*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(cs...)
-	mfs, err := reg.Gather()
+	return families(t, reg)
+}
+
+// families gathers g and returns its families by name.
+func families(t testing.TB, g prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}

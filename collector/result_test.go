@@ -48,17 +48,8 @@ func TestResultRegistry(t *testing.T) {
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metricname.Success, metricname.Duration, metricname.RequestsOffered, metricname.RequestsInFlight); err != nil {
 				t.Error(err)
 			}
-			mfs, err := reg.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, mf := range mfs {
-				if mf.GetName() != metricname.TTFT {
-					continue
-				}
-				if got := upperBounds(mf.GetMetric()[0].GetHistogram()); !slices.Contains(got, 0.15) {
-					t.Errorf("ttft buckets %v lack the probe's SLO", got)
-				}
+			if got := upperBounds(series(t, families(t, reg), metricname.TTFT).GetHistogram()); !slices.Contains(got, 0.15) {
+				t.Errorf("ttft buckets %v lack the probe's SLO", got)
 			}
 		})
 	}
@@ -73,22 +64,5 @@ func TestResultRegistry(t *testing.T) {
 // requestsValue returns the value of requests_total{disposition=d} in reg.
 func requestsValue(t *testing.T, reg *prometheus.Registry, d string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != metricname.Requests {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "disposition" && l.GetValue() == d {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{disposition=%q}", metricname.Requests, d)
-	return 0
+	return series(t, families(t, reg), metricname.Requests, "disposition", d).GetCounter().GetValue()
 }
