@@ -2,10 +2,12 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
 // ErrMissingShards is returned by Merge, after it printed the merge of the
@@ -24,6 +27,9 @@ var ErrMissingShards = errors.New("missing shards")
 type MergeOptions struct {
 	Results []string // the workers' saved results
 	Output  string   // the merged result's JSON; "" = none
+	// Wait is how long to wait for every result to exist (a merge step
+	// started beside its workers); 0 = they must exist already.
+	Wait time.Duration
 }
 
 // shardOf is one worker's result as merge reads it.
@@ -39,8 +45,11 @@ type shardOf struct {
 // would have, never from the workers' own percentiles. It refuses results
 // of different runs or the same shard twice, reports the shards missing,
 // and each worker's send lag, so the user can judge the merge.
-func Merge(o MergeOptions, env Env) (*Outcome, error) {
+func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 	env.defaults()
+	if err := awaitResults(ctx, o, env); err != nil {
+		return nil, err
+	}
 	shards, err := readShards(o.Results)
 	if err != nil {
 		return nil, err
@@ -76,6 +85,29 @@ func Merge(o MergeOptions, env Env) (*Outcome, error) {
 			ErrMissingShards, strings.Join(missing, ", "), first.RunID, len(run.Results), s.NumPrompts)
 	}
 	return out, nil
+}
+
+// awaitResults waits up to o.Wait until every result exists. Workers write
+// their results whole (a rename), so one that exists is complete.
+func awaitResults(ctx context.Context, o MergeOptions, env Env) error {
+	deadline := env.Now().Add(o.Wait)
+	for logged := false; ; logged = true {
+		var absent []string
+		for _, p := range o.Results {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				absent = append(absent, p)
+			}
+		}
+		if len(absent) == 0 || !env.Now().Before(deadline) {
+			return nil // readShards names a result still absent
+		}
+		if !logged {
+			env.Logger.Info("waiting for results", "absent", len(absent), "first", absent[0], "wait", o.Wait)
+		}
+		if err := wait.Sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("waiting for %s: %w", absent[0], err)
+		}
+	}
 }
 
 // readShards reads the workers' results and checks they are shards of one

@@ -97,7 +97,7 @@ func TestShardedBench(t *testing.T) {
 	t.Run("merge recomputes from every request", func(t *testing.T) {
 		var stdout bytes.Buffer
 		output := filepath.Join(t.TempDir(), "merged.json")
-		merged, err := Merge(MergeOptions{Results: []string{paths[2], paths[0], paths[1]}, Output: output}, Env{Stdout: &stdout})
+		merged, err := Merge(context.Background(), MergeOptions{Results: []string{paths[2], paths[0], paths[1]}, Output: output}, Env{Stdout: &stdout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,6 +143,21 @@ func TestShardedBench(t *testing.T) {
 			t.Errorf("merged result %s: %v, completed %v, want %d", output, err, doc["completed"], merged.Metrics.Completed)
 		}
 	})
+	t.Run("merge waits for a result still being written", func(t *testing.T) {
+		late := filepath.Join(t.TempDir(), "late.json")
+		b, err := os.ReadFile(paths[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(1500*time.Millisecond, func() { _ = writeFile(late, bytesWriter(b)) })
+		merged, err := Merge(context.Background(), MergeOptions{Results: []string{paths[0], late, paths[2]}, Wait: time.Minute}, Env{})
+		if err != nil || merged.Metrics.Offered != o.NumPrompts {
+			t.Fatalf("merge with --wait: %v", err)
+		}
+		if _, err := Merge(context.Background(), MergeOptions{Results: []string{paths[0], late + ".never"}, Wait: time.Second}, Env{}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "late.json.never") {
+			t.Errorf("merge of a result never written: %v, want an error naming it", err)
+		}
+	})
 	t.Run("refusals", func(t *testing.T) {
 		foreign := filepath.Join(t.TempDir(), "foreign.json")
 		b, _ := os.ReadFile(paths[1])
@@ -168,7 +183,7 @@ func TestShardedBench(t *testing.T) {
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
-				_, err := Merge(MergeOptions{Results: tc.results}, Env{})
+				_, err := Merge(context.Background(), MergeOptions{Results: tc.results}, Env{})
 				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
 					t.Errorf("err = %v, want %v with %q", err, tc.want, tc.text)
 				}
