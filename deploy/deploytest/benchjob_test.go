@@ -36,8 +36,8 @@ func benchJobs(m *manifests) (workers, merge *batchv1.Job, err error) {
 
 // checkBenchJob checks the wiring of a sharded bench: an Indexed Job whose
 // completions, parallelism and --shard N agree, each pod's index reaching
-// --shard through JOB_COMPLETION_INDEX, the common --start-at from a
-// ConfigMap, worker flags bench accepts, and a merge Job that reads every
+// --shard through JOB_COMPLETION_INDEX, the common --start-at (literal or
+// from a ConfigMap), worker flags bench accepts, and a merge Job that reads every
 // shard's result from the same volume.
 func checkBenchJob(m *manifests) []error {
 	workers, merge, err := benchJobs(m)
@@ -63,9 +63,11 @@ func checkBenchJob(m *manifests) []error {
 		e.ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
 		fail("job %s: JOB_COMPLETION_INDEX must come from the completion-index annotation", workers.Name)
 	}
-	startAt, err := envConfigValue(m, env["START_AT"])
-	if err != nil {
-		fail("job %s: START_AT: %v", workers.Name, err)
+	startAt := "" // literal in the args unless they read $(START_AT)
+	if e, ok := env["START_AT"]; ok {
+		if startAt, err = envConfigValue(m, e); err != nil {
+			fail("job %s: START_AT: %v", workers.Name, err)
+		}
 	}
 	dir, names := "", map[string]bool{}
 	for i := range n {
