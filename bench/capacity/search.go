@@ -124,6 +124,11 @@ type Options struct {
 	Order      string       // one of Orders; "" = ascending
 	Seed       int64        // of OrderRandom
 	OnRepeat   func(Repeat) // progress; may be nil
+	// Fixed runs every level of the staircase and does not bisect, for
+	// workers that cannot know the verdict before the merge: the verdict
+	// is the climb's all the same (the first failing level ends the
+	// passes), the levels above it are run and reported too.
+	Fixed bool
 }
 
 // Search is the outcome of a capacity search.
@@ -140,8 +145,8 @@ type Search struct {
 }
 
 // Run climbs the staircase in o.Order, stops after the first block
-// with a failing level, then bisects between the highest passing and the
-// lowest failing load.
+// with a failing level (unless o.Fixed), then bisects between the highest
+// passing and the lowest failing load (unless o.Fixed).
 func Run(ctx context.Context, o Options, level LevelFunc) (*Search, error) {
 	s := &Search{Rule: o.Rule.String(), LowestFail: math.Inf(1)}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x5ca1e))
@@ -149,23 +154,26 @@ func Run(ctx context.Context, o Options, level LevelFunc) (*Search, error) {
 	if o.Order == OrderAscending || o.Order == "" {
 		width = 1
 	}
-climb:
-	for i := 0; i < len(o.Rates); i += width {
+	failed := false
+	for i := 0; i < len(o.Rates) && !(failed && !o.Fixed); i += width {
 		block := o.Rates[i:min(i+width, len(o.Rates))]
 		pass, err := s.block(ctx, o, level, block, rng)
 		if err != nil {
 			return s, err
 		}
 		for _, rate := range block {
-			if !pass[rate] {
-				s.LowestFail = rate
-				break climb
+			if failed {
+				break
 			}
-			s.HighestPass = rate
+			if !pass[rate] {
+				s.LowestFail, failed = rate, true
+			} else {
+				s.HighestPass = rate
+			}
 		}
 	}
-	s.Saturated = !math.IsInf(s.LowestFail, 1)
-	if s.Saturated && s.HighestPass > 0 {
+	s.Saturated = failed
+	if s.Saturated && s.HighestPass > 0 && !o.Fixed {
 		if err := s.bisect(ctx, o, level, rng); err != nil {
 			return s, err
 		}

@@ -214,3 +214,44 @@ func TestPassRuleSeesTimeouts(t *testing.T) {
 		t.Errorf("vLLM's p99 E2EL %v over completed requests, want 10ms", p99)
 	}
 }
+
+// TestRunSearchFixed checks a fixed staircase runs every level in the
+// climb's order without bisecting, and keeps the climb's verdict.
+func TestRunSearchFixed(t *testing.T) {
+	stairs := []float64{1, 2, 4, 8, 16}
+	tests := []struct {
+		name      string
+		levels    fakeLevels
+		order     string
+		wantRan   []float64
+		wantRated float64
+		wantFail  float64
+	}{
+		{"ascending", fakeLevels{capacity: 5}, OrderAscending, []float64{1, 1, 2, 2, 4, 4, 8, 8, 16, 16}, 4, 8},
+		{"interleaved", fakeLevels{capacity: 5}, OrderInterleaved, []float64{1, 2, 1, 2, 4, 8, 4, 8, 16, 16}, 4, 8},
+		{"a pass above the first failure does not count", fakeLevels{capacity: 100, failRate: 2, failRepeat: 0}, OrderAscending,
+			[]float64{1, 1, 2, 2, 4, 4, 8, 8, 16, 16}, 1, 2},
+		{"never saturates", fakeLevels{capacity: 100}, OrderAscending, []float64{1, 1, 2, 2, 4, 4, 8, 8, 16, 16}, 16, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tt.levels
+			s, err := Run(context.Background(), Options{Rates: stairs, Repeats: 2, Fixed: true,
+				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: tt.order}, f.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(f.ran, tt.wantRan) {
+				t.Errorf("ran %v, want %v", f.ran, tt.wantRan)
+			}
+			wantFail, saturated := tt.wantFail, tt.wantFail > 0
+			if !saturated {
+				wantFail = s.LowestFail // +Inf
+			}
+			if s.Rated != tt.wantRated || s.LowestFail != wantFail || s.Saturated != saturated {
+				t.Errorf("rated %v lowest fail %v saturated %v, want %v %v %v", s.Rated, s.LowestFail, s.Saturated,
+					tt.wantRated, wantFail, saturated)
+			}
+		})
+	}
+}
