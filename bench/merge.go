@@ -59,12 +59,20 @@ func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: shard.settings: %w", ErrUsage, shards[0].path, err)
 	}
-	run := mergeRun(shards)
+	parts := make([]shardPart, len(shards))
+	for i, sh := range shards {
+		parts[i] = sh.file.shardPart
+	}
+	run := mergeRun(parts)
 	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
-	missing := missingShards(shards)
+	missing := missingShards(first.shardCount(), shardsOf(shards))
 	fmt.Fprintf(env.Stdout, "Merged %d of %d shards of run %s (start %s)\n", len(shards), first.shardCount(), first.RunID,
 		first.StartAt.UTC().Format(time.RFC3339Nano))
-	printSkew(env.Stdout, shards)
+	skew := make([]shardSkew, len(shards))
+	for i, sh := range shards {
+		skew[i] = shardSkew{shard: sh.file.Shard, path: sh.path, requests: sh.file.Requests}
+	}
+	printSkew(env.Stdout, skew)
 	printFailures(env.Stdout, run)
 	printResult(env.Stdout, s, m)
 	printLedger(env.Stdout, s, m)
@@ -117,30 +125,52 @@ func readShards(paths []string) ([]shardOf, error) {
 		return nil, usageErr("no results to merge")
 	}
 	var out []shardOf
+	var ids []shardID
 	for _, p := range paths {
 		f, err := readShardFile(p)
 		if err != nil {
 			return nil, err
 		}
-		sh, err := parseShard(f.Shard)
+		id, err := checkShard(ids, shardID{path: p, runID: f.RunID, shard: f.Shard}, "shard.shard")
 		if err != nil {
-			return nil, fmt.Errorf("%s: shard.shard: %w", p, err)
+			return nil, err
 		}
-		if len(out) > 0 && f.RunID != out[0].file.RunID {
-			return nil, usageErr("%s is of run %s, %s of run %s: refusing to merge shards of different runs",
-				p, f.RunID, out[0].path, out[0].file.RunID)
-		}
-		if len(out) > 0 && sh.Count != out[0].shard.Count {
-			return nil, usageErr("%s is shard %s, %s is shard %s: the shard counts differ", p, f.Shard, out[0].path, out[0].file.Shard)
-		}
-		for _, o := range out {
-			if o.shard == sh {
-				return nil, usageErr("%s and %s are both shard %s of run %s", o.path, p, f.Shard, f.RunID)
-			}
-		}
-		out = append(out, shardOf{path: p, file: f, shard: sh})
+		ids = append(ids, id)
+		out = append(out, shardOf{path: p, file: f, shard: id.parsed})
 	}
 	return out, nil
+}
+
+// shardID is how a saved shard result names its run and its part.
+type shardID struct {
+	path, runID, shard string // shard as I/N
+	parsed             openloop.Shard
+}
+
+// checkShard parses id's shard (field names it for the error) and checks
+// it joins the shards read before it: the same run, the same shard
+// count, not one of them.
+func checkShard(prev []shardID, id shardID, field string) (shardID, error) {
+	sh, err := parseShard(id.shard)
+	if err != nil {
+		return id, fmt.Errorf("%s: %s: %w", id.path, field, err)
+	}
+	id.parsed = sh
+	if len(prev) == 0 {
+		return id, nil
+	}
+	if first := prev[0]; id.runID != first.runID {
+		return id, usageErr("%s is of run %s, %s of run %s: refusing to merge shards of different runs",
+			id.path, id.runID, first.path, first.runID)
+	} else if sh.Count != first.parsed.Count {
+		return id, usageErr("%s is shard %s, %s is shard %s: the shard counts differ", id.path, id.shard, first.path, first.shard)
+	}
+	for _, o := range prev {
+		if o.parsed == sh {
+			return id, usageErr("%s and %s are both shard %s of run %s", o.path, id.path, id.shard, id.runID)
+		}
+	}
+	return id, nil
 }
 
 // readShardFile reads the "shard" block of a worker's result.
@@ -172,19 +202,18 @@ func (f *shardFile) shardCount() int {
 	return s.Count
 }
 
-// mergeRun joins the shards' requests into one Run in planned order, as
-// one process running the whole schedule would have recorded it.
-func mergeRun(shards []shardOf) *openloop.Run {
-	first := shards[0].file
-	run := &openloop.Run{Start: first.StartAt, Span: first.SpanNS, Timeout: first.Timeout}
+// mergeRun joins the workers' parts of one run into one Run in planned
+// order, as one process running the whole schedule would have recorded it.
+func mergeRun(parts []shardPart) *openloop.Run {
+	run := &openloop.Run{Start: parts[0].Start, Span: parts[0].SpanNS, Timeout: parts[0].TimeoutNS}
 	var reqs []shardRequest
-	for _, sh := range shards {
-		reqs = append(reqs, sh.file.Requests...)
-		if sh.file.End.After(run.End) {
-			run.End = sh.file.End
+	for _, p := range parts {
+		reqs = append(reqs, p.Requests...)
+		if p.End.After(run.End) {
+			run.End = p.End
 		}
-		if sh.file.Interrupted && sh.file.Stopped.After(run.Stopped) {
-			run.Interrupted, run.Stopped = true, sh.file.Stopped
+		if p.Interrupted && p.Stopped.After(run.Stopped) {
+			run.Interrupted, run.Stopped = true, p.Stopped
 		}
 	}
 	slices.SortFunc(reqs, func(a, b shardRequest) int { return cmp.Compare(a.Result.Seq, b.Result.Seq) })
@@ -194,16 +223,31 @@ func mergeRun(shards []shardOf) *openloop.Run {
 	return run
 }
 
-// missingShards names the shards of the run not given, as I/N.
-func missingShards(shards []shardOf) []string {
-	n := shards[0].shard.Count
+// missingShards names the shards of n not given, as I/N.
+func missingShards(n int, given []openloop.Shard) []string {
 	var missing []string
 	for i := range n {
-		if !slices.ContainsFunc(shards, func(s shardOf) bool { return s.shard.Index == i }) {
+		if !slices.ContainsFunc(given, func(s openloop.Shard) bool { return s.Index == i }) {
 			missing = append(missing, shardString(openloop.Shard{Index: i, Count: n}))
 		}
 	}
 	return missing
+}
+
+// shardsOf lists the shards given.
+func shardsOf(shards []shardOf) []openloop.Shard {
+	out := make([]openloop.Shard, len(shards))
+	for i, sh := range shards {
+		out[i] = sh.shard
+	}
+	return out
+}
+
+// shardSkew is what printSkew reports of one worker: its shard (I/N),
+// its result and the requests it offered.
+type shardSkew struct {
+	shard, path string
+	requests    []shardRequest
 }
 
 // printSkew prints each worker's send lag (send time minus planned time,
@@ -211,11 +255,11 @@ func missingShards(shards []shardOf) []string {
 // between workers the results show. An offset between the machines'
 // clocks is invisible to their own timestamps; only synchronised clocks
 // (NTP) rule it out.
-func printSkew(w io.Writer, shards []shardOf) {
+func printSkew(w io.Writer, shards []shardSkew) {
 	var medians []float64
 	for _, sh := range shards {
 		var lags []float64
-		for _, r := range sh.file.Requests {
+		for _, r := range sh.requests {
 			if !r.Result.Sent.IsZero() {
 				lags = append(lags, stats.Milliseconds(r.Result.Lag))
 			}
@@ -226,7 +270,7 @@ func printSkew(w io.Writer, shards []shardOf) {
 			medians = append(medians, p50)
 		}
 		fmt.Fprintf(w, "Shard %s (%s): %d requests, %d sent, send lag p50 %.3f ms, p99 %.3f ms\n",
-			sh.file.Shard, sh.path, len(sh.file.Requests), len(lags), p50, p99)
+			sh.shard, sh.path, len(sh.requests), len(lags), p50, p99)
 	}
 	if len(medians) > 1 {
 		fmt.Fprintf(w, "Send-time skew between workers (spread of median send lag): %.3f ms\n", slices.Max(medians)-slices.Min(medians))

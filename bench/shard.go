@@ -80,13 +80,7 @@ type shardFile struct {
 	Shard    string        `json:"shard"` // I/N
 	StartAt  time.Time     `json:"start_at"`
 	Settings shardSettings `json:"settings"`
-	End      time.Time     `json:"end"`     // when the worker's last request ended
-	SpanNS   time.Duration `json:"span_ns"` // the whole schedule's last offset
-	Timeout  time.Duration `json:"timeout_ns"`
-	// Interrupted and Stopped are the worker's openloop.Run fields.
-	Interrupted bool           `json:"interrupted"`
-	Stopped     time.Time      `json:"stopped"`
-	Requests    []shardRequest `json:"requests"` // in planned order
+	shardPart
 }
 
 // shardSettings are the run's Settings in a form JSON keeps.
@@ -112,14 +106,8 @@ type shardRequest struct {
 
 // newShardFile records a worker's run for the merge.
 func newShardFile(o *Options, s Settings, run *openloop.Run) *shardFile {
-	f := &shardFile{RunID: runID(o), Shard: shardString(o.Shard), StartAt: run.Start, End: run.End, SpanNS: run.Span,
-		Timeout: run.Timeout, Interrupted: run.Interrupted, Stopped: run.Stopped, Settings: toShardSettings(s)}
-	for i, r := range run.Results {
-		c := *r
-		c.Text = "" // the ledger keeps the text of failures; the merge needs none
-		f.Requests = append(f.Requests, shardRequest{Result: &c, Ended: run.Ended[i], QueuedNS: run.Queued[i]})
-	}
-	return f
+	return &shardFile{RunID: runID(o), Shard: shardString(o.Shard), StartAt: run.Start, Settings: toShardSettings(s),
+		shardPart: newShardPart(run)}
 }
 
 // toShardSettings converts s for JSON.
