@@ -51,6 +51,8 @@ type CapacityOptions struct {
 type CapacityOutcome struct {
 	Search                      *capacity.Search
 	JSONPath, SVGPath, LedgerOf string
+	// ShardPath is a sharded worker's result for the merge ("" unsharded).
+	ShardPath string
 }
 
 // validate checks the search settings; errors wrap ErrUsage.
@@ -74,6 +76,8 @@ func (o *CapacityOptions) validate() error {
 		return usageErr("--order %q: want one of %s", o.Order, strings.Join(capacity.Orders, ", "))
 	case o.Config == nil && !(o.Burstiness > 0):
 		return usageErr("--burstiness %v must be positive (or inf)", o.Burstiness)
+	case o.Workload.sharded() && o.Workload.StartAt.IsZero():
+		return usageErr("--shard %s needs --start-at, the workers' common start", shardString(o.Workload.Shard))
 	}
 	return nil
 }
@@ -98,6 +102,10 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		o.Stamp = env.Now().Format("20060102-150405")
 	}
 	base := filepath.Join(o.OutputDir, "capacity-"+o.Stamp)
+	w := &o.Workload
+	if w.sharded() {
+		base += fmt.Sprintf("-shard%dof%d", w.Shard.Index, w.Shard.Count)
+	}
 	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
 	ledger, err := ledger.Open(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
@@ -107,15 +115,20 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
 		Repeats: o.Repeats, Order: o.Order, Rule: o.Rule.String()}
 	capacity.PrintHeader(env.Stdout, header)
+	shard := fixedStaircase(env.Stdout, &o, header)
+	if shard != nil {
+		out.ShardPath = base + ".shard.json"
+	}
 	bar := newProgress(env.Progress, -1, "capacity")
 	var written atomic.Int64
 	level := newLevelFunc(levelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
 		MaxInFlight: setup.maxInFlight, Timeout: setup.timeout,
 		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
-		Percentiles: slices.Compact([]float64{50, o.Rule.Percentile}),
-		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) }})
+		Percentiles: levelPercentiles(o.Rule),
+		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) },
+		Start: w.StartAt, Shard: w.Shard, OnRun: shard.add})
 	search, err := capacity.Run(ctx, capacity.Options{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
-		Order: o.Order, Seed: o.Seed,
+		Order: o.Order, Seed: o.Seed, Fixed: !w.StartAt.IsZero(),
 		OnRepeat: func(r capacity.Repeat) {
 			bar.Describe(fmt.Sprintf("capacity: %s req/s repeat %d %s", pyfmt.Float(r.Rate, 2), r.Index+1, passWord(r.Pass)))
 			env.Logger.Info("level repeat done", "offered_rate", r.Rate, "repeat", r.Index+1, "pass", r.Pass,
@@ -128,11 +141,22 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	out.Search = search
 	if search != nil && len(search.Repeats) > 0 {
 		capacity.PrintTable(env.Stdout, search, o.Rule)
-		capacity.PrintVerdict(env.Stdout, search)
-		if werr := writeCapacityFiles(out, o, header); werr != nil {
+		if shard == nil {
+			capacity.PrintVerdict(env.Stdout, search)
+		} else {
+			fmt.Fprintf(env.Stdout, "This worker's share of each run only: merge the %d shard results for the search's table and verdict.\n",
+				w.Shard.Count)
+		}
+		if werr := writeCapacityFiles(out, capacitySettings(o), o.Rule, header); werr != nil {
 			return out, errors.Join(err, werr)
 		}
 		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, written.Load())
+	}
+	if shard != nil && len(shard.Runs) > 0 {
+		if werr := writeCapacityShard(out.ShardPath, shard); werr != nil {
+			return out, errors.Join(err, werr)
+		}
+		fmt.Fprintf(env.Stdout, "Shard result: %s (%d runs)\n", out.ShardPath, len(shard.Runs))
 	}
 	return out, err
 }
@@ -144,14 +168,19 @@ func passWord(ok bool) string {
 	return "FAIL"
 }
 
-// writeCapacityFiles writes the JSON report and the chart.
-func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h capacity.Header) error {
+// capacitySettings describes the search in its JSON report.
+func capacitySettings(o CapacityOptions) map[string]any {
 	settings := map[string]any{"rates": o.Rates, "resolution": o.Resolution}
 	if w := o.Workload; o.Config == nil {
 		settings["workload"] = map[string]any{"base_url": w.BaseURL, "endpoint": w.Endpoint, "backend": w.Backend,
 			"model": w.Model, "dataset_name": w.DatasetName, "dataset_path": w.DatasetPath, "random_input_len": w.RandomInputLen,
 			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio}
 	}
+	return settings
+}
+
+// writeCapacityFiles writes the JSON report and the chart.
+func writeCapacityFiles(out *CapacityOutcome, settings map[string]any, rule capacity.PassRule, h capacity.Header) error {
 	b, err := capacity.Marshal(out.Search, &h, settings)
 	if err != nil {
 		return err
@@ -160,7 +189,7 @@ func writeCapacityFiles(out *CapacityOutcome, o CapacityOptions, h capacity.Head
 		return fmt.Errorf("write capacity report: %w", err)
 	}
 	err = writeFile(out.SVGPath, func(w io.Writer) error {
-		return writeChartSVG(w, out.Search, o.Rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
+		return writeChartSVG(w, out.Search, rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {
 		return fmt.Errorf("write chart: %w", err)

@@ -152,8 +152,9 @@ type capacityJSON struct {
 		TimeoutS float64             `json:"timeout_s"`
 		WarmupS  float64             `json:"warmup_s"`
 	} `json:"header"`
-	Rule   string      `json:"rule"`
-	Levels []levelJSON `json:"levels"`
+	Rule          string      `json:"rule"`
+	RatedCapacity float64     `json:"rated_capacity"`
+	Levels        []levelJSON `json:"levels"`
 }
 
 // levelJSON is one saved repeat, read by its JSON keys.

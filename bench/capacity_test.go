@@ -80,6 +80,9 @@ func TestCapacityFlags(t *testing.T) {
 		{"steady ratio below 1", []string{"--steady-ratio", "0.5"}},
 		{"stray argument", []string{"tpot:40"}},
 		{"bad nargs goodput", []string{"--goodput", "ttft:1", "tpot:x"}},
+		{"shard without start", []string{"--shard", "1/3"}},
+		{"bad shard", []string{"--shard", "3/3", "--start-at", "2026-01-02T15:04:05Z"}},
+		{"bad start", []string{"--start-at", "tomorrow"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := parse(tt.args...); ExitCode(err) != 2 {

@@ -28,6 +28,8 @@ type CapacityFlags struct {
 	factor     float64
 	step       float64
 	readySec   int
+	shard      string
+	startAt    string
 }
 
 // RegisterCapacityFlags adds capacity's flags to cmd.
@@ -69,6 +71,8 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 		Default("2").Float64Var(&o.Rule.SteadyRatio)
 	cmd.Flag("steady-growth", "Pass rule: the growth of the median TTFT from the first to the last third always tolerated.").
 		Default("50ms").DurationVar(&o.Rule.SteadyGrowth)
+	cmd.Flag("shard", "Run this worker's part (I/N, from 0) of every level of a fixed staircase, one worker of N; needs --start-at.").PlaceHolder("I/N").StringVar(&f.shard)
+	cmd.Flag("start-at", "Start the staircase at this RFC 3339 time and every run at a time computed from it: a fixed staircase, no bisection.").PlaceHolder("RFC3339").StringVar(&f.startAt)
 	cmd.Flag("output-dir", "Directory of the JSON report, SVG chart and ledger.").Default(".").StringVar(&o.OutputDir)
 	return f
 }
@@ -102,6 +106,12 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 		return o, usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
 	}
 	w.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
+	if w.Shard, err = parseShard(f.shard); err != nil {
+		return o, err
+	}
+	if w.StartAt, err = parseStartAt(f.startAt); err != nil {
+		return o, err
+	}
 	w.MetricPercentiles, w.PercentileMetrics = []float64{50, o.Rule.Percentile}, stats.RequestMetrics
 	w.APIKey = os.Getenv("OPENAI_API_KEY")
 	var list []float64

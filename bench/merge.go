@@ -40,7 +40,7 @@ type shardOf struct {
 }
 
 // Merge recomputes a sharded run's numbers from its workers' saved
-// results: it joins every worker's requests into the run's one schedule
+// results (a sharded capacity search's: mergeCapacity): it joins every worker's requests into the run's one schedule
 // and computes vLLM's block and the prober's from them, as one process
 // would have, never from the workers' own percentiles. It refuses results
 // of different runs or the same shard twice, reports the shards missing,
@@ -49,6 +49,14 @@ func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 	env.defaults()
 	if err := awaitResults(ctx, o, env); err != nil {
 		return nil, err
+	}
+	if len(o.Results) > 0 && isCapacityShard(o.Results[0]) {
+		c, err := mergeCapacity(ctx, o, env)
+		out := &Outcome{}
+		if c != nil {
+			out.ResultPath = c.JSONPath
+		}
+		return out, err
 	}
 	shards, err := readShards(o.Results)
 	if err != nil {
