@@ -100,6 +100,9 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	target, probeName := setup.target, setup.probe
 	if o.Stamp == "" {
 		o.Stamp = env.Now().Format("20060102-150405")
+		if start := o.Workload.StartAt; !start.IsZero() {
+			o.Stamp = start.UTC().Format("20060102-150405") // the same for every worker of a sharded search
+		}
 	}
 	base := filepath.Join(o.OutputDir, "capacity-"+o.Stamp)
 	w := &o.Workload

@@ -232,10 +232,15 @@ func TestShardedCapacity(t *testing.T) {
 	})
 	t.Run("a late worker refuses", func(t *testing.T) {
 		wo := o
-		wo.Workload.StartAt, wo.Workload.Shard, wo.OutputDir, wo.Stamp = time.Now().Add(-time.Second), openloop.Shard{Index: 0, Count: n}, t.TempDir(), "late"
+		late := time.Now().Add(-time.Second)
+		wo.Workload.StartAt, wo.Workload.Shard, wo.OutputDir = late, openloop.Shard{Index: 0, Count: n}, t.TempDir()
 		out, err := Capacity(context.Background(), wo, Env{})
 		if !errors.Is(err, errLate) || !strings.Contains(err.Error(), "in the past") || out.Search == nil || len(out.Search.Repeats) != 0 {
 			t.Errorf("late worker: %v, want it to refuse its first run", err)
+		}
+		// Every worker names its files after the common start.
+		if want := filepath.Join(wo.OutputDir, "capacity-"+late.UTC().Format("20060102-150405")+"-shard0of3.shard.json"); out.ShardPath != want {
+			t.Errorf("shard result %s, want %s", out.ShardPath, want)
 		}
 	})
 }
