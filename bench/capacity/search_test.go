@@ -43,19 +43,23 @@ func TestRunSearch(t *testing.T) {
 		wantRated  float64
 		wantRan    []float64 // distinct rates in order
 		saturated  bool
+		fixed      bool // Options.Fixed: every level, no bisection
 	}{
-		{"bisects between 4 and 8", fakeLevels{capacity: 5}, 0, 5, []float64{1, 2, 4, 8, 6, 5}, true},
-		{"finer resolution", fakeLevels{capacity: 5}, 0.5, 5, []float64{1, 2, 4, 8, 6, 5, 5.5}, true},
-		{"never saturates", fakeLevels{capacity: 100}, 0, 16, stairs, false},
-		{"first level fails", fakeLevels{capacity: 0.5}, 0, 0, []float64{1}, true},
+		{"bisects between 4 and 8", fakeLevels{capacity: 5}, 0, 5, []float64{1, 2, 4, 8, 6, 5}, true, false},
+		{"finer resolution", fakeLevels{capacity: 5}, 0.5, 5, []float64{1, 2, 4, 8, 6, 5, 5.5}, true, false},
+		{"never saturates", fakeLevels{capacity: 100}, 0, 16, stairs, false, false},
+		{"first level fails", fakeLevels{capacity: 0.5}, 0, 0, []float64{1}, true, false},
 		{"one failing repeat fails the level", fakeLevels{capacity: 100, failRate: 4, failRepeat: 1}, 0, 3.5,
-			[]float64{1, 2, 4, 3, 3.5}, true},
+			[]float64{1, 2, 4, 3, 3.5}, true, false},
+		{"fixed: every level, no bisection", fakeLevels{capacity: 5}, 0, 4, stairs, true, true},
+		{"fixed: a pass above the first failure does not count", fakeLevels{capacity: 100, failRate: 2}, 0, 1, stairs, true, true},
+		{"fixed: never saturates", fakeLevels{capacity: 100}, 0, 16, stairs, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.levels
 			s, err := Run(context.Background(), Options{Rates: stairs, Repeats: 2, Resolution: tt.resolution,
-				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: OrderAscending}, f.run)
+				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: OrderAscending, Fixed: tt.fixed}, f.run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,10 +81,10 @@ func TestRunSearch(t *testing.T) {
 // seed; both stop after the block holding the first failing level.
 func TestRunSearchOrder(t *testing.T) {
 	stairs := []float64{1, 2, 4, 8, 16}
-	run := func(order string, seed int64, capacity float64) ([]float64, *Search) {
+	run := func(order string, seed int64, capacity float64, fixed ...bool) ([]float64, *Search) {
 		f := fakeLevels{capacity: capacity}
 		s, err := Run(context.Background(), Options{Rates: stairs, Repeats: 2, Order: order, Seed: seed,
-			Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}}, f.run)
+			Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Fixed: len(fixed) > 0 && fixed[0]}, f.run)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +105,12 @@ func TestRunSearchOrder(t *testing.T) {
 		ran, s := run(OrderInterleaved, 0, 3)
 		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 3, 3, 3.5, 3.5}; !slices.Equal(ran, want) || s.Rated != 3 || s.LowestFail != 3.5 {
 			t.Errorf("ran %v rated %v lowest fail %v, want %v, 3 and 3.5", ran, s.Rated, s.LowestFail, want)
+		}
+	})
+	t.Run("interleaved, fixed: every block, the climb's verdict", func(t *testing.T) {
+		ran, s := run(OrderInterleaved, 0, 5, true)
+		if want := []float64{1, 2, 1, 2, 4, 8, 4, 8, 16, 16}; !slices.Equal(ran, want) || s.Rated != 4 || s.LowestFail != 8 {
+			t.Errorf("ran %v rated %v lowest fail %v, want %v, 4 and 8", ran, s.Rated, s.LowestFail, want)
 		}
 	})
 	t.Run("random is seeded", func(t *testing.T) {
@@ -212,46 +222,5 @@ func TestPassRuleSeesTimeouts(t *testing.T) {
 	}
 	if p99 := m.Dists[stats.MetricE2EL].Percentiles[0].MS; p99 > 500 {
 		t.Errorf("vLLM's p99 E2EL %v over completed requests, want 10ms", p99)
-	}
-}
-
-// TestRunSearchFixed checks a fixed staircase runs every level in the
-// climb's order without bisecting, and keeps the climb's verdict.
-func TestRunSearchFixed(t *testing.T) {
-	stairs := []float64{1, 2, 4, 8, 16}
-	tests := []struct {
-		name      string
-		levels    fakeLevels
-		order     string
-		wantRan   []float64
-		wantRated float64
-		wantFail  float64
-	}{
-		{"ascending", fakeLevels{capacity: 5}, OrderAscending, []float64{1, 1, 2, 2, 4, 4, 8, 8, 16, 16}, 4, 8},
-		{"interleaved", fakeLevels{capacity: 5}, OrderInterleaved, []float64{1, 2, 1, 2, 4, 8, 4, 8, 16, 16}, 4, 8},
-		{"a pass above the first failure does not count", fakeLevels{capacity: 100, failRate: 2, failRepeat: 0}, OrderAscending,
-			[]float64{1, 1, 2, 2, 4, 4, 8, 8, 16, 16}, 1, 2},
-		{"never saturates", fakeLevels{capacity: 100}, OrderAscending, []float64{1, 1, 2, 2, 4, 4, 8, 8, 16, 16}, 16, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := tt.levels
-			s, err := Run(context.Background(), Options{Rates: stairs, Repeats: 2, Fixed: true,
-				Rule: PassRule{MinAcceptance: 0.99, Percentile: 99}, Order: tt.order}, f.run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(f.ran, tt.wantRan) {
-				t.Errorf("ran %v, want %v", f.ran, tt.wantRan)
-			}
-			wantFail, saturated := tt.wantFail, tt.wantFail > 0
-			if !saturated {
-				wantFail = s.LowestFail // +Inf
-			}
-			if s.Rated != tt.wantRated || s.LowestFail != wantFail || s.Saturated != saturated {
-				t.Errorf("rated %v lowest fail %v saturated %v, want %v %v %v", s.Rated, s.LowestFail, s.Saturated,
-					tt.wantRated, wantFail, saturated)
-			}
-		})
 	}
 }
