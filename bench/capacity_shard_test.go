@@ -27,22 +27,17 @@ type planned struct {
 	offset time.Duration
 }
 
-// staircaseLedger reads a capacity ledger into want by seq, failing on a
-// seq seen before.
+// staircaseLedger reads a capacity ledger into each request's place, by
+// seq, and returns its records.
 func staircaseLedger(t *testing.T, path string, start time.Time, into map[uint64]planned) []ledger.Record {
 	t.Helper()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("read %s: %v (torn %d)", path, err, torn)
-	}
+	offsets := map[uint64]time.Duration{}
+	recs := ledgerOffsets(t, path, start, offsets)
 	for _, r := range recs {
-		if _, dup := into[r.Seq]; dup {
-			t.Errorf("seq %d in two ledgers", r.Seq)
+		if _, dup := into[r.Seq]; dup || r.Level == nil || r.Repeat == nil {
+			t.Fatalf("%s: seq %d seen before, or without a level or repeat", path, r.Seq)
 		}
-		if r.Level == nil || r.Repeat == nil {
-			t.Fatalf("%s: seq %d has no level or repeat", path, r.Seq)
-		}
-		into[r.Seq] = planned{*r.Level, *r.Repeat, r.Scheduled.Sub(start)}
+		into[r.Seq] = planned{*r.Level, *r.Repeat, offsets[r.Seq]}
 	}
 	return recs
 }

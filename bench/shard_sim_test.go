@@ -42,9 +42,9 @@ func runShards(t *testing.T, o Options, n int) []*Outcome {
 	return outs
 }
 
-// ledgerOffsets reads a ledger and returns each request's planned offset
-// from start, by seq.
-func ledgerOffsets(t *testing.T, path string, start time.Time, into map[uint64]time.Duration) {
+// ledgerOffsets reads a ledger into each request's planned offset from
+// start, by seq, and returns its records.
+func ledgerOffsets(t *testing.T, path string, start time.Time, into map[uint64]time.Duration) []ledger.Record {
 	t.Helper()
 	recs, torn, err := ledger.Read(path)
 	if err != nil || torn != 0 {
@@ -56,6 +56,7 @@ func ledgerOffsets(t *testing.T, path string, start time.Time, into map[uint64]t
 		}
 		into[r.Seq] = r.Scheduled.Sub(start)
 	}
+	return recs
 }
 
 // TestShardedBench runs a bench as three workers against the simulator
