@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
@@ -18,15 +19,17 @@ import (
 // its part, everything that makes the staircase's table and verdict, and
 // every request it offered in every run's measured window.
 type capacityShardFile struct {
-	RunID   string            `json:"run_id"`
-	Shard   string            `json:"shard"` // I/N
-	StartAt time.Time         `json:"start_at"`
-	Header  capacity.Header   `json:"header"`
-	Rule    capacity.PassRule `json:"rule"`
-	Rates   []float64         `json:"rates"`
-	Repeats int               `json:"repeats"`
-	Order   string            `json:"order"`
-	Seed    int64             `json:"seed"`
+	RunID   string          `json:"run_id"`
+	Shard   string          `json:"shard"` // I/N
+	StartAt time.Time       `json:"start_at"`
+	Header  capacity.Header `json:"header"` // its Burstiness is in Burstiness
+	// Burstiness is the header's, in strconv form: JSON has no inf.
+	Burstiness string            `json:"burstiness"`
+	Rule       capacity.PassRule `json:"rule"`
+	Rates      []float64         `json:"rates"`
+	Repeats    int               `json:"repeats"`
+	Order      string            `json:"order"`
+	Seed       int64             `json:"seed"`
 	// Resolution is the search's; a fixed staircase does not bisect.
 	Resolution float64        `json:"resolution"`
 	Settings   map[string]any `json:"settings"` // the report's settings
@@ -92,7 +95,10 @@ func fixedStaircase(w io.Writer, o *CapacityOptions, h capacity.Header) *capacit
 		return nil
 	}
 	fmt.Fprintf(w, "Shard %s: every run's requests whose index is %d modulo %d\n", shardString(wo.Shard), wo.Shard.Index, wo.Shard.Count)
-	return &capacityShardFile{RunID: capacityRunID(o), Shard: shardString(wo.Shard), StartAt: wo.StartAt, Header: h, Rule: o.Rule,
+	burstiness := strconv.FormatFloat(h.Burstiness, 'g', -1, 64)
+	h.Burstiness = 0
+	return &capacityShardFile{RunID: capacityRunID(o), Shard: shardString(wo.Shard), StartAt: wo.StartAt, Header: h,
+		Burstiness: burstiness, Rule: o.Rule,
 		Rates: o.Rates, Repeats: o.Repeats, Order: o.Order, Seed: o.Seed, Resolution: o.Resolution, Settings: capacitySettings(*o),
 		Percentiles: levelPercentiles(o.Rule)}
 }

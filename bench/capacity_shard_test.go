@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -238,4 +239,32 @@ func TestShardedCapacity(t *testing.T) {
 			t.Errorf("shard result %s, want %s", out.ShardPath, want)
 		}
 	})
+}
+
+// TestCapacityShardFileRoundTrip writes a shard result of constant gaps
+// (burstiness inf, which JSON has no number for) and reads it back.
+func TestCapacityShardFileRoundTrip(t *testing.T) {
+	o := CapacityOptions{Rates: []float64{2, 4}, Repeats: 1, Order: capacity.OrderAscending, Burstiness: math.Inf(1),
+		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99.9, TTFT: time.Second}}
+	o.Workload.StartAt, o.Workload.Shard = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), openloop.Shard{Index: 1, Count: 2}
+	f := fixedStaircase(&bytes.Buffer{}, &o, capacity.Header{Burstiness: math.Inf(1), Seed: 4, Rule: o.Rule.String()})
+	path := filepath.Join(t.TempDir(), "s.shard.json")
+	if err := writeCapacityShard(path, f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readCapacityShardFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(got.Header.Burstiness, 1) || got.Header.Seed != 4 || got.Rule != o.Rule || got.Shard != "1/2" ||
+		!slices.Equal(got.Percentiles, []float64{50, 99.9}) || !isCapacityShard(path) {
+		t.Errorf("read back %+v", got)
+	}
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"burstiness":"+Inf"`), []byte(`"burstiness":"x"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readCapacityShardFile(path); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "capacity_shard.burstiness") {
+		t.Errorf("bad burstiness: %v, want a usage error naming the field", err)
+	}
 }

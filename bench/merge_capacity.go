@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,9 @@ func readCapacityShardFile(path string) (*capacityShardFile, error) {
 	f := doc.Shard
 	if f == nil || f.RunID == "" {
 		return nil, usageErr("%s: not a sharded capacity result (no \"capacity_shard\" block with a run_id; run capacity with --shard I/N)", path)
+	}
+	if f.Header.Burstiness, err = strconv.ParseFloat(f.Burstiness, 64); err != nil {
+		return nil, usageErr("%s: capacity_shard.burstiness %q: %v", path, f.Burstiness, err)
 	}
 	for i, run := range f.Runs {
 		for j, r := range run.Requests {
