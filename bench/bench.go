@@ -94,12 +94,12 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		}
 	}
 	s.LedgerPath = o.LedgerPath
-	ledger, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
+	lg, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
 		return nil, err // ledger.Open names the ledger
 	}
-	run := runPlanned(ctx, &o, req, ledger, env)
-	if err := ledger.Close(); err != nil {
+	run := runPlanned(ctx, &o, req, lg, env)
+	if err := lg.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
 	m := stats.Compute(run, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
@@ -226,7 +226,7 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 
 // runPlanned sends the warm-ups, then the planned requests with a
 // progress bar.
-func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger *ledger.Ledger, env Env) *openloop.Run {
+func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, lg *ledger.Ledger, env Env) *openloop.Run {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
 		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: benchProbeName, Offsets: make([]time.Duration, o.NumWarmups),
@@ -244,7 +244,7 @@ func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger 
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
 		Timeout:        o.Timeout,
-		Ledger:         ledger,
+		Ledger:         lg,
 		Now:            env.Now,
 		OnFinish: func(*probe.Result) {
 			mu.Lock()
