@@ -196,7 +196,7 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 		t.Fatal(err)
 	}
 	time.Sleep(matrixDuration)
-	recs := stopAndReadLedger(t, e, lg, path)
+	recs := schedule.StopAndReadLedger(t, e, lg, path)
 	return matrixRun{recs: recs, counts: gatherCounts(t, reg)}
 }
 
