@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +22,9 @@ import (
 )
 
 const (
-	matrixRate    = 10.0 // requests/s of every pair, constant gaps
+	// matrixRate is low, and matrixDuration long, so the 21 pairs need
+	// little CPU per second; each pair still offers 20 requests.
+	matrixRate    = 4.0 // requests/s of every pair, constant gaps
 	matrixTimeout = 4 * time.Second
 	// matrixSlow is the delay of the slow faults, far past matrixTimeout,
 	// which is itself far above a loaded machine's scheduling delays.
@@ -29,8 +32,8 @@ const (
 	// matrixMaxInFlight is far above the requests a timing-out pair keeps
 	// outstanding (matrixRate x matrixTimeout): shedding is not tested here.
 	matrixMaxInFlight = 4 * int(matrixRate*matrixTimeout/time.Second)
-	matrixDuration    = 2 * time.Second
-	matrixMaxBody     = 256 << 10 // client.Options.MaxBodyBytes
+	matrixDuration    = 5 * time.Second
+	matrixMaxBody     = 128 << 10 // client.Options.MaxBodyBytes
 	matrixMaxLine     = 64 << 10  // client.Options.MaxLineBytes
 )
 
@@ -83,7 +86,13 @@ func handlerURL(h http.HandlerFunc) func(t *testing.T) string {
 }
 
 // untrustedTLS is a TLS server whose self-signed certificate no CA backs.
+// The system roots the client verifies against are loaded first: loading
+// them once per process takes seconds under the race detector on a loaded
+// machine, and is not what the case is about.
 func untrustedTLS(t *testing.T) string {
+	if _, err := x509.SystemCertPool(); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(htmlPage))
 	srv.Config.ErrorLog = nil
 	t.Cleanup(srv.Close)
