@@ -32,7 +32,7 @@ func rulesCommand(app *kingpin.Application) action {
 	cmd.Flag("ticket-for", "for: of ticket burn-rate alerts and of the in-flight cap alert (at least two of its windows).").Default("15m").DurationVar(&o.TicketFor)
 	cmd.Flag("latency-for", "for: of p99 latency and TTFT divergence alerts.").Default("10m").DurationVar(&o.LatencyFor)
 	cmd.Flag("health-for", "for: of prober-health alerts.").Default("5m").DurationVar(&o.HealthFor)
-	cmd.Flag("latency-window", "Rate window of p99 latency alerts.").Default("30m").DurationVar(&o.LatencyWindow)
+	cmd.Flag("latency-window", "Rate window of p99 latency alerts.").Default("10m").DurationVar(&o.LatencyWindow)
 	cmd.Flag("schedule-lag", "p99 schedule lag above which the prober is starved.").Default("1s").DurationVar(&o.ScheduleLag)
 	cmd.Flag("runbook-url", "Base URL of the runbook_url annotations.").Default(rules.DefaultRunbookURL).StringVar(&o.RunbookURL)
 	cmd.Flag("rule-file", "Rule file name the generated tests load (with --tests).").Default("rules.yml").StringVar(&o.RuleFileName)

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -32,15 +31,7 @@ func TestRulesCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, got := runBinary(t, tc.args...)
-			if code != tc.wantCode {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.wantCode, got)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("output lacks %q:\n%.2000s", w, got)
-				}
-			}
+			checkRun(t, tc.args, tc.wantCode, tc.want)
 		})
 	}
 	t.Run("output file is the checked-in rule file", func(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +10,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/designdoc"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/status"
@@ -24,15 +22,9 @@ import (
 // scrape fetches and parses /metrics.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url)
+	fams, err := promtext.Fetch(url)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s: %v", url, err)
 	}
 	return fams
 }
@@ -44,17 +36,8 @@ func sumBy(f *dto.MetricFamily) map[string]float64 {
 		return out
 	}
 	for _, m := range f.GetMetric() {
-		var target, probe string
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "target":
-				target = l.GetValue()
-			case "probe":
-				probe = l.GetValue()
-			}
-		}
-		v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		out[target+"/"+probe] += v
+		l := promtext.Labels(m)
+		out[l["target"]+"/"+l["probe"]] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 	}
 	return out
 }
@@ -213,8 +196,7 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 // stale vllm:* series remain.
 func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
 	sim, simURL := startSimulatorServer(t)
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	writeConfig(t, cfgPath, simURL, 2, "")
+	cfgPath := writeChatConfig(t, t.TempDir(), simURL, 2, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	state := func() (success float64, serverSeries int) {

@@ -50,6 +50,7 @@ func run(args []string) int {
 	register("simulate", simulateCommand(app))
 	register("bench", benchCommand(app))
 	register("capacity", capacityCommand(app))
+	register("merge", mergeCommand(app))
 	register("rules", rulesCommand(app))
 
 	cmd, err := app.Parse(args)

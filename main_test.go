@@ -29,6 +29,22 @@ func runBinary(t *testing.T, args ...string) (int, string) {
 	return daemontest.Run(t, binary, args...)
 }
 
+// checkRun runs the binary with args, reports an exit code other than
+// wantCode and output that lacks one of want, and returns the output.
+func checkRun(t *testing.T, args []string, wantCode int, want []string) string {
+	t.Helper()
+	code, out := runBinary(t, args...)
+	if code != wantCode {
+		t.Errorf("exit code %d, want %d; output:\n%s", code, wantCode, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%.2000s", w, out)
+		}
+	}
+	return out
+}
+
 func TestCommandLine(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -52,15 +68,7 @@ func TestCommandLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out := runBinary(t, tc.args...)
-			if code != tc.wantCode {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.wantCode, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			out := checkRun(t, tc.args, tc.wantCode, tc.want)
 			if strings.Contains(out, "goroutine ") || strings.Contains(out, "panic:") {
 				t.Errorf("output holds a Go stack:\n%s", out)
 			}
@@ -113,27 +121,53 @@ func startSimulatorServer(t *testing.T, edit ...func(*simulator.Options)) (*simu
 	return simtest.Start(t, o, edit...)
 }
 
-func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {
-	t.Helper()
-	cfg := fmt.Sprintf(`global:
+// chatConfig is a config of one target "sim" and one chat probe "chat"
+// that asks 12*12.
+type chatConfig struct {
+	url, ledger string
+	rate        float64
+	timeout     string
+	// checked scrapes the server's metrics every second and judges the
+	// answer by a regex; the reliability tests leave both off and send at
+	// fixed intervals (burstiness inf) instead.
+	checked bool
+}
+
+func (c chatConfig) String() string {
+	global, probe, expect := "", "    burstiness: inf\n", ""
+	if c.checked {
+		global, probe = "  server_metrics: {interval: 1s, timeout: 1s}\n", ""
+		expect = "          expect: {regex: '\\b144\\b'}\n"
+	}
+	return fmt.Sprintf(`global:
   ledger: {path: %q}
-  server_metrics: {interval: 1s, timeout: 1s}
-targets:
+%stargets:
   - name: sim
     url: %s
 probes:
   - name: chat
     api: chat
     rate: %g
-    timeout: 5s
+%s    timeout: %s
     workload:
       prompts:
         - messages: [{role: user, content: "What is 12*12? Digits only."}]
-          expect: {regex: '\b144\b'}
-`, ledger, simURL, rate)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+%s`, c.ledger, global, c.url, c.rate, probe, c.timeout, expect)
+}
+
+// writeChatConfig writes the checked chat config to dir/c.yml and returns
+// its path.
+func writeChatConfig(t *testing.T, dir, simURL string, rate float64, ledger string) string {
+	t.Helper()
+	p := filepath.Join(dir, "c.yml")
+	writeConfig(t, p, simURL, rate, ledger)
+	return p
+}
+
+// writeConfig writes the checked chat config with a 5s timeout to path.
+func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {
+	t.Helper()
+	relWriteFile(t, filepath.Dir(path), filepath.Base(path), chatConfig{simURL, ledger, rate, "5s", true}.String())
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -217,11 +251,7 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 		}
 	})
 	t.Run("SIGTERM exits 0 and flushes the ledger", func(t *testing.T) {
-		if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		<-d.Done
-		if err := d.Cmd.Wait(); err != nil {
+		if err := d.Stop(t, syscall.SIGTERM); err != nil {
 			t.Fatalf("exit: %v; logs:\n%s", err, d.Logs())
 		}
 		b, err := os.ReadFile(ledger)
@@ -233,8 +263,7 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 
 func TestDaemonLifecycleOff(t *testing.T) {
 	simURL := startSimulator(t)
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	writeConfig(t, cfgPath, simURL, 1, "")
+	cfgPath := writeChatConfig(t, t.TempDir(), simURL, 1, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
 	if code, _ := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusForbidden {
 		t.Errorf("POST /-/reload without --web.enable-lifecycle: %d, want 403", code)

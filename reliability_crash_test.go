@@ -27,21 +27,7 @@ func relSim(t *testing.T, f simulator.Faults) string {
 // timeout, writing the ledger to ledger.
 func relConfig(t *testing.T, dir, simURL string, rate float64, timeout, ledger string) string {
 	t.Helper()
-	return relWriteFile(t, dir, "c.yml", fmt.Sprintf(`global:
-  ledger: {path: %q}
-targets:
-  - name: sim
-    url: %s
-probes:
-  - name: chat
-    api: chat
-    rate: %g
-    burstiness: inf
-    timeout: %s
-    workload:
-      prompts:
-        - messages: [{role: user, content: "What is 12*12? Digits only."}]
-`, ledger, simURL, rate, timeout))
+	return relWriteFile(t, dir, "c.yml", chatConfig{simURL, ledger, rate, timeout, false}.String())
 }
 
 // relCounts scrapes the pair's offered and finished counts.
@@ -80,11 +66,7 @@ func TestCrashKeepsLedgerReadable(t *testing.T) {
 	d := startDaemon(t, "--config.file="+cfgPath)
 	waitFor(t, "60 finished requests", func() bool { _, f := relCounts(t, d); return f >= 60 })
 	_, finished := relCounts(t, d)
-	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-d.Done
-	_ = d.Cmd.Wait()
+	_ = d.Stop(t, syscall.SIGKILL) // killed: the exit error is expected
 
 	_, seqs, torn := relSeqs(t, ledger)
 	if torn > 1 {
@@ -120,6 +102,9 @@ func TestCrashKeepsLedgerReadable(t *testing.T) {
 	for _, r := range recs[before:] {
 		second = append(second, r.Seq)
 	}
+	// Requests finish out of order (the first one also discovers the
+	// model), so the new run's records hold seqs 1..n in any order.
+	slices.Sort(second)
 	for i, s := range second {
 		if s != uint64(i+1) {
 			t.Fatalf("records after the restart are not seqs 1..%d: %v", len(second), second)

@@ -69,8 +69,7 @@ func sighup(t *testing.T, d *daemontest.Proc) {
 func TestHostileConfigFile(t *testing.T) {
 	simURL := startSimulator(t)
 	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "c.yml")
-	writeConfig(t, cfgPath, simURL, 2, "")
+	cfgPath := writeChatConfig(t, dir, simURL, 2, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	for _, tc := range []struct{ kind, want string }{
@@ -97,16 +96,8 @@ func TestHostileConfigFile(t *testing.T) {
 
 	replaceFile(t, cfgPath, "fifo")
 	sighup(t, d)
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.Done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon did not stop after SIGHUP then SIGTERM; logs:\n%s", d.Logs())
-	}
-	if err := d.Cmd.Wait(); err != nil {
-		t.Errorf("daemon exit: %v", err)
+	if err := d.Stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("daemon exit after SIGHUP then SIGTERM: %v", err)
 	}
 }
 
@@ -117,8 +108,7 @@ func TestURLSecretsNotEchoed(t *testing.T) {
 	const token, key = "sk-USERINFO-4f2a9c", "QUERYKEY-77b1e0"
 	simURL := startSimulator(t)
 	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "c.yml")
-	writeConfig(t, cfgPath, simURL, 2, "")
+	cfgPath := writeChatConfig(t, dir, simURL, 2, "")
 	d := startDaemon(t, "--config.file="+cfgPath, "--log.level=debug")
 
 	bad := strings.Replace(simURL, "http://", "http://"+token+"@", 1) + "/?api_key=" + key
@@ -146,8 +136,7 @@ func TestURLSecretsNotEchoed(t *testing.T) {
 // default log level: nothing is logged for it.
 func TestUnchangedReloadLogsAtDebug(t *testing.T) {
 	simURL := startSimulator(t)
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	writeConfig(t, cfgPath, simURL, 2, "")
+	cfgPath := writeChatConfig(t, t.TempDir(), simURL, 2, "")
 	d := startDaemon(t, "--config.file="+cfgPath, "--web.enable-lifecycle")
 	for range 3 {
 		if code, body := get(t, http.MethodPost, d.URL("/-/reload")); code != http.StatusOK {
@@ -176,8 +165,7 @@ func TestLedgerDirectoryDeletedWhileRunning(t *testing.T) {
 	dir := t.TempDir()
 	ledgerDir := filepath.Join(dir, "ledger")
 	ledger := filepath.Join(ledgerDir, "ledger.jsonl")
-	cfgPath := filepath.Join(dir, "c.yml")
-	writeConfig(t, cfgPath, simURL, 10, ledger)
+	cfgPath := writeChatConfig(t, dir, simURL, 10, ledger)
 	d := startDaemon(t, "--config.file="+cfgPath)
 	waitFor(t, "records in the ledger", func() bool {
 		b, err := os.ReadFile(ledger)
@@ -210,8 +198,7 @@ func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 	simURL := startSimulator(t)
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := filepath.Join(dir, "c.yml")
-	writeConfig(t, cfgPath, simURL, 10, ledgerPath)
+	cfgPath := writeChatConfig(t, dir, simURL, 10, ledgerPath)
 	runIDRE := regexp.MustCompile(`msg="Probing started".* run_id=([0-9a-f]{16})`)
 	var logged []string
 	for range 2 {

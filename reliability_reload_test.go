@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -95,7 +94,8 @@ func scrapeState(t *testing.T, d *daemon) seriesState {
 	st := seriesState{ttftCount: map[string]uint64{}, targets: map[string]bool{}}
 	for _, f := range fams {
 		for _, m := range f.GetMetric() {
-			target, probeName := relLabel(m, "target"), relLabel(m, "probe")
+			l := promtext.Labels(m)
+			target, probeName := l["target"], l["probe"]
 			if strings.HasPrefix(f.GetName(), "vllm_probe_") && probeName != "" {
 				st.targets[target] = true
 			}
@@ -108,15 +108,6 @@ func scrapeState(t *testing.T, d *daemon) seriesState {
 		}
 	}
 	return st
-}
-
-func relLabel(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // TestReloadUnderLoad runs the daemon in-process at about 20 requests/s
@@ -221,7 +212,8 @@ func checkReloadLedger(t *testing.T, d *daemon, ledgerPath string) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			key := relLabel(m, "target") + "/" + relLabel(m, "probe") + " " + relLabel(m, "disposition")
+			l := promtext.Labels(m)
+			key := l["target"] + "/" + l["probe"] + " " + l["disposition"]
 			if strings.HasPrefix(key, "stable/") && m.GetCounter().GetValue() != byDisp[key] {
 				t.Errorf("%s: counter %g, ledger %g", key, m.GetCounter().GetValue(), byDisp[key])
 			}

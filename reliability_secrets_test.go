@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -166,18 +165,10 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 }
 
-// stopDaemon sends SIGTERM and waits for a zero exit.
+// stopDaemon interrupts the daemon and waits for a zero exit.
 func stopDaemon(t *testing.T, d *daemontest.Proc) {
 	t.Helper()
-	if err := d.Cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.Done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon did not stop; logs:\n%s", d.Logs())
-	}
-	if err := d.Cmd.Wait(); err != nil {
+	if err := d.Stop(t, os.Interrupt); err != nil {
 		t.Fatalf("daemon exit: %v", err)
 	}
 }

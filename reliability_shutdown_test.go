@@ -40,11 +40,7 @@ func TestGracefulShutdown(t *testing.T) {
 			waitFor(t, "requests in flight", func() bool { o, f := relCounts(t, d); return o-f >= 5 })
 			offered, _ := relCounts(t, d)
 			start := time.Now()
-			if err := d.Cmd.Process.Signal(tc.sig); err != nil {
-				t.Fatal(err)
-			}
-			<-d.Done
-			err := d.Cmd.Wait()
+			err := d.Stop(t, tc.sig)
 			took := time.Since(start)
 			if err != nil {
 				t.Errorf("exit: %v", err)

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,8 +83,7 @@ func relDo(t *testing.T, client *http.Client, method, u string, auth bool) (int,
 func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	simURL := startSimulator(t)
 	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "c.yml")
-	writeConfig(t, cfgPath, simURL, 1, "")
+	cfgPath := writeChatConfig(t, dir, simURL, 1, "")
 	certFile, keyFile, pool := relSelfSigned(t, dir)
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	if err != nil {
@@ -135,8 +133,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 // are refused with a bounded message, and limit is bounded.
 func TestRequestParametersBounded(t *testing.T) {
 	simURL := startSimulator(t)
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	writeConfig(t, cfgPath, simURL, 1, "")
+	cfgPath := writeChatConfig(t, t.TempDir(), simURL, 1, "")
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	var hits atomic.Int64

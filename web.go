@@ -179,13 +179,17 @@ func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("probe %q of target %q is not running yet", probeName, target), http.StatusServiceUnavailable)
 		return
 	}
+	now, scrape := time.Now(), d.scraper.State(target)
 	page := status.PairPage{
 		Version:  buildSummary(),
-		Now:      time.Now(),
+		Now:      now,
 		Stats:    stats,
 		Recent:   recent,
 		Failures: d.history.LastFailures(target, probeName, 20),
-		Target:   status.TargetState{Name: target, Scrape: d.scraper.State(target)},
+		Target:   status.TargetState{Name: target, Scrape: scrape},
+		// Over the client's window; the model is the target's, as its
+		// target_info reports it.
+		ServerTTFT: d.scraper.ServerTTFT(target, scrape.Model, now.Add(-stats.Window), now),
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := status.RenderPair(w, page); err != nil {

@@ -34,6 +34,12 @@ func TestPairPage(t *testing.T) {
 	if !regexp.MustCompile(`class="server-ttft">\d`).MatchString(page) {
 		t.Error("no recent request shows a server TTFT")
 	}
+	// The server's TTFT over the same window, from the scraped histogram
+	// (scraped every second): two scrapes around probe requests.
+	waitFor(t, "the server's TTFT on the pair page", func() bool {
+		_, page = get(t, http.MethodGet, d.URL("/pair?target=sim&probe=chat"))
+		return regexp.MustCompile(`server \(model sim-llama, all clients\)</td><td>[1-9]\d*</td><td class="server-ttft-p50">\d`).MatchString(page)
+	})
 	if code, status := get(t, http.MethodGet, d.URL("/")); code != 200 || !strings.Contains(status, `href="pair?probe=chat&amp;target=sim"`) {
 		t.Errorf("status page (%d) does not link the pair page", code)
 	}

@@ -77,10 +77,13 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	req, err := prepare(ctx, &o, prompts, env)
+	ro := o
+	ro.Seed = o.workloadSeed()
+	req, err := prepare(ctx, &ro, prompts, env)
 	if err != nil {
 		return nil, err
 	}
+	o.Model = ro.Model
 	defer req.Close()
 	s := Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
 		RequestRate: o.RequestRate, Burstiness: o.Burstiness, MaxConcurrency: o.MaxConcurrency,
@@ -98,7 +101,11 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, err // ledger.Open names the ledger
 	}
-	run := runPlanned(ctx, &o, req, lg, env)
+	run, err := runPlanned(ctx, &o, req, lg, env)
+	if err != nil {
+		_ = lg.Close()
+		return nil, err
+	}
 	if err := lg.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
@@ -108,7 +115,11 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	printLedger(env.Stdout, s, m)
 	out := &Outcome{Settings: s, Metrics: m, Run: run}
 	if o.SaveResult {
-		b, err := marshalResult(s, m, run, o.SaveDetailed, started)
+		var extra map[string]any
+		if o.sharded() {
+			extra = map[string]any{"shard": newShardFile(&o, s, run)}
+		}
+		b, err := marshalResult(s, m, run, o.SaveDetailed, started, extra)
 		if err == nil {
 			err = writeFile(resultPath, bytesWriter(b))
 		}
@@ -146,6 +157,9 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 	name := o.ResultFilename
 	if name == "" {
 		name = defaultResultFilename(s, at)
+		if o.sharded() {
+			name = strings.TrimSuffix(name, ".json") + fmt.Sprintf("-shard%dof%d.json", o.Shard.Index, o.Shard.Count)
+		}
 	}
 	return filepath.Join(o.ResultDir, name)
 }
@@ -224,23 +238,36 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 	}
 }
 
-// runPlanned sends the warm-ups, then the planned requests with a
-// progress bar.
-func runPlanned(ctx context.Context, o *Options, sender schedule.Sender, lg *ledger.Ledger, env Env) *openloop.Run {
+// runPlanned sends the warm-ups, then the planned requests (this worker's
+// shard of them) with a progress bar. A --start-at already past is an
+// error: the requests planned before now would all leave at once.
+func runPlanned(ctx context.Context, o *Options, sender schedule.Sender, lg *ledger.Ledger, env Env) (*openloop.Run, error) {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
 		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: benchProbeName, Offsets: make([]time.Duration, o.NumWarmups),
 			Sender: sender, MaxConcurrency: o.MaxConcurrency, Now: env.Now})
 		fmt.Fprintln(env.Stdout, "Warmup run completed.")
 	}
+	if now := env.Now(); !o.StartAt.IsZero() && now.After(o.StartAt) {
+		return nil, usageErr("--start-at %s is %v in the past: start the workers earlier or choose a later time",
+			o.StartAt.Format(time.RFC3339Nano), now.Sub(o.StartAt).Round(time.Millisecond))
+	}
 	fmt.Fprintln(env.Stdout, "Starting main benchmark run...")
 	printPreamble(env.Stdout, o)
-	bar := newProgress(env.Progress, o.NumPrompts, "bench")
+	mine := o.NumPrompts
+	if o.sharded() {
+		mine = (o.NumPrompts - o.Shard.Index + o.Shard.Count - 1) / o.Shard.Count
+		fmt.Fprintf(env.Stdout, "Shard %s: %d of %d requests, schedule from %s\n", shardString(o.Shard), mine, o.NumPrompts,
+			o.StartAt.UTC().Format(time.RFC3339Nano))
+	}
+	bar := newProgress(env.Progress, mine, "bench")
 	defer bar.Finish()
 	var mu sync.Mutex
 	return openloop.Execute(ctx, openloop.Options{
 		Target: hostOf(o.BaseURL), Probe: benchProbeName,
 		Offsets:        openloop.Schedule(o.NumPrompts, o.RequestRate, o.Burstiness, o.Seed),
+		Start:          o.StartAt,
+		Shard:          o.Shard,
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
 		Timeout:        o.Timeout,
@@ -251,7 +278,7 @@ func runPlanned(ctx context.Context, o *Options, sender schedule.Sender, lg *led
 			defer mu.Unlock()
 			bar.Add(1)
 		},
-	})
+	}), nil
 }
 
 // hostOf names the target in results: the base URL's host.

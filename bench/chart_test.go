@@ -108,6 +108,20 @@ func TestBinRun(t *testing.T) {
 			t.Errorf("%s per second %v, want %v", name, c.got, c.want)
 		}
 	}
+	// The last bin, [2s, 2.5s], is half a bin wide: its one failure is
+	// 2 req/s, not 1.
+	for _, series := range overTimeChart(run).Series {
+		if !strings.HasPrefix(series.Name, "failed") {
+			continue
+		}
+		if got := series.Points[len(series.Points)-1]; got != (svgchart.Point{X: 2, Y: 2}) {
+			t.Errorf("last failed point %v, want (2, 2)", got)
+		}
+	}
+	exact := &openloop.Run{Start: start, End: at(3), Results: run.Results, Ended: run.Ended}
+	if b := binRun(exact); len(b.offered) != 3 || b.binWidth(2) != time.Second {
+		t.Errorf("a 3s run in %d bins, the last %v wide; want 3 bins of 1s", len(b.offered), b.binWidth(2))
+	}
 	long := &openloop.Run{Start: start, End: start.Add(time.Hour)}
 	if b := binRun(long); b.width != 32*time.Second || len(b.offered) > timeBinsAt+1 {
 		t.Errorf("an hour in %v bins (%d), want 32s bins, at most %d", b.width, len(b.offered), timeBinsAt+1)

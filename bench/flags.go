@@ -22,6 +22,7 @@ type BenchFlags struct {
 	percentiles       string
 	percentileMetrics string
 	readySec          int
+	shard, startAt    string
 }
 
 // RegisterBenchFlags adds bench's flags to cmd.
@@ -37,6 +38,8 @@ func RegisterBenchFlags(cmd *kingpin.CmdClause) *BenchFlags {
 	cmd.Flag("burstiness", "Gamma shape of the arrival gaps: 1 is Poisson, inf constant.").Default("1.0").Float64Var(&o.Burstiness)
 	cmd.Flag("max-concurrency", "Maximum requests in flight; 0 = no cap.").Default("0").IntVar(&o.MaxConcurrency)
 	cmd.Flag("seed", "Seed of the dataset and the arrival times.").Default("0").Int64Var(&o.Seed)
+	cmd.Flag("shard", "Send only the requests whose index is I modulo N (I/N, from 0), one worker of N; implies --save-result.").PlaceHolder("I/N").StringVar(&f.shard)
+	cmd.Flag("start-at", "Start the schedule at this RFC 3339 time, common to every worker of a sharded run.").PlaceHolder("RFC3339").StringVar(&f.startAt)
 	cmd.Flag("ignore-eos", "Send ignore_eos (always on for the random dataset).").BoolVar(&o.IgnoreEOS)
 	cmd.Flag("goodput", `Goodput objectives as "KEY:VALUE" pairs in ms, keys ttft, tpot, e2el.`).StringsVar(&f.goodput)
 	cmd.Arg("goodput-pairs", "Further --goodput KEY:VALUE pairs, as vLLM's nargs accepts them.").Hidden().StringsVar(&f.extraGoodput)
@@ -96,6 +99,13 @@ func (f *BenchFlags) Options() (Options, error) {
 		return o, usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
 	}
 	o.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
+	if o.Shard, err = parseShard(f.shard); err != nil {
+		return o, err
+	}
+	if o.StartAt, err = parseStartAt(f.startAt); err != nil {
+		return o, err
+	}
+	o.SaveResult = o.SaveResult || o.sharded()
 	o.APIKey = os.Getenv("OPENAI_API_KEY")
 	return o, o.validate()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
@@ -154,7 +155,13 @@ type Options struct {
 	MaxConcurrency int // 0 = no cap
 	Seed           int64
 	IgnoreEOS      bool
-	NumWarmups     int
+	// Shard is this worker's part of the schedule (--shard I/N); the
+	// zero Shard is the whole of it.
+	Shard openloop.Shard
+	// StartAt is the schedule's time zero (--start-at), common to the
+	// workers of a sharded run; zero = when the run starts.
+	StartAt    time.Time
+	NumWarmups int
 
 	Goodput           goodput
 	MetricPercentiles []float64
@@ -202,6 +209,7 @@ func (o *Options) validate() error {
 		{o.Timeout <= 0, fmt.Sprintf("--timeout %v must be positive", o.Timeout)},
 		{len(o.MetricPercentiles) == 0, "--metric-percentiles is empty"},
 		{len(o.PercentileMetrics) == 0, "--percentile-metrics is empty"},
+		{o.sharded() && o.StartAt.IsZero(), fmt.Sprintf("--shard %s needs --start-at, the workers' common start", shardString(o.Shard))},
 	}
 	for _, c := range checks {
 		if c.bad {

@@ -97,10 +97,19 @@ func lastIndexOf(sorted []float64, v float64) int {
 // timeBins counts requests per bin of width over the run: offered by
 // planned time, completed (vLLM's successful), accepted and failed by end
 // time. Bins are per second, wider when the run is longer than
-// timeBinsAt seconds.
+// timeBinsAt seconds; the last one ends with the run, so it may be
+// narrower (last).
 type timeBins struct {
-	width                                time.Duration
+	width, last                          time.Duration
 	offered, completed, accepted, failed []int
+}
+
+// binWidth is bin i's real width, so its rate is its count over it.
+func (b timeBins) binWidth(i int) time.Duration {
+	if i == len(b.offered)-1 {
+		return b.last
+	}
+	return b.width
 }
 
 func binRun(run *openloop.Run) timeBins {
@@ -109,8 +118,12 @@ func binRun(run *openloop.Run) timeBins {
 	for span > time.Duration(timeBinsAt)*width {
 		width *= 2
 	}
-	n := int(span/width) + 1
-	b := timeBins{width: width, offered: make([]int, n), completed: make([]int, n), accepted: make([]int, n), failed: make([]int, n)}
+	n := max(int((span+width-1)/width), 1)
+	last := span - time.Duration(n-1)*width
+	if last <= 0 { // an empty run
+		last = width
+	}
+	b := timeBins{width: width, last: last, offered: make([]int, n), completed: make([]int, n), accepted: make([]int, n), failed: make([]int, n)}
 	bin := func(t time.Time) int { return min(max(int(t.Sub(run.Start)/width), 0), n-1) }
 	for i, r := range run.Results {
 		b.offered[bin(r.Scheduled)]++
@@ -137,7 +150,7 @@ func overTimeChart(run *openloop.Run) svgchart.Chart {
 	perSec := func(counts []int) []svgchart.Point {
 		pts := make([]svgchart.Point, len(counts))
 		for i, n := range counts {
-			pts[i] = svgchart.Point{X: (time.Duration(i) * b.width).Seconds(), Y: float64(n) / b.width.Seconds()}
+			pts[i] = svgchart.Point{X: (time.Duration(i) * b.width).Seconds(), Y: float64(n) / b.binWidth(i).Seconds()}
 		}
 		return pts
 	}

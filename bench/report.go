@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -209,7 +210,8 @@ func defaultResultFilename(s Settings, at time.Time) string {
 }
 
 // marshalResult renders the saved JSON: vLLM's keys, then the prober's.
-func marshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time) ([]byte, error) {
+// extra adds keys of the sharded runs: a worker's "shard", a merge's "merge".
+func marshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time, extra map[string]any) ([]byte, error) {
 	out := vllmKeys(s, m, at)
 	for _, name := range reported(s) {
 		d := m.Dists[name]
@@ -230,6 +232,7 @@ func marshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool
 	out["completed_throughput"], out["goodput"], out["acceptance_ratio"] = m.CompletedThroughput, m.Goodput, m.Acceptance
 	out["latency_censored_ms"] = censoredJSON(m)
 	out["ledger"] = s.LedgerPath
+	maps.Copy(out, extra)
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode result: %w", err)

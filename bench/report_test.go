@@ -110,7 +110,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := marshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start)
+	b, err := marshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

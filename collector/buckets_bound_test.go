@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -53,8 +55,8 @@ func TestHistogramBucketsBounded(t *testing.T) {
 	ttft := func(s config.SLO) time.Duration { return time.Duration(s.TTFT) }
 	tpot := func(s config.SLO) time.Duration { return time.Duration(s.TPOT) }
 	own := map[string]func(config.SLO) time.Duration{
-		ttftName: ttft, serverTTFTName: ttft, itlName: tpot, tpotName: tpot,
-		e2elName: func(s config.SLO) time.Duration { return time.Duration(s.E2EL) },
+		metricname.TTFT: ttft, metricname.ServerTTFT: ttft, metricname.ITL: tpot, metricname.TPOT: tpot,
+		metricname.E2EL: func(s config.SLO) time.Duration { return time.Duration(s.E2EL) },
 	}
 	histograms := 0
 	for _, mf := range mfs {
@@ -76,7 +78,7 @@ func TestHistogramBucketsBounded(t *testing.T) {
 			if !ok {
 				continue
 			}
-			p, _ := cfg.Probe(labelOf(m, labelProbe))
+			p, _ := cfg.Probe(promtext.Labels(m)[labelProbe])
 			want := f(p.SLO).Seconds()
 			if !slices.Contains(les, want) {
 				t.Errorf("%s of probe %s lacks its threshold %g: %v", mf.GetName(), p.Name, want, les)
@@ -86,15 +88,6 @@ func TestHistogramBucketsBounded(t *testing.T) {
 	if histograms < n*8 {
 		t.Errorf("%d histogram series, want at least %d", histograms, n*8)
 	}
-}
-
-func labelOf(m *dto.Metric, name string) string {
-	for _, lp := range m.GetLabel() {
-		if lp.GetName() == name {
-			return lp.GetValue()
-		}
-	}
-	return ""
 }
 
 // BenchmarkScrapeDistinctSLOs measures /metrics for one target and 200 or

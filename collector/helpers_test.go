@@ -130,7 +130,10 @@ type scraperHarness struct {
 func newHarness(t testing.TB, o ScraperOptions) *scraperHarness {
 	t.Helper()
 	h := &scraperHarness{ticker: &manualTicker{}, published: make(chan string, 64)}
-	o.Now, o.NewTicker = clock, h.ticker.New
+	if o.Now == nil {
+		o.Now = clock
+	}
+	o.NewTicker = h.ticker.New
 	h.ServerScraper = NewServerScraper(o)
 	h.onPublish = func(target string) {
 		select {

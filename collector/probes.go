@@ -1,5 +1,6 @@
-// Package collector turns what the prober learns into Prometheus metrics. It
-// is the only place a metric name is spelled.
+// Package collector turns what the prober learns into Prometheus metrics.
+// The names and help texts it exports are spelled in collector/metricname,
+// which rules reads too.
 //
 // Three collectors live here, one per file: Collector (probes.go) turns
 // probe.Results into the vllm_probe_* series of every configured (target,
@@ -29,59 +30,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
-)
-
-// Probe metric names and help texts (docs/design.md, "Metrics").
-const (
-	offeredName = "vllm_probe_requests_offered_total"
-	offeredHelp = "Requests whose planned send time has come, counted before they are sent or refused."
-
-	requestsName = "vllm_probe_requests_total"
-	requestsHelp = "Finished requests by terminal disposition; offered = sum of dispositions + in flight."
-
-	failuresName = "vllm_probe_failures_total"
-	failuresHelp = "Requests that were not accepted, by finer reason."
-
-	sloViolationsName = "vllm_probe_slo_violations_total"
-	sloViolationsHelp = "Requests that violated a latency SLO, by SLO; one request can violate several."
-
-	qualityFailuresName = "vllm_probe_quality_failures_total"
-	qualityFailuresHelp = "Requests that failed a quality check, by check; one request can fail several."
-
-	inFlightName = "vllm_probe_requests_in_flight"
-	inFlightHelp = "Requests offered and not yet finished."
-
-	promptTokensName = "vllm_probe_prompt_tokens_total"
-	promptTokensHelp = "Prompt tokens of finished requests, as reported by the server's usage."
-
-	outputTokensName = "vllm_probe_output_tokens_total"
-	outputTokensHelp = "Output tokens of finished requests, as reported by the server's usage."
-
-	ttftName = "vllm_probe_time_to_first_token_seconds"
-	ttftHelp = "Client-side time from sending the request to the first token-carrying event; a client timeout without a token is observed at the time it was abandoned (censored at the timeout)."
-
-	itlName = "vllm_probe_inter_token_latency_seconds"
-	itlHelp = "Client-side gap between consecutive token-carrying events, one observation per gap."
-
-	tpotName = "vllm_probe_time_per_output_token_seconds"
-	tpotHelp = "Client-side (E2EL - TTFT) / (output tokens - 1) of completed streams."
-
-	e2elName = "vllm_probe_e2e_request_latency_seconds"
-	e2elHelp = "Client-side time from sending the request to the last token-carrying event of completed streams; a client timeout is observed at the time it was abandoned (censored at the timeout)."
-
-	phaseName = "vllm_probe_http_phase_seconds"
-	phaseHelp = "Duration of each HTTP phase of a request (dns, connect, tls, headers, first_token, decode)."
-
-	lagName = "vllm_probe_schedule_lag_seconds"
-	lagHelp = "Actual send time minus planned send time of sent requests."
-
-	serverTTFTName = "vllm_probe_server_time_to_first_token_seconds"
-	serverTTFTHelp = "The server's own TTFT for probe requests, from vLLM's per-request metrics."
-
-	serverQueueName = "vllm_probe_server_queue_time_seconds"
-	serverQueueHelp = "The server's queue time for probe requests, from vLLM's per-request metrics."
 )
 
 // Label names of probe series.
@@ -148,14 +99,14 @@ func New(o Options) *Collector {
 		warned: onceSet{max: 256},
 		pairs:  map[pairKey]*pairMetrics{},
 		descs: probeDescs{
-			offered:  prometheus.NewDesc(offeredName, offeredHelp, pair, nil),
-			requests: prometheus.NewDesc(requestsName, requestsHelp, with(labelDisposition), nil),
-			failures: prometheus.NewDesc(failuresName, failuresHelp, with(labelReason), nil),
-			slo:      prometheus.NewDesc(sloViolationsName, sloViolationsHelp, with(labelSLO), nil),
-			quality:  prometheus.NewDesc(qualityFailuresName, qualityFailuresHelp, with(labelCheck), nil),
-			inFlight: prometheus.NewDesc(inFlightName, inFlightHelp, pair, nil),
-			prompt:   prometheus.NewDesc(promptTokensName, promptTokensHelp, pair, nil),
-			output:   prometheus.NewDesc(outputTokensName, outputTokensHelp, pair, nil),
+			offered:  prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
+			requests: prometheus.NewDesc(metricname.Requests, metricname.RequestsHelp, with(labelDisposition), nil),
+			failures: prometheus.NewDesc(metricname.Failures, metricname.FailuresHelp, with(labelReason), nil),
+			slo:      prometheus.NewDesc(metricname.SLOViolations, metricname.SLOViolationsHelp, with(labelSLO), nil),
+			quality:  prometheus.NewDesc(metricname.QualityFailures, metricname.QualityFailuresHelp, with(labelCheck), nil),
+			inFlight: prometheus.NewDesc(metricname.RequestsInFlight, metricname.RequestsInFlightHelp, pair, nil),
+			prompt:   prometheus.NewDesc(metricname.PromptTokens, metricname.PromptTokensHelp, pair, nil),
+			output:   prometheus.NewDesc(metricname.OutputTokens, metricname.OutputTokensHelp, pair, nil),
 		},
 	}
 }

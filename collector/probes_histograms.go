@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -23,14 +24,14 @@ type pairHistograms struct {
 func histogramDescs() []*prometheus.Desc {
 	pair := []string{labelTarget, labelProbe}
 	return []*prometheus.Desc{
-		prometheus.NewDesc(ttftName, ttftHelp, pair, nil),
-		prometheus.NewDesc(itlName, itlHelp, pair, nil),
-		prometheus.NewDesc(tpotName, tpotHelp, pair, nil),
-		prometheus.NewDesc(e2elName, e2elHelp, pair, nil),
-		prometheus.NewDesc(phaseName, phaseHelp, []string{labelTarget, labelProbe, labelPhase}, nil),
-		prometheus.NewDesc(lagName, lagHelp, pair, nil),
-		prometheus.NewDesc(serverTTFTName, serverTTFTHelp, pair, nil),
-		prometheus.NewDesc(serverQueueName, serverQueueHelp, pair, nil),
+		prometheus.NewDesc(metricname.TTFT, metricname.TTFTHelp, pair, nil),
+		prometheus.NewDesc(metricname.ITL, metricname.ITLHelp, pair, nil),
+		prometheus.NewDesc(metricname.TPOT, metricname.TPOTHelp, pair, nil),
+		prometheus.NewDesc(metricname.E2EL, metricname.E2ELHelp, pair, nil),
+		prometheus.NewDesc(metricname.HTTPPhase, metricname.HTTPPhaseHelp, []string{labelTarget, labelProbe, labelPhase}, nil),
+		prometheus.NewDesc(metricname.ScheduleLag, metricname.ScheduleLagHelp, pair, nil),
+		prometheus.NewDesc(metricname.ServerTTFT, metricname.ServerTTFTHelp, pair, nil),
+		prometheus.NewDesc(metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, pair, nil),
 	}
 }
 
@@ -39,17 +40,17 @@ func histogramDescs() []*prometheus.Desc {
 // latency are judged against the same budget by people reading them.
 func newPairHistograms(k pairKey, th thresholds) *pairHistograms {
 	h := &pairHistograms{
-		ttft:        newHistogram(k, ttftName, ttftHelp, withThresholds(ttftBuckets, th.ttft...)),
-		itl:         newHistogram(k, itlName, itlHelp, withThresholds(itlBuckets, th.tpot...)),
-		tpot:        newHistogram(k, tpotName, tpotHelp, withThresholds(itlBuckets, th.tpot...)),
-		e2el:        newHistogram(k, e2elName, e2elHelp, withThresholds(requestLatencyBuckets, th.e2el...)),
-		lag:         newHistogram(k, lagName, lagHelp, fineBuckets),
-		serverTTFT:  newHistogram(k, serverTTFTName, serverTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
-		serverQueue: newHistogram(k, serverQueueName, serverQueueHelp, requestLatencyBuckets),
+		ttft:        newHistogram(k, metricname.TTFT, metricname.TTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
+		itl:         newHistogram(k, metricname.ITL, metricname.ITLHelp, withThresholds(itlBuckets, th.tpot...)),
+		tpot:        newHistogram(k, metricname.TPOT, metricname.TPOTHelp, withThresholds(itlBuckets, th.tpot...)),
+		e2el:        newHistogram(k, metricname.E2EL, metricname.E2ELHelp, withThresholds(requestLatencyBuckets, th.e2el...)),
+		lag:         newHistogram(k, metricname.ScheduleLag, metricname.ScheduleLagHelp, fineBuckets),
+		serverTTFT:  newHistogram(k, metricname.ServerTTFT, metricname.ServerTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
+		serverQueue: newHistogram(k, metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, requestLatencyBuckets),
 		phases:      make(map[string]prometheus.Histogram, len(probe.Phases)),
 	}
 	for _, ph := range probe.Phases {
-		h.phases[ph] = newHistogram(k, phaseName, phaseHelp, fineBuckets, ph)
+		h.phases[ph] = newHistogram(k, metricname.HTTPPhase, metricname.HTTPPhaseHelp, fineBuckets, ph)
 	}
 	return h
 }

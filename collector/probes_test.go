@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -26,35 +27,23 @@ func TestCollectorPreInitialisesCounters(t *testing.T) {
 	c := New(Options{Now: clock})
 	syncPairs(c, testConfig(map[string][]string{"t1": {"chat"}}, map[string]config.SLO{"chat": {}, "other": {}}))
 	var want strings.Builder
-	want.WriteString(lines("# HELP vllm_probe_requests_total "+requestsHelp, "# TYPE vllm_probe_requests_total counter"))
-	for _, d := range probe.Dispositions {
-		fmt.Fprintf(&want, "vllm_probe_requests_total{disposition=%q,probe=\"chat\",target=\"t1\"} 0\n", d)
-	}
-	want.WriteString(lines("# HELP vllm_probe_failures_total "+failuresHelp, "# TYPE vllm_probe_failures_total counter"))
-	for _, r := range probe.Reasons {
-		fmt.Fprintf(&want, "vllm_probe_failures_total{probe=\"chat\",reason=%q,target=\"t1\"} 0\n", r)
-	}
-	want.WriteString(lines("# HELP vllm_probe_slo_violations_total "+sloViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter"))
-	for _, s := range probe.SLOs {
-		fmt.Fprintf(&want, "vllm_probe_slo_violations_total{probe=\"chat\",slo=%q,target=\"t1\"} 0\n", s)
-	}
-	want.WriteString(lines("# HELP vllm_probe_quality_failures_total "+qualityFailuresHelp, "# TYPE vllm_probe_quality_failures_total counter"))
-	for _, s := range probe.Checks {
-		fmt.Fprintf(&want, "vllm_probe_quality_failures_total{check=%q,probe=\"chat\",target=\"t1\"} 0\n", s)
-	}
+	writeZeros(&want, "vllm_probe_requests_total", metricname.RequestsHelp, `{disposition=%q,probe="chat",target="t1"}`, probe.Dispositions)
+	writeZeros(&want, "vllm_probe_failures_total", metricname.FailuresHelp, `{probe="chat",reason=%q,target="t1"}`, probe.Reasons)
+	writeZeros(&want, "vllm_probe_slo_violations_total", metricname.SLOViolationsHelp, `{probe="chat",slo=%q,target="t1"}`, probe.SLOs)
+	writeZeros(&want, "vllm_probe_quality_failures_total", metricname.QualityFailuresHelp, `{check=%q,probe="chat",target="t1"}`, probe.Checks)
 	want.WriteString(lines(
-		"# HELP vllm_probe_requests_offered_total "+offeredHelp,
+		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp,
 		"# TYPE vllm_probe_requests_offered_total counter",
 		`vllm_probe_requests_offered_total{probe="chat",target="t1"} 0`,
-		"# HELP vllm_probe_requests_in_flight "+inFlightHelp,
+		"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp,
 		"# TYPE vllm_probe_requests_in_flight gauge",
 		`vllm_probe_requests_in_flight{probe="chat",target="t1"} 0`,
-		"# HELP vllm_probe_prompt_tokens_total "+promptTokensHelp,
+		"# HELP vllm_probe_prompt_tokens_total "+metricname.PromptTokensHelp,
 		"# TYPE vllm_probe_prompt_tokens_total counter",
 		`vllm_probe_prompt_tokens_total{probe="chat",target="t1"} 0`,
 	))
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want.String()),
-		requestsName, failuresName, sloViolationsName, qualityFailuresName, offeredName, inFlightName, promptTokensName); err != nil {
+		metricname.Requests, metricname.Failures, metricname.SLOViolations, metricname.QualityFailures, metricname.RequestsOffered, metricname.RequestsInFlight, metricname.PromptTokens); err != nil {
 		t.Error(err)
 	}
 	// 6 + 17 + 3 + 8 counters, offered, in flight, 2 token counters and 13
@@ -76,27 +65,27 @@ func TestCollectorCountsResults(t *testing.T) {
 	tests := []struct {
 		name, metric, want string
 	}{
-		{"dispositions", requestsName, lines(
-			"# HELP vllm_probe_requests_total "+requestsHelp, "# TYPE vllm_probe_requests_total counter",
+		{"dispositions", metricname.Requests, lines(
+			"# HELP vllm_probe_requests_total "+metricname.RequestsHelp, "# TYPE vllm_probe_requests_total counter",
 			`vllm_probe_requests_total{disposition="accepted",probe="p",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="cancelled",probe="p",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="client_timeout",probe="p",target="t"} 0`,
 			`vllm_probe_requests_total{disposition="latency_failure",probe="p",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="quality_failure",probe="p",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="server_failure",probe="p",target="t"} 1`)},
-		{"offered counts every request, in flight returns to 0", offeredName, lines(
-			"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+		{"offered counts every request, in flight returns to 0", metricname.RequestsOffered, lines(
+			"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
 			`vllm_probe_requests_offered_total{probe="p",target="t"} 6`)},
-		{"in flight", inFlightName, lines(
-			"# HELP vllm_probe_requests_in_flight "+inFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
+		{"in flight", metricname.RequestsInFlight, lines(
+			"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
 			`vllm_probe_requests_in_flight{probe="p",target="t"} 0`)},
-		{"slo violations", sloViolationsName, lines(
-			"# HELP vllm_probe_slo_violations_total "+sloViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter",
+		{"slo violations", metricname.SLOViolations, lines(
+			"# HELP vllm_probe_slo_violations_total "+metricname.SLOViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter",
 			`vllm_probe_slo_violations_total{probe="p",slo="e2el",target="t"} 1`,
 			`vllm_probe_slo_violations_total{probe="p",slo="tpot",target="t"} 0`,
 			`vllm_probe_slo_violations_total{probe="p",slo="ttft",target="t"} 2`)},
-		{"output tokens", outputTokensName, lines(
-			"# HELP vllm_probe_output_tokens_total "+outputTokensHelp, "# TYPE vllm_probe_output_tokens_total counter",
+		{"output tokens", metricname.OutputTokens, lines(
+			"# HELP vllm_probe_output_tokens_total "+metricname.OutputTokensHelp, "# TYPE vllm_probe_output_tokens_total counter",
 			`vllm_probe_output_tokens_total{probe="p",target="t"} 12`)},
 	}
 	c := New(Options{Now: clock})
@@ -114,18 +103,27 @@ func TestCollectorCountsResults(t *testing.T) {
 	}
 	t.Run("failures by reason", func(t *testing.T) {
 		for reason, want := range map[string]float64{probe.ReasonLatency: 1, probe.ReasonQuality: 1, probe.ReasonInFlightCap: 1, probe.ReasonHTTP5xx: 1, probe.ReasonTimeout: 0} {
-			if got := counterValue(t, c, failuresName, "reason", reason); got != want {
+			if got := counterValue(t, c, metricname.Failures, "reason", reason); got != want {
 				t.Errorf("reason %s: got %v, want %v", reason, got, want)
 			}
 		}
 	})
 	t.Run("quality failures by check", func(t *testing.T) {
 		for check, want := range map[string]float64{probe.CheckRegex: 1, probe.CheckFinishReason: 1, probe.CheckJSON: 0} {
-			if got := counterValue(t, c, qualityFailuresName, "check", check); got != want {
+			if got := counterValue(t, c, metricname.QualityFailures, "check", check); got != want {
 				t.Errorf("check %s: got %v, want %v", check, got, want)
 			}
 		}
 	})
+}
+
+// writeZeros writes the HELP and TYPE lines of counter name and a zero
+// sample for each value, labelled by labels with %q for the value.
+func writeZeros[V ~string](w *strings.Builder, name, help, labels string, values []V) {
+	w.WriteString(lines("# HELP "+name+" "+help, "# TYPE "+name+" counter"))
+	for _, v := range values {
+		fmt.Fprintf(w, name+labels+" 0\n", v)
+	}
 }
 
 // gather registers cs in a fresh registry and gathers it.
@@ -133,7 +131,13 @@ func gather(t testing.TB, cs ...prometheus.Collector) map[string]*dto.MetricFami
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(cs...)
-	mfs, err := reg.Gather()
+	return families(t, reg)
+}
+
+// families gathers g and returns its families by name.
+func families(t testing.TB, g prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
@@ -188,13 +192,13 @@ func TestCollectorHistogramBuckets(t *testing.T) {
 		metric string
 		want   []float64
 	}{
-		{"ttft gets the ttft threshold", ttftName, withThresholds(ttftBuckets, dur("300ms"))},
-		{"server ttft gets the ttft threshold", serverTTFTName, withThresholds(ttftBuckets, dur("300ms"))},
-		{"tpot gets the tpot threshold", tpotName, withThresholds(itlBuckets, dur("33ms"))},
-		{"itl gets the tpot threshold", itlName, withThresholds(itlBuckets, dur("33ms"))},
-		{"e2el threshold already a vLLM boundary", e2elName, requestLatencyBuckets},
-		{"queue time uses vLLM's request latency buckets", serverQueueName, requestLatencyBuckets},
-		{"schedule lag", lagName, fineBuckets},
+		{"ttft gets the ttft threshold", metricname.TTFT, withThresholds(ttftBuckets, dur("300ms"))},
+		{"server ttft gets the ttft threshold", metricname.ServerTTFT, withThresholds(ttftBuckets, dur("300ms"))},
+		{"tpot gets the tpot threshold", metricname.TPOT, withThresholds(itlBuckets, dur("33ms"))},
+		{"itl gets the tpot threshold", metricname.ITL, withThresholds(itlBuckets, dur("33ms"))},
+		{"e2el threshold already a vLLM boundary", metricname.E2EL, requestLatencyBuckets},
+		{"queue time uses vLLM's request latency buckets", metricname.ServerQueueTime, requestLatencyBuckets},
+		{"schedule lag", metricname.ScheduleLag, fineBuckets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,16 +240,16 @@ func TestCollectorObservations(t *testing.T) {
 		count  uint64
 		sum    float64
 	}{
-		{ttftName, nil, 2, 0.5},
-		{itlName, nil, 4, 0.09},
-		{tpotName, nil, 1, 0.02},
-		{e2elName, nil, 1, 1},
-		{lagName, nil, 2, 0.002},
-		{phaseName, []string{"phase", "headers"}, 1, 0.005},
-		{phaseName, []string{"phase", "decode"}, 1, 0.6},
-		{phaseName, []string{"phase", "dns"}, 0, 0},
-		{serverTTFTName, nil, 1, 0.35},
-		{serverQueueName, nil, 1, 0},
+		{metricname.TTFT, nil, 2, 0.5},
+		{metricname.ITL, nil, 4, 0.09},
+		{metricname.TPOT, nil, 1, 0.02},
+		{metricname.E2EL, nil, 1, 1},
+		{metricname.ScheduleLag, nil, 2, 0.002},
+		{metricname.HTTPPhase, []string{"phase", "headers"}, 1, 0.005},
+		{metricname.HTTPPhase, []string{"phase", "decode"}, 1, 0.6},
+		{metricname.HTTPPhase, []string{"phase", "dns"}, 0, 0},
+		{metricname.ServerTTFT, nil, 1, 0.35},
+		{metricname.ServerQueueTime, nil, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.metric+fmt.Sprint(tc.match), func(t *testing.T) {
@@ -256,14 +260,14 @@ func TestCollectorObservations(t *testing.T) {
 		})
 	}
 	t.Run("native histogram alongside classic buckets", func(t *testing.T) {
-		h := series(t, mfs, ttftName).GetHistogram()
+		h := series(t, mfs, metricname.TTFT).GetHistogram()
 		if h.Schema == nil || len(h.GetPositiveSpan()) == 0 || len(h.GetBucket()) == 0 {
 			t.Errorf("want native schema, spans and classic buckets, got schema=%v spans=%d buckets=%d", h.Schema, len(h.GetPositiveSpan()), len(h.GetBucket()))
 		}
 	})
 	t.Run("exemplar carries the request id", func(t *testing.T) {
 		var ids []string
-		for _, b := range series(t, mfs, ttftName).GetHistogram().GetBucket() {
+		for _, b := range series(t, mfs, metricname.TTFT).GetHistogram().GetBucket() {
 			for _, lp := range b.GetExemplar().GetLabel() {
 				ids = append(ids, lp.GetName()+"="+lp.GetValue())
 			}
@@ -288,7 +292,7 @@ func TestExemplarLimits(t *testing.T) {
 			if got := exemplar(tc.id)[labelRequestID]; got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
-			h := newHistogram(pairKey{"t", "p"}, ttftName, ttftHelp, ttftBuckets)
+			h := newHistogram(pairKey{"t", "p"}, metricname.TTFT, metricname.TTFTHelp, ttftBuckets)
 			observe(h, time.Second, exemplar(tc.id)) // must not panic
 		})
 	}
@@ -306,19 +310,19 @@ func TestCollectorPairChanges(t *testing.T) {
 	finish(c, &probe.Result{Target: "t1", Probe: "drop", Disposition: probe.Accepted}) // removed pair: ignored
 
 	want := lines(
-		"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
 		`vllm_probe_requests_offered_total{probe="change",target="t1"} 1`,
 		`vllm_probe_requests_offered_total{probe="keep",target="t1"} 1`,
 		`vllm_probe_requests_offered_total{probe="keep",target="t2"} 0`,
 	)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), offeredName); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.RequestsOffered); err != nil {
 		t.Error(err)
 	}
 	// checkTTFT checks a pair's TTFT count and that its buckets have the
 	// bound and not the other.
 	checkTTFT := func(t *testing.T, mfs map[string]*dto.MetricFamily, target, probe string, count uint64, bound, other float64) {
 		t.Helper()
-		h := series(t, mfs, ttftName, "target", target, "probe", probe).GetHistogram()
+		h := series(t, mfs, metricname.TTFT, "target", target, "probe", probe).GetHistogram()
 		if h.GetSampleCount() != count {
 			t.Errorf("count %d, want %d", h.GetSampleCount(), count)
 		}
@@ -365,7 +369,7 @@ func TestCollectorConcurrentUse(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if got := counterValue(t, c, requestsName, "disposition", "accepted"); got != 800 {
+	if got := counterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 800 {
 		t.Errorf("accepted %v, want 800", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	promconfig "github.com/prometheus/common/config"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 )
@@ -43,7 +44,7 @@ func TestServerScraperRedirects(t *testing.T) {
 			h.Apply(&config.Config{Targets: []config.Target{target}})
 			h.wait(t, "llama")
 			want := successHelpLines + `vllm_probe_server_scrape_success{target="llama"} ` + tc.success + "\n"
-			if err := testutil.CollectAndCompare(h, strings.NewReader(want), scrapeSuccessName); err != nil {
+			if err := testutil.CollectAndCompare(h, strings.NewReader(want), metricname.ServerScrapeSuccess); err != nil {
 				t.Error(err)
 			}
 			n := testutil.CollectAndCount(h, "vllm:num_requests_running")

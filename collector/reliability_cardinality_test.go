@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -41,8 +42,8 @@ func TestServerScraperCapsCardinality(t *testing.T) {
 				t.Errorf("%d series re-exported, want %d", got, tc.want)
 			}
 			want := fmt.Sprintf("# HELP %s %s\n# TYPE %s counter\n%s{reason=\"limit\",target=\"a\"} %d\n",
-				seriesDroppedName, seriesDroppedHelp, seriesDroppedName, seriesDroppedName, 50000-tc.want)
-			if err := testutil.CollectAndCompare(h, strings.NewReader(want+droppedZeros("a", "limit")), seriesDroppedName); err != nil {
+				metricname.ServerSeriesDropped, metricname.ServerSeriesDroppedHelp, metricname.ServerSeriesDropped, metricname.ServerSeriesDropped, 50000-tc.want)
+			if err := testutil.CollectAndCompare(h, strings.NewReader(want+droppedZeros("a", "limit")), metricname.ServerSeriesDropped); err != nil {
 				t.Error(err)
 			}
 		})
@@ -54,7 +55,7 @@ func droppedZeros(target, skip string) string {
 	var b strings.Builder
 	for _, r := range []string{dropLimit, dropInvalidName, dropInvalidLabel, dropDuplicate, "conflict", "reserved", "unsupported_type"} {
 		if r != skip {
-			fmt.Fprintf(&b, "%s{reason=%q,target=%q} 0\n", seriesDroppedName, r, target)
+			fmt.Fprintf(&b, "%s{reason=%q,target=%q} 0\n", metricname.ServerSeriesDropped, r, target)
 		}
 	}
 	return b.String()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -25,11 +26,11 @@ func flowCounts(t *testing.T, c *Collector) (offered, finished, inFlight float64
 	for _, f := range fams {
 		for _, m := range f.GetMetric() {
 			switch f.GetName() {
-			case offeredName:
+			case metricname.RequestsOffered:
 				offered += m.GetCounter().GetValue()
-			case requestsName:
+			case metricname.Requests:
 				finished += m.GetCounter().GetValue()
-			case inFlightName:
+			case metricname.RequestsInFlight:
 				inFlight += m.GetGauge().GetValue()
 			}
 		}

@@ -5,18 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
-)
-
-// Metric names and help texts of the one-request /probe registry, after
-// blackbox_exporter's probe_success and probe_duration_seconds.
-const (
-	successName = "vllm_probe_success"
-	successHelp = "Whether this one probe request was accepted (1) or not (0)."
-
-	durationName = "vllm_probe_duration_seconds"
-	durationHelp = "Client-side duration of this one probe request: its E2EL when its stream finished, else the time from send to its end."
 )
 
 // ResultRegistry returns a fresh registry holding the metrics of one
@@ -41,11 +32,11 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	reg.MustRegister(c)
 
 	labels := prometheus.Labels{labelTarget: r.Target, labelProbe: r.Probe}
-	success := prometheus.NewGauge(prometheus.GaugeOpts{Name: successName, Help: successHelp, ConstLabels: labels})
+	success := prometheus.NewGauge(prometheus.GaugeOpts{Name: metricname.Success, Help: metricname.SuccessHelp, ConstLabels: labels})
 	if r.Disposition == probe.Accepted {
 		success.Set(1)
 	}
-	duration := prometheus.NewGauge(prometheus.GaugeOpts{Name: durationName, Help: durationHelp, ConstLabels: labels})
+	duration := prometheus.NewGauge(prometheus.GaugeOpts{Name: metricname.Duration, Help: metricname.DurationHelp, ConstLabels: labels})
 	duration.Set(resultDuration(r).Seconds())
 	// Registration of these fixed descriptors in a fresh registry can only
 	// fail on invalid label values, which PairStarted already refused; then the

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -32,32 +33,23 @@ func TestResultRegistry(t *testing.T) {
 			r.Scheduled = time.Now().Add(-time.Second)
 			reg := ResultRegistry(&r, config.Probe{Name: "ignored", SLO: config.SLO{TTFT: dur("150ms")}})
 			want := lines(
-				"# HELP vllm_probe_success "+successHelp, "# TYPE vllm_probe_success gauge",
+				"# HELP vllm_probe_success "+metricname.SuccessHelp, "# TYPE vllm_probe_success gauge",
 				`vllm_probe_success{probe="p",target="t"} `+tc.success,
-				"# HELP vllm_probe_duration_seconds "+durationHelp, "# TYPE vllm_probe_duration_seconds gauge",
+				"# HELP vllm_probe_duration_seconds "+metricname.DurationHelp, "# TYPE vllm_probe_duration_seconds gauge",
 				`vllm_probe_duration_seconds{probe="p",target="t"} `+tc.duration,
-				"# HELP vllm_probe_requests_offered_total "+offeredHelp, "# TYPE vllm_probe_requests_offered_total counter",
+				"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
 				`vllm_probe_requests_offered_total{probe="p",target="t"} 1`,
-				"# HELP vllm_probe_requests_in_flight "+inFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
+				"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
 				`vllm_probe_requests_in_flight{probe="p",target="t"} 0`,
 			)
 			if got := requestsValue(t, reg, string(r.Disposition)); got != 1 {
 				t.Errorf("vllm_probe_requests_total{disposition=%q} = %v, want 1", r.Disposition, got)
 			}
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), successName, durationName, offeredName, inFlightName); err != nil {
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metricname.Success, metricname.Duration, metricname.RequestsOffered, metricname.RequestsInFlight); err != nil {
 				t.Error(err)
 			}
-			mfs, err := reg.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, mf := range mfs {
-				if mf.GetName() != ttftName {
-					continue
-				}
-				if got := upperBounds(mf.GetMetric()[0].GetHistogram()); !slices.Contains(got, 0.15) {
-					t.Errorf("ttft buckets %v lack the probe's SLO", got)
-				}
+			if got := upperBounds(series(t, families(t, reg), metricname.TTFT).GetHistogram()); !slices.Contains(got, 0.15) {
+				t.Errorf("ttft buckets %v lack the probe's SLO", got)
 			}
 		})
 	}
@@ -72,22 +64,5 @@ func TestResultRegistry(t *testing.T) {
 // requestsValue returns the value of requests_total{disposition=d} in reg.
 func requestsValue(t *testing.T, reg *prometheus.Registry, d string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != requestsName {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "disposition" && l.GetValue() == d {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{disposition=%q}", requestsName, d)
-	return 0
+	return series(t, families(t, reg), metricname.Requests, "disposition", d).GetCounter().GetValue()
 }

@@ -9,8 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -52,30 +51,19 @@ func TestTargetInfoLabelsSanitised(t *testing.T) {
 	h.Apply(&config.Config{Targets: []config.Target{{Name: "llama", URL: srv.URL}}})
 	h.wait(t, "llama")
 
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(h)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := false
-	for _, mf := range mfs {
-		if mf.GetName() != targetInfoName {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() != labelModel && lp.GetName() != labelServerVersion {
-					continue
-				}
-				found = true
-				v := lp.GetValue()
-				if !utf8.ValidString(v) || len(v) > MaxServerLabelBytes || strings.IndexFunc(v, unicode.IsControl) >= 0 {
-					t.Errorf("label %s = %q (%d bytes) is not sanitised", lp.GetName(), v[:min(len(v), 40)], len(v))
-				}
-				if !strings.HasPrefix(v, "evil") && !strings.HasPrefix(v, "0.26") {
-					t.Errorf("label %s = %q lost its text", lp.GetName(), v[:min(len(v), 40)])
-				}
+	for _, m := range gather(t, h)[metricname.TargetInfo].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() != labelModel && lp.GetName() != labelServerVersion {
+				continue
+			}
+			found = true
+			v := lp.GetValue()
+			if !utf8.ValidString(v) || len(v) > MaxServerLabelBytes || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+				t.Errorf("label %s = %q (%d bytes) is not sanitised", lp.GetName(), v[:min(len(v), 40)], len(v))
+			}
+			if !strings.HasPrefix(v, "evil") && !strings.HasPrefix(v, "0.26") {
+				t.Errorf("label %s = %q lost its text", lp.GetName(), v[:min(len(v), 40)])
 			}
 		}
 	}

@@ -1,26 +1,13 @@
 package collector
 
 import (
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-)
-
-// Self metric names and help texts. vllm_prober_build_info comes from
-// client_golang's version collector with the program name "vllm_prober".
-const (
-	selfProgram = "vllm_prober"
-
-	reloadSuccessName = "vllm_prober_config_last_reload_successful"
-	reloadSuccessHelp = "Whether the last configuration reload attempt was successful (1) or not (0)."
-
-	reloadTimeName = "vllm_prober_config_last_reload_success_timestamp_seconds"
-	reloadTimeHelp = "Unix time of the last successful configuration load."
-
-	ledgerErrorsName = "vllm_prober_ledger_write_errors_total"
-	ledgerErrorsHelp = "Ledger records that could not be written."
 )
 
 // SelfMetrics describes the prober itself: build info, config reloads and
@@ -46,11 +33,11 @@ func NewSelfMetrics(ledgerWriteErrors func() float64) *SelfMetrics {
 		ledgerWriteErrors = func() float64 { return 0 }
 	}
 	return &SelfMetrics{
-		build:        versioncollector.NewCollector(selfProgram),
+		build:        versioncollector.NewCollector(metricname.Program),
 		ledgerErrors: ledgerWriteErrors,
-		reloadOK:     prometheus.NewDesc(reloadSuccessName, reloadSuccessHelp, nil, nil),
-		reloadTime:   prometheus.NewDesc(reloadTimeName, reloadTimeHelp, nil, nil),
-		ledgerDesc:   prometheus.NewDesc(ledgerErrorsName, ledgerErrorsHelp, nil, nil),
+		reloadOK:     prometheus.NewDesc(metricname.ConfigLastReloadSuccessful, metricname.ConfigLastReloadSuccessfulHelp, nil, nil),
+		reloadTime:   prometheus.NewDesc(metricname.ConfigLastReloadSuccessTimestamp, metricname.ConfigLastReloadSuccessTimestampHelp, nil, nil),
+		ledgerDesc:   prometheus.NewDesc(metricname.LedgerWriteErrors, metricname.LedgerWriteErrorsHelp, nil, nil),
 	}
 }
 

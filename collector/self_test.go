@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+
 	"strings"
 	"testing"
 	"time"
@@ -10,13 +12,13 @@ import (
 
 func TestSelfMetrics(t *testing.T) {
 	header := lines(
-		"# HELP vllm_prober_config_last_reload_successful "+reloadSuccessHelp,
+		"# HELP vllm_prober_config_last_reload_successful "+metricname.ConfigLastReloadSuccessfulHelp,
 		"# TYPE vllm_prober_config_last_reload_successful gauge")
 	stamp := lines(
-		"# HELP vllm_prober_config_last_reload_success_timestamp_seconds "+reloadTimeHelp,
+		"# HELP vllm_prober_config_last_reload_success_timestamp_seconds "+metricname.ConfigLastReloadSuccessTimestampHelp,
 		"# TYPE vllm_prober_config_last_reload_success_timestamp_seconds gauge")
 	ledger := lines(
-		"# HELP vllm_prober_ledger_write_errors_total "+ledgerErrorsHelp,
+		"# HELP vllm_prober_ledger_write_errors_total "+metricname.LedgerWriteErrorsHelp,
 		"# TYPE vllm_prober_ledger_write_errors_total counter")
 	tests := []struct {
 		name    string
@@ -38,7 +40,7 @@ func TestSelfMetrics(t *testing.T) {
 				m.SetReload(ok, at)
 				at = at.Add(time.Minute)
 			}
-			if err := testutil.CollectAndCompare(m, strings.NewReader(tc.want), reloadSuccessName, reloadTimeName, ledgerErrorsName); err != nil {
+			if err := testutil.CollectAndCompare(m, strings.NewReader(tc.want), metricname.ConfigLastReloadSuccessful, metricname.ConfigLastReloadSuccessTimestamp, metricname.LedgerWriteErrors); err != nil {
 				t.Error(err)
 			}
 		})
@@ -56,7 +58,7 @@ func TestSelfMetrics(t *testing.T) {
 		if got := strings.Join(names, ","); got != "branch,goarch,goos,goversion,revision,tags,version" {
 			t.Errorf("labels %s", got)
 		}
-		if got := mfs[ledgerErrorsName].GetMetric()[0].GetCounter().GetValue(); got != 0 {
+		if got := mfs[metricname.LedgerWriteErrors].GetMetric()[0].GetCounter().GetValue(); got != 0 {
 			t.Errorf("nil ledger func: %v", got)
 		}
 	})

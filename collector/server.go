@@ -14,26 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
-// Server scrape metric names and help texts.
+// Label names of the target info series.
 const (
-	scrapeSuccessName = "vllm_probe_server_scrape_success"
-	scrapeSuccessHelp = "Whether the last scrape of the target's own /metrics succeeded (1) or not (0)."
-
-	scrapeDurationName = "vllm_probe_server_scrape_duration_seconds"
-	scrapeDurationHelp = "Duration of the last scrape of the target's own /metrics."
-
-	targetInfoName = "vllm_probe_target_info"
-	targetInfoHelp = "The model a target serves (configured, or the first id of GET /v1/models) and its vLLM version (GET /version)."
-
-	seriesDroppedName = "vllm_prober_server_series_dropped_total"
-	seriesDroppedHelp = "Scraped server series not re-exported, counted at every scrape, by reason (limit, invalid_name, invalid_label, duplicate, conflict, reserved, unsupported_type)."
-
 	labelModel         = "model"
 	labelServerVersion = "server_version"
 )
@@ -125,6 +114,7 @@ type targetLoop struct {
 	attempts int // metrics scrapes attempted
 	families []*family
 	dropped  map[string]float64
+	ttft     []ttftSnapshot // successful scrapes of the last hour (ServerTTFT)
 }
 
 var (
@@ -158,10 +148,10 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 	}
 	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, settings: settingsOf(config.ServerMetrics{}),
 		pairs: map[string]map[string]bool{}, loops: map[string]*targetLoop{}}
-	s.descs.success = prometheus.NewDesc(scrapeSuccessName, scrapeSuccessHelp, []string{labelTarget}, nil)
-	s.descs.duration = prometheus.NewDesc(scrapeDurationName, scrapeDurationHelp, []string{labelTarget}, nil)
-	s.descs.info = prometheus.NewDesc(targetInfoName, targetInfoHelp, []string{labelTarget, labelModel, labelServerVersion}, nil)
-	s.descs.dropped = prometheus.NewDesc(seriesDroppedName, seriesDroppedHelp, []string{labelTarget, labelReason}, nil)
+	s.descs.success = prometheus.NewDesc(metricname.ServerScrapeSuccess, metricname.ServerScrapeSuccessHelp, []string{labelTarget}, nil)
+	s.descs.duration = prometheus.NewDesc(metricname.ServerScrapeDuration, metricname.ServerScrapeDurationHelp, []string{labelTarget}, nil)
+	s.descs.info = prometheus.NewDesc(metricname.TargetInfo, metricname.TargetInfoHelp, []string{labelTarget, labelModel, labelServerVersion}, nil)
+	s.descs.dropped = prometheus.NewDesc(metricname.ServerSeriesDropped, metricname.ServerSeriesDroppedHelp, []string{labelTarget, labelReason}, nil)
 	return s
 }
 
@@ -312,6 +302,7 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 		b.add(mf)
 	}
 	l.families, l.state.Series, l.state.Success = b.out, b.series, true
+	l.recordTTFT(res.end)
 	if !wasUp {
 		s.logger.Warn("server metrics scrape recovered", "target", name)
 	}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
 const (
-	successHelpLines  = "# HELP vllm_probe_server_scrape_success " + scrapeSuccessHelp + "\n# TYPE vllm_probe_server_scrape_success gauge\n"
-	infoHelpLines     = "# HELP vllm_probe_target_info " + targetInfoHelp + "\n# TYPE vllm_probe_target_info gauge\n"
+	successHelpLines  = "# HELP vllm_probe_server_scrape_success " + metricname.ServerScrapeSuccessHelp + "\n# TYPE vllm_probe_server_scrape_success gauge\n"
+	infoHelpLines     = "# HELP vllm_probe_target_info " + metricname.TargetInfoHelp + "\n# TYPE vllm_probe_target_info gauge\n"
 	runningHelpLines  = "# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\n"
 	successTotalLines = "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n"
 )
@@ -50,8 +51,8 @@ func TestServerScraperReexports(t *testing.T) {
 			`vllm:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 0`,
 			`vllm:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 140`)},
 		{"families outside allow are not exported", []string{"http_requests_total", "vllm:iteration_tokens_total", "vllm:request_queue_time_seconds_bucket"}, ""},
-		{"scrape success", []string{scrapeSuccessName}, successHelpLines + `vllm_probe_server_scrape_success{target="llama"} 1` + "\n"},
-		{"target info from /v1/models and /version", []string{targetInfoName}, infoHelpLines +
+		{"scrape success", []string{metricname.ServerScrapeSuccess}, successHelpLines + `vllm_probe_server_scrape_success{target="llama"} 1` + "\n"},
+		{"target info from /v1/models and /version", []string{metricname.TargetInfo}, infoHelpLines +
 			`vllm_probe_target_info{model="meta-llama/Llama-3.1-8B-Instruct",server_version="0.26.0",target="llama"} 1` + "\n"},
 	}
 	for _, tc := range tests {
@@ -98,7 +99,7 @@ func TestServerScraperFailureDropsStaleSeries(t *testing.T) {
 			if tc.running {
 				want += runningHelpLines + `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct",target="llama"} 8` + "\n"
 			}
-			if err := testutil.CollectAndCompare(h, strings.NewReader(want), scrapeSuccessName, "vllm:num_requests_running"); err != nil {
+			if err := testutil.CollectAndCompare(h, strings.NewReader(want), metricname.ServerScrapeSuccess, "vllm:num_requests_running"); err != nil {
 				t.Error(err)
 			}
 			st := h.State("llama")
@@ -144,7 +145,7 @@ func TestServerScraperRelabelling(t *testing.T) {
 		`vllm:kv_cache_usage_perc{engine="2",target="a"} 0.75`,
 		"# HELP vllm:num_requests_running ", "# TYPE vllm:num_requests_running gauge",
 		`vllm:num_requests_running{exported_exported_target="inner",exported_target="x",target="a"} 3`,
-		"# HELP vllm_prober_server_series_dropped_total "+seriesDroppedHelp, "# TYPE vllm_prober_server_series_dropped_total counter",
+		"# HELP vllm_prober_server_series_dropped_total "+metricname.ServerSeriesDroppedHelp, "# TYPE vllm_prober_server_series_dropped_total counter",
 		`vllm_prober_server_series_dropped_total{reason="conflict",target="a"} 0`,
 		`vllm_prober_server_series_dropped_total{reason="duplicate",target="a"} 0`,
 		`vllm_prober_server_series_dropped_total{reason="invalid_label",target="a"} 0`,
@@ -153,7 +154,7 @@ func TestServerScraperRelabelling(t *testing.T) {
 		`vllm_prober_server_series_dropped_total{reason="reserved",target="a"} 0`,
 		`vllm_prober_server_series_dropped_total{reason="unsupported_type",target="a"} 0`,
 	)
-	if err := testutil.CollectAndCompare(h, strings.NewReader(want), "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:num_requests_running", seriesDroppedName); err != nil {
+	if err := testutil.CollectAndCompare(h, strings.NewReader(want), "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:num_requests_running", metricname.ServerSeriesDropped); err != nil {
 		t.Error(err)
 	}
 }
@@ -180,7 +181,7 @@ func TestServerScraperCollisions(t *testing.T) {
 		t.Error("vllm:hist_count collides with histogram vllm:hist and must be dropped")
 	}
 	for reason, want := range map[string]float64{dropConflict: 2, dropReserved: 1} {
-		if got := series(t, mfs, seriesDroppedName, "target", "b", "reason", reason).GetCounter().GetValue(); got != want {
+		if got := series(t, mfs, metricname.ServerSeriesDropped, "target", "b", "reason", reason).GetCounter().GetValue(); got != want {
 			t.Errorf("dropped %s: got %v, want %v", reason, got, want)
 		}
 	}
@@ -221,7 +222,7 @@ func TestServerScraperApply(t *testing.T) {
 	noMetrics.MetricsPath = ""
 	h.Apply(&config.Config{Targets: []config.Target{serverTarget("a", srv), serverTarget("b", srv), noMetrics}})
 	h.wait(t, "a", "b", "info-only")
-	if got := series(t, gather(t, h), targetInfoName, "target", "info-only").GetGauge().GetValue(); got != 1 {
+	if got := series(t, gather(t, h), metricname.TargetInfo, "target", "info-only").GetGauge().GetValue(); got != 1 {
 		t.Errorf("target_info of a target without metrics_path: %v", got)
 	}
 
@@ -240,7 +241,7 @@ func TestServerScraperApply(t *testing.T) {
 			if tc.targets != nil {
 				h.Apply(&config.Config{Targets: tc.targets})
 			}
-			if err := testutil.CollectAndCompare(h, strings.NewReader(tc.want), scrapeSuccessName); err != nil {
+			if err := testutil.CollectAndCompare(h, strings.NewReader(tc.want), metricname.ServerScrapeSuccess); err != nil {
 				t.Error(err)
 			}
 		})
@@ -267,7 +268,7 @@ func TestServerScraperLogsDropsOnce(t *testing.T) {
 	h.wait(t, "a")
 	h.tick(t, "a")
 	h.tick(t, "a")
-	if got := counterValue(t, h, seriesDroppedName, "reason", dropReserved); got != 3 {
+	if got := counterValue(t, h, metricname.ServerSeriesDropped, "reason", dropReserved); got != 3 {
 		t.Errorf("dropped reserved %v, want 3 (one per scrape)", got)
 	}
 	if got := logs.count("dropping scraped server series"); got != 1 {

@@ -21,15 +21,10 @@ var corePanels = []string{
 	"Burn rate over the alert windows",
 }
 
-// dashboardVars are the values Grafana would substitute: this test's
+// dashboardVars are the values Grafana would substitute: the stack's
 // target and probe, and intervals that fit a few minutes of 1s scrapes.
-var dashboardVars = map[string]string{
-	"datasource":      "prometheus",
-	"target":          alertTarget,
-	"probe":           alertProbe,
-	"__rate_interval": "30s",
-	"__interval":      "5s",
-	"__range":         "5m",
+func (s *alertStack) dashboardVars() map[string]string {
+	return with(s.pair(), "datasource", "prometheus", "__rate_interval", "30s", "__interval", "5s", "__range", "5m")
 }
 
 // checkDashboards runs every panel query of every dashboard against the
@@ -48,11 +43,12 @@ func (s *alertStack) checkDashboards(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	var empty []string
+	vars := s.dashboardVars()
 	for _, q := range qs {
 		name := q.Dashboard + "/" + q.Panel + "/" + q.RefID
 		seen[q.Panel] = true
 		t.Run(name, func(t *testing.T) {
-			expr := dashboards.Expand(q.Expr, dashboardVars)
+			expr := dashboards.Expand(q.Expr, vars)
 			if strings.Contains(expr, "$") {
 				t.Fatalf("unexpanded Grafana variable in %q", expr)
 			}

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -25,8 +27,8 @@ import (
 
 // Names of the alert test's target and probe, and its probe's TTFT SLO:
 // the simulator answers in ~20ms, and the SLO leaves room for the stalls of
-// a loaded shared machine, which in 30s windows weigh 60 times more than in
-// production's 30m ones.
+// a loaded shared machine, which in 10s windows weigh 60 times more than in
+// production's 10m ones.
 const (
 	alertTarget = "e2e-sim"
 	alertProbe  = "chat-arith"
@@ -34,7 +36,7 @@ const (
 )
 
 // alertWindowScale shrinks every window 60 times: the 10m/5m page pair
-// becomes 10s/5s, the 30m p99 window 30s, a 10m for: 10s.
+// becomes 10s/5s, the 10m p99 window 10s, a 10m for: 10s.
 const alertWindowScale = "0.0166667"
 
 // proberConfig probes the simulator at 10 requests/s with constant gaps, so
@@ -83,6 +85,11 @@ type alertStack struct {
 	prom    *toolProc
 	am      *toolProc
 	webhook *webhook
+	// cfg is the prober's configuration and rules the scaled rule file
+	// Prometheus loads: the tests take labels, windows and the objective
+	// from them.
+	cfg   *config.Config
+	rules *rules.RuleFile
 }
 
 // toolProc is a Prometheus or Alertmanager process.
@@ -189,6 +196,11 @@ func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	if code != 0 {
 		t.Fatalf("vllm-prober rules: exit %d\n%s", code, out)
 	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cfg, s.rules = cfg, readRuleFile(t, rulesPath)
 	writeDashboardRules(t, cfgPath, filepath.Join(s.dir, "dashboard_rules.yml"), rulesPath)
 	checkRules(t, filepath.Join(s.dir, "rules.yml"), filepath.Join(s.dir, "dashboard_rules.yml"))
 
@@ -285,4 +297,41 @@ func alertmanagerConfig(t *testing.T, webhookURL string) string {
 		v := map[string]string{"group_wait": "1s", "group_interval": "2s", "repeat_interval": "1m"}[sub[2]]
 		return sub[1] + sub[2] + ": " + v
 	})
+}
+
+// pair is the labels of the stack's one (target, probe), from its config.
+func (s *alertStack) pair() map[string]string {
+	return map[string]string{"target": s.cfg.Targets[0].Name, "probe": s.cfg.Probes[0].Name}
+}
+
+// pairSel is the PromQL selector of the stack's pair.
+func (s *alertStack) pairSel() string {
+	p := s.pair()
+	return fmt.Sprintf("{target=%q,probe=%q}", p["target"], p["probe"])
+}
+
+// severePage is the labels of the pair's fast-burn page with the shortest
+// long window (the 12x pair), as the rule file Prometheus loads has them.
+func (s *alertStack) severePage(t *testing.T) map[string]string {
+	t.Helper()
+	var best map[string]string
+	var bestLong time.Duration
+	for _, g := range s.rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != rules.AlertFastBurn || r.Labels["target"] != s.pair()["target"] || r.Labels["probe"] != s.pair()["probe"] {
+				continue
+			}
+			long, err := model.ParseDuration(r.Labels["long_window"])
+			if err != nil {
+				t.Fatalf("%s long_window %q: %v", r.Alert, r.Labels["long_window"], err)
+			}
+			if best == nil || time.Duration(long) < bestLong {
+				best, bestLong = with(r.Labels, "alertname", r.Alert), time.Duration(long)
+			}
+		}
+	}
+	if best == nil {
+		t.Fatalf("the rule file has no %s for %v", rules.AlertFastBurn, s.pair())
+	}
+	return best
 }

@@ -3,28 +3,15 @@
 package e2e
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-)
 
-// relScrape fetches and parses a /metrics page.
-func relScrape(t testing.TB, url string) (map[string]*dto.MetricFamily, error) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
-}
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
+)
 
 // relValue sums the values of the series of family name whose labels
 // include every pair of want (nil = every series).
@@ -53,15 +40,9 @@ func relValue(fams map[string]*dto.MetricFamily, name string, want map[string]st
 }
 
 func relMatch(m *dto.Metric, want map[string]string) bool {
+	got := promtext.Labels(m)
 	for k, v := range want {
-		found := false
-		for _, l := range m.GetLabel() {
-			if l.GetName() == k && l.GetValue() == v {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if l, ok := got[k]; !ok || l != v {
 			return false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -133,7 +134,7 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	fams, err := relScrape(t, d.URL("/metrics"))
+	fams, err := promtext.Fetch(d.URL("/metrics"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,11 +144,7 @@ func TestSoak(t *testing.T) {
 	if relValue(fams, "vllm_probe_requests_total", map[string]string{"disposition": "accepted"}) == 0 {
 		t.Error("no accepted request in the whole soak")
 	}
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-d.Done
-	if err := d.Cmd.Wait(); err != nil {
+	if err := d.Stop(t, syscall.SIGTERM); err != nil {
 		t.Errorf("daemon exit: %v", err)
 	}
 	relNoPanic(t, d.Logs())
@@ -185,7 +182,7 @@ func soakRun(t *testing.T, d *daemontest.Proc, sim *simulator.Server, dur time.D
 			reload(extra)
 			nextReload += 20 * time.Second
 		}
-		fams, err := relScrape(t, d.URL("/metrics"))
+		fams, err := promtext.Fetch(d.URL("/metrics"))
 		if err != nil {
 			t.Fatalf("scrape at %s: %v; logs:\n%s", since, err, relTail(d.Logs(), 4000))
 		}

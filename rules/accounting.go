@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"strings"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // The accounting of probe/result.go in label values. rules must not import
@@ -25,13 +27,6 @@ var (
 // reasonInFlightCap is the cancelled reason of a request shed because
 // max_in_flight requests were outstanding (probe.ReasonInFlightCap).
 const reasonInFlightCap = "in_flight_cap"
-
-// Metric names the rules read, as the collector exports them.
-const (
-	metricOffered  = "vllm_probe_requests_offered_total"
-	metricRequests = "vllm_probe_requests_total"
-	metricFailures = "vllm_probe_failures_total"
-)
 
 // selector joins label matchers into a PromQL selector; empty ones are
 // left out.
@@ -59,28 +54,28 @@ func pairRate(metric, matchers, extra, window string) string {
 // per (target, probe), for the series matched by matchers (label matchers
 // without braces, e.g. `job="vllm-prober"`; "" for all).
 func OfferedExpr(matchers, window string) string {
-	return pairRate(metricOffered, matchers, "", window)
+	return pairRate(metricname.RequestsOffered, matchers, "", window)
 }
 
 // GoodputExpr is the PromQL of accepted requests per second.
 func GoodputExpr(matchers, window string) string {
-	return pairRate(metricRequests, matchers, `disposition="accepted"`, window)
+	return pairRate(metricname.Requests, matchers, `disposition="accepted"`, window)
 }
 
 // CompletedExpr is the PromQL of completed throughput: the requests the
 // server completed (accepted, latency_failure, quality_failure, and
 // server_failure with a completed reason) per second.
 func CompletedExpr(matchers, window string) string {
-	return pairRate(metricRequests, matchers, oneOf("disposition", completedDispositions), window) +
-		"\n+\n" + pairRate(metricFailures, matchers, oneOf("reason", completedFailureReasons), window)
+	return pairRate(metricname.Requests, matchers, oneOf("disposition", completedDispositions), window) +
+		"\n+\n" + pairRate(metricname.Failures, matchers, oneOf("reason", completedFailureReasons), window)
 }
 
 // countedExpr is the acceptance denominator per second: every terminal
 // disposition except the requests the prober abandoned. Requests shed at
 // max_in_flight stay in it.
 func countedExpr(matchers, window string) string {
-	return "(\n  " + pairRate(metricRequests, matchers, "", window) +
-		"\n  -\n  " + pairRate(metricFailures, matchers, oneOf("reason", abandonedReasons), window) + "\n)"
+	return "(\n  " + pairRate(metricname.Requests, matchers, "", window) +
+		"\n  -\n  " + pairRate(metricname.Failures, matchers, oneOf("reason", abandonedReasons), window) + "\n)"
 }
 
 // AcceptanceExpr is the PromQL of the acceptance ratio: accepted requests
@@ -92,6 +87,6 @@ func AcceptanceExpr(matchers, window string) string {
 // ShedExpr is the PromQL of the share of offered requests cancelled
 // because max_in_flight requests were outstanding.
 func ShedExpr(matchers, window string) string {
-	return pairRate(metricFailures, matchers, fmt.Sprintf("reason=%q", reasonInFlightCap), window) +
+	return pairRate(metricname.Failures, matchers, fmt.Sprintf("reason=%q", reasonInFlightCap), window) +
 		"\n/\n" + OfferedExpr(matchers, window)
 }

@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // Alert names of the prober-health alerts.
@@ -27,15 +29,14 @@ const (
 // requests) and abandoned ones were given up by the prober.
 const targetDownRatio = 0.9
 
-// targetDownMinFor is the least for: of VLLMProbeTargetDown (before
-// scaling). Right after the prober starts, its 5m window holds the first
-// few requests only, and two failed ones would be 100%; the burn-rate
-// pages, which guard against that themselves, page a down target sooner.
-const targetDownMinFor = 2 * time.Minute
-
-// targetDownFor is the for: of VLLMProbeTargetDown: PageFor, at least
-// targetDownMinFor.
-func (p *plan) targetDownFor() time.Duration { return max(p.o.PageFor, targetDownMinFor) }
+// targetDownMinRequests is how many requests, cancelled ones left out,
+// must have ended in a target's window before VLLMProbeTargetDown judges
+// it. The window is chosen to hold minCountWindow of them, so a single
+// lost request of a low-rate target is at most one in several and never
+// 90%; and right after the prober starts, a few early failures do not page
+// before this many requests have ended. With this guard the alert needs
+// no for: of its own (it takes PageFor).
+const targetDownMinRequests = minCountWindow / 2
 
 // inFlightCapRatio is the share of a pair's offered requests shed at
 // max_in_flight, over the pair's count window, above which
@@ -79,11 +80,11 @@ func (p *plan) proberAlerts() []Rule {
 			"Prober {{ $labels.instance }} cannot be scraped",
 			"Prometheus fails to scrape the prober at {{ $labels.instance }}; its probes' SLO alerts are blind until it is back."),
 		p.healthRule(AlertReloadFailed, SeverityTicket,
-			fmt.Sprintf("vllm_prober_config_last_reload_successful%s == 0", p.sel("")), o.HealthFor,
+			fmt.Sprintf(metricname.ConfigLastReloadSuccessful+"%s == 0", p.sel("")), o.HealthFor,
 			"Prober {{ $labels.instance }} failed to reload its configuration",
 			"The last configuration reload failed; the prober keeps running the previous configuration, which may not match the generated rules."),
 		p.healthRule(AlertLedgerErrors, SeverityTicket,
-			fmt.Sprintf("increase(vllm_prober_ledger_write_errors_total%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
+			fmt.Sprintf("increase("+metricname.LedgerWriteErrors+"%s[%s]) > 0", p.sel(""), w30), o.HealthFor,
 			"Prober {{ $labels.instance }} fails to write its ledger",
 			"Ledger records are being lost (disk full or read-only?); metrics still count every request."),
 	}
@@ -97,7 +98,7 @@ func (p *plan) notCompletingAlerts() []Rule {
 		w := fmtDur(pp.CountWindow)
 		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
 		r := p.healthRule(AlertNotCompleting, SeverityTicket,
-			fmt.Sprintf("sum by (target, probe) (rate(vllm_probe_requests_offered_total%s[%s])) > 0\nunless\nsum by (target, probe) (rate(vllm_probe_requests_total%s[%s])) > 0",
+			fmt.Sprintf("sum by (target, probe) (rate("+metricname.RequestsOffered+"%s[%s])) > 0\nunless\nsum by (target, probe) (rate("+metricname.Requests+"%s[%s])) > 0",
 				p.sel(ps), w, p.sel(ps+`,disposition!="cancelled"`), w), o.HealthFor,
 			fmt.Sprintf("%s/%s offers requests but none finish", pp.Target, pp.Probe),
 			fmt.Sprintf("Probe %s against target %s offered requests over the last %s but none ended other than cancelled: requests hang in flight (new ones are shed at max_in_flight) or the prober is stuck.", pp.Probe, pp.Target, w))
@@ -111,29 +112,43 @@ func (p *plan) notCompletingAlerts() []Rule {
 // slow to reach, or too slow for the prober's schedule.
 func (p *plan) targetAlerts() []Rule {
 	o := p.o
-	w5 := fmtDur(p.scale(5 * time.Minute))
 	lw := fmtDur(p.scale(o.LatencyWindow))
-	byTarget := func(extra string) string {
-		return fmt.Sprintf("sum by (target) (rate(vllm_probe_requests_total%s[%s]))", p.sel(extra), w5)
-	}
-	return []Rule{
-		p.healthRule(AlertTargetDown, SeverityPage,
-			fmt.Sprintf("%s\n/\n%s\n>= %s", byTarget(`disposition="server_failure"`), byTarget(`disposition!="cancelled"`), fmtF(targetDownRatio)), p.targetDownFor(),
-			"Target {{ $labels.target }} is down: "+percentFmt+" of probe requests fail",
-			fmt.Sprintf("Over the last %s at least %s%% of the probe requests to target {{ $labels.target }} that ended (cancelled ones left out: never sent or abandoned) ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.", w5, fmtF(targetDownRatio*100))),
+	rs := p.targetDownAlerts()
+	return append(rs,
 		p.healthRule(AlertScrapeFailing, SeverityTicket,
-			fmt.Sprintf("max by (target) (vllm_probe_server_scrape_success%s) == 0", p.sel("")), o.HealthFor,
+			fmt.Sprintf("max by (target) (%s%s) == 0", metricname.ServerScrapeSuccess, p.sel("")), o.HealthFor,
 			"The prober cannot scrape the metrics of target {{ $labels.target }}",
-			"vllm_probe_server_scrape_success is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."),
+			metricname.ServerScrapeSuccess+" is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."),
 		p.healthRule(AlertScheduleLag, SeverityTicket,
-			fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate(vllm_probe_schedule_lag_seconds_bucket%s[%s])))\n> %s", p.sel(""), lw, fmtF(o.ScheduleLag.Seconds())), o.HealthFor,
+			fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate(%s_bucket%s[%s])))\n> %s", metricname.ScheduleLag, p.sel(""), lw, fmtF(o.ScheduleLag.Seconds())), o.HealthFor,
 			"Prober sends {{ $labels.target }}/{{ $labels.probe }} requests late (p99 lag "+durationFmt+")",
 			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, fmtDur(o.ScheduleLag))),
 		p.healthRule(AlertClientTTFTAboveServer, SeverityTicket,
 			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, fmtF(o.TTFTGapMin.Seconds()), fmtF(o.TTFTGapRatio)), o.LatencyFor,
 			"Clients of {{ $labels.target }} wait "+durationFmt+" longer for the first token than the server reports",
 			fmt.Sprintf("The prober's p50 TTFT over the last %s exceeds vLLM's own p50 vllm:time_to_first_token_seconds by more than %s and %sx: the time is lost outside the engine (network, proxy, TLS, API server front end), not in prefill or queueing.", lw, fmtDur(o.TTFTGapMin), fmtF(o.TTFTGapRatio))),
+	)
+}
+
+// targetDownAlerts page per target when at least targetDownRatio of the
+// requests that ended over the target's window, and at least
+// targetDownMinRequests of them, ended in server_failure.
+func (p *plan) targetDownAlerts() []Rule {
+	var rs []Rule
+	for _, tp := range p.targets {
+		w := fmtDur(tp.Window)
+		ts := fmt.Sprintf("target=%q", tp.Name)
+		ended := p.sel(ts + `,disposition!="cancelled"`)
+		r := p.healthRule(AlertTargetDown, SeverityPage,
+			fmt.Sprintf("sum by (target) (rate(%[1]s%[2]s[%[3]s]))\n/\nsum by (target) (rate(%[1]s%[4]s[%[3]s]))\n>= %[5]s\nand\nsum by (target) (increase(%[1]s%[4]s[%[3]s])) >= %[6]d",
+				metricname.Requests, p.sel(ts+`,disposition="server_failure"`), w, ended, fmtF(targetDownRatio), targetDownMinRequests), p.o.PageFor,
+			"Target {{ $labels.target }} is down: "+percentFmt+" of probe requests fail",
+			fmt.Sprintf("Over the last %s at least %d probe requests to target %s ended (cancelled ones left out: never sent or abandoned) and at least %s%% of them ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.",
+				w, targetDownMinRequests, tp.Name, fmtF(targetDownRatio*100)))
+		r.Labels["target"] = tp.Name
+		rs = append(rs, r)
 	}
+	return rs
 }
 
 // inFlightCapFor is the for: of the in-flight cap alert over window w.

@@ -4,7 +4,6 @@ package rules
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,48 +14,42 @@ import (
 // TestAlertMatrix runs every scenario of the matrix at every objective
 // through `promtool test rules` against the rules Generate makes, and
 // checks the times to page, ticket and resolve and the number of pages
-// and tickets against matrixWant (docs/alerts.md, "Alert matrix"). Two
-// promtool processes run at a time.
+// and tickets against each scenario's want (docs/alerts.md, "Alert
+// matrix"). Two promtool processes run at a time.
 func TestAlertMatrix(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool is required (apt-get install prometheus): %v", err)
 	}
 	type cell struct {
-		sc  matrixScenario
-		obj float64
+		sc   matrixScenario
+		obj  float64
+		want matrixResult
 	}
 	var cells []cell
 	for _, sc := range matrixScenarios {
-		for _, obj := range matrixObjectives {
-			cells = append(cells, cell{sc, obj})
+		rs, err := parseResults(sc.want)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.name, err)
+		}
+		for i, obj := range matrixObjectives {
+			cells = append(cells, cell{sc, obj, rs[i]})
 		}
 	}
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
 	for _, c := range cells {
-		want, ok := matrixWant[matrixKey(c.sc.name, c.obj)]
-		if !ok {
-			t.Errorf("%s at %g: no expected result in matrixWant", c.sc.name, c.obj)
-			continue
-		}
+		want := c.want
 		dir := t.TempDir()
 		cfg := matrixConfig(c.sc.rate, c.obj)
 		rf, warnings, err := Generate(cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		rf = matrixRules(c.sc, rf)
 		g, _ := matrixGroup(c.sc, c.obj, want)
 		tf := &TestFile{RuleFiles: []string{"rules.yml"}, EvaluationInterval: fmtDur(c.sc.step), Tests: []TestGroup{g}}
-		for name, v := range map[string]any{"rules.yml": rf, "test.yml": tf} {
-			b, err := Marshal(v, warnings)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeYAML(t, dir, map[string]any{"rules.yml": rf, "test.yml": tf}, warnings)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

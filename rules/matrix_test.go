@@ -2,8 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -15,9 +13,10 @@ import (
 // The alert matrix: outages of each kind, at real time scale, against the
 // rules Generate makes with the default options for one probe at each
 // objective. matrix_e2e_test.go runs every scenario through
-// `promtool test rules` and checks the measured times against
-// matrixWant; docs/alerts.md, "Alert matrix", is that table
-// (TestMatrixTableInDocs keeps it so).
+// `promtool test rules` and checks the measured times against each
+// scenario's want; docs/alerts.md, "Alert matrix", is that table
+// (TestMatrixTableInDocs keeps it so). matrix_series_test.go renders the
+// series and the measurements.
 
 // matrixObjectives are the objectives every scenario runs at.
 var matrixObjectives = []float64{0.99, 0.995, 0.999}
@@ -34,12 +33,14 @@ const (
 
 // matrixPhase is a run of time in which a share of the requests ends as
 // out, the rest accepted. noise draws each request's failure at random
-// (seeded) instead of the exact share per step.
+// (seeded) instead of the exact share per step; count, when set, ends
+// exactly that many requests (the phase's first ones) as out instead.
 type matrixPhase struct {
 	d     time.Duration
 	out   matrixOutcome
 	share float64
 	noise bool
+	count int
 }
 
 // matrixScenario is one row of the matrix.
@@ -61,6 +62,17 @@ type matrixScenario struct {
 	tail time.Duration
 	// goal says what the scenario must show, for the table.
 	goal string
+	// alert, when set, is the only alert measured (else every alert of
+	// the severity counts).
+	alert string
+	// pagesOnly evaluates only the page alerts and the recording rules
+	// they read (see alertRules), for runs of 30 days; the ticket is then
+	// not measured.
+	pagesOnly bool
+	// want is the measured table row: per objective of matrixObjectives,
+	// "page ticket resolve pages tickets" (see parseResult), separated
+	// by "|".
+	want string
 }
 
 func steady(d time.Duration, out matrixOutcome, share float64) []matrixPhase {
@@ -74,19 +86,38 @@ const (
 	matrixShort = time.Minute
 	matrixLong  = 2 * time.Minute
 	matrixDay   = 24 * time.Hour
+	matrixMonth = 30 * matrixDay
 )
 
+// matrixNoise is the sample and evaluation interval of the 30-day noise
+// scenarios: the longest that leaves two samples in the shortest window
+// (5m) the pages read. The window contents change only at a sample, and
+// promtool evaluates at every sample, so every state of every window is
+// judged: a coarser interval does not skip a possible page.
+const matrixNoise = 2*time.Minute + 30*time.Second
+
+// outage is a scenario of an hour in which a share of the requests ends
+// as out, after a day of healthy traffic; tail is the healthy time after.
+func outage(name, goal string, rate float64, out matrixOutcome, share float64, tail time.Duration, want string) matrixScenario {
+	return matrixScenario{name: name, goal: goal, rate: rate, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: tail, want: want,
+		phases: func(float64) []matrixPhase { return steady(time.Hour, out, share) }}
+}
+
+// noise is a scenario of 30 days in which requests fail at random at half
+// the budget.
+func noise(name string, rate float64, want string) matrixScenario {
+	return matrixScenario{name: name, goal: "no page in 30d", rate: rate, step: matrixNoise, warm: matrixDay, pagesOnly: true, want: want,
+		phases: func(budget float64) []matrixPhase {
+			return []matrixPhase{{d: matrixMonth, out: mHTTP5xx, share: budget / 2, noise: true}}
+		}}
+}
+
 var matrixScenarios = []matrixScenario{
-	{name: "100% errors", rate: 1, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: 30 * time.Minute,
-		phases: func(float64) []matrixPhase { return steady(time.Hour, mHTTP5xx, 1) }, goal: "page ≤ 2m"},
-	{name: "50% errors", rate: 1, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: 30 * time.Minute,
-		phases: func(float64) []matrixPhase { return steady(time.Hour, mHTTP5xx, 0.5) }, goal: "page ≤ 5m"},
-	{name: "10% errors", rate: 1, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: 30 * time.Minute,
-		phases: func(float64) []matrixPhase { return steady(time.Hour, mHTTP5xx, 0.1) }, goal: "page ≤ 30m at 99%"},
-	{name: "shedding: every request at the in-flight cap", rate: 1, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: 30 * time.Minute,
-		phases: func(float64) []matrixPhase { return steady(time.Hour, mShed, 1) }, goal: "page ≤ 2m"},
-	{name: "latency only: every TTFT above the SLO", rate: 1, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: 30 * time.Minute,
-		phases: func(float64) []matrixPhase { return steady(time.Hour, mLatency, 1) }, goal: "page ≤ 2m"},
+	outage("100% errors", "page ≤ 2m", 1, mHTTP5xx, 1, 30*time.Minute, "2m 30m 10m 1 1 | 1m 23m 10m 1 1 | 1m 17m 10m 1 1"),
+	outage("50% errors", "page ≤ 5m", 1, mHTTP5xx, 0.5, 30*time.Minute, "3m 44m 10m 1 1 | 2m 30m 10m 1 1 | 1m 18m 10m 1 1"),
+	outage("10% errors", "page ≤ 30m at 99%", 1, mHTTP5xx, 0.1, 30*time.Minute, "25m never 1m 1 0 | 7m never 3m 1 0 | 2m 30m 10m 1 1"),
+	outage("shedding: every request at the in-flight cap", "page ≤ 2m", 1, mShed, 1, 30*time.Minute, "2m 10m 10m 1 1 | 1m 10m 10m 1 1 | 1m 10m 10m 1 1"),
+	outage("latency only: every TTFT above the SLO", "page ≤ 2m", 1, mLatency, 1, 30*time.Minute, "2m 11m 10m 1 1 | 1m 11m 10m 1 1 | 1m 11m 10m 1 1"),
 	{name: "flapping: 2m of errors every 30m for 3h", rate: 1, step: matrixShort, warm: matrixDay, bad: 3*time.Hour - 28*time.Minute, tail: 30 * time.Minute,
 		phases: func(float64) []matrixPhase {
 			var ps []matrixPhase
@@ -94,19 +125,21 @@ var matrixScenarios = []matrixScenario{
 				ps = append(ps, matrixPhase{d: 2 * time.Minute, out: mHTTP5xx, share: 1}, matrixPhase{d: 28 * time.Minute, out: mHTTP5xx})
 			}
 			return ps
-		}, goal: "resolve ≤ 15m"},
+		}, goal: "resolve ≤ 15m", want: "2m never 5m 6 0 | 1m never 10m 6 0 | 1m never 10m 6 0"},
 	{name: "slow leak: failures at twice the budget for 2d", rate: 1, step: matrixLong, warm: matrixDay, bad: 2 * matrixDay, tail: time.Hour,
-		phases: func(budget float64) []matrixPhase { return steady(2*matrixDay, mHTTP5xx, 2*budget) }, goal: "ticket ≤ 1d, no page"},
-	{name: "healthy, random failures at half the budget, 3d", rate: 1, step: matrixLong, warm: matrixDay,
-		phases: func(budget float64) []matrixPhase {
-			return []matrixPhase{{d: 3 * matrixDay, out: mHTTP5xx, share: budget / 2, noise: true}}
-		}, goal: "no page"},
-	{name: "low rate 0.05/s, random failures at half the budget, 3d", rate: 0.05, step: matrixLong, warm: matrixDay,
-		phases: func(budget float64) []matrixPhase {
-			return []matrixPhase{{d: 3 * matrixDay, out: mHTTP5xx, share: budget / 2, noise: true}}
-		}, goal: "no page"},
-	{name: "low rate 0.05/s, 100% errors", rate: 0.05, step: matrixShort, warm: matrixDay, bad: time.Hour, tail: time.Hour,
-		phases: func(float64) []matrixPhase { return steady(time.Hour, mHTTP5xx, 1) }, goal: "page, later than at 1/s"},
+		phases: func(budget float64) []matrixPhase { return steady(2*matrixDay, mHTTP5xx, 2*budget) }, goal: "ticket ≤ 1d, no page",
+		want: "never 12h16m 6m 0 1 | never 12h16m 6m 0 1 | never 12h18m 10m 0 1"},
+	noise("healthy, random failures at half the budget, 30d", 1, "never - never 0 - | never - never 0 - | never - never 0 -"),
+	noise("low rate 0.05/s, random failures at half the budget, 30d", 0.05, "never - never 0 - | never - never 0 - | never - never 0 -"),
+	outage("low rate 0.05/s, 100% errors", "page, later than at 1/s", 0.05, mHTTP5xx, 1, time.Hour, "3m 30m 10m 1 1 | 2m 23m 20m 1 1 | 1m never 45m 1 0"),
+	func() matrixScenario {
+		sc := outage("low rate 0.05/s, 100% errors: "+AlertTargetDown+" alone", "page ≤ 10m", 0.05, mHTTP5xx, 1, time.Hour, "5m never 1m 1 0 | 5m never 1m 1 0 | 5m never 1m 1 0")
+		sc.alert = AlertTargetDown
+		return sc
+	}(),
+	{name: "one request per 10m, one of them fails", rate: 1.0 / 600, step: matrixShort, warm: matrixDay, tail: 6 * time.Hour,
+		phases: func(float64) []matrixPhase { return []matrixPhase{{d: time.Hour, out: mHTTP5xx, count: 1}} }, goal: "no page",
+		want: "never never never 0 0 | never never never 0 0 | never never never 0 0"},
 }
 
 // matrixSLO is the probe's TTFT objective; latency scenarios end every
@@ -117,260 +150,9 @@ func matrixConfig(rate, objective float64) *config.Config {
 	return oneProbe(testProbe("chat", rate, objective, config.SLO{TTFT: sec(matrixSLO)}))
 }
 
-// matrixSeries renders the scenario's counters in promtool notation, one
-// value per step.
-type matrixSeries struct {
-	names  []string
-	values map[string][]float64
-}
-
-func (ms *matrixSeries) add(name string, step int, v float64) {
-	if _, ok := ms.values[name]; !ok {
-		ms.names = append(ms.names, name)
-		ms.values[name] = nil
-	}
-	for len(ms.values[name]) <= step {
-		ms.values[name] = append(ms.values[name], 0)
-	}
-	ms.values[name][step] += v
-}
-
-// render writes a counter as its running sum from 0 at step 0, only at
-// the steps present says (promtool's _ elsewhere), collapsing runs of
-// equal increments into promtool's a+bxn.
-func (ms *matrixSeries) render(name string, steps int, present func(int) bool) string {
-	incs := ms.values[name]
-	inc := func(i int) float64 {
-		if i < len(incs) {
-			return incs[i]
-		}
-		return 0
-	}
-	var parts []string
-	v := 0.0
-	for i := 0; i <= steps; {
-		if !present(i) {
-			j := i
-			for j+1 <= steps && !present(j+1) {
-				j++
-				v += inc(j)
-			}
-			parts = append(parts, fmt.Sprintf("_x%d", j-i+1))
-			i = j + 1
-			v += inc(i)
-			continue
-		}
-		c := inc(i + 1)
-		j := i
-		for j+1 <= steps && present(j+1) && inc(j+1) == c {
-			j++
-		}
-		parts = append(parts, fmt.Sprintf("%s+%sx%d", fmtF(v), fmtF(c), j-i))
-		v += c * float64(j-i)
-		i = j + 1
-		v += inc(i)
-	}
-	return strings.Join(parts, " ")
-}
-
-// matrixSparse is the sample interval of the warm-up, up to matrixDense
-// before the phases: healthy counters grow linearly, so every window's
-// ratio is exact from sparse samples, and promtool reads far fewer.
-const (
-	matrixSparse = 10 * time.Minute
-	matrixDense  = time.Hour
-)
-
-// matrixGroup builds the promtool test group of a scenario at objective:
-// the probe's traffic and the measurement expressions, whose expected
-// values are want (unknown values render as "" and are left to promtool
-// to report).
-func matrixGroup(sc matrixScenario, objective float64, want matrixResult) (TestGroup, int) {
-	budget := roundF(1 - objective)
-	step := sc.step
-	per := sc.rate * step.Seconds()
-	ms := &matrixSeries{values: map[string][]float64{}}
-	rng := rand.New(rand.NewPCG(uint64(objective*1e6), uint64(len(sc.name))))
-	phases := append([]matrixPhase{{d: sc.warm, out: mAccepted}}, sc.phases(budget)...)
-	phases = append(phases, matrixPhase{d: sc.tail, out: mAccepted})
-	s := 1
-	for _, ph := range phases {
-		// Whole requests only: a fractional counter's running sum, rounded,
-		// can step back by 1e-9, which Prometheus reads as a counter reset.
-		cum := 0.0
-		for range int(ph.d / step) {
-			bad := math.Round(cum+per*ph.share) - math.Round(cum)
-			cum += per * ph.share
-			if ph.noise {
-				bad = 0
-				for range int(math.Round(per)) {
-					if rng.Float64() < ph.share {
-						bad++
-					}
-				}
-				if frac := per - math.Floor(per); frac > 0 && rng.Float64() < frac*ph.share {
-					bad++
-				}
-			}
-			if ph.out == mAccepted {
-				bad = 0
-			}
-			ms.add("offered", s, per)
-			ms.add("accepted", s, per-bad)
-			switch ph.out {
-			case mHTTP5xx:
-				ms.add("server_failure", s, bad)
-				ms.add("http_5xx", s, bad)
-			case mShed:
-				ms.add("cancelled", s, bad)
-				ms.add("in_flight_cap", s, bad)
-			case mLatency:
-				ms.add("latency_failure", s, bad)
-			}
-			// TTFT histogram: accepted requests at 0.5s, latency failures at 2s.
-			ms.add("le0.5", s, per-bad*b2f(ph.out == mLatency))
-			ms.add("le1", s, per-bad*b2f(ph.out == mLatency))
-			ms.add("le2", s, per)
-			s++
-		}
-	}
-	steps := s - 1
-	denseFrom := int((sc.warm - matrixDense) / step)
-	sparseEvery := int(matrixSparse / step)
-	present := func(i int) bool { return i >= denseFrom || i%sparseEvery == 0 }
-	labels := `job="vllm-prober",instance="prober:9478",target="llama",probe="chat"`
-	var ss []InputSeries
-	in := func(series, key string) {
-		ss = append(ss, InputSeries{Series: series, Values: ms.render(key, steps, present)})
-	}
-	in(metricOffered+"{"+labels+"}", "offered")
-	for _, d := range []string{"accepted", "server_failure", "cancelled", "latency_failure"} {
-		in(fmt.Sprintf("%s{%s,disposition=%q}", metricRequests, labels, d), d)
-	}
-	// Like the collector, every reason the rules read is exported, at 0
-	// when unused (a missing one would leave the sums empty).
-	for _, r := range append(append([]string{reasonInFlightCap}, abandonedReasons...), completedFailureReasons...) {
-		in(fmt.Sprintf("%s{%s,reason=%q}", metricFailures, labels, r), r)
-	}
-	for _, le := range []string{"0.5", "1", "2"} {
-		in(fmt.Sprintf("vllm_probe_time_to_first_token_seconds_bucket{%s,le=%q}", labels, le), "le"+le)
-	}
-	in(fmt.Sprintf("vllm_probe_time_to_first_token_seconds_bucket{%s,le=\"+Inf\"}", labels), "le2")
-	ss = append(ss,
-		InputSeries{Series: `up{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
-		InputSeries{Series: `vllm_prober_config_last_reload_successful{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
-	)
-	end := time.Duration(steps) * step
-	start := sc.warm
-	g := TestGroup{Name: fmt.Sprintf("%s at %s%%", sc.name, fmtF(objective*100)), Interval: fmtDur(step), InputSeries: ss}
-	g.ExprTests = matrixExprs(end, step, start, start+sc.bad, want)
-	return g, steps
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// matrixResult is one cell of the table: times from the start of the
-// outage (page, ticket) or of the recovery (resolve), and how many times
-// a page and a ticket started firing. A negative time means never.
-type matrixResult struct {
-	page, ticket, resolve time.Duration
-	pages, tickets        int
-}
-
-const never = time.Duration(-1)
-
-func firing(sev string) string {
-	return fmt.Sprintf(`ALERTS{alertstate="firing",severity=%q}`, sev)
-}
-
-// matrixExprs measure the result at the end of the run: the first and
-// last firing sample of the ALERTS series promtool records, and the
-// number of steps at which a page or ticket started firing.
-func matrixExprs(end, step, start, recovery time.Duration, want matrixResult) []ExprTest {
-	rng := fmt.Sprintf("[%s:%s]", fmtDur(end), fmtDur(step))
-	at := fmtDur(end)
-	first := func(sev string) string {
-		return fmt.Sprintf("min(min_over_time(timestamp(%s)%s)) - %s", firing(sev), rng, fmtF(start.Seconds()))
-	}
-	starts := func(sev string) string {
-		return fmt.Sprintf("sum(count_over_time((max(%[1]s) unless max(%[1]s offset %[2]s))%[3]s))", firing(sev), fmtDur(step), rng)
-	}
-	resolve := fmt.Sprintf(`max(max_over_time(timestamp(ALERTS{alertstate="firing"})%s)) + %s - %s`, rng, fmtF(step.Seconds()), fmtF(recovery.Seconds()))
-	sample := func(d time.Duration) []ExpSample {
-		if d < 0 {
-			return []ExpSample{}
-		}
-		return []ExpSample{{Labels: "{}", Value: d.Seconds()}}
-	}
-	count := func(n int) []ExpSample {
-		if n == 0 {
-			return []ExpSample{}
-		}
-		return []ExpSample{{Labels: "{}", Value: float64(n)}}
-	}
-	return []ExprTest{
-		{Expr: first(SeverityPage), EvalTime: at, ExpSamples: sample(want.page)},
-		{Expr: first(SeverityTicket), EvalTime: at, ExpSamples: sample(want.ticket)},
-		{Expr: resolve, EvalTime: at, ExpSamples: sample(want.resolve)},
-		{Expr: starts(SeverityPage), EvalTime: at, ExpSamples: count(want.pages)},
-		{Expr: starts(SeverityTicket), EvalTime: at, ExpSamples: count(want.tickets)},
-	}
-}
-
-func matrixKey(name string, objective float64) string {
-	return fmt.Sprintf("%s@%s", name, fmtF(objective))
-}
-
-// fmtCell formats a measured time for the table.
-func fmtCell(d time.Duration) string {
-	if d < 0 {
-		return "never"
-	}
-	return fmtDur(d)
-}
-
-// matrixWant is the measured table: what promtool measures for each
-// scenario and objective (TestAlertMatrix checks it).
-var matrixWant = map[string]matrixResult{
-	matrixKey("100% errors", 0.99):                                              {2 * time.Minute, 30 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("100% errors", 0.995):                                             {1 * time.Minute, 23 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("100% errors", 0.999):                                             {1 * time.Minute, 17 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("50% errors", 0.99):                                               {3 * time.Minute, 44 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("50% errors", 0.995):                                              {2 * time.Minute, 30 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("50% errors", 0.999):                                              {1 * time.Minute, 18 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("10% errors", 0.99):                                               {25 * time.Minute, never, 1 * time.Minute, 1, 0},
-	matrixKey("10% errors", 0.995):                                              {7 * time.Minute, never, 3 * time.Minute, 1, 0},
-	matrixKey("10% errors", 0.999):                                              {2 * time.Minute, 30 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("shedding: every request at the in-flight cap", 0.99):             {2 * time.Minute, 10 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("shedding: every request at the in-flight cap", 0.995):            {1 * time.Minute, 10 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("shedding: every request at the in-flight cap", 0.999):            {1 * time.Minute, 10 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("latency only: every TTFT above the SLO", 0.99):                   {2 * time.Minute, 11 * time.Minute, 30 * time.Minute, 1, 1},
-	matrixKey("latency only: every TTFT above the SLO", 0.995):                  {1 * time.Minute, 11 * time.Minute, 30 * time.Minute, 1, 1},
-	matrixKey("latency only: every TTFT above the SLO", 0.999):                  {1 * time.Minute, 11 * time.Minute, 30 * time.Minute, 1, 1},
-	matrixKey("flapping: 2m of errors every 30m for 3h", 0.99):                  {2 * time.Minute, never, 5 * time.Minute, 6, 0},
-	matrixKey("flapping: 2m of errors every 30m for 3h", 0.995):                 {1 * time.Minute, never, 10 * time.Minute, 6, 0},
-	matrixKey("flapping: 2m of errors every 30m for 3h", 0.999):                 {1 * time.Minute, never, 10 * time.Minute, 6, 0},
-	matrixKey("slow leak: failures at twice the budget for 2d", 0.99):           {never, 12*time.Hour + 16*time.Minute, 6 * time.Minute, 0, 1},
-	matrixKey("slow leak: failures at twice the budget for 2d", 0.995):          {never, 12*time.Hour + 16*time.Minute, 6 * time.Minute, 0, 1},
-	matrixKey("slow leak: failures at twice the budget for 2d", 0.999):          {never, 12*time.Hour + 18*time.Minute, 10 * time.Minute, 0, 1},
-	matrixKey("healthy, random failures at half the budget, 3d", 0.99):          {never, never, never, 0, 0},
-	matrixKey("healthy, random failures at half the budget, 3d", 0.995):         {never, never, never, 0, 0},
-	matrixKey("healthy, random failures at half the budget, 3d", 0.999):         {never, never, never, 0, 0},
-	matrixKey("low rate 0.05/s, random failures at half the budget, 3d", 0.99):  {never, never, never, 0, 0},
-	matrixKey("low rate 0.05/s, random failures at half the budget, 3d", 0.995): {never, never, never, 0, 0},
-	matrixKey("low rate 0.05/s, random failures at half the budget, 3d", 0.999): {never, never, never, 0, 0},
-	matrixKey("low rate 0.05/s, 100% errors", 0.99):                             {3 * time.Minute, 30 * time.Minute, 10 * time.Minute, 1, 1},
-	matrixKey("low rate 0.05/s, 100% errors", 0.995):                            {2 * time.Minute, 23 * time.Minute, 20 * time.Minute, 1, 1},
-	matrixKey("low rate 0.05/s, 100% errors", 0.999):                            {1 * time.Minute, never, 45 * time.Minute, 1, 0},
-}
-
-// matrixTable renders matrixWant as the Markdown table of docs/alerts.md.
-func matrixTable() string {
+// matrixTable renders the scenarios' want as the Markdown table of
+// docs/alerts.md.
+func matrixTable() (string, error) {
 	var b strings.Builder
 	b.WriteString("| scenario | goal |")
 	for _, o := range matrixObjectives {
@@ -382,14 +164,17 @@ func matrixTable() string {
 	}
 	b.WriteString("\n")
 	for _, sc := range matrixScenarios {
+		rs, err := parseResults(sc.want)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", sc.name, err)
+		}
 		fmt.Fprintf(&b, "| %s | %s |", sc.name, sc.goal)
-		for _, o := range matrixObjectives {
-			r := matrixWant[matrixKey(sc.name, o)]
+		for _, r := range rs {
 			fmt.Fprintf(&b, " %s · %s · %s · %d |", fmtCell(r.page), fmtCell(r.ticket), fmtCell(r.resolve), r.pages)
 		}
 		b.WriteString("\n")
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 const (
@@ -410,7 +195,11 @@ func TestMatrixTableInDocs(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s lacks the alert matrix markers", path)
 	}
-	want := doc[:i+len(matrixBegin)] + matrixTable() + doc[j:]
+	table, err := matrixTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := doc[:i+len(matrixBegin)] + table + doc[j:]
 	if want == doc {
 		return
 	}
@@ -420,7 +209,7 @@ func TestMatrixTableInDocs(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("the alert matrix in %s differs from matrixWant; regenerate with: go test ./rules -run TestMatrixTableInDocs -update", path)
+	t.Errorf("the alert matrix in %s differs from the scenarios' want; regenerate with: go test ./rules -run TestMatrixTableInDocs -update", path)
 }
 
 // TestMatrixSeries: the scenario counters render as promtool values with
@@ -437,7 +226,11 @@ func TestMatrixSeries(t *testing.T) {
 		t.Errorf("sparse render = %q, want %q", got, want)
 	}
 	sc := matrixScenarios[0]
-	g, steps := matrixGroup(sc, 0.99, matrixWant[matrixKey(sc.name, 0.99)])
+	rs, err := parseResults(sc.want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, steps := matrixGroup(sc, 0.99, rs[0])
 	if want := int((sc.warm + time.Hour + sc.tail) / sc.step); steps != want {
 		t.Errorf("steps = %d, want %d", steps, want)
 	}
@@ -460,6 +253,81 @@ func TestMatrixProbeKeepsStandardWindows(t *testing.T) {
 		}
 		if r := alerts(rf, AlertLatencyHigh); len(r) != 1 || !strings.Contains(r[0].Expr, "> "+fmtF(matrixSLO.Seconds())) {
 			t.Errorf("objective %g: latency alerts %v", o, r)
+		}
+	}
+}
+
+// TestMatrixRules: a scenario evaluates every alert (or every page) of the
+// generated file and exactly the recording rules they read.
+func TestMatrixRules(t *testing.T) {
+	rf, _, err := Generate(matrixConfig(1, 0.99), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(rf *RuleFile, alerts bool) []string {
+		var out []string
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				if alerts && r.Alert != "" {
+					out = append(out, r.Alert+"/"+r.Labels["severity"])
+				} else if !alerts && r.Record != "" {
+					out = append(out, r.Record)
+				}
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name      string
+		sc        matrixScenario
+		alerts    []string
+		recording string
+	}{
+		{"every alert", matrixScenario{}, names(rf, true), "" +
+			"target_probe:vllm_probe_requests_offered:rate5m target_probe:vllm_probe_acceptance:ratio_rate5m " +
+			"target_probe:vllm_probe_requests_offered:rate10m target_probe:vllm_probe_acceptance:ratio_rate10m " +
+			"target_probe:vllm_probe_requests_offered:rate30m target_probe:vllm_probe_acceptance:ratio_rate30m " +
+			"target_probe:vllm_probe_requests_offered:rate6h target_probe:vllm_probe_acceptance:ratio_rate6h " +
+			"target_probe:vllm_probe_requests_offered:rate1d target_probe:vllm_probe_acceptance:ratio_rate1d " +
+			"target:vllm_probe_time_to_first_token_seconds:p50_rate10m target:vllm_time_to_first_token_seconds:p50_rate10m"},
+		{"pages only", matrixScenario{pagesOnly: true},
+			[]string{AlertFastBurn + "/page", AlertFastBurn + "/page", AlertFastBurn + "/page", AlertTargetDown + "/page"}, "" +
+				"target_probe:vllm_probe_requests_offered:rate5m target_probe:vllm_probe_acceptance:ratio_rate5m " +
+				"target_probe:vllm_probe_requests_offered:rate10m target_probe:vllm_probe_acceptance:ratio_rate10m " +
+				"target_probe:vllm_probe_requests_offered:rate30m target_probe:vllm_probe_acceptance:ratio_rate30m " +
+				"target_probe:vllm_probe_requests_offered:rate6h target_probe:vllm_probe_acceptance:ratio_rate6h"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := matrixRules(tc.sc, rf)
+			if a := names(got, true); strings.Join(a, ",") != strings.Join(tc.alerts, ",") {
+				t.Errorf("alerts %v, want %v", a, tc.alerts)
+			}
+			if r := strings.Join(names(got, false), " "); r != tc.recording {
+				t.Errorf("recording rules\n%s\nwant\n%s", r, tc.recording)
+			}
+		})
+	}
+}
+
+// TestMatrixParseResults: a scenario's want reads as one result per
+// objective, and a malformed one is an error naming the cell.
+func TestMatrixParseResults(t *testing.T) {
+	rs, err := parseResults("2m 30m 10m 1 1 | never - never 0 - | 12h16m never 1m 6 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []matrixResult{
+		{2 * time.Minute, 30 * time.Minute, 10 * time.Minute, 1, 1},
+		{never, notRun, never, 0, -1},
+		{12*time.Hour + 16*time.Minute, never, time.Minute, 6, 0},
+	}
+	if fmt.Sprint(rs) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", rs, want)
+	}
+	for _, bad := range []string{"2m 30m 10m 1 | 1m 1m 1m 1 1 | 1m 1m 1m 1 1", "2m 30m 10m 1 1", "2x 30m 10m 1 1 | 1m 1m 1m 1 1 | 1m 1m 1m 1 1"} {
+		if _, err := parseResults(bad); err == nil {
+			t.Errorf("parseResults(%q): no error", bad)
 		}
 	}
 }

@@ -58,8 +58,9 @@ const (
 )
 
 // countWindows are the candidate windows (before scaling) of a pair's
-// not-completing and in-flight cap alerts: the shortest expected to hold
-// minCountWindow requests, else the last.
+// not-completing and in-flight cap alerts and of a target's
+// VLLMProbeTargetDown: the shortest expected to hold minCountWindow
+// requests, else the last.
 var countWindows = []time.Duration{5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour}
 
 // maxLatencyWindow bounds the widening of a p99 latency window (before scaling).
@@ -97,11 +98,20 @@ type pairPlan struct {
 	CountWindow   time.Duration // window of the not-completing and in-flight cap alerts
 }
 
+// targetPlan is what is decided for one target: the window of
+// VLLMProbeTargetDown, which judges all the target's probes together.
+type targetPlan struct {
+	Name   string
+	Rate   float64 // requests per second over all the target's probes
+	Window time.Duration
+}
+
 type plan struct {
 	o        Options
 	gran     time.Duration // every window is a multiple of it
 	windows  []time.Duration
 	pairs    []pairPlan
+	targets  []targetPlan
 	warnings []Warning
 }
 
@@ -126,8 +136,13 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 		}
 	}
 	for _, t := range cfg.Targets {
+		tp := targetPlan{Name: t.Name}
 		for _, pr := range cfg.ProbesFor(t) {
 			p.pairs = append(p.pairs, p.planPair(t.Name, pr))
+			tp.Rate += pr.Rate
+		}
+		if tp.Rate > 0 {
+			p.targets = append(p.targets, p.planTarget(tp))
 		}
 	}
 	p.collectWindows()
@@ -159,14 +174,33 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 			pp.Latency = append(pp.Latency, l)
 		}
 	}
-	pp.CountWindow = p.scale(countWindows[len(countWindows)-1])
+	pp.CountWindow = p.countWindow(pr.Rate)
+	return pp
+}
+
+// planTarget decides VLLMProbeTargetDown's window for tp, and warns when
+// even the longest holds fewer than minCountWindow requests expected: the
+// alert then needs targetDownMinRequests failures within it, which an
+// outage of a target that slow may take longer than the window to reach.
+func (p *plan) planTarget(tp targetPlan) targetPlan {
+	tp.Window = p.countWindow(tp.Rate)
+	if n := tp.Rate * tp.Window.Seconds(); n < minCountWindow {
+		msg := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %d); it fires only once %d requests ended in %s, at least 90%% in server_failure",
+			roundF(tp.Rate), n, fmtDur(tp.Window), minCountWindow, targetDownMinRequests, fmtDur(tp.Window))
+		p.warnings = append(p.warnings, Warning{Target: tp.Name, Alert: "target down", Message: msg})
+	}
+	return tp
+}
+
+// countWindow is the shortest of countWindows (scaled) expected to hold
+// minCountWindow requests at rate, else the longest.
+func (p *plan) countWindow(rate float64) time.Duration {
 	for _, w := range countWindows {
-		if pr.Rate*p.scale(w).Seconds() >= minCountWindow {
-			pp.CountWindow = p.scale(w)
-			break
+		if rate*p.scale(w).Seconds() >= minCountWindow {
+			return p.scale(w)
 		}
 	}
-	return pp
+	return p.scale(countWindows[len(countWindows)-1])
 }
 
 func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
@@ -178,7 +212,10 @@ func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
 // planBurn decides one burn pair's windows. The short window must hold
 // MinRequests on average; and because both windows must exceed the
 // threshold and the long one holds more requests, one failure fires the
-// alert exactly when 1/(rate*long) > factor*(1-objective). Either way both
+// alert when 1/n > factor*(1-objective), n the requests the long window
+// counts. rate() counts those between the window's first and last sample,
+// which at a low rate is one request fewer than rate*long as often as not,
+// so n is taken as rate*long-1. Either way both
 // windows are multiplied by the smallest whole number that fixes it; a pair whose
 // long window would then exceed the longest standard window is dropped, as
 // is one whose threshold needs more than 100% failures.
@@ -192,7 +229,7 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	long, short := p.scale(bp.Long), p.scale(bp.Short)
 	inShort := pp.Rate * short.Seconds()
 	inLong := pp.Rate * long.Seconds()
-	k := math.Ceil(max(1, p.o.MinRequests/inShort, 1/(inLong*bp.Factor*budget)))
+	k := math.Ceil(max(1, p.o.MinRequests/inShort, (1/(bp.Factor*budget)+1)/inLong))
 	kCount := k
 	horizon := p.scale(noiseHorizon).Seconds()
 	for ; falseAlerts(pp.Rate*long.Seconds()*k, budget, bp.Factor, horizon/(long.Seconds()*k)) > maxFalseAlerts; k++ {
@@ -209,8 +246,8 @@ func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
 	if inShort < p.o.MinRequests {
 		whys = append(whys, fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g)", pp.Rate, inShort, fmtDur(short), p.o.MinRequests))
 	}
-	if oneFails := 1 / (inLong * budget); oneFails > bp.Factor {
-		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
+	if oneFails := 1 / (max(inLong-1, 0) * budget); oneFails > bp.Factor {
+		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s (one fewer as the window counts them) burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
 	}
 	if k > kCount {
 		n := pp.Rate * long.Seconds() * kCount

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -169,8 +170,8 @@ func (tb *testBuilder) proberSeries(pr prober, steps int) []InputSeries {
 	inst := fmt.Sprintf("{job=%q,instance=\"prober:9478\"}", tb.p.o.Job)
 	return []InputSeries{
 		{Series: "up" + inst, Values: fmt.Sprintf("%d+0x%d", pr.up, steps)},
-		{Series: "vllm_prober_config_last_reload_successful" + inst, Values: fmt.Sprintf("%d+0x%d", pr.reloadOK, steps)},
-		{Series: "vllm_prober_ledger_write_errors_total" + inst, Values: counter(segment{pr.ledgerErrors, steps})},
+		{Series: metricname.ConfigLastReloadSuccessful + inst, Values: fmt.Sprintf("%d+0x%d", pr.reloadOK, steps)},
+		{Series: metricname.LedgerWriteErrors + inst, Values: counter(segment{pr.ledgerErrors, steps})},
 	}
 }
 
@@ -187,7 +188,7 @@ func (tb *testBuilder) base(steps int, except *pairPlan) []InputSeries {
 }
 
 func (tb *testBuilder) scrapeSeries(target string, v, steps int) InputSeries {
-	return tb.series("vllm_probe_server_scrape_success", fmt.Sprintf(",target=%q", target), fmt.Sprintf("%d+0x%d", v, steps))
+	return tb.series(metricname.ServerScrapeSuccess, fmt.Sprintf(",target=%q", target), fmt.Sprintf("%d+0x%d", v, steps))
 }
 
 // targets lists the configured targets with pairs, in config order.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // healthSteps is long enough for a health alert over window w to fire.
@@ -56,21 +58,21 @@ func (tb *testBuilder) notCompleting() TestGroup {
 // targetDown: every request of every pair of the first target fails to
 // connect.
 func (tb *testBuilder) targetDown() TestGroup {
-	target := tb.p.pairs[0].Target
-	steps := tb.steps(tb.p.scale(5*time.Minute)) + tb.steps(tb.p.scale(tb.p.targetDownFor())) + 2
+	target := tb.p.targets[0]
+	steps := tb.steps(target.Window) + tb.steps(tb.p.forTime(tb.p.o.PageFor)) + 2
 	var ss []InputSeries
 	for _, pp := range tb.p.pairs {
 		tr := healthyTraffic(steps)
-		if pp.Target == target {
+		if pp.Target == target.Name {
 			tr = traffic{mixed(steps, outConnect, 1)}
 		}
 		ss = append(ss, tb.trafficSeries(pp, tr)...)
 	}
 	ss = append(ss, tb.proberSeries(healthyProber, steps)...)
-	labels := map[string]string{"target": target}
-	r, _ := tb.find(AlertTargetDown, nil)
+	labels := map[string]string{"target": target.Name}
+	r, _ := tb.find(AlertTargetDown, labels)
 	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertTargetDown, ExpAlerts: []ExpAlert{expected(r, labels, humanizePercentage(1))}}
-	return tb.group("target down: every request to "+target+" fails to connect", ss, test)
+	return tb.group("target down: every request to "+target.Name+" fails to connect", ss, test)
 }
 
 // lagSeries is pp's schedule lag histogram with buckets at half, one and
@@ -88,7 +90,7 @@ func (tb *testBuilder) lagSeries(pp pairPlan, late bool, steps int) []InputSerie
 		if !math.IsInf(le, 1) {
 			les = fmtF(le)
 		}
-		ss = append(ss, tb.series("vllm_probe_schedule_lag_seconds_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
+		ss = append(ss, tb.series(metricname.ScheduleLag+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
 	}
 	return ss
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // firstWith returns the first pair with burn alerts of severity sev.
@@ -299,7 +301,7 @@ func (tb *testBuilder) ttftSeries(pp pairPlan, client, server string, steps int)
 			ss = append(ss, tb.series(name, fmt.Sprintf("%s,le=%q", labels, le), counter(segment{inc, steps})))
 		}
 	}
-	buckets("vllm_probe_time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), client)
+	buckets(metricname.TTFT+"_bucket", fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), client)
 	buckets("vllm:time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,model_name=\"m\",engine=\"0\"", pp.Target), server)
 	return ss
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // Outcomes of test traffic: "disposition/reason" (reason "" for accepted)
@@ -143,12 +145,12 @@ func (tb *testBuilder) trafficSeries(pp pairPlan, tr traffic) []InputSeries {
 		}
 		return tb.series(name, l+labels, counter(segs...))
 	}
-	ss := []InputSeries{series(metricOffered, "", func(string) bool { return true })}
+	ss := []InputSeries{series(metricname.RequestsOffered, "", func(string) bool { return true })}
 	for _, d := range testDispositions {
-		ss = append(ss, series(metricRequests, fmt.Sprintf(",disposition=%q", d), func(k string) bool { return strings.HasPrefix(k, d+"/") }))
+		ss = append(ss, series(metricname.Requests, fmt.Sprintf(",disposition=%q", d), func(k string) bool { return strings.HasPrefix(k, d+"/") }))
 	}
 	for _, r := range append(reasons, extra...) {
-		ss = append(ss, series(metricFailures, fmt.Sprintf(",reason=%q", r), func(k string) bool { return strings.HasSuffix(k, "/"+r) }))
+		ss = append(ss, series(metricname.Failures, fmt.Sprintf(",reason=%q", r), func(k string) bool { return strings.HasSuffix(k, "/"+r) }))
 	}
 	return ss
 }

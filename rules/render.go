@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 )
 
 // Alert names of the SLO alerts.
@@ -20,7 +22,7 @@ const (
 	RecordGoodput    = "target_probe:vllm_probe_requests_accepted:rate"
 	RecordAcceptance = "target_probe:vllm_probe_acceptance:ratio_rate"
 	RecordObjective  = "target_probe:vllm_probe_objective:ratio"
-	RecordClientTTFT = "target:vllm_probe_time_to_first_token_seconds:p50_rate"
+	RecordClientTTFT = "target:" + metricname.TTFT + ":p50_rate"
 	RecordServerTTFT = "target:vllm_time_to_first_token_seconds:p50_rate"
 )
 
@@ -62,7 +64,7 @@ func (p *plan) recordingRules() []Rule {
 func (p *plan) ttftRecordingRules() []Rule {
 	w := fmtDur(p.scale(p.o.LatencyWindow))
 	return []Rule{
-		{Record: RecordClientTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(vllm_probe_time_to_first_token_seconds_bucket%s[%s])))", p.sel(""), w)},
+		{Record: RecordClientTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate("+metricname.TTFT+"_bucket%s[%s])))", p.sel(""), w)},
 		{Record: RecordServerTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket%s[%s])))", p.sel(`target!=""`), w)},
 	}
 }
@@ -165,9 +167,9 @@ func budgetLasts(factor float64) string {
 }
 
 var sloMetric = map[string]string{
-	"ttft": "vllm_probe_time_to_first_token_seconds",
-	"tpot": "vllm_probe_time_per_output_token_seconds",
-	"e2el": "vllm_probe_e2e_request_latency_seconds",
+	"ttft": metricname.TTFT,
+	"tpot": metricname.TPOT,
+	"e2el": metricname.E2EL,
 }
 
 func (p *plan) latencyAlerts() []Rule {

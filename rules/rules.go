@@ -55,7 +55,8 @@ type Rule struct {
 	Annotations map[string]string `yaml:"annotations,omitempty"`
 }
 
-// Warning is a finding about a pair's alert that the operator should know:
+// Warning is a finding about a pair's (or, with no Probe, a target's) alert
+// that the operator should know:
 // windows widened or an alert dropped because of low traffic or an
 // objective the windows cannot judge.
 type Warning struct {
@@ -65,8 +66,12 @@ type Warning struct {
 	Message string
 }
 
-// String formats the warning for stderr.
+// String formats the warning for stderr. A warning about a target's
+// alert (VLLMProbeTargetDown) has no probe.
 func (w Warning) String() string {
+	if w.Probe == "" {
+		return fmt.Sprintf("target %q %s: %s", w.Target, w.Alert, w.Message)
+	}
 	return fmt.Sprintf("target %q probe %q %s: %s", w.Target, w.Probe, w.Alert, w.Message)
 }
 
@@ -84,12 +89,13 @@ type Options struct {
 	// Default 100 (below that the p99 is the maximum of a few samples).
 	MinLatencySamples float64
 	// PageFor, TicketFor, LatencyFor and HealthFor are the `for:` durations
-	// of page alerts (burn rate, and target down at least 2m), ticket burn alerts, p99
+	// of page alerts (burn rate and target down), ticket burn alerts, p99
 	// latency alerts and prober-health alerts. Defaults 0, 15m, 10m, 5m:
 	// a page's two windows already confirm the burn, so a for: would only
 	// delay it.
 	PageFor, TicketFor, LatencyFor, HealthFor time.Duration
-	// LatencyWindow is the rate window of the p99 latency alerts. Default 30m.
+	// LatencyWindow is the rate window of the p99 latency alerts and of the
+	// client/server TTFT and schedule lag alerts. Default 10m.
 	LatencyWindow time.Duration
 	// ScheduleLag is the p99 schedule lag above which the prober is
 	// considered too starved to measure. Default 1s.
@@ -137,7 +143,7 @@ func (o Options) withDefaults() (Options, error) {
 	setD(&o.TicketFor, 15*time.Minute)
 	setD(&o.LatencyFor, 10*time.Minute)
 	setD(&o.HealthFor, 5*time.Minute)
-	setD(&o.LatencyWindow, 30*time.Minute)
+	setD(&o.LatencyWindow, 10*time.Minute)
 	setD(&o.ScheduleLag, time.Second)
 	setD(&o.TTFTGapMin, 500*time.Millisecond)
 	return o, nil

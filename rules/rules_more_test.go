@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -19,8 +20,8 @@ func TestGenerateLatency(t *testing.T) {
 		want    []string // slo=window>threshold
 		warning bool
 	}{
-		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=30m>1", "tpot=30m>0.1", "e2el=30m>20"}, false},
-		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=30m>0.05"}, false},
+		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=10m>1", "tpot=10m>0.1", "e2el=10m>20"}, false},
+		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=10m>0.05"}, false},
 		{"no SLO, no alert", 0.2, config.SLO{}, nil, false},
 		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h25m>1"}, true},
 		{"0.001/s drops the alert", 0.001, config.SLO{TTFT: sec(time.Second)}, nil, true},
@@ -60,9 +61,10 @@ func TestGenerateHealth(t *testing.T) {
 	}{
 		{"not completing per pair", AlertNotCompleting, `unless`, "5m"},
 		{"scrape failing", AlertScrapeFailing, `max by (target) (vllm_probe_server_scrape_success{job="vllm-prober"}) == 0`, "5m"},
-		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[30m]))) > 1`, "5m"},
-		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate30m - target:vllm_time_to_first_token_seconds:p50_rate30m) > 0.5`, "10m"},
-		{"target down: for: 2m, as a fresh prober's window holds few requests", AlertTargetDown, `>= 0.9`, "2m"},
+		{"schedule lag", AlertScheduleLag, `vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[10m]))) > 1`, "5m"},
+		{"client ttft above server", AlertClientTTFTAboveServer, `(target:vllm_probe_time_to_first_token_seconds:p50_rate10m - target:vllm_time_to_first_token_seconds:p50_rate10m) > 0.5`, "10m"},
+		{"target down: per target, a minimum-request guard instead of a for:", AlertTargetDown,
+			`>= 0.9 and sum by (target) (increase(vllm_probe_requests_total{job="vllm-prober",target="llama",disposition!="cancelled"}[5m])) >= 5`, ""},
 		{"prober down", AlertProberDown, `up{job="vllm-prober"} == 0`, "5m"},
 		{"in-flight cap: a sustained share of shed requests, not one", AlertInFlightCap,
 			`{job="vllm-prober",target="llama",probe="chat",reason="in_flight_cap"}[5m])) / sum by (target, probe) (rate(vllm_probe_requests_offered_total{job="vllm-prober",target="llama",probe="chat"}[5m])) > 0.01`, "15m"},
@@ -129,7 +131,7 @@ func TestGenerateScaledDurations(t *testing.T) {
 	}{
 		{"page: no for:, scaled windows", AlertFastBurn, "", "10s"},
 		{"ticket for", AlertSlowBurn, "15s", "24m"},
-		{"latency for and window", AlertLatencyHigh, "10s", "[30s]"},
+		{"latency for and a window widened to 100 requests", AlertLatencyHigh, "10s", "[20s]"},
 		{"health for", AlertScrapeFailing, "5s", ""},
 	}
 	for _, tc := range cases {
@@ -310,6 +312,49 @@ func TestHumanizeDuration(t *testing.T) {
 		t.Run(tc.want, func(t *testing.T) {
 			if got := humanizeDuration(tc.v); got != tc.want {
 				t.Errorf("humanizeDuration(%v) = %q, want %q", tc.v, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTargetDownWindow: VLLMProbeTargetDown judges a target over the
+// shortest window expected to hold 10 of its requests, all its probes
+// counted, and warns when even 6h holds fewer.
+func TestTargetDownWindow(t *testing.T) {
+	cases := []struct {
+		name    string
+		rates   []float64
+		window  string
+		warning string
+	}{
+		{"two probes of 0.02/s fill 5m", []float64{0.02, 0.02}, "5m", ""},
+		{"one probe of 0.02/s needs 30m", []float64{0.02}, "30m", ""},
+		{"one request per 10m needs 2h", []float64{1.0 / 600}, "2h", ""},
+		{"one request per hour: 6h, with a warning", []float64{1.0 / 3600}, "6h",
+			`target "llama" target down: rate 0.000277778/s holds 6.0 requests in 6h (want 10); it fires only once 5 requests ended in 6h, at least 90% in server_failure`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{Targets: []config.Target{{Name: "llama"}}}
+			for i, r := range tc.rates {
+				cfg.Probes = append(cfg.Probes, testProbe(fmt.Sprintf("p%d", i), r, 0.99, config.SLO{}))
+			}
+			rf, warnings, err := Generate(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := alerts(rf, AlertTargetDown)
+			if len(rs) != 1 || !strings.Contains(rs[0].Expr, "["+tc.window+"]") || rs[0].Labels["target"] != "llama" {
+				t.Fatalf("target down rules %v, want one over %s", rs, tc.window)
+			}
+			var got []string
+			for _, w := range warnings {
+				if w.Probe == "" {
+					got = append(got, w.String())
+				}
+			}
+			if want := []string{tc.warning}; tc.warning == "" && len(got) != 0 || tc.warning != "" && fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("target warnings %q, want %q", got, tc.warning)
 			}
 		})
 	}

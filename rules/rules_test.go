@@ -172,7 +172,7 @@ func TestGenerateRecording(t *testing.T) {
 			"  sum by (target, probe) (rate(vllm_probe_requests_total{job=\"probers\"}[1d]))\n  -\n" +
 			"  sum by (target, probe) (rate(vllm_probe_failures_total{job=\"probers\",reason=~\"shutdown|removed\"}[1d]))\n)"},
 		{"objective", RecordObjective, "vector(0.99)"},
-		{"server ttft", RecordServerTTFT + "30m", `histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket{job="probers",target!=""}[30m])))`},
+		{"server ttft", RecordServerTTFT + "10m", `histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket{job="probers",target!=""}[10m])))`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,7 +38,13 @@ func writeGenerated(t *testing.T, dir string, cfg *config.Config, o Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range map[string]any{"rules.yml": rf, "rules_test.yml": tf} {
+	writeYAML(t, dir, map[string]any{"rules.yml": rf, "rules_test.yml": tf}, warnings)
+}
+
+// writeYAML marshals each value into the file of its name in dir.
+func writeYAML(t *testing.T, dir string, files map[string]any, warnings []Warning) {
+	t.Helper()
+	for name, v := range files {
 		b, err := Marshal(v, warnings)
 		if err != nil {
 			t.Fatal(err)

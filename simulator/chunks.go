@@ -9,7 +9,7 @@ import (
 
 // roleChunk is the chat stream's first chunk, sent with the first output.
 func (s *Server) roleChunk(c *call) wire.ChatChunk {
-	ch := wire.ChatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+	ch := wire.ChatChunk{Head: c.head(c.object()),
 		Choices:        []wire.ChatChunkChoice{{Index: 0, Delta: wire.ChatDelta{Role: "assistant", Content: strPtr("")}, Logprobs: wire.Null}},
 		PromptTokenIDs: wire.Null, PromptText: wire.Null}
 	if c.continuous {
@@ -34,7 +34,7 @@ func (s *Server) chatContentChunk(c *call, o engine.Output, final bool) wire.Cha
 		choice.FinishReason = strPtr(o.Finish)
 		choice.StopReason = wire.Null
 	}
-	ch := wire.ChatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+	ch := wire.ChatChunk{Head: c.head(c.object()),
 		Choices: []wire.ChatChunkChoice{choice}, Usage: c.runningUsage(o)}
 	if final {
 		ch.SystemFingerprint = s.fingerprint
@@ -49,7 +49,7 @@ func (s *Server) cmplContentChunk(c *call, o engine.Output, final bool) wire.Cmp
 	if o.Finish != "" {
 		choice.FinishReason = strPtr(o.Finish)
 	}
-	ch := wire.CmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+	ch := wire.CmplChunk{Head: c.head(c.object()),
 		Choices: []wire.CmplChunkChoice{choice}, Usage: c.runningUsage(o)}
 	if final {
 		ch.SystemFingerprint = s.fingerprint

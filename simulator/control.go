@@ -43,11 +43,7 @@ type tokenizeRequest struct {
 // handleTokenize serves POST /tokenize for the prompt and the chat forms.
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
-	if e := decodeBody(r, s.o.MaxBodyBytes, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
+	if e := s.decodeModelRequest(r, &req, &req.Model); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -85,11 +81,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		Model  *string `json:"model"`
 		Tokens []int   `json:"tokens"`
 	}
-	if e := decodeBody(r, s.o.MaxBodyBytes, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
+	if e := s.decodeModelRequest(r, &req, &req.Model); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -101,6 +93,15 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Prompt string `json:"prompt"`
 	}{text})
+}
+
+// decodeModelRequest decodes the request body into req, whose model field
+// is *model, and checks that the model is the one served.
+func (s *Server) decodeModelRequest(r *http.Request, req any, model **string) *apiError {
+	if e := decodeBody(r, s.o.MaxBodyBytes, req); e != nil {
+		return e
+	}
+	return s.checkModel(*model)
 }
 
 // checkModel answers vLLM's 404 for a model name that is not served.

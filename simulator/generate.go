@@ -93,13 +93,10 @@ func requestIDHeader(r *http.Request, c *call) string {
 // newCall validates the request and builds its sequences.
 func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	var req genRequest
-	if e := decodeBody(r, s.o.MaxBodyBytes, &req); e != nil {
+	if e := s.decodeModelRequest(r, &req, &req.Model); e != nil {
 		return nil, e
 	}
 	arrival := time.Now()
-	if e := s.checkModel(req.Model); e != nil {
-		return nil, e
-	}
 	if req.N != nil && *req.N != 1 {
 		return nil, badRequest("n", "n=%d is not supported by the simulator; use n=1", *req.N)
 	}

@@ -2,14 +2,12 @@ package simulator
 
 import (
 	"math"
-	"net/http"
 	"slices"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -23,17 +21,12 @@ var (
 	ref125 = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
 )
 
+// scrape fetches and parses the simulator's /metrics.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	mfs, err := promtext.Fetch(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
 	}
 	return mfs
 }
@@ -107,7 +100,7 @@ func TestMetricsMatchReference(t *testing.T) {
 		}
 		got := map[string]float64{}
 		for _, m := range mf.Metric {
-			labels := labelMap(m)
+			labels := promtext.Labels(m)
 			got[labels["finished_reason"]] = m.GetCounter().GetValue()
 			delete(labels, "finished_reason")
 			if labels["model_name"] != "sim-llama" || labels["engine"] != "0" || len(labels) != 2 {
@@ -129,24 +122,16 @@ func TestMetricsMatchReference(t *testing.T) {
 		if mf == nil {
 			t.Fatal("vllm:cache_config_info missing")
 		}
-		l := labelMap(mf.Metric[0])
+		l := promtext.Labels(mf.Metric[0])
 		if _, ok := l["model_name"]; ok || l["engine"] != "0" || l["block_size"] != "16" {
 			t.Errorf("labels %v", l)
 		}
 	})
 }
 
-func labelMap(m *dto.Metric) map[string]string {
-	out := map[string]string{}
-	for _, l := range m.GetLabel() {
-		out[l.GetName()] = l.GetValue()
-	}
-	return out
-}
-
 func checkLabels(t *testing.T, m *dto.Metric, want map[string]string) {
 	t.Helper()
-	got := labelMap(m)
+	got := promtext.Labels(m)
 	if len(got) != len(want) {
 		t.Errorf("labels %v, want %v", got, want)
 		return

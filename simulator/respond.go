@@ -74,7 +74,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
 			choices[i] = wire.CmplChoice{Index: i, Text: texts[i].String(), Logprobs: wire.Null, FinishReason: finishes[i], StopReason: wire.Null,
 				TokenIDs: wire.Null, PromptLogprobs: wire.Null, PromptTokenIDs: wire.Null}
 		}
-		body = wire.Compact(wire.CmplResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices,
+		body = wire.Compact(wire.CmplResponse{Head: c.head("text_completion"), Choices: choices,
 			ServiceTier: wire.Null, SystemFingerprint: s.fingerprint, Usage: u, KVTransferParams: wire.Null, Metrics: m})
 	}
 	if c.plan.terminal == faultMalformed {
@@ -108,7 +108,7 @@ func (s *Server) applyBodyFault(w http.ResponseWriter, r *http.Request, c *call)
 func (s *Server) chatResponse(c *call, text, finish string, u wire.UsageFull, m *wire.PerRequestMetrics) wire.ChatResponse {
 	msg := wire.ChatMessageOut{Role: "assistant", Content: text, Refusal: wire.Null, Annotations: wire.Null, Audio: wire.Null,
 		FunctionCall: wire.Null, ToolCalls: []struct{}{}, Reasoning: wire.Null}
-	return wire.ChatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
+	return wire.ChatResponse{Head: c.head("chat.completion"),
 		Choices:     []wire.ChatChoice{{Index: 0, Message: msg, Logprobs: wire.Null, FinishReason: finish, StopReason: wire.Null, TokenIDs: wire.Null}},
 		ServiceTier: wire.Null, SystemFingerprint: s.fingerprint, Usage: u, PromptLogprobs: wire.Null, PromptTokenIDs: wire.Null,
 		PromptText: wire.Null, KVTransferParams: wire.Null, Metrics: m}

@@ -154,6 +154,12 @@ func abortConnection(w http.ResponseWriter) {
 	panic(http.ErrAbortHandler)
 }
 
+// head is the opening keys of the call's responses and chunks.
+func (c *call) head(object string) wire.Head {
+	return wire.Head{ID: c.id, Object: object, Created: c.created, Model: c.model}
+}
+
+// object is the object key of the call's chunks.
 func (c *call) object() string {
 	if c.chat {
 		return "chat.completion.chunk"
@@ -199,10 +205,10 @@ func (s *Server) endStream(x *sse, c *call, st *streamState) {
 			m = perRequest(st.timings[0], completion)
 		}
 		if c.chat {
-			x.add("usage", 0, wire.Compact(wire.ChatChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+			x.add("usage", 0, wire.Compact(wire.ChatChunk{Head: c.head(c.object()),
 				Choices: []wire.ChatChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
 		} else {
-			x.add("usage", 0, wire.Compact(wire.CmplChunk{ID: c.id, Object: c.object(), Created: c.created, Model: c.model,
+			x.add("usage", 0, wire.Compact(wire.CmplChunk{Head: c.head(c.object()),
 				Choices: []wire.CmplChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
 		}
 	}

@@ -92,6 +92,10 @@ type PairPage struct {
 	Failures []ledger.Record
 	// Target is the pair's target's server scrape state.
 	Target TargetState
+	// ServerTTFT is the server's TTFT of the pair's model over the
+	// window of Stats, from its scraped histogram, shown next to the
+	// client's TTFT.
+	ServerTTFT collector.ServerTTFT
 }
 
 // Phases lists the HTTP phases in the order a request goes through them.

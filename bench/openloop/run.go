@@ -39,6 +39,13 @@ type Options struct {
 	Drain time.Duration
 	// FirstSeq is the Seq of the first request (0 means 1).
 	FirstSeq uint64
+	// Start is the run's time zero; zero = when Execute is called. Workers
+	// of one sharded run share it (--start-at), so their offsets line up.
+	Start time.Time
+	// Shard, when Count > 1, offers only the planned requests whose index
+	// is Index modulo Count; each keeps the Seq of its index in the whole
+	// schedule, so the shards of one schedule together are that schedule.
+	Shard Shard
 	// Timeout is the bound the Sender puts on one request; it is only
 	// recorded in the Run, where the latency views count a client
 	// timeout at it.
@@ -46,8 +53,15 @@ type Options struct {
 	Ledger   *ledger.Ledger                                   // nil = none
 	OnFinish func(r *probe.Result)                            // called once per offered request; may be nil
 	Now      func() time.Time                                 // nil = time.Now
-	Sleep    func(ctx context.Context, d time.Duration) error // nil = a real timer
+	Sleep    func(ctx context.Context, d time.Duration) error // nil = wait.Precise, the daemon's send-time wait
 }
+
+// Shard is one of Count parts of a schedule: the requests whose index
+// (from 0) is Index modulo Count. The zero Shard is the whole schedule.
+type Shard struct{ Index, Count int }
+
+// Has reports whether the request at index i of the schedule is in s.
+func (s Shard) Has(i int) bool { return s.Count <= 1 || i%s.Count == s.Index }
 
 // Run is what one run produced.
 type Run struct {
@@ -101,7 +115,7 @@ func Execute(ctx context.Context, o Options) *Run {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = wait.Sleep
+		o.Sleep = wait.Precise
 	}
 	if o.FirstSeq == 0 {
 		o.FirstSeq = 1
@@ -115,19 +129,33 @@ func Execute(ctx context.Context, o Options) *Run {
 		slots = make(chan struct{}, o.MaxConcurrency)
 	}
 	n := len(o.Offsets)
-	run := &Run{Start: o.Now(), Timeout: o.Timeout, Ended: make([]time.Time, n), Queued: make([]time.Duration, n)}
+	// Preallocated: the send goroutines write Ended and Queued in place.
+	mine := 0
+	for j := range o.Offsets {
+		if o.Shard.Has(j) {
+			mine++
+		}
+	}
+	run := &Run{Start: o.Start, Timeout: o.Timeout, Ended: make([]time.Time, mine), Queued: make([]time.Duration, mine)}
+	if run.Start.IsZero() {
+		run.Start = o.Now()
+	}
 	if n > 0 {
 		run.Span = o.Offsets[n-1]
 	}
 	var wg sync.WaitGroup
 	var inFlight atomic.Int64
-	for i, off := range o.Offsets {
+	for j, off := range o.Offsets {
+		if !o.Shard.Has(j) {
+			continue
+		}
 		planned := run.Start.Add(off)
 		if o.Sleep(ctx, planned.Sub(o.Now())) != nil {
 			run.Interrupted, run.Stopped = true, o.Now()
 			break
 		}
-		res := &probe.Result{Seq: o.FirstSeq + uint64(i), Target: o.Target, Probe: o.Probe, Scheduled: planned}
+		i := len(run.Results)
+		res := &probe.Result{Seq: o.FirstSeq + uint64(j), Target: o.Target, Probe: o.Probe, Scheduled: planned}
 		run.Results = append(run.Results, res)
 		if o.MaxInFlight > 0 && inFlight.Load() >= int64(o.MaxInFlight) {
 			refuse(o, res)

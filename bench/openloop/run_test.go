@@ -136,3 +136,51 @@ func TestExecuteMaxInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestExecuteShardsUnion checks that the shards of one schedule, run from
+// a common start, offer exactly the whole schedule: every planned request
+// once, at the same time and with the same Seq as a one-process run.
+func TestExecuteShardsUnion(t *testing.T) {
+	offsets := Schedule(50, 20, 1, 7)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	execute := func(s Shard) *Run {
+		clock := &fakeClock{now: start.Add(-time.Second)}
+		return Execute(context.Background(), Options{Offsets: offsets, Sender: acceptSender{}, Start: start, Shard: s,
+			Now: clock.Now, Sleep: clock.Sleep})
+	}
+	whole := map[uint64]time.Time{}
+	for _, r := range execute(Shard{}).Results {
+		whole[r.Seq] = r.Scheduled
+	}
+	for _, n := range []int{1, 2, 3, 7} {
+		t.Run(fmt.Sprintf("%d shards", n), func(t *testing.T) {
+			union := map[uint64]time.Time{}
+			for i := range n {
+				run := execute(Shard{Index: i, Count: n})
+				for k, r := range run.Results {
+					if _, dup := union[r.Seq]; dup {
+						t.Errorf("seq %d offered by two shards", r.Seq)
+					}
+					if int(r.Seq-1)%n != i || run.Ended[k].IsZero() {
+						t.Errorf("shard %d/%d offered seq %d (ended %v)", i, n, r.Seq, run.Ended[k])
+					}
+					union[r.Seq] = r.Scheduled
+				}
+			}
+			if len(union) != len(whole) {
+				t.Fatalf("union of %d shards has %d requests, want %d", n, len(union), len(whole))
+			}
+			for seq, at := range whole {
+				if !union[seq].Equal(at) {
+					t.Errorf("seq %d scheduled at %v in the shards, %v in one process", seq, union[seq], at)
+				}
+			}
+		})
+	}
+}
+
+// acceptSender accepts every request at once.
+type acceptSender struct{}
+
+func (acceptSender) Do(_ context.Context, res *probe.Result) { res.Disposition = probe.Accepted }
+func (acceptSender) Close()                                  {}

@@ -24,6 +24,7 @@ type helmCase struct {
 	external map[string]bool // Secrets the values expect to exist already
 	rules    bool            // renders a PrometheusRule from ci/<name>-rules.yml
 	shards   int             // prober Deployments expected, each with a share of the targets
+	benchJob bool            // renders the sharded bench's Jobs (checkBenchJob)
 }
 
 var helmCases = []helmCase{
@@ -33,6 +34,8 @@ var helmCases = []helmCase{
 	{name: "sidecar", values: "sidecar-values.yaml", sidecar: true, rules: true},
 	{name: "central", values: "central-values.yaml", external: map[string]bool{"vllm-api-keys": true}, rules: true},
 	{name: "central-sharded", values: "central-values.yaml", args: []string{"--set", "shards=2", "--set", "prometheusRule.enabled=false"}, external: map[string]bool{"vllm-api-keys": true}, shards: 2},
+	{name: "bench-job", values: "bench-job-values.yaml", benchJob: true},
+	{name: "bench-job-existing-claim", args: []string{"--set", "benchJob.enabled=true", "--set", "benchJob.startAt=2026-01-02T15:04:05Z", "--set", "benchJob.persistence.existingClaim=results"}},
 	{name: "sidecar-ignores-shards", values: "sidecar-values.yaml", args: []string{"--set", "shards=3", "--set", "prometheusRule.enabled=false"}, sidecar: true},
 }
 
@@ -84,6 +87,11 @@ func TestHelmChart(t *testing.T) {
 			}
 			if c.shards > 0 {
 				checkShards(t, cfgs, c.shards, 3)
+			}
+			if c.benchJob {
+				for _, err := range checkBenchJob(m) {
+					t.Error(err)
+				}
 			}
 			if c.rules && len(cfgs) == 1 && !*update {
 				compareRules(t, m, cfgs[0], "the chart with ci/"+c.values, nil)
@@ -146,6 +154,8 @@ func TestHelmChartRejects(t *testing.T) {
 		{"no probes", []string{"--set", "probes=null"}},
 		{"empty shard", []string{"--set", "shards=2"}},
 		{"zero shards", []string{"--set", "shards=0"}},
+		{"bench job without a start", []string{"--set", "benchJob.enabled=true"}},
+		{"bench job with zero shards", []string{"--set", "benchJob.enabled=true", "--set", "benchJob.startAt=2026-01-02T15:04:05Z", "--set", "benchJob.shards=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := goTool("helm", append([]string{"template", "release", chartDir}, tc.args...)...)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -91,8 +92,15 @@ func TestKustomizations(t *testing.T) {
 }
 
 func usesImage(m *manifests, name string) bool {
+	var pods []corev1.PodSpec
 	for _, d := range m.deployments {
-		for _, c := range d.Spec.Template.Spec.Containers {
+		pods = append(pods, d.Spec.Template.Spec)
+	}
+	for _, j := range m.jobs {
+		pods = append(pods, j.Spec.Template.Spec)
+	}
+	for _, p := range pods {
+		for _, c := range p.Containers {
 			if c.Image == name || strings.HasPrefix(c.Image, name+":") || strings.HasPrefix(c.Image, name+"@") {
 				return true
 			}

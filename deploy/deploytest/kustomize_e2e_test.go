@@ -14,24 +14,40 @@ import (
 func TestKustomizeBuild(t *testing.T) {
 	for _, mode := range []string{"sidecar", "central"} {
 		t.Run(mode, func(t *testing.T) {
-			var stderr bytes.Buffer
-			cmd := goTool("kustomize", "build", filepath.Join(kubeDir, mode))
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("kustomize build: %v\n%s", err, stderr.String())
-			}
-			m := newManifests()
-			if err := decodeStream(m, out); err != nil {
-				t.Fatal(err)
-			}
-			if m.count() != len(yamlFiles(t, filepath.Join(kubeDir, mode))) {
-				t.Errorf("kustomize built %d objects from %d files", m.count(), len(yamlFiles(t, filepath.Join(kubeDir, mode))))
-			}
+			m := kustomizeBuild(t, filepath.Join(kubeDir, mode))
 			_, errs := checkManifests(t, m, mode == "sidecar", nil)
 			for _, err := range errs {
 				t.Error(err)
 			}
 		})
 	}
+}
+
+// TestKustomizeBenchJob checks what `kustomize build` makes of the sharded
+// bench, wired as checkBenchJob wants.
+func TestKustomizeBenchJob(t *testing.T) {
+	for _, err := range checkBenchJob(kustomizeBuild(t, filepath.Join(kubeDir, "bench-job"))) {
+		t.Error(err)
+	}
+}
+
+// kustomizeBuild decodes what `kustomize build dir` produces and checks
+// it holds one object per file of dir.
+func kustomizeBuild(t *testing.T, dir string) *manifests {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := goTool("kustomize", "build", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build: %v\n%s", err, stderr.String())
+	}
+	m := newManifests()
+	if err := decodeStream(m, out); err != nil {
+		t.Fatal(err)
+	}
+	if m.count() != len(yamlFiles(t, dir)) {
+		t.Errorf("kustomize built %d objects from %d files", m.count(), len(yamlFiles(t, dir)))
+	}
+	return m
 }

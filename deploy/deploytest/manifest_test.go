@@ -10,6 +10,7 @@ import (
 
 	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -23,6 +24,8 @@ const repoRoot = "../.."
 // must be taught every object the deployment ships.
 var kinds = map[string]func() any{
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
+	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
+	"v1/PersistentVolumeClaim":                func() any { return &corev1.PersistentVolumeClaim{} },
 	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
 	"v1/Secret":                               func() any { return &corev1.Secret{} },
 	"v1/Service":                              func() any { return &corev1.Service{} },
@@ -42,15 +45,18 @@ type manifests struct {
 	podMonitors     []*monv1.PodMonitor
 	serviceMonitors []*monv1.ServiceMonitor
 	rules           []*monv1.PrometheusRule
+	jobs            []*batchv1.Job
+	claims          map[string]*corev1.PersistentVolumeClaim
 }
 
 func newManifests() *manifests {
-	return &manifests{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
+	return &manifests{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
+		claims: map[string]*corev1.PersistentVolumeClaim{}}
 }
 
 func (m *manifests) count() int {
 	return len(m.deployments) + len(m.configMaps) + len(m.secrets) + len(m.services) +
-		len(m.serviceAccounts) + len(m.podMonitors) + len(m.serviceMonitors) + len(m.rules)
+		len(m.serviceAccounts) + len(m.podMonitors) + len(m.serviceMonitors) + len(m.rules) + len(m.jobs) + len(m.claims)
 }
 
 func (m *manifests) add(obj any) {
@@ -71,6 +77,10 @@ func (m *manifests) add(obj any) {
 		m.serviceMonitors = append(m.serviceMonitors, o)
 	case *monv1.PrometheusRule:
 		m.rules = append(m.rules, o)
+	case *batchv1.Job:
+		m.jobs = append(m.jobs, o)
+	case *corev1.PersistentVolumeClaim:
+		m.claims[o.Name] = o
 	}
 }
 

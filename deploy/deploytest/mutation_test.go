@@ -17,30 +17,38 @@ func TestWiringChecksFail(t *testing.T) {
 		return findContainer(&m.deployments[0].Spec.Template.Spec, proberContainerName)
 	}
 	config := func(m *manifests) *corev1.ConfigMap { return m.configMaps["vllm-prober-sidecar"] }
+	// editConfig replaces the first old in the prober's config file by new.
+	editConfig := func(m *manifests, old, new string) {
+		config(m).Data["vllm-prober.yml"] = strings.Replace(config(m).Data["vllm-prober.yml"], old, new, 1)
+	}
+	// editVolumes calls edit on each volume of the pod.
+	editVolumes := func(m *manifests, edit func(v *corev1.Volume)) {
+		vs := m.deployments[0].Spec.Template.Spec.Volumes
+		for i := range vs {
+			edit(&vs[i])
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		mutate func(m *manifests)
 		want   string
 	}{
-		{"target is not the pod's vLLM port", func(m *manifests) {
-			config(m).Data["vllm-prober.yml"] = strings.Replace(config(m).Data["vllm-prober.yml"], "127.0.0.1:8000", "127.0.0.1:8001", 1)
-		}, "not the pod's own vLLM port"},
-		{"target is another host", func(m *manifests) {
-			config(m).Data["vllm-prober.yml"] = strings.Replace(config(m).Data["vllm-prober.yml"], "127.0.0.1:8000", "vllm:8000", 1)
-		}, "not the pod's own vLLM port"},
+		{"target is not the pod's vLLM port", func(m *manifests) { editConfig(m, "127.0.0.1:8000", "127.0.0.1:8001") }, "not the pod's own vLLM port"},
+		{"target is another host", func(m *manifests) { editConfig(m, "127.0.0.1:8000", "vllm:8000") }, "not the pod's own vLLM port"},
 		{"unknown config key", func(m *manifests) {
-			config(m).Data["vllm-prober.yml"] = strings.Replace(config(m).Data["vllm-prober.yml"], "history_limit", "histroy_limit", 1) + "\nbogus: 1\n"
+			editConfig(m, "history_limit", "histroy_limit")
+			config(m).Data["vllm-prober.yml"] += "\nbogus: 1\n"
 		}, "config"},
 		{"secret not mounted", func(m *manifests) {
 			c := prober(m)
 			c.VolumeMounts = c.VolumeMounts[:1]
 		}, "not in a mounted Secret"},
 		{"secret file renamed", func(m *manifests) {
-			for i := range m.deployments[0].Spec.Template.Spec.Volumes {
-				if v := &m.deployments[0].Spec.Template.Spec.Volumes[i]; v.Secret != nil {
+			editVolumes(m, func(v *corev1.Volume) {
+				if v.Secret != nil {
 					v.Secret.Items[0].Path = "token"
 				}
-			}
+			})
 		}, "provides no file api-key"},
 		{"secret key missing", func(m *manifests) {
 			m.secrets["vllm-api-key"].StringData = map[string]string{"key": "x"}
@@ -68,12 +76,12 @@ func TestWiringChecksFail(t *testing.T) {
 			c.VolumeMounts = c.VolumeMounts[:2]
 		}, "no writable volume"},
 		{"ledger volume too small", func(m *manifests) {
-			for i := range m.deployments[0].Spec.Template.Spec.Volumes {
-				if v := &m.deployments[0].Spec.Template.Spec.Volumes[i]; v.Name == "ledger" {
+			editVolumes(m, func(v *corev1.Volume) {
+				if v.Name == "ledger" {
 					q := resource.MustParse("16Mi")
 					v.EmptyDir.SizeLimit = &q
 				}
-			}
+			})
 		}, "emptyDir sizeLimit 16Mi below 48 MiB"},
 		{"podmonitor port", func(m *manifests) {
 			p := "http"

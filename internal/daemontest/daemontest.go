@@ -146,6 +146,22 @@ func StartDemo(t testing.TB, binary string, args ...string) (metricsURL, head st
 	return metricsURL, out.String(), sc
 }
 
+// Stop sends sig to the daemon, waits until it exits and returns the error
+// of its exit (nil for status 0). A daemon still running 30 seconds after
+// the signal fails the test with its logs.
+func (p *Proc) Stop(t testing.TB, sig os.Signal) error {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("daemon did not stop after %v; logs:\n%s", sig, p.Logs())
+	}
+	return p.Cmd.Wait()
+}
+
 // Logs returns what the daemon logged so far.
 func (p *Proc) Logs() string {
 	p.mu.Lock()

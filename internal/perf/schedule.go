@@ -2,8 +2,10 @@ package perf
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -23,7 +25,7 @@ type ScheduleResult struct {
 	// time: the scheduler and goroutine start alone, without HTTP.
 	SchedulerLag Stats
 	// TimerLag is SchedulerLag with the engine sleeping on a plain runtime
-	// timer, as it did before sleepPrecise: the baseline, in the same run.
+	// timer, as it did before wait.Precise: the baseline, in the same run.
 	TimerLag Stats
 	Failed   int // sent requests that did not end accepted
 }
@@ -88,3 +90,46 @@ func (stampSender) Do(_ context.Context, res *probe.Result) {
 }
 
 func (stampSender) Close() {}
+
+// BenchScheduleResult is bench's open-loop runner's punctuality at one
+// rate, scheduler only (a Sender that stamps its send time).
+type BenchScheduleResult struct {
+	Rate     float64
+	Offered  int
+	Precise  Stats // Sleep = wait.Precise, bench's wait
+	Timer    Stats // Sleep = wait.Sleep, bench's wait before, in the same run
+	Sharded2 Stats // wait.Precise, the schedule split into two shards run at once
+}
+
+// BenchSchedule offers the Poisson schedule of rate requests/s for d
+// through bench/openloop three times: on the precise wait, on a plain
+// runtime timer, and split into two shards (--shard 0/2 and 1/2) from a
+// common start, as two workers run it; and reports the lag of each.
+func BenchSchedule(ctx context.Context, rate float64, d time.Duration) BenchScheduleResult {
+	n := int(rate * d.Seconds())
+	offsets := openloop.Schedule(n, rate, 1, 1)
+	out := BenchScheduleResult{Rate: rate, Offered: n}
+	lags := func(runs ...*openloop.Run) Stats {
+		var l []time.Duration
+		for _, r := range runs {
+			for _, res := range r.Results {
+				l = append(l, res.Lag)
+			}
+		}
+		return Summarize(l)
+	}
+	out.Precise = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}}))
+	out.Timer = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}, Sleep: wait.Sleep}))
+	start := time.Now().Add(50 * time.Millisecond)
+	runs := make([]*openloop.Run, 2)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			runs[i] = openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{},
+				Start: start, Shard: openloop.Shard{Index: i, Count: 2}})
+		})
+	}
+	wg.Wait()
+	out.Sharded2 = lags(runs...)
+	return out
+}

@@ -1,5 +1,5 @@
-// Package quantile holds the two quantile definitions the prober uses,
-// named so that each use says which one it means.
+// Package quantile holds the quantile definitions the prober uses, named
+// so that each use says which one it means.
 //
 //   - NearestRank returns a value that was observed: the status page and
 //     the perf harness report it, since an interpolated latency was never
@@ -7,6 +7,9 @@
 //   - LinearInterpolated is numpy's default (the "linear" method), which
 //     `vllm bench serve` reports; bench uses it so its numbers compare
 //     with vLLM's.
+//   - Histogram is PromQL's histogram_quantile over classic buckets; the
+//     /pair page computes the server's TTFT from its scraped histogram
+//     with it, as a Prometheus query would.
 package quantile
 
 import (

@@ -1,6 +1,7 @@
-// Package wait holds the one context-aware sleep of the module's tools and
-// harnesses. The probe engine's send-time wait is more precise (probe's
-// sleepPrecise) and falls back to Sleep where a timerfd cannot be had.
+// Package wait holds the module's context-aware sleeps: Sleep, on a runtime
+// timer, for tools and harnesses, and Precise, the send-time wait of every
+// open-loop schedule (the daemon's probe/schedule and bench's
+// bench/openloop), which falls back to Sleep where a timerfd cannot be had.
 package wait
 
 import (

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
 )
@@ -103,7 +104,9 @@ func NewEngine(o EngineOptions) *Engine {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepTimer
+		// A plain runtime timer made sends 0.5 ms late at the median
+		// (docs/BENCHMARKS.md, schedule accuracy).
+		o.Sleep = wait.Precise
 	}
 	if o.NewRequester == nil {
 		logger := o.Logger
@@ -125,11 +128,6 @@ func NewEngine(o EngineOptions) *Engine {
 	e.root, e.stopRoot = context.WithCancelCause(context.Background())
 	return e
 }
-
-// sleepTimer waits d, or until ctx ends, as precisely as the platform
-// allows (sleepPrecise): a plain runtime timer made sends 0.5 ms late at
-// the median (docs/BENCHMARKS.md, schedule accuracy).
-func sleepTimer(ctx context.Context, d time.Duration) error { return sleepPrecise(ctx, d) }
 
 // Apply makes the running pairs those of cfg. Unchanged pairs (same Key
 // and Fingerprint) keep running with their state (sequence, arrival

@@ -40,11 +40,16 @@ type PerRequestMetrics struct {
 	TokensPerSecond    *float64 `json:"tokens_per_second"`
 }
 
+// Head holds the keys that open every response and chunk.
+type Head struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+}
+
 type CmplChunk struct {
-	ID                string             `json:"id"`
-	Object            string             `json:"object"`
-	Created           int64              `json:"created"`
-	Model             string             `json:"model"`
+	Head
 	Choices           []CmplChunkChoice  `json:"choices"`
 	Usage             *UsageStream       `json:"usage,omitempty"`
 	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
@@ -62,10 +67,7 @@ type CmplChunkChoice struct {
 }
 
 type ChatChunk struct {
-	ID                string             `json:"id"`
-	Object            string             `json:"object"`
-	Created           int64              `json:"created"`
-	Model             string             `json:"model"`
+	Head
 	Choices           []ChatChunkChoice  `json:"choices"`
 	Usage             *UsageStream       `json:"usage,omitempty"`
 	PromptTokenIDs    json.RawMessage    `json:"prompt_token_ids,omitempty"`
@@ -89,10 +91,7 @@ type ChatChunkChoice struct {
 }
 
 type CmplResponse struct {
-	ID                string             `json:"id"`
-	Object            string             `json:"object"`
-	Created           int64              `json:"created"`
-	Model             string             `json:"model"`
+	Head
 	Choices           []CmplChoice       `json:"choices"`
 	ServiceTier       json.RawMessage    `json:"service_tier"`
 	SystemFingerprint string             `json:"system_fingerprint"`
@@ -113,10 +112,7 @@ type CmplChoice struct {
 }
 
 type ChatResponse struct {
-	ID                string             `json:"id"`
-	Object            string             `json:"object"`
-	Created           int64              `json:"created"`
-	Model             string             `json:"model"`
+	Head
 	Choices           []ChatChoice       `json:"choices"`
 	ServiceTier       json.RawMessage    `json:"service_tier"`
 	SystemFingerprint string             `json:"system_fingerprint"`

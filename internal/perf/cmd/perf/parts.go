@@ -62,7 +62,27 @@ func runSchedule(ctx context.Context, o options) ([]row, error) {
 				usStr(s.SchedulerLag.P50), usStr(s.SchedulerLag.P99), usStr(s.TimerLag.P50), usStr(s.TimerLag.P99)), "", ""})
 	}
 	rows = append(rows, row{"2 schedule", "highest rate tried with p99 lag < 5ms", fmt.Sprintf("%g req/s", highest), "", ""})
-	return rows, nil
+	return append(rows, benchScheduleRows(ctx, o)...), nil
+}
+
+// benchScheduleRows measures bench's open-loop runner (bench/openloop),
+// scheduler only: its precise wait against a runtime timer, and two shards
+// of one schedule run at once against the whole.
+func benchScheduleRows(ctx context.Context, o options) []row {
+	var rows []row
+	for _, c := range []struct {
+		rate float64
+		d    time.Duration
+	}{{10, 20 * time.Second}, {100, 5 * time.Second}, {1000, 3 * time.Second}} {
+		s := perf.BenchSchedule(ctx, c.rate, scaled(c.d, o.scale))
+		fmt.Printf("bench schedule %g/s: offered %d\n  lag (precise wait) %v\n  lag (runtime timer) %v\n  lag (2 shards) %v\n",
+			c.rate, s.Offered, s.Precise, s.Timer, s.Sharded2)
+		rows = append(rows, row{"2 schedule", fmt.Sprintf("bench %g req/s, scheduler only", c.rate),
+			fmt.Sprintf("p50 %s, p99 %s (runtime timer: p50 %s, p99 %s; 2 shards: p50 %s, p99 %s)",
+				usStr(s.Precise.P50), usStr(s.Precise.P99), usStr(s.Timer.P50), usStr(s.Timer.P99), usStr(s.Sharded2.P50), usStr(s.Sharded2.P99)),
+			"p99 ≤ 0.5ms", meets(s.Precise.P99 <= 500*time.Microsecond)})
+	}
+	return rows
 }
 
 // runCost measures the daemon in the sidecar and the 10×3 cases.

@@ -1,19 +1,23 @@
 //go:build linux
 
-package schedule
+package wait
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/vllm-prober/vllm-prober/probe"
 )
 
-// TestSleepPrecise checks the timerfd wait: it never ends early, and it
+// errShutdown and errRemoved stand for the causes a caller ends a wait with.
+var (
+	errShutdown = errors.New("shutdown")
+	errRemoved  = errors.New("removed")
+)
+
+// TestPrecise checks the timerfd wait: it never ends early, and it
 // ends with the context's cause when the context ends first.
-func TestSleepPrecise(t *testing.T) {
+func TestPrecise(t *testing.T) {
 	tests := []struct {
 		name    string
 		d       time.Duration
@@ -22,9 +26,9 @@ func TestSleepPrecise(t *testing.T) {
 	}{
 		{name: "waits", d: 3 * time.Millisecond},
 		{name: "zero", d: 0},
-		{name: "already cancelled", d: time.Hour, cancel: func(c context.CancelCauseFunc) { c(probe.ErrShutdown) }, wantErr: probe.ErrShutdown},
-		{name: "cancelled while waiting", d: time.Hour, wantErr: probe.ErrRemoved,
-			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(probe.ErrRemoved) }) }},
+		{name: "already cancelled", d: time.Hour, cancel: func(c context.CancelCauseFunc) { c(errShutdown) }, wantErr: errShutdown},
+		{name: "cancelled while waiting", d: time.Hour, wantErr: errRemoved,
+			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(errRemoved) }) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,7 +38,7 @@ func TestSleepPrecise(t *testing.T) {
 				tc.cancel(cancel)
 			}
 			start := time.Now()
-			err := sleepPrecise(ctx, tc.d)
+			err := Precise(ctx, tc.d)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
@@ -45,12 +49,12 @@ func TestSleepPrecise(t *testing.T) {
 	}
 }
 
-// BenchmarkSleepPrecise measures the CPU cost of one short precise wait
+// BenchmarkPrecise measures the CPU cost of one short precise wait
 // (timerfd create, arm, poll, close).
-func BenchmarkSleepPrecise(b *testing.B) {
+func BenchmarkPrecise(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
-		if err := sleepPrecise(ctx, 10*time.Microsecond); err != nil {
+		if err := Precise(ctx, 10*time.Microsecond); err != nil {
 			b.Fatal(err)
 		}
 	}

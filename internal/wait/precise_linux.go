@@ -1,6 +1,6 @@
 //go:build linux
 
-package schedule
+package wait
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
-// sleepPrecise waits d on a timerfd read through the runtime's poller,
+// Precise waits d on a timerfd read through the runtime's poller,
 // with the read deadline (a runtime timer) at the same instant, or until
 // ctx ends. Whichever of the two comes first ends the wait:
 //
@@ -26,15 +24,15 @@ import (
 //
 // The goroutine parks meanwhile: no thread blocks, nothing spins. It falls
 // back to a runtime timer when the timerfd cannot be made.
-func sleepPrecise(ctx context.Context, d time.Duration) error {
+func Precise(ctx context.Context, d time.Duration) error {
 	end := time.Now().Add(d)
 	f, err := newTimerFD(d)
 	if err != nil {
-		return wait.Sleep(ctx, d)
+		return Sleep(ctx, d)
 	}
 	defer f.Close()
 	if err := f.SetReadDeadline(end); err != nil {
-		return wait.Sleep(ctx, d)
+		return Sleep(ctx, d)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -44,7 +42,7 @@ func sleepPrecise(ctx context.Context, d time.Duration) error {
 		return cause
 	}
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		return wait.Sleep(ctx, time.Until(end))
+		return Sleep(ctx, time.Until(end))
 	}
 	return nil
 }

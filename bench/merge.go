@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
+	"github.com/vllm-prober/vllm-prober/internal/quantile"
+	"github.com/vllm-prober/vllm-prober/internal/wait"
+)
+
+// ErrMissingShards is returned by Merge, after it printed the merge of the
+// shards it had, when some shards of the run were not given.
+var ErrMissingShards = errors.New("missing shards")
+
+// MergeOptions configures `vllm-prober merge`.
+type MergeOptions struct {
+	Results []string // the workers' saved results
+	Output  string   // the merged result's JSON; "" = none
+	// Wait is how long to wait for every result to exist (a merge step
+	// started beside its workers); 0 = they must exist already.
+	Wait time.Duration
+}
+
+// shardOf is one worker's result as merge reads it.
+type shardOf struct {
+	path  string
+	file  *shardFile
+	shard openloop.Shard
+}
+
+// Merge recomputes a sharded run's numbers from its workers' saved
+// results: it joins every worker's requests into the run's one schedule
+// and computes vLLM's block and the prober's from them, as one process
+// would have, never from the workers' own percentiles. It refuses results
+// of different runs or the same shard twice, reports the shards missing,
+// and each worker's send lag, so the user can judge the merge.
+func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
+	env.defaults()
+	if err := awaitResults(ctx, o, env); err != nil {
+		return nil, err
+	}
+	shards, err := readShards(o.Results)
+	if err != nil {
+		return nil, err
+	}
+	first := shards[0].file
+	s, err := first.Settings.settings()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: shard.settings: %w", ErrUsage, shards[0].path, err)
+	}
+	run := mergeRun(shards)
+	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	missing := missingShards(shards)
+	fmt.Fprintf(env.Stdout, "Merged %d of %d shards of run %s (start %s)\n", len(shards), first.shardCount(), first.RunID,
+		first.StartAt.UTC().Format(time.RFC3339Nano))
+	printSkew(env.Stdout, shards)
+	printFailures(env.Stdout, run)
+	printResult(env.Stdout, s, m)
+	printLedger(env.Stdout, s, m)
+	out := &Outcome{Settings: s, Metrics: m, Run: run}
+	if o.Output != "" {
+		info := map[string]any{"run_id": first.RunID, "results": o.Results, "missing_shards": missing}
+		b, err := marshalResult(s, m, run, false, first.StartAt, map[string]any{"merge": info})
+		if err == nil {
+			err = writeFile(o.Output, bytesWriter(b))
+		}
+		if err != nil {
+			return out, fmt.Errorf("--output %s: %w", o.Output, err)
+		}
+		out.ResultPath = o.Output
+	}
+	if len(missing) > 0 {
+		return out, fmt.Errorf("%w %s of run %s: the merge above has %d of %d requests",
+			ErrMissingShards, strings.Join(missing, ", "), first.RunID, len(run.Results), s.NumPrompts)
+	}
+	return out, nil
+}
+
+// awaitResults waits up to o.Wait until every result exists. Workers write
+// their results whole (a rename), so one that exists is complete.
+func awaitResults(ctx context.Context, o MergeOptions, env Env) error {
+	deadline := env.Now().Add(o.Wait)
+	for logged := false; ; logged = true {
+		var absent []string
+		for _, p := range o.Results {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				absent = append(absent, p)
+			}
+		}
+		if len(absent) == 0 || !env.Now().Before(deadline) {
+			return nil // readShards names a result still absent
+		}
+		if !logged {
+			env.Logger.Info("waiting for results", "absent", len(absent), "first", absent[0], "wait", o.Wait)
+		}
+		if err := wait.Sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("waiting for %s: %w", absent[0], err)
+		}
+	}
+}
+
+// readShards reads the workers' results and checks they are shards of one
+// run, each given once.
+func readShards(paths []string) ([]shardOf, error) {
+	if len(paths) == 0 {
+		return nil, usageErr("no results to merge")
+	}
+	var out []shardOf
+	for _, p := range paths {
+		f, err := readShardFile(p)
+		if err != nil {
+			return nil, err
+		}
+		sh, err := parseShard(f.Shard)
+		if err != nil {
+			return nil, fmt.Errorf("%s: shard.shard: %w", p, err)
+		}
+		if len(out) > 0 && f.RunID != out[0].file.RunID {
+			return nil, usageErr("%s is of run %s, %s of run %s: refusing to merge shards of different runs",
+				p, f.RunID, out[0].path, out[0].file.RunID)
+		}
+		if len(out) > 0 && sh.Count != out[0].shard.Count {
+			return nil, usageErr("%s is shard %s, %s is shard %s: the shard counts differ", p, f.Shard, out[0].path, out[0].file.Shard)
+		}
+		for _, o := range out {
+			if o.shard == sh {
+				return nil, usageErr("%s and %s are both shard %s of run %s", o.path, p, f.Shard, f.RunID)
+			}
+		}
+		out = append(out, shardOf{path: p, file: f, shard: sh})
+	}
+	return out, nil
+}
+
+// readShardFile reads the "shard" block of a worker's result.
+func readShardFile(path string) (*shardFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	var doc struct {
+		Shard *shardFile `json:"shard"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, usageErr("%s: %v", path, err)
+	}
+	if doc.Shard == nil || doc.Shard.RunID == "" {
+		return nil, usageErr("%s: not a sharded bench result (no \"shard\" block with a run_id; run bench with --shard I/N)", path)
+	}
+	for i, r := range doc.Shard.Requests {
+		if r.Result == nil {
+			return nil, usageErr("%s: shard.requests[%d] has no result", path, i)
+		}
+	}
+	return doc.Shard, nil
+}
+
+// shardCount is N of the file's I/N.
+func (f *shardFile) shardCount() int {
+	s, _ := parseShard(f.Shard) // checked by readShards
+	return s.Count
+}
+
+// mergeRun joins the shards' requests into one Run in planned order, as
+// one process running the whole schedule would have recorded it.
+func mergeRun(shards []shardOf) *openloop.Run {
+	first := shards[0].file
+	run := &openloop.Run{Start: first.StartAt, Span: first.SpanNS, Timeout: first.Timeout}
+	var reqs []shardRequest
+	for _, sh := range shards {
+		reqs = append(reqs, sh.file.Requests...)
+		if sh.file.End.After(run.End) {
+			run.End = sh.file.End
+		}
+		if sh.file.Interrupted && sh.file.Stopped.After(run.Stopped) {
+			run.Interrupted, run.Stopped = true, sh.file.Stopped
+		}
+	}
+	slices.SortFunc(reqs, func(a, b shardRequest) int { return cmp.Compare(a.Result.Seq, b.Result.Seq) })
+	for _, r := range reqs {
+		run.Results, run.Ended, run.Queued = append(run.Results, r.Result), append(run.Ended, r.Ended), append(run.Queued, r.QueuedNS)
+	}
+	return run
+}
+
+// missingShards names the shards of the run not given, as I/N.
+func missingShards(shards []shardOf) []string {
+	n := shards[0].shard.Count
+	var missing []string
+	for i := range n {
+		if !slices.ContainsFunc(shards, func(s shardOf) bool { return s.shard.Index == i }) {
+			missing = append(missing, shardString(openloop.Shard{Index: i, Count: n}))
+		}
+	}
+	return missing
+}
+
+// printSkew prints each worker's send lag (send time minus planned time,
+// on its own clock) and the spread of their medians: the send-time skew
+// between workers the results show. An offset between the machines'
+// clocks is invisible to their own timestamps; only synchronised clocks
+// (NTP) rule it out.
+func printSkew(w io.Writer, shards []shardOf) {
+	var medians []float64
+	for _, sh := range shards {
+		var lags []float64
+		for _, r := range sh.file.Requests {
+			if !r.Result.Sent.IsZero() {
+				lags = append(lags, stats.Milliseconds(r.Result.Lag))
+			}
+		}
+		slices.Sort(lags)
+		p50, p99 := quantile.NearestRank(lags, 0.5), quantile.NearestRank(lags, 0.99)
+		if len(lags) > 0 {
+			medians = append(medians, p50)
+		}
+		fmt.Fprintf(w, "Shard %s (%s): %d requests, %d sent, send lag p50 %.3f ms, p99 %.3f ms\n",
+			sh.file.Shard, sh.path, len(sh.file.Requests), len(lags), p50, p99)
+	}
+	if len(medians) > 1 {
+		fmt.Fprintf(w, "Send-time skew between workers (spread of median send lag): %.3f ms\n", slices.Max(medians)-slices.Min(medians))
+	}
+	fmt.Fprintln(w, "Clock offset between machines is not visible in their own timestamps: keep the workers' clocks synchronised (NTP).")
+}
