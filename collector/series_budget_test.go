@@ -75,7 +75,9 @@ func TestSeriesPerPair(t *testing.T) {
 		{"full (default)", nil, false, 337},
 		{"full native-only", config.Histograms, true, 78},
 		{"lean: ttft, e2el native-only", []string{config.HistogramTTFT, config.HistogramE2EL}, true, 45},
+		{"ttft, e2el", []string{config.HistogramTTFT, config.HistogramE2EL}, false, 89},
 		{"ttft, itl, e2el", []string{config.HistogramTTFT, config.HistogramITL, config.HistogramE2EL}, false, 111},
+		{"ttft, itl, e2el native-only", []string{config.HistogramTTFT, config.HistogramITL, config.HistogramE2EL}, true, 48},
 	}
 	// One histogram alone: the 39 counters and the gauge plus its series.
 	alone := map[string][2]int{
