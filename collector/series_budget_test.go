@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
@@ -154,5 +156,36 @@ func TestCollectorSelectionChanges(t *testing.T) {
 	}
 	if got := counterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 3 {
 		t.Errorf("accepted counter %v, want 3: counters stay through selection changes", got)
+	}
+}
+
+// TestSelectedBy: each `histograms:` name alone exports exactly the
+// families metricname.SelectedBy maps to it, so rules and dashboards that
+// read the map know what a probe left out.
+func TestSelectedBy(t *testing.T) {
+	for _, name := range config.Histograms {
+		t.Run(name, func(t *testing.T) {
+			c := New(Options{Now: clock})
+			syncPairs(c, &config.Config{
+				Probes:  []config.Probe{{Name: "p", API: config.APIChat, Rate: 1, Histograms: []string{name}}},
+				Targets: []config.Target{{Name: "t", URL: "http://127.0.0.1:1"}},
+			})
+			var got, want []string
+			for fam, mf := range gather(t, c) {
+				if mf.GetType() == dto.MetricType_HISTOGRAM {
+					got = append(got, fam)
+				}
+			}
+			for fam, sel := range metricname.SelectedBy {
+				if sel == name {
+					want = append(want, fam)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("exports %v, metricname.SelectedBy says %v", got, want)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
-	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // A probe's `histograms:` and `classic_buckets:` (docs/design.md, Series
@@ -12,15 +11,6 @@ import (
 // probe left out is dropped for that probe with a warning, and one that
 // reads a native-only histogram uses the native form of
 // histogram_quantile (no le label, no _bucket series).
-
-// histogramOf is the selection name (config.Histograms) of each histogram
-// family the rules read.
-var histogramOf = map[string]string{
-	metricname.TTFT:        config.HistogramTTFT,
-	metricname.TPOT:        config.HistogramTPOT,
-	metricname.E2EL:        config.HistogramE2EL,
-	metricname.ScheduleLag: config.HistogramScheduleLag,
-}
 
 // histogramForms says in which form the pairs a rule reads export a
 // histogram: with classic buckets, native only, or both among them.
@@ -30,7 +20,7 @@ type histogramForms struct{ classic, native bool }
 func (p *plan) formsOf(metric string) histogramForms {
 	var f histogramForms
 	for _, pp := range p.pairs {
-		if !pp.Hist.Has(histogramOf[metric]) {
+		if !pp.Hist.Has(metricname.SelectedBy[metric]) {
 			continue
 		}
 		if pp.Hist.Classic {
@@ -63,7 +53,7 @@ func quantileExpr(q, metric, sel, by, w string, f histogramForms) string {
 // warnUncovered warns, for each pair that left out metric's histogram,
 // that alert does not judge it.
 func (p *plan) warnUncovered(metric, alert string) {
-	name := histogramOf[metric]
+	name := metricname.SelectedBy[metric]
 	for i := range p.pairs {
 		pp := &p.pairs[i]
 		if !pp.Hist.Has(name) {
@@ -75,7 +65,7 @@ func (p *plan) warnUncovered(metric, alert string) {
 // warnTargetsWithout warns, for each target none of whose probes exports
 // metric, that alert cannot fire for it.
 func (p *plan) warnTargetsWithout(metric, alert string) {
-	name := histogramOf[metric]
+	name := metricname.SelectedBy[metric]
 	for _, t := range p.targets {
 		has := false
 		for _, pp := range p.pairs {
