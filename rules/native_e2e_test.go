@@ -3,7 +3,6 @@
 package rules
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,24 +24,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// syncBuffer collects a process's output for the failure message.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // promQuery runs an instant query and returns its vector samples by the
 // value of label.
@@ -145,7 +125,11 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	logs := &syncBuffer{}
+	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
 	cmd := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+addr, "--enable-feature=native-histograms")
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -180,7 +164,7 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s = %v (err %v), want %s in [%g, %g]\nprometheus:\n%s", ch.name, ch.query, got, err, ch.key, ch.lo, ch.hi, tail(logs.String(), 3000))
+				t.Fatalf("%s: %s = %v (err %v), want %s in [%g, %g]\nprometheus:\n%s", ch.name, ch.query, got, err, ch.key, ch.lo, ch.hi, promLog(dir))
 			}
 			time.Sleep(time.Second)
 		}
@@ -204,9 +188,8 @@ func alertExpr(rf *RuleFile, alert, probeName string) (string, bool) {
 	return "", false
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
+// promLog returns the end of Prometheus's log in dir.
+func promLog(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+	return string(b[max(0, len(b)-3000):])
 }
