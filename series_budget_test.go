@@ -16,13 +16,10 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
-// TestReloadChangesHistogramSelection: a reload that changes a probe's
-// histograms and classic_buckets restarts its pair's histograms with the
-// new selection, native-only, and keeps its counters.
-func TestReloadChangesHistogramSelection(t *testing.T) {
-	simURL := relSim(t, simulator.Faults{})
-	dir := t.TempDir()
-	cfgPath := relConfig(t, dir, simURL, 20, "5s", filepath.Join(dir, "ledger.jsonl"))
+// startInProcess loads cfgPath and runs a daemon on it in this process,
+// ready, with no HTTP server: tests gather d.reg and call d.reload.
+func startInProcess(t *testing.T, cfgPath string) *daemon {
+	t.Helper()
 	safe := &config.SafeConfig{}
 	if _, err := safe.Reload(cfgPath); err != nil {
 		t.Fatal(err)
@@ -35,6 +32,17 @@ func TestReloadChangesHistogramSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(d.ready)
+	return d
+}
+
+// TestReloadChangesHistogramSelection: a reload that changes a probe's
+// histograms and classic_buckets restarts its pair's histograms with the
+// new selection, native-only, and keeps its counters.
+func TestReloadChangesHistogramSelection(t *testing.T) {
+	simURL := relSim(t, simulator.Faults{})
+	dir := t.TempDir()
+	cfgPath := relConfig(t, dir, simURL, 20, "5s", filepath.Join(dir, "ledger.jsonl"))
+	d := startInProcess(t, cfgPath)
 	defer d.closeLedger()
 	defer d.shutdown()
 
