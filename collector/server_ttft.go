@@ -41,7 +41,7 @@ func (l *targetLoop) recordTTFT(at time.Time) {
 			continue
 		}
 		for _, m := range f.metrics {
-			b, ok := classicBuckets(m.GetHistogram())
+			b, ok := scrapedBuckets(m.GetHistogram())
 			if !ok {
 				continue
 			}
@@ -77,9 +77,9 @@ func (snap ttftSnapshot) ofModel(model string) ([]quantile.Bucket, bool) {
 	return nil, false
 }
 
-// classicBuckets returns h's cumulative buckets ending with +Inf (the
+// scrapedBuckets returns h's cumulative buckets ending with +Inf (the
 // count), or false for a histogram without classic buckets.
-func classicBuckets(h *dto.Histogram) ([]quantile.Bucket, bool) {
+func scrapedBuckets(h *dto.Histogram) ([]quantile.Bucket, bool) {
 	if len(h.GetBucket()) == 0 {
 		return nil, false
 	}
