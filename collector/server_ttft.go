@@ -7,12 +7,13 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 )
 
 // scrapedTTFTName is the server's TTFT histogram, which the /pair page
 // compares with the client's TTFT (docs/design.md, Status page).
-const scrapedTTFTName = "vllm:time_to_first_token_seconds"
+const scrapedTTFTName = metricname.VLLMTimeToFirstToken
 
 // serverModelLabel is the model label of vLLM's series.
 const serverModelLabel = "model_name"

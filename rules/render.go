@@ -65,7 +65,7 @@ func (p *plan) ttftRecordingRules() []Rule {
 	w := fmtDur(p.scale(p.o.LatencyWindow))
 	return []Rule{
 		{Record: RecordClientTTFT + w, Expr: quantileExpr("0.5", metricname.TTFT, p.sel(""), "target", w, p.formsOf(metricname.TTFT))},
-		{Record: RecordServerTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket%s[%s])))", p.sel(`target!=""`), w)},
+		{Record: RecordServerTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(%s_bucket%s[%s])))", metricname.VLLMTimeToFirstToken, p.sel(`target!=""`), w)},
 	}
 }
 
