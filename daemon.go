@@ -148,7 +148,7 @@ func (d *daemon) reloader(ctx context.Context) chan<- struct{} {
 
 func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*daemon, error) {
 	cfg := safe.Get()
-	ledger, err := ledger.Open(cfg.Global.Ledger, logger)
+	lg, err := ledger.Open(cfg.Global.Ledger, logger)
 	if err != nil {
 		return nil, err // ledger.Open names the ledger
 	}
@@ -156,18 +156,18 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		logger:  logger,
 		flags:   f,
 		safe:    safe,
-		ledger:  ledger,
+		ledger:  lg,
 		history: history.New(cfg.Global.HistoryLimit),
 		tracker: status.NewTracker(status.TrackerOptions{}),
 		coll:    collector.New(collector.Options{Logger: logger}),
 		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),
 		ready:   make(chan struct{}),
 	}
-	d.self = collector.NewSelfMetrics(func() float64 { return float64(ledger.WriteErrors()) })
+	d.self = collector.NewSelfMetrics(func() float64 { return float64(lg.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
 	d.engine = schedule.NewEngine(schedule.EngineOptions{
 		Logger: logger,
-		Sinks:  []probe.Sink{d.coll, d.tracker, ledger, d.history, d.scraper},
+		Sinks:  []probe.Sink{d.coll, d.tracker, lg, d.history, d.scraper},
 		NewRequester: func(t config.Target, p config.Probe) (schedule.Sender, error) {
 			return client.New(t, p, client.Options{Logger: logger, UserAgent: userAgent()})
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,18 +127,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 	}
 	write(reloadStep{rate: 6})
-	safe := &config.SafeConfig{}
-	if _, err := safe.Reload(cfgPath); err != nil {
-		t.Fatal(err)
-	}
-	d, err := newDaemon(slog.New(slog.DiscardHandler), &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.apply(safe.Get()); err != nil {
-		t.Fatal(err)
-	}
-	close(d.ready)
+	d := startInProcess(t, cfgPath)
 
 	prev := scrapeState(t, d)
 	for i, s := range reloadSteps() {

@@ -29,8 +29,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 )
 
 // benchProbeName is the probe name bench runs write into results and the ledger.
@@ -97,16 +97,16 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		}
 	}
 	s.LedgerPath = o.LedgerPath
-	ledger, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
+	lg, err := ledger.Open(config.Ledger{Path: o.LedgerPath, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
 		return nil, err // ledger.Open names the ledger
 	}
-	run, err := runPlanned(ctx, &o, req, ledger, env)
+	run, err := runPlanned(ctx, &o, req, lg, env)
 	if err != nil {
-		_ = ledger.Close()
+		_ = lg.Close()
 		return nil, err
 	}
-	if err := ledger.Close(); err != nil {
+	if err := lg.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
 	m := stats.Compute(run, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
@@ -140,7 +140,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 // benchPrompts loads the dataset file; the random dataset is the probe
 // package's random workload (nil prompts) and forces ignore_eos, as vLLM
 // does for openai-compatible backends.
-func benchPrompts(o *Options) ([]client.Prompt, error) {
+func benchPrompts(o *Options) ([]prompt, error) {
 	if o.DatasetName == datasetRandom {
 		o.IgnoreEOS = true
 		return nil, nil
@@ -167,7 +167,7 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 // prepare finds the model and runs vllm bench serve's ready check, so a
 // server that is down gives one clear error. It returns the Requester of
 // the run.
-func prepare(ctx context.Context, o *Options, prompts []client.Prompt, env Env) (*client.Requester, error) {
+func prepare(ctx context.Context, o *Options, prompts []prompt, env Env) (*idSender, error) {
 	ready, err := newRequester(o, prompts, env)
 	if err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func readyCheck(ctx context.Context, env Env, url string, timeout time.Duration,
 // runPlanned sends the warm-ups, then the planned requests (this worker's
 // shard of them) with a progress bar. A --start-at already past is an
 // error: the requests planned before now would all leave at once.
-func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger *ledger.Ledger, env Env) (*openloop.Run, error) {
+func runPlanned(ctx context.Context, o *Options, sender schedule.Sender, lg *ledger.Ledger, env Env) (*openloop.Run, error) {
 	if o.NumWarmups > 0 {
 		fmt.Fprintf(env.Stdout, "Warming up with %d requests...\n", o.NumWarmups)
 		openloop.Execute(ctx, openloop.Options{Target: "warmup", Probe: benchProbeName, Offsets: make([]time.Duration, o.NumWarmups),
@@ -271,7 +271,7 @@ func runPlanned(ctx context.Context, o *Options, sender openloop.Sender, ledger 
 		Sender:         sender,
 		MaxConcurrency: o.MaxConcurrency,
 		Timeout:        o.Timeout,
-		Ledger:         ledger,
+		Ledger:         lg,
 		Now:            env.Now,
 		OnFinish: func(*probe.Result) {
 			mu.Lock()

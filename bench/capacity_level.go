@@ -13,12 +13,13 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 )
 
 // levelOptions configures how newLevelFunc runs one repeat of a level.
 type levelOptions struct {
 	Target, Probe string
-	Sender        openloop.Sender
+	Sender        schedule.Sender
 	Burstiness    float64
 	// MaxInFlight caps outstanding requests like a probe's max_in_flight:
 	// a request over it is not sent and ends cancelled/in_flight_cap.

@@ -110,7 +110,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		base += fmt.Sprintf("-shard%dof%d", w.Shard.Index, w.Shard.Count)
 	}
 	out := &CapacityOutcome{JSONPath: base + ".json", SVGPath: base + ".svg", LedgerOf: base + ".ledger.jsonl"}
-	ledger, err := ledger.Open(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
+	lg, err := ledger.Open(config.Ledger{Path: out.LedgerOf, RecordText: config.RecordTextFailures}, env.Logger)
 	if err != nil {
 		return nil, err // ledger.Open names the ledger
 	}
@@ -126,7 +126,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	var written atomic.Int64
 	level := newLevelFunc(levelOptions{Target: target, Probe: probeName, Sender: setup.sender, Burstiness: setup.burstiness,
 		MaxInFlight: setup.maxInFlight, Timeout: setup.timeout,
-		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: ledger, Now: env.Now,
+		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: lg, Now: env.Now,
 		Percentiles: levelPercentiles(o.Rule),
 		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) },
 		Start: w.StartAt, Shard: w.Shard, OnRun: shard.add})
@@ -138,7 +138,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 				"acceptance", r.Metrics.Acceptance, "why", strings.Join(r.Why, "; "))
 		}}, level)
 	bar.Finish()
-	if cerr := ledger.Close(); cerr != nil {
+	if cerr := lg.Close(); cerr != nil {
 		env.Logger.Warn("ledger incomplete", "path", out.LedgerOf, "err", cerr)
 	}
 	out.Search = search

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
-	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 )
 
 // capacityPrompts is how many dataset prompts a flag-mode search cycles.
@@ -19,7 +19,7 @@ const capacityPrompts = 1000
 // sendSetup is what sends a search's requests and how.
 type sendSetup struct {
 	target, probe string
-	sender        openloop.Sender
+	sender        schedule.Sender
 	burstiness    float64
 	// maxInFlight is the probe's max_in_flight (0 in flag mode): a request
 	// whose time comes with that many outstanding is not sent and ends

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
-	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
@@ -19,12 +18,12 @@ import (
 // second as the output length; other records get outputLen. Entries are
 // shuffled with seed (as vLLM samples them) and reused when the file holds
 // fewer than n. Errors name the file and line.
-func loadDataset(path string, n, outputLen int, seed int64) ([]client.Prompt, error) {
+func loadDataset(path string, n, outputLen int, seed int64) ([]prompt, error) {
 	data, err := fileread.Read(path, fileread.BenchDatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
-	var prompts []client.Prompt
+	var prompts []prompt
 	add := func(r *workload.DatasetRecord) error {
 		if p, ok := recordPrompt(r, outputLen); ok {
 			prompts = append(prompts, p)
@@ -44,7 +43,7 @@ func loadDataset(path string, n, outputLen int, seed int64) ([]client.Prompt, er
 	}
 	s := uint64(seed)
 	rand.New(rand.NewPCG(s, s)).Shuffle(len(prompts), func(i, j int) { prompts[i], prompts[j] = prompts[j], prompts[i] })
-	out := make([]client.Prompt, n)
+	out := make([]prompt, n)
 	for i := range out {
 		out[i] = prompts[i%len(prompts)]
 	}
@@ -70,15 +69,15 @@ func decodeShareGPT(data []byte, path string, fn func(*workload.DatasetRecord) e
 
 // recordPrompt converts a checked record; ok is false for ShareGPT records
 // too short to use (vLLM skips them too).
-func recordPrompt(r *workload.DatasetRecord, outputLen int) (client.Prompt, bool) {
+func recordPrompt(r *workload.DatasetRecord, outputLen int) (prompt, bool) {
 	switch {
 	case r.Prompt != nil:
-		return client.Prompt{Text: *r.Prompt, MaxTokens: outputLen}, true
+		return prompt{Text: *r.Prompt, MaxTokens: outputLen}, true
 	case len(r.Messages) > 0:
-		return client.Prompt{Messages: r.Messages, MaxTokens: outputLen}, true
+		return prompt{Messages: r.Messages, MaxTokens: outputLen}, true
 	case len(r.Conversations) < 2:
-		return client.Prompt{}, false
+		return prompt{}, false
 	}
 	in, reply := r.Conversations[0].Value, len(strings.Fields(r.Conversations[1].Value))
-	return client.Prompt{Text: in, MaxTokens: reply}, strings.TrimSpace(in) != "" && reply > 0
+	return prompt{Text: in, MaxTokens: reply}, strings.TrimSpace(in) != "" && reply > 0
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 func TestLoadDataset(t *testing.T) {
@@ -30,16 +28,16 @@ func TestLoadDataset(t *testing.T) {
 		path    string
 		n       int
 		wantErr string
-		check   func(t *testing.T, ps []client.Prompt)
+		check   func(t *testing.T, ps []prompt)
 	}{
-		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []client.Prompt) {
+		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []prompt) {
 			for _, p := range ps {
 				if p.Text != "hello there" || p.MaxTokens != 3 {
 					t.Errorf("prompt %+v: want the first turn, output = reply words, the short record skipped", p)
 				}
 			}
 		}},
-		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []client.Prompt) {
+		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []prompt) {
 			if len(ps) != 2 || (ps[0].Text == "") == (ps[1].Text == "") || ps[0].MaxTokens != 64 {
 				t.Errorf("prompts %+v: want one prompt and one messages record, output length 64", ps)
 			}

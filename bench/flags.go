@@ -30,11 +30,7 @@ func RegisterBenchFlags(cmd *kingpin.CmdClause) *BenchFlags {
 	f := &BenchFlags{}
 	o := &f.o
 	cmd.Flag("base-url", "Server base URL (overrides --host/--port).").StringVar(&o.BaseURL)
-	cmd.Flag("host", "Server host when --base-url is not given.").Default("127.0.0.1").StringVar(&f.host)
-	cmd.Flag("port", "Server port when --base-url is not given.").Default("8000").IntVar(&f.port)
-	cmd.Flag("endpoint", "API endpoint.").Default("/v1/completions").StringVar(&o.Endpoint)
-	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(backendOpenAI).EnumVar(&o.Backend, backendOpenAI, backendOpenAIChat)
-	cmd.Flag("model", "Model name; default: the first id from /v1/models.").StringVar(&o.Model)
+	registerServerFlags(cmd, o, &f.host, &f.port)
 	cmd.Flag("label", "Prefix of the saved result's file name; default: the backend.").StringVar(&o.Label)
 	registerWorkloadFlags(cmd, o)
 	cmd.Flag("num-prompts", "Number of prompts to send.").Default("1000").IntVar(&o.NumPrompts)
@@ -59,6 +55,16 @@ func RegisterBenchFlags(cmd *kingpin.CmdClause) *BenchFlags {
 	cmd.Flag("ledger", "Ledger file (JSON Lines, one record per offered request); default: beside the saved result.").StringVar(&o.LedgerPath)
 	cmd.Flag("plot", "Write an SVG of the TTFT and ITL distributions and of requests over time to this file.").StringVar(&o.Plot)
 	return f
+}
+
+// registerServerFlags adds the flags naming the server, its API and model
+// (--base-url, whose help differs, is each command's own).
+func registerServerFlags(cmd *kingpin.CmdClause, o *Options, host *string, port *int) {
+	cmd.Flag("host", "Server host when --base-url is not given.").Default("127.0.0.1").StringVar(host)
+	cmd.Flag("port", "Server port when --base-url is not given.").Default("8000").IntVar(port)
+	cmd.Flag("endpoint", "API endpoint.").Default("/v1/completions").StringVar(&o.Endpoint)
+	cmd.Flag("backend", "openai (completions) or openai-chat.").Default(backendOpenAI).EnumVar(&o.Backend, backendOpenAI, backendOpenAIChat)
+	cmd.Flag("model", "Model name; default: the first id from /v1/models.").StringVar(&o.Model)
 }
 
 // registerWorkloadFlags adds the dataset flags.

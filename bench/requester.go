@@ -4,24 +4,50 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
-// newRequester returns the probe package's Requester set up as vllm bench
-// serve: its payload and timing definitions (client.TimingVLLMBench), the
+// newRequester returns the probe's Requester set up as vllm bench serve:
+// its payload and timing definitions (client.TimingVLLMBench), the
 // endpoint, the bearer token, X-Request-Id bench-<8 hex>-<i>, and either
 // the random workload of the flags (prompts nil) or the dataset's prompts,
 // request i sending prompts[i-1].
-func newRequester(o *Options, prompts []client.Prompt, env Env) (*client.Requester, error) {
-	return client.New(benchTarget(o), benchProbe(o), client.Options{Logger: env.Logger, Now: env.Now,
-		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, RequestIDPrefix: requestIDPrefix(), Prompts: prompts,
-		MaxBodyBytes: maxBenchBody})
+func newRequester(o *Options, prompts []prompt, env Env) (*idSender, error) {
+	p := benchProbe(o)
+	items := make([]workload.Item, len(prompts))
+	for i, pr := range prompts {
+		items[i] = pr.item(p)
+	}
+	r, err := client.New(benchTarget(o), p, client.Options{Logger: env.Logger, Now: env.Now,
+		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, Items: items, MaxBodyBytes: maxBenchBody})
+	if err != nil {
+		return nil, err
+	}
+	return &idSender{Requester: r, prefix: requestIDPrefix()}, nil
+}
+
+// idSender numbers requests as vllm bench serve does: a request without an
+// X-Request-Id gets prefix followed by Seq-1.
+type idSender struct {
+	*client.Requester
+	prefix string
+}
+
+// Do sets the request ID when the caller set none, then sends.
+func (s *idSender) Do(ctx context.Context, res *probe.Result) {
+	if res.RequestID == "" {
+		res.RequestID = s.prefix + strconv.FormatUint(res.Seq-1, 10)
+	}
+	s.Requester.Do(ctx, res)
 }
 
 // benchTarget is the server of the flags: its URL, model and bearer token.
@@ -65,7 +91,7 @@ func requestIDPrefix() string {
 
 // discoverModel fills o.Model from the requester (the first id of the
 // server's /v1/models) when the flags named none.
-func discoverModel(ctx context.Context, o *Options, r *client.Requester) error {
+func discoverModel(ctx context.Context, o *Options, r *idSender) error {
 	if o.Model != "" {
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // seen is what a test server received.
@@ -55,7 +54,7 @@ func TestBenchRequester(t *testing.T) {
 		name     string
 		backend  string
 		endpoint string
-		prompts  []client.Prompt
+		prompts  []prompt
 		check    func(t *testing.T, b map[string]any)
 	}{
 		{name: "random completions as token ids", backend: backendOpenAI, endpoint: "/v1/completions",
@@ -73,7 +72,7 @@ func TestBenchRequester(t *testing.T) {
 				}
 			}},
 		{name: "dataset chat prompt as a content part", backend: backendOpenAIChat, endpoint: "/v1/chat/completions",
-			prompts: []client.Prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
+			prompts: []prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
 			check: func(t *testing.T, b map[string]any) {
 				want := "[map[content:[map[text:y type:text]] role:user]]"
 				if got := fmt.Sprint(b["messages"]); got != want || b["max_completion_tokens"] != 5.0 {
@@ -108,6 +107,12 @@ func TestBenchRequester(t *testing.T) {
 				t.Errorf("body %v: want vLLM's stream_options and the model", s.body)
 			}
 			tt.check(t, s.body)
+			s.mu.Unlock()
+			r.Do(context.Background(), &probe.Result{Seq: 5, RequestID: "ready-test"})
+			s.mu.Lock()
+			if id := s.header.Get("X-Request-Id"); id != "ready-test" {
+				t.Errorf("X-Request-Id %q, want the caller's ready-test kept", id)
+			}
 		})
 	}
 }

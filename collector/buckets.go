@@ -101,3 +101,20 @@ func appendThreshold(ts []model.Duration, d model.Duration) []model.Duration {
 func (t thresholds) equal(o thresholds) bool {
 	return slices.Equal(t.ttft, o.ttft) && slices.Equal(t.tpot, o.tpot) && slices.Equal(t.e2el, o.e2el)
 }
+
+// histogramShape is everything a pair's histogram series depend on: the
+// thresholds in their buckets and the probe's selection (which histograms,
+// classic buckets or native only). A pair whose shape changes gets new
+// histograms.
+type histogramShape struct {
+	th  thresholds
+	sel config.HistogramSelection
+}
+
+func probeShape(p config.Probe) histogramShape {
+	return histogramShape{th: probeThresholds(p), sel: p.HistogramSelection()}
+}
+
+func (s histogramShape) equal(o histogramShape) bool {
+	return s.th.equal(o.th) && s.sel.Classic == o.sel.Classic && slices.Equal(s.sel.Names, o.sel.Names)
+}

@@ -113,24 +113,24 @@ func New(o Options) *Collector {
 
 // PairStarted implements probe.Sink: a new pair gets every counter at 0;
 // a changed one keeps its counters, and gets new histograms when its SLO
-// thresholds changed, since its buckets hold them.
+// thresholds (which its buckets hold) or its histogram selection changed.
 func (c *Collector) PairStarted(p config.Pair) {
 	k := pairKey{p.Key.Target, p.Key.Probe}
 	if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) {
 		c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe)
 		return
 	}
-	th := probeThresholds(p.Probe)
+	shape := probeShape(p.Probe)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pairs[k]; ok {
-		if !old.buckets.equal(th) {
-			old.buckets = th
-			old.hists.Store(newPairHistograms(k, th))
+		if !old.shape.equal(shape) {
+			old.shape = shape
+			old.hists.Store(newPairHistograms(k, shape))
 		}
 		return
 	}
-	c.pairs[k] = newPairMetrics(k, th, c.now())
+	c.pairs[k] = newPairMetrics(k, shape, c.now())
 }
 
 // PairStopped implements probe.Sink: the pair's series disappear, and the

@@ -8,12 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
 // pairHistograms are the latency histograms of one pair. Their buckets
-// depend on the pair's SLO thresholds, so a pair gets a new set when those
-// change.
+// depend on the pair's SLO thresholds, and which of them exist on the
+// probe's histogram selection, so a pair gets a new set when either
+// changes. A histogram the probe did not select is nil (phases: empty)
+// and has no series.
 type pairHistograms struct {
 	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram
 	phases                                              map[string]prometheus.Histogram
@@ -35,29 +38,50 @@ func histogramDescs() []*prometheus.Desc {
 	}
 }
 
-// newPairHistograms builds a pair's histograms. ITL shares vLLM's ITL/TPOT
-// buckets and also gets the TPOT threshold: per-gap and per-request token
-// latency are judged against the same budget by people reading them.
-func newPairHistograms(k pairKey, th thresholds) *pairHistograms {
+// newPairHistograms builds the histograms a pair's probe selected. ITL
+// shares vLLM's ITL/TPOT buckets and also gets the TPOT threshold:
+// per-gap and per-request token latency are judged against the same
+// budget by people reading them.
+func newPairHistograms(k pairKey, s histogramShape) *pairHistograms {
+	th, sel := s.th, s.sel
+	hist := func(kind, name, help string, buckets []float64) prometheus.Histogram {
+		if !sel.Has(kind) {
+			return nil
+		}
+		return newHistogram(k, name, help, classicBuckets(sel, buckets))
+	}
 	h := &pairHistograms{
-		ttft:        newHistogram(k, metricname.TTFT, metricname.TTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
-		itl:         newHistogram(k, metricname.ITL, metricname.ITLHelp, withThresholds(itlBuckets, th.tpot...)),
-		tpot:        newHistogram(k, metricname.TPOT, metricname.TPOTHelp, withThresholds(itlBuckets, th.tpot...)),
-		e2el:        newHistogram(k, metricname.E2EL, metricname.E2ELHelp, withThresholds(requestLatencyBuckets, th.e2el...)),
-		lag:         newHistogram(k, metricname.ScheduleLag, metricname.ScheduleLagHelp, fineBuckets),
-		serverTTFT:  newHistogram(k, metricname.ServerTTFT, metricname.ServerTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
-		serverQueue: newHistogram(k, metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, requestLatencyBuckets),
+		ttft:        hist(config.HistogramTTFT, metricname.TTFT, metricname.TTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
+		itl:         hist(config.HistogramITL, metricname.ITL, metricname.ITLHelp, withThresholds(itlBuckets, th.tpot...)),
+		tpot:        hist(config.HistogramTPOT, metricname.TPOT, metricname.TPOTHelp, withThresholds(itlBuckets, th.tpot...)),
+		e2el:        hist(config.HistogramE2EL, metricname.E2EL, metricname.E2ELHelp, withThresholds(requestLatencyBuckets, th.e2el...)),
+		lag:         hist(config.HistogramScheduleLag, metricname.ScheduleLag, metricname.ScheduleLagHelp, fineBuckets),
+		serverTTFT:  hist(config.HistogramServer, metricname.ServerTTFT, metricname.ServerTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
+		serverQueue: hist(config.HistogramServer, metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, requestLatencyBuckets),
 		phases:      make(map[string]prometheus.Histogram, len(probe.Phases)),
 	}
-	for _, ph := range probe.Phases {
-		h.phases[ph] = newHistogram(k, metricname.HTTPPhase, metricname.HTTPPhaseHelp, fineBuckets, ph)
+	if sel.Has(config.HistogramPhases) {
+		for _, ph := range probe.Phases {
+			h.phases[ph] = newHistogram(k, metricname.HTTPPhase, metricname.HTTPPhaseHelp, classicBuckets(sel, fineBuckets), ph)
+		}
 	}
 	return h
 }
 
-// newHistogram returns one classic+native histogram series labelled with
-// the pair (and phase, when given). Label values were checked in
-// PairStarted.
+// classicBuckets returns the classic boundaries of a histogram, or none
+// when the probe exports native histograms only (classic_buckets: false):
+// client_golang then writes no _bucket series but +Inf, and a Prometheus
+// scraping protobuf stores one native series.
+func classicBuckets(sel config.HistogramSelection, buckets []float64) []float64 {
+	if !sel.Classic {
+		return nil
+	}
+	return buckets
+}
+
+// newHistogram returns one native histogram series, with the given classic
+// buckets too unless there are none, labelled with the pair (and phase,
+// when given). Label values were checked in PairStarted.
 func newHistogram(k pairKey, name, help string, buckets []float64, phase ...string) prometheus.Histogram {
 	labels := []string{labelTarget, labelProbe}
 	values := []string{k.target, k.probe}
@@ -127,7 +151,12 @@ func (h *pairHistograms) observe(r *probe.Result) {
 	}
 }
 
+// observe records d in h, a histogram the probe did not select (nil)
+// aside.
 func observe(h prometheus.Histogram, d time.Duration, ex prometheus.Labels) {
+	if h == nil {
+		return
+	}
 	if eo, ok := h.(prometheus.ExemplarObserver); ok && ex != nil {
 		eo.ObserveWithExemplar(d.Seconds(), ex)
 		return
@@ -155,9 +184,13 @@ func exemplar(id string) prometheus.Labels {
 
 func (h *pairHistograms) collect(ch chan<- prometheus.Metric) {
 	for _, m := range []prometheus.Histogram{h.ttft, h.itl, h.tpot, h.e2el, h.lag, h.serverTTFT, h.serverQueue} {
-		ch <- m
+		if m != nil {
+			ch <- m
+		}
 	}
 	for _, ph := range probe.Phases {
-		ch <- h.phases[ph]
+		if m, ok := h.phases[ph]; ok {
+			ch <- m
+		}
 	}
 }

@@ -30,7 +30,7 @@ func indexOf[T comparable](values []T) map[T]int {
 // atomics so Finished never waits for a scrape.
 type pairMetrics struct {
 	key     pairKey
-	buckets thresholds // the thresholds its histograms were built with; guarded by Collector.mu
+	shape   histogramShape // what its histograms were built with; guarded by Collector.mu
 	created time.Time
 
 	// flow guards offered, inFlight and dispositions together, so a scrape
@@ -48,17 +48,17 @@ type pairMetrics struct {
 	hists atomic.Pointer[pairHistograms]
 }
 
-func newPairMetrics(k pairKey, th thresholds, created time.Time) *pairMetrics {
+func newPairMetrics(k pairKey, shape histogramShape, created time.Time) *pairMetrics {
 	p := &pairMetrics{
 		key:          k,
-		buckets:      th,
+		shape:        shape,
 		created:      created,
 		dispositions: make([]atomic.Uint64, len(probe.Dispositions)),
 		reasons:      make([]atomic.Uint64, len(probe.Reasons)),
 		slos:         make([]atomic.Uint64, len(probe.SLOs)),
 		checks:       make([]atomic.Uint64, len(probe.Checks)),
 	}
-	p.hists.Store(newPairHistograms(k, th))
+	p.hists.Store(newPairHistograms(k, shape))
 	return p
 }
 

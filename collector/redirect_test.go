@@ -2,9 +2,7 @@ package collector
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -12,35 +10,16 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 )
 
 // TestServerScraperRedirects checks that a redirected /metrics is not
 // exported under the target unless follow_redirects is true, and then only
 // from the target's own origin, without credentials leaving it.
 func TestServerScraperRedirects(t *testing.T) {
-	var elsewhereHits, leaked atomic.Int32
-	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		elsewhereHits.Add(1)
-		if r.Header.Get("Authorization") != "" {
-			leaked.Add(1)
-		}
+	srv := daemontest.StartRedirects(t, "/metrics", "/real-metrics", http.StatusFound, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(sample(t)))
-	}))
-	defer elsewhere.Close()
-	var toOther atomic.Bool
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/real-metrics":
-			_, _ = w.Write([]byte(sample(t)))
-		case r.URL.Path != "/metrics":
-			http.NotFound(w, r)
-		case toOther.Load():
-			http.Redirect(w, r, elsewhere.URL+"/metrics", http.StatusFound)
-		default:
-			http.Redirect(w, r, "/real-metrics", http.StatusFound)
-		}
-	}))
-	defer origin.Close()
+	})
 
 	tests := []struct {
 		name          string
@@ -54,8 +33,8 @@ func TestServerScraperRedirects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			toOther.Store(tc.other)
-			target := config.Target{Name: "llama", URL: origin.URL, Model: "m", MetricsPath: "/metrics",
+			srv.ToOther.Store(tc.other)
+			target := config.Target{Name: "llama", URL: srv.Origin.URL, Model: "m", MetricsPath: "/metrics",
 				HTTPClientConfig: config.DefaultTarget.HTTPClientConfig}
 			target.HTTPClientConfig.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: "s3cret"}
 			if tc.follow {
@@ -78,7 +57,5 @@ func TestServerScraperRedirects(t *testing.T) {
 			h.Stop()
 		})
 	}
-	if elsewhereHits.Load() != 0 || leaked.Load() != 0 {
-		t.Errorf("the other port got %d requests, %d with Authorization", elsewhereHits.Load(), leaked.Load())
-	}
+	srv.CheckElsewhereUntouched(t)
 }

@@ -7,12 +7,13 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 )
 
 // scrapedTTFTName is the server's TTFT histogram, which the /pair page
 // compares with the client's TTFT (docs/design.md, Status page).
-const scrapedTTFTName = "vllm:time_to_first_token_seconds"
+const scrapedTTFTName = metricname.VLLMTimeToFirstToken
 
 // serverModelLabel is the model label of vLLM's series.
 const serverModelLabel = "model_name"
@@ -41,7 +42,7 @@ func (l *targetLoop) recordTTFT(at time.Time) {
 			continue
 		}
 		for _, m := range f.metrics {
-			b, ok := classicBuckets(m.GetHistogram())
+			b, ok := scrapedBuckets(m.GetHistogram())
 			if !ok {
 				continue
 			}
@@ -77,9 +78,9 @@ func (snap ttftSnapshot) ofModel(model string) ([]quantile.Bucket, bool) {
 	return nil, false
 }
 
-// classicBuckets returns h's cumulative buckets ending with +Inf (the
+// scrapedBuckets returns h's cumulative buckets ending with +Inf (the
 // count), or false for a histogram without classic buckets.
-func classicBuckets(h *dto.Histogram) ([]quantile.Bucket, bool) {
+func scrapedBuckets(h *dto.Histogram) ([]quantile.Bucket, bool) {
 	if len(h.GetBucket()) == 0 {
 		return nil, false
 	}

@@ -23,6 +23,10 @@ type Global struct {
 	Ledger        Ledger        `yaml:"ledger"`
 	HistoryLimit  int           `yaml:"history_limit"`
 	ServerMetrics ServerMetrics `yaml:"server_metrics"`
+	// Histograms and ClassicBuckets are the default of every probe's keys
+	// of the same name (docs/design.md, Series budget).
+	Histograms     []string `yaml:"histograms"`
+	ClassicBuckets *bool    `yaml:"classic_buckets"`
 }
 
 // Ledger configures the append-only JSON Lines ledger. An empty Path
@@ -84,7 +88,13 @@ type Probe struct {
 	SLO         SLO            `yaml:"slo"`
 	Quality     Quality        `yaml:"quality"`
 	Objective   float64        `yaml:"objective"`
-	Line        int            `yaml:"-"`
+	// Histograms selects the latency histograms the probe's pairs export
+	// (names in Histograms); ClassicBuckets false exports them as native
+	// histograms only. Unset, both take global's; nil Histograms selects
+	// all and nil ClassicBuckets means true (HistogramSelection).
+	Histograms     []string `yaml:"histograms"`
+	ClassicBuckets *bool    `yaml:"classic_buckets"`
+	Line           int      `yaml:"-"`
 }
 
 // MarshalYAML leaves request.max_tokens out of a probe with a random

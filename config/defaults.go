@@ -34,6 +34,7 @@ var (
 			Timeout:  model.Duration(5 * time.Second),
 			Allow:    mustAnchored(DefaultServerMetricsAllow),
 		},
+		Histograms: Histograms,
 	}
 
 	// DefaultTarget holds a target's defaults.

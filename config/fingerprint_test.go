@@ -22,6 +22,8 @@ func TestFingerprint(t *testing.T) {
 		{"extra type", func(_ *Target, p *Probe) { p.Request.Extra["a"] = "1" }, false},
 		{"regex", func(_ *Target, p *Probe) { p.Quality.Regex = Regexp{Source: "x"} }, false},
 		{"workload", func(_ *Target, p *Probe) { p.Workload.Random = &RandomWorkload{} }, false},
+		{"histograms", func(_ *Target, p *Probe) { p.Histograms = []string{HistogramTTFT} }, false},
+		{"classic buckets", func(_ *Target, p *Probe) { off := false; p.ClassicBuckets = &off }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target, probe := base()

@@ -25,6 +25,21 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-histograms.yml",
+		want: []string{
+			`testdata/invalid-histograms.yml:2: global.histograms[1]: must be one of ttft, itl, tpot, e2el, phases, schedule_lag, server, got "latency"`,
+			`testdata/invalid-histograms.yml:10: probes[0].histograms[1]: is not measured yet: time to first answer token needs the reasoning probes, which this version does not have; remove it, got "ttfa"`,
+			`testdata/invalid-histograms.yml:10: probes[0].histograms[2]: histogram listed twice, got "e2el"`,
+			`testdata/invalid-histograms.yml:17: probes[1].histograms: must name at least one of ttft, itl, tpot, e2el, phases, schedule_lag, server (counters are always exported), got []`,
+		},
+	},
+	{
+		file: "invalid-classic-buckets.yml",
+		want: []string{
+			`testdata/invalid-classic-buckets.yml:8: probes[0].classic_buckets: must be true or false, got "sometimes"`,
+		},
+	},
+	{
 		file: "invalid-api.yml",
 		want: []string{
 			`testdata/invalid-api.yml:6: probes[0].api: must be one of chat, completions, got "embeddings"`,

@@ -39,6 +39,7 @@ func Parse(data []byte, filename string) (*Config, error) {
 		dir = filepath.Dir(filename)
 	}
 	cfg := &Config{Global: DefaultGlobal}
+	cfg.Global.Histograms = slices.Clone(DefaultGlobal.Histograms)
 	if root != nil {
 		strictyaml.Decode(root, cfg, p, decodeOptions(dir))
 		if err := p.Err(); err != nil {

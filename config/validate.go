@@ -39,7 +39,9 @@ func (v *validator) config(c *Config) {
 	}
 	probes := map[string]int{}
 	for i := range c.Probes {
-		v.probe(&c.Probes[i], fmt.Sprintf("probes[%d]", i), probes)
+		path := fmt.Sprintf("probes[%d]", i)
+		v.probe(&c.Probes[i], path, probes)
+		v.probeHistograms(&c.Probes[i], c.Global, path)
 	}
 	for i, t := range c.Targets {
 		v.references(t, fmt.Sprintf("targets[%d].probes", i), probes)
@@ -56,6 +58,7 @@ func (v *validator) global(g *Global) {
 		v.p.Fail("global.ledger.record_text", "must be one of none, failures, all, got %s", strictyaml.Quote(l.RecordText))
 	}
 	v.atLeast("global.history_limit", g.HistoryLimit, 1)
+	v.histograms("global.histograms", g.Histograms)
 	sm := &g.ServerMetrics
 	v.positive("global.server_metrics.interval", sm.Interval)
 	v.positive("global.server_metrics.timeout", sm.Timeout)

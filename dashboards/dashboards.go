@@ -43,15 +43,20 @@ type Query struct {
 	Dashboard string // file name
 	PanelID   int
 	Panel     string // panel title
-	RefID     string
-	Expr      string // with Grafana variables; see Expand
-	Instant   bool   // evaluated at one time rather than over a range
+	PanelType string // timeseries, heatmap, ...
+	// PanelDescription is the panel's description: it names the
+	// `histograms:` entry a probe histogram panel needs.
+	PanelDescription string
+	RefID            string
+	Expr             string // with Grafana variables; see Expand
+	Instant          bool   // evaluated at one time rather than over a range
 }
 
 type panel struct {
 	ID      int      `json:"id"`
 	Type    string   `json:"type"`
 	Title   string   `json:"title"`
+	Desc    string   `json:"description"`
 	Panels  []panel  `json:"panels"`
 	Targets []target `json:"targets"`
 }
@@ -79,7 +84,8 @@ func Queries() ([]Query, error) {
 		walk = func(ps []panel) {
 			for _, p := range ps {
 				for _, t := range p.Targets {
-					out = append(out, Query{Dashboard: d.Name, PanelID: p.ID, Panel: p.Title, RefID: t.RefID, Expr: t.Expr, Instant: t.Instant})
+					out = append(out, Query{Dashboard: d.Name, PanelID: p.ID, Panel: p.Title, PanelType: p.Type, PanelDescription: p.Desc,
+						RefID: t.RefID, Expr: t.Expr, Instant: t.Instant})
 				}
 				walk(p.Panels)
 			}

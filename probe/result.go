@@ -241,7 +241,8 @@ func (r *Result) ObservedE2EL() (d time.Duration, ok bool) {
 }
 
 // censored returns Elapsed for a sent request that timed out: timeouts are
-// never dropped from latency views.
+// never dropped from latency views. bench/stats censors at the configured
+// timeout instead (docs/design.md, section 6, "Timeouts are never dropped").
 func (r *Result) censored() (time.Duration, bool) {
 	if r.Disposition == ClientTimeout && r.Elapsed > 0 {
 		return r.Elapsed, true

@@ -113,16 +113,20 @@ func (p *plan) notCompletingAlerts() []Rule {
 func (p *plan) targetAlerts() []Rule {
 	o := p.o
 	lw := fmtDur(p.scale(o.LatencyWindow))
-	rs := p.targetDownAlerts()
-	return append(rs,
+	rs := append(p.targetDownAlerts(),
 		p.healthRule(AlertScrapeFailing, SeverityTicket,
 			fmt.Sprintf("max by (target) (%s%s) == 0", metricname.ServerScrapeSuccess, p.sel("")), o.HealthFor,
 			"The prober cannot scrape the metrics of target {{ $labels.target }}",
-			metricname.ServerScrapeSuccess+" is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."),
-		p.healthRule(AlertScheduleLag, SeverityTicket,
-			fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate(%s_bucket%s[%s])))\n> %s", metricname.ScheduleLag, p.sel(""), lw, fmtF(o.ScheduleLag.Seconds())), o.HealthFor,
+			metricname.ServerScrapeSuccess+" is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."))
+	// No pair exports schedule lag: the alert would read nothing
+	// (plan.warnUncovered names the pairs).
+	if lag := p.formsOf(metricname.ScheduleLag); lag.classic || lag.native {
+		rs = append(rs, p.healthRule(AlertScheduleLag, SeverityTicket,
+			quantileExpr("0.99", metricname.ScheduleLag, p.sel(""), "target, probe", lw, lag)+"\n> "+fmtF(o.ScheduleLag.Seconds()), o.HealthFor,
 			"Prober sends {{ $labels.target }}/{{ $labels.probe }} requests late (p99 lag "+durationFmt+")",
-			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, fmtDur(o.ScheduleLag))),
+			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, fmtDur(o.ScheduleLag))))
+	}
+	return append(rs,
 		p.healthRule(AlertClientTTFTAboveServer, SeverityTicket,
 			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, fmtF(o.TTFTGapMin.Seconds()), fmtF(o.TTFTGapRatio)), o.LatencyFor,
 			"Clients of {{ $labels.target }} wait "+durationFmt+" longer for the first token than the server reports",

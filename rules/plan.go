@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
@@ -96,6 +97,7 @@ type pairPlan struct {
 	Burns         []burnPlan
 	Latency       []latencyPlan
 	CountWindow   time.Duration // window of the not-completing and in-flight cap alerts
+	Hist          config.HistogramSelection
 }
 
 // targetPlan is what is decided for one target: the window of
@@ -146,6 +148,8 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 		}
 	}
 	p.collectWindows()
+	p.warnUncovered(metricname.ScheduleLag, "schedule lag")
+	p.warnTargetsWithout(metricname.TTFT, "client TTFT above server")
 	return p, nil
 }
 
@@ -156,7 +160,7 @@ func (p *plan) scale(d time.Duration) time.Duration {
 }
 
 func (p *plan) planPair(target string, pr config.Probe) pairPlan {
-	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective}
+	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection()}
 	for _, bp := range burnPairs {
 		if b, ok := p.planBurn(&pp, bp); ok {
 			pp.Burns = p.addBurn(&pp, pp.Burns, b)
@@ -310,6 +314,10 @@ func (p *plan) addBurn(pp *pairPlan, burns []burnPlan, b burnPlan) []burnPlan {
 // holds MinLatencySamples.
 func (p *plan) planLatency(pp *pairPlan, slo string, threshold time.Duration) (latencyPlan, bool) {
 	alert := "p99 " + slo
+	if !pp.Hist.Has(slo) {
+		p.warn(pp, alert, "dropped: the probe's histograms leave out %s (%s), so there is no p99 to judge; add %s to them to get the alert", slo, sloMetric[slo], slo)
+		return latencyPlan{}, false
+	}
 	w := p.scale(p.o.LatencyWindow)
 	l := latencyPlan{SLO: slo, Threshold: threshold, Window: w}
 	n := pp.Rate * w.Seconds()

@@ -65,7 +65,9 @@ const requestsPerStep = 6
 // and firing in a scenario of its own, the recording rules are checked
 // against the methodology's worked example, and overload (requests shed at
 // max_in_flight) burns the budget while requests the prober abandons do
-// not. Scenarios whose alert was dropped for low traffic are left out.
+// not. Scenarios whose alert was dropped for low traffic are left out, and
+// so are those that would need a histogram no pair exports with classic
+// buckets (pairPlan.fed).
 func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 	p, err := newPlan(cfg, o)
 	if err != nil {
@@ -82,12 +84,17 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 		return tf, nil
 	}
 	tf.Tests = append(tf.Tests, tb.workedExample(), tb.abandoned(), tb.oneShed(), tb.notCompleting(),
-		tb.targetDown(), tb.scheduleLag(), tb.ttftGap(), tb.scrapeFailing())
-	for _, g := range []func() (TestGroup, bool){tb.fastBurn, tb.overload, tb.slowBurn, tb.latency} {
-		if grp, ok := g(); ok {
-			tf.Tests = append(tf.Tests, grp)
+		tb.targetDown())
+	optional := func(gs ...func() (TestGroup, bool)) {
+		for _, g := range gs {
+			if grp, ok := g(); ok {
+				tf.Tests = append(tf.Tests, grp)
+			}
 		}
 	}
+	optional(tb.scheduleLag, tb.ttftGap)
+	tf.Tests = append(tf.Tests, tb.scrapeFailing())
+	optional(tb.fastBurn, tb.overload, tb.slowBurn, tb.latency)
 	return tf, nil
 }
 
@@ -204,16 +211,6 @@ func (tb *testBuilder) targets() []string {
 	return out
 }
 
-// firstOf returns the first pair of target.
-func (tb *testBuilder) firstOf(target string) pairPlan {
-	for _, pp := range tb.p.pairs {
-		if pp.Target == target {
-			return pp
-		}
-	}
-	return pairPlan{}
-}
-
 // allAlerts are the names of every alert the rules generate.
 var allAlerts = []string{
 	AlertFastBurn, AlertSlowBurn, AlertLatencyHigh, AlertNotCompleting, AlertTargetDown, AlertScrapeFailing,
@@ -236,10 +233,14 @@ func (tb *testBuilder) healthy() TestGroup {
 	ss := tb.base(steps, nil)
 	for _, t := range tb.targets() {
 		ss = append(ss, tb.scrapeSeries(t, 1, steps))
-		ss = append(ss, tb.ttftSeries(tb.firstOf(t), "0.2", "0.2", steps)...)
+		if pp, ok := tb.firstFed(config.HistogramTTFT, t); ok {
+			ss = append(ss, tb.ttftSeries(pp, "0.2", "0.2", steps)...)
+		}
 	}
 	for _, pp := range tb.p.pairs {
-		ss = append(ss, tb.lagSeries(pp, false, steps)...)
+		if pp.fed(config.HistogramScheduleLag) {
+			ss = append(ss, tb.lagSeries(pp, false, steps)...)
+		}
 	}
 	if pp, l, ok := tb.firstLatency(); ok {
 		ss = append(ss, tb.histogram(pp, l, false, steps)...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // healthSteps is long enough for a health alert over window w to fire.
@@ -95,9 +96,13 @@ func (tb *testBuilder) lagSeries(pp pairPlan, late bool, steps int) []InputSerie
 	return ss
 }
 
-// scheduleLag: the first pair's requests are all sent late.
-func (tb *testBuilder) scheduleLag() TestGroup {
-	pp := tb.p.pairs[0]
+// scheduleLag: the first pair with schedule lag buckets sends all its
+// requests late.
+func (tb *testBuilder) scheduleLag() (TestGroup, bool) {
+	pp, ok := tb.firstFed(config.HistogramScheduleLag, "")
+	if !ok {
+		return TestGroup{}, false
+	}
 	steps := tb.healthSteps(tb.p.scale(tb.p.o.LatencyWindow))
 	ss := append(tb.base(steps, nil), tb.lagSeries(pp, true, steps)...)
 	thr := tb.p.o.ScheduleLag.Seconds()
@@ -105,5 +110,5 @@ func (tb *testBuilder) scheduleLag() TestGroup {
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
 	r, _ := tb.find(AlertScheduleLag, nil)
 	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertScheduleLag, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(thr+thr*0.99))}}
-	return tb.group(fmt.Sprintf("schedule lag: %s/%s sends every request late", pp.Target, pp.Probe), ss, test)
+	return tb.group(fmt.Sprintf("schedule lag: %s/%s sends every request late", pp.Target, pp.Probe), ss, test), true
 }

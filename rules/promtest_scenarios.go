@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/config"
 )
 
 // firstWith returns the first pair with burn alerts of severity sev.
@@ -238,7 +239,7 @@ func (tb *testBuilder) workedExample() TestGroup {
 
 func (tb *testBuilder) firstLatency() (pairPlan, latencyPlan, bool) {
 	for _, pp := range tb.p.pairs {
-		if len(pp.Latency) > 0 {
+		if len(pp.Latency) > 0 && pp.Hist.Classic {
 			return pp, pp.Latency[0], true
 		}
 	}
@@ -306,10 +307,13 @@ func (tb *testBuilder) ttftSeries(pp pairPlan, client, server string, steps int)
 	return ss
 }
 
-// ttftGap: the first pair's clients see a p50 TTFT of 1.5s while vLLM's
-// own histogram for the target has a p50 of 0.15s.
-func (tb *testBuilder) ttftGap() TestGroup {
-	pp := tb.p.pairs[0]
+// ttftGap: the clients of the first pair with TTFT buckets see a p50 TTFT
+// of 1.5s while vLLM's own histogram for the target has a p50 of 0.15s.
+func (tb *testBuilder) ttftGap() (TestGroup, bool) {
+	pp, ok := tb.firstFed(config.HistogramTTFT, "")
+	if !ok {
+		return TestGroup{}, false
+	}
 	lw := tb.p.scale(tb.p.o.LatencyWindow)
 	steps := tb.steps(lw+tb.p.scale(tb.p.o.LatencyFor)) + 2
 	ss := append(tb.base(steps, nil), tb.ttftSeries(pp, "2", "0.2", steps)...)
@@ -318,7 +322,7 @@ func (tb *testBuilder) ttftGap() TestGroup {
 	labels := map[string]string{"target": pp.Target}
 	r, _ := tb.find(AlertClientTTFTAboveServer, nil)
 	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertClientTTFTAboveServer, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(client-server))}}
-	return tb.group("client TTFT far above the server's: target "+pp.Target, ss, test)
+	return tb.group("client TTFT far above the server's: target "+pp.Target, ss, test), true
 }
 
 func (tb *testBuilder) scrapeFailing() TestGroup {

@@ -64,8 +64,8 @@ func (p *plan) recordingRules() []Rule {
 func (p *plan) ttftRecordingRules() []Rule {
 	w := fmtDur(p.scale(p.o.LatencyWindow))
 	return []Rule{
-		{Record: RecordClientTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate("+metricname.TTFT+"_bucket%s[%s])))", p.sel(""), w)},
-		{Record: RecordServerTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(vllm:time_to_first_token_seconds_bucket%s[%s])))", p.sel(`target!=""`), w)},
+		{Record: RecordClientTTFT + w, Expr: quantileExpr("0.5", metricname.TTFT, p.sel(""), "target", w, p.formsOf(metricname.TTFT))},
+		{Record: RecordServerTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(%s_bucket%s[%s])))", metricname.VLLMTimeToFirstToken, p.sel(`target!=""`), w)},
 	}
 }
 
@@ -177,10 +177,11 @@ func (p *plan) latencyAlerts() []Rule {
 	for _, pp := range p.pairs {
 		for _, l := range pp.Latency {
 			extra := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+			forms := histogramForms{classic: pp.Hist.Classic, native: !pp.Hist.Classic}
 			r := Rule{
 				Alert: AlertLatencyHigh,
-				Expr: fmt.Sprintf("histogram_quantile(0.99, sum by (target, probe, le) (rate(%s_bucket%s[%s])))\n> %s",
-					sloMetric[l.SLO], p.sel(extra), fmtDur(l.Window), fmtF(l.Threshold.Seconds())),
+				Expr: quantileExpr("0.99", sloMetric[l.SLO], p.sel(extra), "target, probe", fmtDur(l.Window), forms) +
+					"\n> " + fmtF(l.Threshold.Seconds()),
 				For:         fmtDur(p.scale(p.o.LatencyFor)),
 				Labels:      map[string]string{"severity": SeverityTicket, "slo": l.SLO, "target": pp.Target, "probe": pp.Probe},
 				Annotations: latencyAnnotations(pp, l, durationFmt),

@@ -76,6 +76,7 @@ func TestPromtoolPassesGeneratedRules(t *testing.T) {
 		{"full example, e2e windows", full, Options{WindowScale: 1.0 / 60, MinRequests: 5, MinLatencySamples: 10}},
 		{"low rates and strict objectives", lowRate, Options{Job: "probes"}},
 		{"low rates, e2e windows", lowRate, Options{WindowScale: 1.0 / 60}},
+		{"lean and native-only histograms", leanConfig(), Options{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

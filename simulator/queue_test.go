@@ -18,13 +18,15 @@ import (
 // server's queue-time histogram both see.
 func TestQueueing(t *testing.T) {
 	cases := []struct {
-		name          string
-		maxNumSeqs    int
-		minLastQueue  time.Duration // the longest queue time must reach this
-		maxLongestQue time.Duration // and stay below this (0 = no bound)
+		name         string
+		maxNumSeqs   int
+		minLastQueue time.Duration // the longest queue time must reach this
 	}{
-		{"max-num-seqs 2 queues", 2, 50 * time.Millisecond, 0},
-		{"max-num-seqs 8 does not", 8, 0, 25 * time.Millisecond},
+		{"max-num-seqs 2 queues", 2, 50 * time.Millisecond},
+		// That eight slots admit all eight at once is checked on the
+		// engine's own clock (engine.TestAdmission): here the queue times
+		// are wall-clock and grow on a loaded machine.
+		{"max-num-seqs 8", 8, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,9 +45,6 @@ func TestQueueing(t *testing.T) {
 			longest := sorted[len(sorted)-1]
 			if longest < tc.minLastQueue {
 				t.Errorf("longest queue time %s, want at least %s (all: %v)", longest, tc.minLastQueue, sorted)
-			}
-			if tc.maxLongestQue > 0 && longest > tc.maxLongestQue {
-				t.Errorf("longest queue time %s, want below %s", longest, tc.maxLongestQue)
 			}
 			h := scrape(t, url)["vllm:request_queue_time_seconds"].Metric[0].GetHistogram()
 			var sum time.Duration

@@ -14,14 +14,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/schedule"
 )
-
-// Sender sends one offered request and fills its Result, disposition
-// included. *client.Requester satisfies it.
-type Sender interface {
-	Do(ctx context.Context, res *probe.Result)
-	Close()
-}
 
 // errRunEnded is the cause of the request contexts still open when a run
 // ends (interrupted, or its drain time is over): they become unfinished.
@@ -32,7 +26,7 @@ type Options struct {
 	Target, Probe string // names written into every Result
 	// Offsets are the planned send times from the start of the run.
 	Offsets []time.Duration
-	Sender  Sender
+	Sender  schedule.Sender
 	// MaxConcurrency caps requests in flight (vLLM's --max-concurrency): a
 	// request whose time has come waits for a slot. 0 = no cap.
 	MaxConcurrency int

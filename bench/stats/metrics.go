@@ -246,7 +246,9 @@ func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 // when its first token came, else that time; its E2EL is that time; its
 // TPOT follows from them when it received more than one token. Server
 // failures, which have no latency of a completed response, are left out.
-// It also returns the TTFT samples in planned order.
+// It also returns the TTFT samples in planned order. The daemon's views
+// censor at the measured Elapsed instead (probe.Result.ObservedE2EL; docs/design.md,
+// section 6, "Timeouts are never dropped").
 func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []float64) {
 	samples := map[string][]float64{}
 	for i, r := range run.Results {

@@ -119,3 +119,10 @@ const (
 	ServerSeriesDropped     = "vllm_prober_server_series_dropped_total"
 	ServerSeriesDroppedHelp = "Scraped server series not re-exported, counted at every scrape, by reason (limit, invalid_name, invalid_label, duplicate, conflict, reserved, unsupported_type)."
 )
+
+// vLLM's own metrics that the prober reads (re-exported with the target
+// label by the server scraper), named once for the scraper and the rules.
+const (
+	// VLLMTimeToFirstToken is vLLM's server-side TTFT histogram.
+	VLLMTimeToFirstToken = "vllm:time_to_first_token_seconds"
+)

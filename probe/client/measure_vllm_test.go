@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 // Events of the vllm bench serve timing cases.
@@ -105,10 +106,12 @@ func runVLLMCase(t *testing.T, tt vllmCase) {
 	}
 	p := rqProbe(api)
 	p.Request.IgnoreEOS = true
+	item := workload.ItemFor(p, "hi", nil)
+	item.MaxTokens = 2
 	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now,
-		Timing: TimingVLLMBench, RequestIDPrefix: "bench-x-", Prompts: []Prompt{{Text: "hi", MaxTokens: 2}}})
+		Timing: TimingVLLMBench, Items: []workload.Item{item}})
 	r.client.Transport = tr
-	res := &probe.Result{Seq: 5}
+	res := &probe.Result{Seq: 5, RequestID: "bench-x-4"}
 	r.Do(context.Background(), res)
 	w := tt.want
 	if res.Disposition != w.Disposition || res.Reason != w.Reason {
@@ -129,7 +132,7 @@ func runVLLMCase(t *testing.T, tt vllmCase) {
 func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *probe.Result, chat bool) {
 	t.Helper()
 	if id := tr.header.Get("X-Request-Id"); id != "bench-x-4" || res.RequestID != id {
-		t.Errorf("X-Request-Id %q (result %q), want bench-x-4 as vLLM numbers from 0", id, res.RequestID)
+		t.Errorf("X-Request-Id %q (result %q), want the caller's bench-x-4", id, res.RequestID)
 	}
 	b := tr.body
 	opts := fmt.Sprint(b["stream_options"])
@@ -152,13 +155,13 @@ func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *probe.Result, c
 	}
 }
 
-// TestRequesterPrompts checks that request Seq n sends Prompts[n-1] and
+// TestRequesterItems checks that request Seq n sends Items[n-1] and
 // that the probe mode keeps its own payload.
-func TestRequesterPrompts(t *testing.T) {
+func TestRequesterItems(t *testing.T) {
 	clock := &scriptClock{t: time.Unix(9000, 0)}
 	tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.now()}}
 	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), rqProbe(config.APICompletions), Options{
-		Now: clock.now, Endpoint: "/proxy/v1/completions", Prompts: []Prompt{{Text: "a"}, {Text: "b", MaxTokens: 3}}})
+		Now: clock.now, Endpoint: "/proxy/v1/completions", Items: []workload.Item{{Prompt: "a", MaxTokens: 16}, {Prompt: "b", MaxTokens: 3}}})
 	r.client.Transport = tr
 	tests := []struct {
 		seq       uint64

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -18,27 +17,8 @@ import (
 // redirect unless follow_redirects is true (a server_failure, reason
 // redirect), and that its Authorization header never reaches another port.
 func TestRequesterRedirects(t *testing.T) {
-	var leaked, elsewhereHits atomic.Int32
-	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		elsewhereHits.Add(1)
-		if r.Header.Get("Authorization") != "" {
-			leaked.Add(1)
-		}
-		writeEvents(w, chatOK, true)
-	}))
-	defer elsewhere.Close()
-	var toOther atomic.Bool
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/final":
-			writeEvents(w, chatOK, true)
-		case toOther.Load():
-			http.Redirect(w, r, elsewhere.URL+"/final", http.StatusTemporaryRedirect)
-		default:
-			http.Redirect(w, r, "/final", http.StatusTemporaryRedirect)
-		}
-	}))
-	defer origin.Close()
+	srv := daemontest.StartRedirects(t, "/v1/chat/completions", "/final", http.StatusTemporaryRedirect,
+		func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, chatOK, true) })
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
@@ -52,7 +32,7 @@ func TestRequesterRedirects(t *testing.T) {
       authorization: {credentials_file: token}
 %s
 probes: [{name: p, api: completions, rate: 1, workload: {prompts: [{prompt: hi}]}}]
-`, origin.URL, follow), filepath.Join(dir, "c.yml"))
+`, srv.Origin.URL, follow), filepath.Join(dir, "c.yml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +52,7 @@ probes: [{name: p, api: completions, rate: 1, workload: {prompts: [{prompt: hi}]
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			toOther.Store(tc.other)
+			srv.ToOther.Store(tc.other)
 			r := newTestRequester(t, load(tc.follow), rqProbe("chat"), Options{})
 			res := doRequest(context.Background(), r, 1)
 			if res.Disposition != tc.disp || res.Reason != tc.reason {
@@ -80,7 +60,5 @@ probes: [{name: p, api: completions, rate: 1, workload: {prompts: [{prompt: hi}]
 			}
 		})
 	}
-	if elsewhereHits.Load() != 0 || leaked.Load() != 0 {
-		t.Errorf("the other port got %d requests, %d with Authorization", elsewhereHits.Load(), leaked.Load())
-	}
+	srv.CheckElsewhereUntouched(t)
 }

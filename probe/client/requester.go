@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,12 +46,9 @@ type Options struct {
 	// target URL; "" = /v1/completions or /v1/chat/completions by the
 	// probe's API.
 	Endpoint string
-	// RequestIDPrefix, when set, makes a request's X-Request-Id this
-	// prefix followed by Seq-1, as vllm bench serve numbers its requests.
-	RequestIDPrefix string
-	// Prompts, when not empty, replaces the probe's workload: request Seq
-	// n sends Prompts[(n-1) mod len(Prompts)].
-	Prompts []Prompt
+	// Items, when not empty, replaces the probe's workload: request Seq
+	// n sends Items[(n-1) mod len(Items)].
+	Items []workload.Item
 }
 
 // Requester sends, times, parses and judges the requests of one (target,
@@ -66,8 +62,7 @@ type Requester struct {
 	base    string // the target URL without a trailing slash
 	timeout time.Duration
 	models  *modelSource
-	work    workload.Source
-	prompts []workload.Item // from Options.Prompts; replaces work
+	work    workload.Source // nil when Options.Items replaces it
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's
@@ -122,10 +117,7 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
 	}
-	for _, pr := range o.Prompts {
-		r.prompts = append(r.prompts, pr.item(r.probe))
-	}
-	if len(r.prompts) == 0 {
+	if len(o.Items) == 0 {
 		r.work, err = workload.New(p, r.countTokens)
 	}
 	if err != nil {
@@ -213,22 +205,18 @@ func (r *Requester) discoveryFailed(ctx context.Context, res *probe.Result, err 
 	}
 }
 
-// nextItem returns what request seq sends: the caller's prompt for it, or the
+// nextItem returns what request seq sends: the caller's item for it, or the
 // workload's next item.
 func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) workload.Item {
-	if n := uint64(len(r.prompts)); n > 0 {
-		return r.prompts[(seq+n-1)%n]
+	if n := uint64(len(r.opts.Items)); n > 0 {
+		return r.opts.Items[(seq+n-1)%n]
 	}
 	return r.work.Next(ctx, model)
 }
 
 // requestID makes the X-Request-Id of a request: readable, and unique
-// across restarts thanks to the random suffix; or vLLM's numbering after
-// RequestIDPrefix.
+// across restarts thanks to the random suffix.
 func (r *Requester) requestID(seq uint64) string {
-	if r.opts.RequestIDPrefix != "" {
-		return r.opts.RequestIDPrefix + strconv.FormatUint(seq-1, 10)
-	}
 	return fmt.Sprintf("%s-%s-%d-%08x", r.target.Name, r.probe.Name, seq, rand.Uint32())
 }
 

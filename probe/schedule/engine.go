@@ -33,7 +33,7 @@ var (
 	errEngineStopped = errors.New("engine stopped")
 )
 
-// Sender sends one request and fills its Result; *Requester is the
+// Sender sends one request and fills its Result; *client.Requester is the
 // production Sender.
 type Sender interface {
 	// Do expects res.Seq, Target, Probe and Scheduled set, fills the rest

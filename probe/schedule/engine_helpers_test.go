@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
 // testEpoch is the fake clock's start.
@@ -281,4 +282,22 @@ func (h *harness) run(t *testing.T, d time.Duration, loops int) {
 	waitFor(t, "loops to park", func() bool { return h.clock.parkedCount() == loops })
 	h.clock.advance(d)
 	waitFor(t, "loops to park", func() bool { return h.clock.parkedCount() == loops })
+}
+
+// StopAndReadLedger shuts e down, closes its ledger and returns the
+// ledger's records, failing the test on a torn line. It is exported for
+// the package's external tests.
+func StopAndReadLedger(t *testing.T, e *Engine, lg *ledger.Ledger, path string) []ledger.Record {
+	t.Helper()
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, torn, err := ledger.Read(path)
+	if err != nil || torn != 0 {
+		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
+	}
+	return recs
 }

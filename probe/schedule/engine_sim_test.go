@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -65,17 +64,7 @@ func TestEngineAgainstSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := lg.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
-	}
+	recs := StopAndReadLedger(t, e, lg, path)
 	fromLedger, fromListener := map[string]int{}, map[string]int{}
 	for _, r := range recs {
 		fromLedger[fmt.Sprint(r.Probe, " ", r.Disposition, "/", r.Reason)]++

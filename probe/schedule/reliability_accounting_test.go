@@ -155,7 +155,7 @@ func runAccounting(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	recs := stopAndReadLedger(t, e, lg, path)
+	recs := schedule.StopAndReadLedger(t, e, lg, path)
 	checkEveryRequestOnce(t, recs, counting)
 	checkCurrentSeries(t, recs, gatherCounts(t, reg), addedAt)
 	t.Logf("steps %v: %d requests", steps, len(recs))

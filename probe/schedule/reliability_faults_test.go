@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,11 +22,19 @@ import (
 )
 
 const (
-	matrixRate     = 10.0                    // requests/s of every pair, constant gaps
-	matrixTimeout  = 1500 * time.Millisecond // well above a loaded machine's scheduling delays, below the 3s faults
-	matrixDuration = 2 * time.Second
-	matrixMaxBody  = 256 << 10 // client.Options.MaxBodyBytes
-	matrixMaxLine  = 64 << 10  // client.Options.MaxLineBytes
+	// matrixRate is low, and matrixDuration long, so the 21 pairs need
+	// little CPU per second; each pair still offers 20 requests.
+	matrixRate    = 4.0 // requests/s of every pair, constant gaps
+	matrixTimeout = 4 * time.Second
+	// matrixSlow is the delay of the slow faults, far past matrixTimeout,
+	// which is itself far above a loaded machine's scheduling delays.
+	matrixSlow = 2 * matrixTimeout
+	// matrixMaxInFlight is far above the requests a timing-out pair keeps
+	// outstanding (matrixRate x matrixTimeout): shedding is not tested here.
+	matrixMaxInFlight = 4 * int(matrixRate*matrixTimeout/time.Second)
+	matrixDuration    = 5 * time.Second
+	matrixMaxBody     = 128 << 10 // client.Options.MaxBodyBytes
+	matrixMaxLine     = 64 << 10  // client.Options.MaxLineBytes
 )
 
 // faultCase is one target whose every request meets the same fault.
@@ -51,8 +60,8 @@ func faultCases() []faultCase {
 		simCase("sim http_500", simulator.Faults{HTTP500: 1}, sf, probe.ReasonHTTP5xx, 500, ""),
 		simCase("sim http_503", simulator.Faults{HTTP503: 1}, sf, probe.ReasonHTTP5xx, 503, ""),
 		simCase("sim http_429", simulator.Faults{HTTP429: 1}, sf, probe.ReasonHTTP429, 429, ""),
-		simCase("sim slow_headers", simulator.Faults{SlowHeaders: 1, SlowHeadersDelay: 3 * time.Second}, probe.ClientTimeout, probe.ReasonTimeout, 0, ""),
-		simCase("sim stall", simulator.Faults{Stall: 1, StallDuration: 3 * time.Second}, probe.ClientTimeout, probe.ReasonTimeout, 200, ""),
+		simCase("sim slow_headers", simulator.Faults{SlowHeaders: 1, SlowHeadersDelay: matrixSlow}, probe.ClientTimeout, probe.ReasonTimeout, 0, ""),
+		simCase("sim stall", simulator.Faults{Stall: 1, StallDuration: matrixSlow}, probe.ClientTimeout, probe.ReasonTimeout, 200, ""),
 		simCase("sim disconnect", simulator.Faults{Disconnect: 1}, sf, probe.ReasonDisconnect, 200, ""),
 		simCase("sim error_event", simulator.Faults{ErrorEvent: 1}, sf, probe.ReasonStreamError, 200, ""),
 		simCase("sim malformed_event", simulator.Faults{MalformedEvent: 1}, sf, probe.ReasonProtocol, 200, ""),
@@ -77,7 +86,13 @@ func handlerURL(h http.HandlerFunc) func(t *testing.T) string {
 }
 
 // untrustedTLS is a TLS server whose self-signed certificate no CA backs.
+// The system roots the client verifies against are loaded first: loading
+// them once per process takes seconds under the race detector on a loaded
+// machine, and is not what the case is about.
 func untrustedTLS(t *testing.T) string {
+	if _, err := x509.SystemCertPool(); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(htmlPage))
 	srv.Config.ErrorLog = nil
 	t.Cleanup(srv.Close)
@@ -163,6 +178,7 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 	chat := relChatProbe("chat", matrixRate, matrixTimeout)
 	slo := relChatProbe("chat-slo", matrixRate, matrixTimeout)
 	slo.SLO.TTFT = model.Duration(150 * time.Millisecond)
+	chat.MaxInFlight, slo.MaxInFlight = matrixMaxInFlight, matrixMaxInFlight
 	cfg := &config.Config{Probes: []config.Probe{chat, slo}}
 	cfg.Targets = append(cfg.Targets, config.Target{Name: "healthy", URL: relSim(t, 2, simulator.Faults{}), Model: "sim-llama", Probes: []string{"chat"}})
 	for i, c := range cases {
@@ -179,7 +195,8 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 	}
 	coll, reg := newCollectorRegistry()
 	e := schedule.NewEngine(schedule.EngineOptions{
-		Sinks: []probe.Sink{coll, lg}, Grace: 3 * time.Second,
+		// Grace lets the last requests end by their own timeout.
+		Sinks: []probe.Sink{coll, lg}, Grace: 2 * matrixTimeout,
 		NewRequester: func(tg config.Target, p config.Probe) (schedule.Sender, error) {
 			return client.New(tg, p, client.Options{MaxBodyBytes: matrixMaxBody, MaxLineBytes: matrixMaxLine})
 		},
@@ -188,7 +205,7 @@ func runMatrix(t *testing.T, cases []faultCase) matrixRun {
 		t.Fatal(err)
 	}
 	time.Sleep(matrixDuration)
-	recs := stopAndReadLedger(t, e, lg, path)
+	recs := schedule.StopAndReadLedger(t, e, lg, path)
 	return matrixRun{recs: recs, counts: gatherCounts(t, reg)}
 }
 

@@ -1,7 +1,6 @@
 package schedule_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
-	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -46,23 +44,6 @@ func relSim(t *testing.T, seed int64, f simulator.Faults) string {
 	o.Seed, o.Jitter, o.Faults = seed, 0, f
 	_, url := simtest.Start(t, o)
 	return url
-}
-
-// stopAndReadLedger shuts e down, closes its ledger and returns the
-// ledger's records, failing the test on a torn line.
-func stopAndReadLedger(t *testing.T, e *schedule.Engine, lg *ledger.Ledger, path string) []ledger.Record {
-	t.Helper()
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := lg.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
-	}
-	return recs
 }
 
 // relServer serves h on a loopback port.

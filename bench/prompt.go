@@ -1,14 +1,13 @@
-package client
+package bench
 
 import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
-// Prompt is one request's input chosen by the caller instead of the probe's
-// workload (Options.Prompts), as bench pairs its dataset's prompts
-// with its requests.
-type Prompt struct {
+// prompt is one dataset entry: a request's input chosen by bench instead of
+// the probe's workload, request i sending the run's prompt i-1.
+type prompt struct {
 	// Text is the completions prompt, or the chat user message when
 	// Messages is empty.
 	Text string
@@ -21,7 +20,7 @@ type Prompt struct {
 }
 
 // item converts the prompt for probe p.
-func (pr Prompt) item(p config.Probe) workload.Item {
+func (pr prompt) item(p config.Probe) workload.Item {
 	it := workload.ItemFor(p, pr.Text, pr.Messages)
 	if pr.MaxTokens > 0 {
 		it.MaxTokens = pr.MaxTokens

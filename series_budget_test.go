@@ -1,0 +1,110 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// startInProcess loads cfgPath and runs a daemon on it in this process,
+// ready, with no HTTP server: tests gather d.reg and call d.reload.
+func startInProcess(t *testing.T, cfgPath string) *daemon {
+	t.Helper()
+	safe := &config.SafeConfig{}
+	if _, err := safe.Reload(cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDaemon(slog.New(slog.DiscardHandler), &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.apply(safe.Get()); err != nil {
+		t.Fatal(err)
+	}
+	close(d.ready)
+	return d
+}
+
+// TestReloadChangesHistogramSelection: a reload that changes a probe's
+// histograms and classic_buckets restarts its pair's histograms with the
+// new selection, native-only, and keeps its counters.
+func TestReloadChangesHistogramSelection(t *testing.T) {
+	simURL := relSim(t, simulator.Faults{})
+	dir := t.TempDir()
+	cfgPath := relConfig(t, dir, simURL, 20, "5s", filepath.Join(dir, "ledger.jsonl"))
+	d := startInProcess(t, cfgPath)
+	defer d.closeLedger()
+	defer d.shutdown()
+
+	gather := func() map[string]*dto.MetricFamily {
+		fams, err := d.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			out[f.GetName()] = f
+		}
+		return out
+	}
+	ttft := func(fams map[string]*dto.MetricFamily) *dto.Histogram {
+		if f := fams[metricname.TTFT]; f != nil && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetHistogram()
+		}
+		t.Fatalf("want one TTFT series, got %v", fams[metricname.TTFT])
+		return nil
+	}
+	offered := func(fams map[string]*dto.MetricFamily) float64 {
+		return fams[metricname.RequestsOffered].GetMetric()[0].GetCounter().GetValue()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ttft(gather()).GetSampleCount() < 10 {
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than 10 TTFT observations in 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := gather()
+
+	body, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean := strings.Replace(string(body), "    api: chat\n", "    api: chat\n    histograms: [ttft, e2el]\n    classic_buckets: false\n", 1)
+	if err := os.WriteFile(cfgPath, []byte(lean), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.reload(); err != nil {
+		t.Fatal(err)
+	}
+	after := gather()
+
+	var hists []string
+	for name, f := range after {
+		if strings.HasPrefix(name, "vllm_probe_") && f.GetType() == dto.MetricType_HISTOGRAM {
+			hists = append(hists, name)
+		}
+	}
+	slices.Sort(hists)
+	if want := []string{metricname.E2EL, metricname.TTFT}; !slices.Equal(hists, want) {
+		t.Errorf("histograms after the reload %v, want %v", hists, want)
+	}
+	h, was := ttft(after), ttft(before)
+	if h.GetSampleCount() >= was.GetSampleCount() || len(h.GetBucket()) != 0 || h.Schema == nil {
+		t.Errorf("TTFT after the reload: count %d (was %d), %d classic buckets, schema %v; want restarted, none, native",
+			h.GetSampleCount(), was.GetSampleCount(), len(h.GetBucket()), h.Schema)
+	}
+	if offered(after) < offered(before) {
+		t.Errorf("offered fell from %v to %v: counters must stay", offered(before), offered(after))
+	}
+}
