@@ -68,11 +68,11 @@ func run() int {
 		fn   func(context.Context, options) ([]row, error)
 	}{
 		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", runCost},
-		{"scrape", runScrape}, {"hotpaths", runHotPaths},
+		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
 	}
 	failed := false
 	for _, s := range steps {
-		if !o.only[s.name] {
+		if !o.only[s.name] || s.name == "schedule.workers" && o.only["schedule"] {
 			continue
 		}
 		r, err := s.fn(ctx, o)

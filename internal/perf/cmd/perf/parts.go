@@ -62,7 +62,41 @@ func runSchedule(ctx context.Context, o options) ([]row, error) {
 				usStr(s.SchedulerLag.P50), usStr(s.SchedulerLag.P99), usStr(s.TimerLag.P50), usStr(s.TimerLag.P99)), "", ""})
 	}
 	rows = append(rows, row{"2 schedule", "highest rate tried with p99 lag < 5ms", fmt.Sprintf("%g req/s", highest), "", ""})
-	return append(rows, benchScheduleRows(ctx, o)...), nil
+	rows = append(rows, benchScheduleRows(ctx, o)...)
+	workers, err := runScheduleWorkers(ctx, o)
+	return append(rows, workers...), err
+}
+
+// runScheduleWorkers measures the send lag of bench as processes: one
+// process against two --shard worker processes at the same total rate
+// (perf.BenchProcesses). It is part of the schedule part, and a part of
+// its own (schedule.workers) to run it alone.
+func runScheduleWorkers(ctx context.Context, o options) ([]row, error) {
+	bin := o.binary
+	if bin == "" {
+		b, cleanup, err := buildBinary(ctx, o.moduleDir)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		bin = b
+	}
+	var rows []row
+	for _, c := range []struct {
+		rate float64
+		d    time.Duration
+	}{{10, 20 * time.Second}, {100, 5 * time.Second}} {
+		s, err := perf.BenchProcesses(ctx, bin, c.rate, scaled(c.d, o.scale))
+		if err != nil {
+			return rows, fmt.Errorf("bench processes %g/s: %w", c.rate, err)
+		}
+		fmt.Printf("bench processes %g/s: offered %d\n  lag (one process) %v\n  lag (2 worker processes) %v\n  lag (worker 0) %v\n  lag (worker 1) %v\n",
+			c.rate, s.Offered, s.One, s.Workers, s.Worker[0], s.Worker[1])
+		rows = append(rows, row{"2 schedule", fmt.Sprintf("bench %g req/s, processes", c.rate),
+			fmt.Sprintf("one process: p50 %s, p99 %s; 2 worker processes: p50 %s, p99 %s", usStr(s.One.P50), usStr(s.One.P99),
+				usStr(s.Workers.P50), usStr(s.Workers.P99)), "", ""})
+	}
+	return rows, nil
 }
 
 // benchScheduleRows measures bench's open-loop runner (bench/openloop),
