@@ -5,6 +5,7 @@
 //
 //	go run ./internal/perf/cmd/perf            # everything, ~4 minutes
 //	go run ./internal/perf/cmd/perf -only cost # one part
+//	go run ./internal/perf/cmd/perf -only schedule.workers # bench as worker processes only
 package main
 
 import (
