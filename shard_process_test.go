@@ -77,19 +77,24 @@ func mustSucceed(t *testing.T, codes []int, outs []string) {
 	}
 }
 
-// shardLedger reads one ledger and adds its records to into, by seq.
-func shardLedger(t *testing.T, path string, into map[uint64]ledger.Record) {
+// readLedgers reads the ledgers of one run's processes into their
+// records by seq, reporting a seq that two ledgers hold.
+func readLedgers(t *testing.T, paths ...string) map[uint64]ledger.Record {
 	t.Helper()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("read %s: %v (torn %d)", path, err, torn)
-	}
-	for _, r := range recs {
-		if _, dup := into[r.Seq]; dup {
-			t.Errorf("%s: seq %d seen in another ledger too", path, r.Seq)
+	bySeq, from := map[uint64]ledger.Record{}, map[uint64]string{}
+	for _, path := range paths {
+		recs, torn, err := ledger.Read(path)
+		if err != nil || torn != 0 {
+			t.Fatalf("read %s: %v (torn %d)", path, err, torn)
 		}
-		into[r.Seq] = r
+		for _, r := range recs {
+			if other, dup := from[r.Seq]; dup {
+				t.Errorf("seq %d is in %s and in %s", r.Seq, other, path)
+			}
+			bySeq[r.Seq], from[r.Seq] = r, path
+		}
 	}
+	return bySeq
 }
 
 // samePlan reports, for every request of one, a request of the union
@@ -154,13 +159,13 @@ func TestShardedBenchProcesses(t *testing.T) {
 	codes, outs := runProcs(t, argv...)
 	mustSucceed(t, codes, outs)
 
-	one, union := map[uint64]ledger.Record{}, map[uint64]ledger.Record{}
-	shardLedger(t, filepath.Join(dir, "one.ledger.jsonl"), one)
-	results := make([]string, n)
+	one := readLedgers(t, filepath.Join(dir, "one.ledger.jsonl"))
+	results, ledgers := make([]string, n), make([]string, n)
 	for i := range n {
 		results[i] = filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
-		shardLedger(t, strings.TrimSuffix(results[i], ".json")+".ledger.jsonl", union)
+		ledgers[i] = strings.TrimSuffix(results[i], ".json") + ".ledger.jsonl"
 	}
+	union := readLedgers(t, ledgers...)
 	t.Run("union of the shard ledgers is the one-process schedule", func(t *testing.T) {
 		if len(one) != prompts {
 			t.Errorf("one process offered %d requests, want %d", len(one), prompts)
@@ -288,13 +293,13 @@ func TestShardedCapacityProcesses(t *testing.T) {
 	codes, outs := runProcs(t, argv...)
 	mustSucceed(t, codes, outs)
 
-	one, union := map[uint64]ledger.Record{}, map[uint64]ledger.Record{}
-	shardLedger(t, glob(t, filepath.Join(oneDir, "capacity-*.ledger.jsonl")), one)
-	results := make([]string, n)
+	one := readLedgers(t, glob(t, filepath.Join(oneDir, "capacity-*.ledger.jsonl")))
+	results, ledgers := make([]string, n), make([]string, n)
 	for i := range n {
 		results[i] = glob(t, filepath.Join(shardDir, fmt.Sprintf("capacity-*-shard%dof%d.shard.json", i, n)))
-		shardLedger(t, glob(t, filepath.Join(shardDir, fmt.Sprintf("capacity-*-shard%dof%d.ledger.jsonl", i, n))), union)
+		ledgers[i] = glob(t, filepath.Join(shardDir, fmt.Sprintf("capacity-*-shard%dof%d.ledger.jsonl", i, n)))
 	}
+	union := readLedgers(t, ledgers...)
 	t.Run("union of the shard ledgers is the one-process schedule", func(t *testing.T) {
 		samePlan(t, one, union, start, start)
 	})

@@ -67,25 +67,31 @@ func runSchedule(ctx context.Context, o options) ([]row, error) {
 	return append(rows, workers...), err
 }
 
+// binaryFor returns -binary, or a binary built for this run and the
+// function that removes it.
+func binaryFor(ctx context.Context, o options) (string, func(), error) {
+	if o.binary != "" {
+		return o.binary, func() {}, nil
+	}
+	return buildBinary(ctx, o.moduleDir)
+}
+
 // runScheduleWorkers measures the send lag of bench as processes: one
 // process against two --shard worker processes at the same total rate
 // (perf.BenchProcesses). It is part of the schedule part, and a part of
 // its own (schedule.workers) to run it alone.
 func runScheduleWorkers(ctx context.Context, o options) ([]row, error) {
-	bin := o.binary
-	if bin == "" {
-		b, cleanup, err := buildBinary(ctx, o.moduleDir)
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		bin = b
+	bin, cleanup, err := binaryFor(ctx, o)
+	if err != nil {
+		return nil, err
 	}
-	var rows []row
-	for _, c := range []struct {
+	defer cleanup()
+	runs := []struct {
 		rate float64
 		d    time.Duration
-	}{{10, 20 * time.Second}, {100, 5 * time.Second}} {
+	}{{10, 20 * time.Second}, {100, 5 * time.Second}}
+	rows := make([]row, 0, len(runs))
+	for _, c := range runs {
 		s, err := perf.BenchProcesses(ctx, bin, c.rate, scaled(c.d, o.scale))
 		if err != nil {
 			return rows, fmt.Errorf("bench processes %g/s: %w", c.rate, err)
@@ -121,15 +127,11 @@ func benchScheduleRows(ctx context.Context, o options) []row {
 
 // runCost measures the daemon in the sidecar and the 10×3 cases.
 func runCost(ctx context.Context, o options) ([]row, error) {
-	bin := o.binary
-	if bin == "" {
-		b, cleanup, err := buildBinary(ctx, o.moduleDir)
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		bin = b
+	bin, cleanup, err := binaryFor(ctx, o)
+	if err != nil {
+		return nil, err
 	}
+	defer cleanup()
 	var rows []row
 	// The idle case (one request per ~3 hours) is the fixed cost: the
 	// runtime, server-metrics scrapes and /metrics scrapes.
