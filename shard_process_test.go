@@ -42,7 +42,7 @@ func writeShardDataset(t *testing.T) string {
 // startAt is a --start-at far enough ahead for processes to start and
 // pass their ready check on a loaded machine.
 func startAt() (time.Time, string) {
-	at := time.Now().Add(2500 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	at := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
 	return at, at.Format(time.RFC3339Nano)
 }
 
