@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/collector/server"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe/client"
 )
@@ -26,7 +26,7 @@ type daemonFlags struct {
 	enableLifecycle bool
 	web             *web.FlagConfig
 	// maxServerSeries caps the server series re-exported per target; 0 =
-	// collector.DefaultMaxSeriesPerTarget.
+	// server.DefaultMaxSeriesPerTarget.
 	maxServerSeries int
 	// webLimits bound the web server's connections (webserver.go).
 	webLimits webLimits
@@ -38,7 +38,7 @@ func daemonCommand(app *kingpin.Application) action {
 	cmd.Flag("config.file", "Prober configuration file.").Default("vllm-prober.yml").StringVar(&f.configFile)
 	cmd.Flag("config.check", "Validate the configuration file, print what is wrong and exit 0 (valid) or 1.").BoolVar(&f.configCheck)
 	cmd.Flag("server-metrics.max-series-per-target", "Most server series re-exported per target; past it series are dropped and counted in vllm_prober_server_series_dropped_total.").
-		Default(strconv.Itoa(collector.DefaultMaxSeriesPerTarget)).IntVar(&f.maxServerSeries)
+		Default(strconv.Itoa(server.DefaultMaxSeriesPerTarget)).IntVar(&f.maxServerSeries)
 	addWebFlags(cmd, f, ":9478")
 	return func(ctx context.Context, logger *slog.Logger) int {
 		if f.configCheck {

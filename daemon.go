@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/collector/server"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
@@ -36,7 +37,7 @@ type daemon struct {
 	history *history.History
 	tracker *status.Tracker
 	coll    *collector.Collector
-	scraper *collector.ServerScraper
+	scraper *server.ServerScraper
 	self    *collector.SelfMetrics
 	engine  *schedule.Engine
 	reg     *prometheus.Registry
@@ -160,7 +161,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		history: history.New(cfg.Global.HistoryLimit),
 		tracker: status.NewTracker(status.TrackerOptions{}),
 		coll:    collector.New(collector.Options{Logger: logger}),
-		scraper: collector.NewServerScraper(collector.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),
+		scraper: server.NewServerScraper(server.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),
 		ready:   make(chan struct{}),
 	}
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(lg.WriteErrors()) })

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
@@ -130,7 +131,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	}
 	if o.Plot != "" {
 		title := fmt.Sprintf("%s %s at %s req/s", o.Backend, s.Model, pyfmt.Float(o.RequestRate, 2))
-		if err := writeFile(o.Plot, func(w io.Writer) error { return writePlot(w, run, title) }); err != nil {
+		if err := writeFile(o.Plot, func(w io.Writer) error { return plot.Run(w, run, title) }); err != nil {
 			return out, fmt.Errorf("--plot %s: %w", o.Plot, err)
 		}
 	}

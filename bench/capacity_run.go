@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
+	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -192,7 +193,7 @@ func writeCapacityFiles(out *CapacityOutcome, settings map[string]any, rule capa
 		return fmt.Errorf("write capacity report: %w", err)
 	}
 	err = writeFile(out.SVGPath, func(w io.Writer) error {
-		return writeChartSVG(w, out.Search, rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
+		return plot.Capacity(w, out.Search, rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {
 		return fmt.Errorf("write chart: %w", err)

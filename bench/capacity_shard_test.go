@@ -16,6 +16,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
+	"github.com/vllm-prober/vllm-prober/internal/svgchart/svgtest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
@@ -200,7 +201,7 @@ func TestShardedCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svgDoc(t, b)
+		svgtest.Doc(t, b)
 		for _, line := range []string{"Merged 3 of 3 shards of capacity search ", "Shard 2/3 (", "Pass rule: each of 2 repeats has"} {
 			if !strings.Contains(stdout.String(), line) {
 				t.Errorf("merge output lacks %q", line)

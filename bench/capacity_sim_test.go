@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
+	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/svgchart/svgtest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -92,7 +94,7 @@ func checkCapacityFiles(t *testing.T, out *CapacityOutcome, stdout string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svgDoc(t, b)
+	svgtest.Doc(t, b)
 	if _, err := os.Stat(out.JSONPath); err != nil {
 		t.Error(err)
 	}
@@ -334,7 +336,7 @@ func TestCapacityChartPlateau(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	completed, goodput := chartCurves(out.Search)
+	completed, goodput := plot.CapacityCurves(out.Search)
 	if len(completed) != 2 || len(goodput) != 2 {
 		t.Fatalf("curves %v %v, want two levels", completed, goodput)
 	}

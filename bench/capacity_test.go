@@ -1,10 +1,6 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/xml"
-	"io"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +9,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
-	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
 func TestStaircase(t *testing.T) {
@@ -97,56 +92,5 @@ func TestCapacityOrderValidate(t *testing.T) {
 		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}}
 	if err := o.validate(); ExitCode(err) != 2 || !strings.Contains(err.Error(), `--order "descending"`) {
 		t.Errorf("err = %v, want a usage error naming --order", err)
-	}
-}
-
-// svgDoc checks that b is well-formed XML and returns its text.
-func svgDoc(t *testing.T, b []byte) string {
-	t.Helper()
-	dec := xml.NewDecoder(bytes.NewReader(b))
-	var text strings.Builder
-	paths := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG is not valid XML: %v", err)
-		}
-		switch el := tok.(type) {
-		case xml.StartElement:
-			if el.Name.Local == "path" {
-				paths++
-			}
-		case xml.CharData:
-			text.Write(el)
-		}
-	}
-	if paths < 10 {
-		t.Errorf("SVG has %d paths, want the curves drawn", paths)
-	}
-	return text.String()
-}
-
-func TestWriteChart(t *testing.T) {
-	s := &capacity.Search{Rated: 5, Saturated: true, LowestFail: 6}
-	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
-		for i := range 2 {
-			g := math.Min(r, 5.5) * 0.995
-			s.Repeats = append(s.Repeats, capacity.Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: stats.Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
-		}
-	}
-	var buf bytes.Buffer
-	if err := writeChartSVG(&buf, s, capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
-		t.Fatal(err)
-	}
-	text := svgDoc(t, buf.Bytes())
-	for _, want := range []string{"Capacity of test", "completed/s (wall clock)", "goodput/s (accepted)", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
-		t.Run(want, func(t *testing.T) {
-			if !strings.Contains(text, want) {
-				t.Errorf("chart lacks %q", want)
-			}
-		})
 	}
 }

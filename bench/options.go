@@ -176,7 +176,7 @@ type Options struct {
 	ResultDir      string
 	ResultFilename string
 	LedgerPath     string // "" = beside the saved result, or none
-	// Plot is where --plot writes the run's SVG (writePlot); "" = none.
+	// Plot is where --plot writes the run's SVG (plot.Run); "" = none.
 	Plot string
 }
 

@@ -98,7 +98,7 @@ func BenchmarkScrapeDistinctSLOs(b *testing.B) {
 			c, _ := distinctSLOConfig(n)
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(c)
-			benchmarkGather(b, reg)
+			promtext.BenchmarkGather(b, reg)
 		})
 	}
 }

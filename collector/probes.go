@@ -2,11 +2,12 @@
 // The names and help texts it exports are spelled in collector/metricname,
 // which rules reads too.
 //
-// Three collectors live here, one per file: Collector (probes.go) turns
+// Two collectors live here, one per file: Collector (probes.go) turns
 // probe.Results into the vllm_probe_* series of every configured (target,
-// probe) pair; ServerScraper (server.go) scrapes each target's own /metrics in
-// the background and re-exposes the vllm:* families with a target label; and
-// SelfMetrics (self.go) describes the prober itself. ResultRegistry
+// probe) pair; and SelfMetrics (self.go) describes the prober itself. The
+// third, collector/server's ServerScraper, scrapes each target's own
+// /metrics in the background and re-exposes the vllm:* families with a
+// target label. ResultRegistry
 // (result.go) builds the one-request registry served by /probe.
 //
 // Which results feed which histogram: TTFT, ITL, the dns, connect, tls,
@@ -32,6 +33,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/logonce"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -64,7 +66,7 @@ type Collector struct {
 	logger *slog.Logger
 	now    func() time.Time
 	descs  probeDescs
-	warned onceSet
+	warned logonce.Set
 
 	mu    sync.RWMutex
 	pairs map[pairKey]*pairMetrics
@@ -96,7 +98,7 @@ func New(o Options) *Collector {
 	return &Collector{
 		logger: o.Logger,
 		now:    o.Now,
-		warned: onceSet{max: 256},
+		warned: logonce.Set{Max: 256},
 		pairs:  map[pairKey]*pairMetrics{},
 		descs: probeDescs{
 			offered:  prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
@@ -185,7 +187,7 @@ func (c *Collector) Finished(r *probe.Result) {
 // expected (a removed pair's last requests finish after PairStopped
 // dropped its series), so they log at debug; unknown label values are a bug, at warn.
 func (c *Collector) warnOnce(msg, key string, args ...any) {
-	if !c.warned.first(msg + "\x00" + key) {
+	if !c.warned.First(msg + "\x00" + key) {
 		return
 	}
 	level := slog.LevelWarn

@@ -145,28 +145,3 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 		ch <- m
 	}
 }
-
-// onceSet remembers up to max keys, so a repeated warning is logged once
-// without unbounded memory.
-type onceSet struct {
-	max  int
-	mu   sync.Mutex
-	seen map[string]struct{}
-}
-
-// first reports whether key is new (and records it while there is room).
-func (s *onceSet) first(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.seen[key]; ok {
-		return false
-	}
-	if s.seen == nil {
-		s.seen = map[string]struct{}{}
-	}
-	if len(s.seen) >= s.max {
-		return false
-	}
-	s.seen[key] = struct{}{}
-	return true
-}

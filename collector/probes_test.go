@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -103,14 +104,14 @@ func TestCollectorCountsResults(t *testing.T) {
 	}
 	t.Run("failures by reason", func(t *testing.T) {
 		for reason, want := range map[string]float64{probe.ReasonLatency: 1, probe.ReasonQuality: 1, probe.ReasonInFlightCap: 1, probe.ReasonHTTP5xx: 1, probe.ReasonTimeout: 0} {
-			if got := counterValue(t, c, metricname.Failures, "reason", reason); got != want {
+			if got := promtext.CounterValue(t, c, metricname.Failures, "reason", reason); got != want {
 				t.Errorf("reason %s: got %v, want %v", reason, got, want)
 			}
 		}
 	})
 	t.Run("quality failures by check", func(t *testing.T) {
 		for check, want := range map[string]float64{probe.CheckRegex: 1, probe.CheckFinishReason: 1, probe.CheckJSON: 0} {
-			if got := counterValue(t, c, metricname.QualityFailures, "check", check); got != want {
+			if got := promtext.CounterValue(t, c, metricname.QualityFailures, "check", check); got != want {
 				t.Errorf("check %s: got %v, want %v", check, got, want)
 			}
 		}
@@ -126,54 +127,6 @@ func writeZeros[V ~string](w *strings.Builder, name, help, labels string, values
 	}
 }
 
-// gather registers cs in a fresh registry and gathers it.
-func gather(t testing.TB, cs ...prometheus.Collector) map[string]*dto.MetricFamily {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(cs...)
-	return families(t, reg)
-}
-
-// families gathers g and returns its families by name.
-func families(t testing.TB, g prometheus.Gatherer) map[string]*dto.MetricFamily {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
-
-// series returns the series of family name whose labels include every
-// name=value pair of match.
-func series(t testing.TB, mfs map[string]*dto.MetricFamily, name string, match ...string) *dto.Metric {
-	t.Helper()
-	for _, m := range mfs[name].GetMetric() {
-		ok := true
-		for i := 0; i+1 < len(match); i += 2 {
-			found := false
-			for _, lp := range m.GetLabel() {
-				found = found || lp.GetName() == match[i] && lp.GetValue() == match[i+1]
-			}
-			ok = ok && found
-		}
-		if ok {
-			return m
-		}
-	}
-	t.Fatalf("no series %s%v", name, match)
-	return nil
-}
-
-func counterValue(t *testing.T, c prometheus.Collector, name string, match ...string) float64 {
-	t.Helper()
-	return series(t, gather(t, c), name, match...).GetCounter().GetValue()
-}
-
 func upperBounds(h *dto.Histogram) []float64 {
 	var out []float64
 	for _, b := range h.GetBucket() {
@@ -186,7 +139,7 @@ func TestCollectorHistogramBuckets(t *testing.T) {
 	slo := config.SLO{TTFT: dur("300ms"), TPOT: dur("33ms"), E2EL: dur("20s")}
 	c := New(Options{Now: clock})
 	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": slo}))
-	mfs := gather(t, c)
+	mfs := promtext.Gather(t, c)
 	tests := []struct {
 		name   string
 		metric string
@@ -202,7 +155,7 @@ func TestCollectorHistogramBuckets(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := upperBounds(series(t, mfs, tc.metric).GetHistogram())
+			got := upperBounds(promtext.Series(t, mfs, tc.metric).GetHistogram())
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("buckets\n got %v\nwant %v", got, tc.want)
 			}
@@ -233,7 +186,7 @@ func TestCollectorObservations(t *testing.T) {
 		ITLs: []time.Duration{50 * time.Millisecond}, Phases: probe.PhaseTimes{probe.PhaseDecode: 50 * time.Millisecond},
 	})
 	finish(c, &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // never sent
-	mfs := gather(t, c)
+	mfs := promtext.Gather(t, c)
 	tests := []struct {
 		metric string
 		match  []string
@@ -253,21 +206,21 @@ func TestCollectorObservations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.metric+fmt.Sprint(tc.match), func(t *testing.T) {
-			h := series(t, mfs, tc.metric, tc.match...).GetHistogram()
+			h := promtext.Series(t, mfs, tc.metric, tc.match...).GetHistogram()
 			if h.GetSampleCount() != tc.count || fmt.Sprintf("%.6f", h.GetSampleSum()) != fmt.Sprintf("%.6f", tc.sum) {
 				t.Errorf("count %d sum %v, want %d %v", h.GetSampleCount(), h.GetSampleSum(), tc.count, tc.sum)
 			}
 		})
 	}
 	t.Run("native histogram alongside classic buckets", func(t *testing.T) {
-		h := series(t, mfs, metricname.TTFT).GetHistogram()
+		h := promtext.Series(t, mfs, metricname.TTFT).GetHistogram()
 		if h.Schema == nil || len(h.GetPositiveSpan()) == 0 || len(h.GetBucket()) == 0 {
 			t.Errorf("want native schema, spans and classic buckets, got schema=%v spans=%d buckets=%d", h.Schema, len(h.GetPositiveSpan()), len(h.GetBucket()))
 		}
 	})
 	t.Run("exemplar carries the request id", func(t *testing.T) {
 		var ids []string
-		for _, b := range series(t, mfs, metricname.TTFT).GetHistogram().GetBucket() {
+		for _, b := range promtext.Series(t, mfs, metricname.TTFT).GetHistogram().GetBucket() {
 			for _, lp := range b.GetExemplar().GetLabel() {
 				ids = append(ids, lp.GetName()+"="+lp.GetValue())
 			}
@@ -322,7 +275,7 @@ func TestCollectorPairChanges(t *testing.T) {
 	// bound and not the other.
 	checkTTFT := func(t *testing.T, mfs map[string]*dto.MetricFamily, target, probe string, count uint64, bound, other float64) {
 		t.Helper()
-		h := series(t, mfs, metricname.TTFT, "target", target, "probe", probe).GetHistogram()
+		h := promtext.Series(t, mfs, metricname.TTFT, "target", target, "probe", probe).GetHistogram()
 		if h.GetSampleCount() != count {
 			t.Errorf("count %d, want %d", h.GetSampleCount(), count)
 		}
@@ -330,7 +283,7 @@ func TestCollectorPairChanges(t *testing.T) {
 			t.Errorf("buckets %v: want %v and not %v", upperBounds(h), bound, other)
 		}
 	}
-	mfs := gather(t, c)
+	mfs := promtext.Gather(t, c)
 	t.Run("same thresholds keep histograms", func(t *testing.T) {
 		checkTTFT(t, mfs, "t1", "keep", 1, 1.2, 0.7)
 	})
@@ -342,7 +295,7 @@ func TestCollectorPairChanges(t *testing.T) {
 	})
 	syncPairs(c, testConfig(map[string][]string{"t1": {"keep"}}, map[string]config.SLO{"keep": {TTFT: dur("300ms")}}))
 	t.Run("only the probe's own threshold", func(t *testing.T) {
-		checkTTFT(t, gather(t, c), "t1", "keep", 0, 0.3, 1.2)
+		checkTTFT(t, promtext.Gather(t, c), "t1", "keep", 0, 0.3, 1.2)
 	})
 }
 
@@ -369,7 +322,7 @@ func TestCollectorConcurrentUse(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if got := counterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 800 {
+	if got := promtext.CounterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 800 {
 		t.Errorf("accepted %v, want 800", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -48,7 +49,7 @@ func TestResultRegistry(t *testing.T) {
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metricname.Success, metricname.Duration, metricname.RequestsOffered, metricname.RequestsInFlight); err != nil {
 				t.Error(err)
 			}
-			if got := upperBounds(series(t, families(t, reg), metricname.TTFT).GetHistogram()); !slices.Contains(got, 0.15) {
+			if got := upperBounds(promtext.Series(t, promtext.Families(t, reg), metricname.TTFT).GetHistogram()); !slices.Contains(got, 0.15) {
 				t.Errorf("ttft buckets %v lack the probe's SLO", got)
 			}
 		})
@@ -64,5 +65,5 @@ func TestResultRegistry(t *testing.T) {
 // requestsValue returns the value of requests_total{disposition=d} in reg.
 func requestsValue(t *testing.T, reg *prometheus.Registry, d string) float64 {
 	t.Helper()
-	return series(t, families(t, reg), metricname.Requests, "disposition", d).GetCounter().GetValue()
+	return promtext.Series(t, promtext.Families(t, reg), metricname.Requests, "disposition", d).GetCounter().GetValue()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 )
 
 func TestSelfMetrics(t *testing.T) {
@@ -46,7 +47,7 @@ func TestSelfMetrics(t *testing.T) {
 		})
 	}
 	t.Run("build info", func(t *testing.T) {
-		mfs := gather(t, NewSelfMetrics(nil))
+		mfs := promtext.Gather(t, NewSelfMetrics(nil))
 		bi := mfs["vllm_prober_build_info"]
 		if bi == nil || bi.GetMetric()[0].GetGauge().GetValue() != 1 {
 			t.Fatalf("vllm_prober_build_info missing or not 1: %v", bi)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -130,10 +131,12 @@ func TestCollectorSelectionChanges(t *testing.T) {
 	accepted := func() {
 		finish(c, &probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Sent: fixedNow, TTFT: time.Second / 2, E2EL: time.Second})
 	}
-	ttftCount := func() uint64 { return series(t, gather(t, c), metricname.TTFT).GetHistogram().GetSampleCount() }
+	ttftCount := func() uint64 {
+		return promtext.Series(t, promtext.Gather(t, c), metricname.TTFT).GetHistogram().GetSampleCount()
+	}
 	syncPairs(c, cfg([]string{config.HistogramTTFT}, nil))
 	accepted()
-	if _, ok := gather(t, c)[metricname.E2EL]; ok {
+	if _, ok := promtext.Gather(t, c)[metricname.E2EL]; ok {
 		t.Errorf("e2el exported though the probe selected only ttft")
 	}
 	syncPairs(c, cfg([]string{config.HistogramTTFT}, nil))
@@ -147,14 +150,14 @@ func TestCollectorSelectionChanges(t *testing.T) {
 	accepted()
 	syncPairs(c, cfg([]string{config.HistogramTTFT, config.HistogramE2EL}, &off))
 	accepted()
-	mfs := gather(t, c)
+	mfs := promtext.Gather(t, c)
 	for _, name := range []string{metricname.TTFT, metricname.E2EL} {
-		h := series(t, mfs, name).GetHistogram()
+		h := promtext.Series(t, mfs, name).GetHistogram()
 		if h.GetSampleCount() != 1 || len(h.GetBucket()) != 0 || h.Schema == nil {
 			t.Errorf("%s after classic_buckets: false: count %d, %d classic buckets, schema %v; want 1, 0, native", name, h.GetSampleCount(), len(h.GetBucket()), h.Schema)
 		}
 	}
-	if got := counterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 3 {
+	if got := promtext.CounterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 3 {
 		t.Errorf("accepted counter %v, want 3: counters stay through selection changes", got)
 	}
 }
@@ -171,7 +174,7 @@ func TestSelectedBy(t *testing.T) {
 				Targets: []config.Target{{Name: "t", URL: "http://127.0.0.1:1"}},
 			})
 			var got, want []string
-			for fam, mf := range gather(t, c) {
+			for fam, mf := range promtext.Gather(t, c) {
 				if mf.GetType() == dto.MetricType_HISTOGRAM {
 					got = append(got, fam)
 				}

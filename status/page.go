@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/collector/server"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
@@ -44,7 +44,7 @@ func pairQuery(target, probe string) string {
 // TargetState is one target's row on the status page.
 type TargetState struct {
 	Name   string
-	Scrape collector.ScrapeState
+	Scrape server.ScrapeState
 }
 
 // Page is everything the status page shows. It holds no configuration
@@ -95,7 +95,7 @@ type PairPage struct {
 	// ServerTTFT is the server's TTFT of the pair's model over the
 	// window of Stats, from its scraped histogram, shown next to the
 	// client's TTFT.
-	ServerTTFT collector.ServerTTFT
+	ServerTTFT server.ServerTTFT
 }
 
 // Phases lists the HTTP phases in the order a request goes through them.

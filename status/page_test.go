@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-prober/vllm-prober/collector"
+	"github.com/vllm-prober/vllm-prober/collector/server"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -130,16 +130,16 @@ func TestRenderPairServerTTFT(t *testing.T) {
 	from := time.Date(2026, 11, 29, 12, 1, 0, 0, time.UTC)
 	tests := []struct {
 		name   string
-		server collector.ServerTTFT
+		server server.ServerTTFT
 		want   []string
 	}{
-		{"scraped", collector.ServerTTFT{Model: "sim-llama", From: from, To: from.Add(4 * time.Minute), Count: 4,
+		{"scraped", server.ServerTTFT{Model: "sim-llama", From: from, To: from.Add(4 * time.Minute), Count: 4,
 			P50: 416667 * time.Microsecond, P99: 740 * time.Millisecond}, []string{
 			"<td class=\"l wrap\">server (model sim-llama, all clients)</td><td>4</td><td class=\"server-ttft-p50\">416.7 ms</td><td>740.0 ms</td>",
 			"vllm:time_to_first_token_seconds, bucket increases between the scrapes of 12:01:00 and 12:05:00"}},
-		{"not scraped", collector.ServerTTFT{Model: "sim-llama", Missing: "the target's server metrics are not scraped (no metrics_path)"}, []string{
+		{"not scraped", server.ServerTTFT{Model: "sim-llama", Missing: "the target's server metrics are not scraped (no metrics_path)"}, []string{
 			"server (model sim-llama, all clients)</td><td colspan=\"3\" class=\"muted\">–</td><td class=\"l wrap muted\">the target&#39;s server metrics are not scraped (no metrics_path)</td>"}},
-		{"model unknown", collector.ServerTTFT{Missing: "the target's model is not known yet"}, []string{"server (model unknown, all clients)"}},
+		{"model unknown", server.ServerTTFT{Missing: "the target's model is not known yet"}, []string{"server (model unknown, all clients)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

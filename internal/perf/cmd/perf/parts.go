@@ -164,7 +164,7 @@ func runCost(ctx context.Context, o options) ([]row, error) {
 
 // runScrape runs the collector's scrape benchmark.
 func runScrape(ctx context.Context, o options) ([]row, error) {
-	res, _, err := perf.RunGoBench(ctx, o.moduleDir, "^BenchmarkScrape$", []string{"-benchtime", "100x"}, "./collector/")
+	res, _, err := perf.RunGoBench(ctx, o.moduleDir, "^BenchmarkScrape$", []string{"-benchtime", "100x"}, "./collector/server/")
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package collector
+package server
 
 import (
 	"log/slog"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 )
 
 const (
@@ -173,7 +174,7 @@ func TestServerScraperCollisions(t *testing.T) {
 	h.Apply(cfg)
 	h.wait(t, "b")
 
-	mfs := gather(t, h) // a pedantic registry: any inconsistency is an error
+	mfs := promtext.Gather(t, h) // a pedantic registry: any inconsistency is an error
 	if got := len(mfs["vllm:thing"].GetMetric()); got != 1 {
 		t.Errorf("vllm:thing has %d series, want only target a's", got)
 	}
@@ -181,7 +182,7 @@ func TestServerScraperCollisions(t *testing.T) {
 		t.Error("vllm:hist_count collides with histogram vllm:hist and must be dropped")
 	}
 	for reason, want := range map[string]float64{dropConflict: 2, dropReserved: 1} {
-		if got := series(t, mfs, metricname.ServerSeriesDropped, "target", "b", "reason", reason).GetCounter().GetValue(); got != want {
+		if got := promtext.Series(t, mfs, metricname.ServerSeriesDropped, "target", "b", "reason", reason).GetCounter().GetValue(); got != want {
 			t.Errorf("dropped %s: got %v, want %v", reason, got, want)
 		}
 	}
@@ -222,7 +223,7 @@ func TestServerScraperApply(t *testing.T) {
 	noMetrics.MetricsPath = ""
 	h.Apply(&config.Config{Targets: []config.Target{serverTarget("a", srv), serverTarget("b", srv), noMetrics}})
 	h.wait(t, "a", "b", "info-only")
-	if got := series(t, gather(t, h), metricname.TargetInfo, "target", "info-only").GetGauge().GetValue(); got != 1 {
+	if got := promtext.Series(t, promtext.Gather(t, h), metricname.TargetInfo, "target", "info-only").GetGauge().GetValue(); got != 1 {
 		t.Errorf("target_info of a target without metrics_path: %v", got)
 	}
 
@@ -268,7 +269,7 @@ func TestServerScraperLogsDropsOnce(t *testing.T) {
 	h.wait(t, "a")
 	h.tick(t, "a")
 	h.tick(t, "a")
-	if got := counterValue(t, h, metricname.ServerSeriesDropped, "reason", dropReserved); got != 3 {
+	if got := promtext.CounterValue(t, h, metricname.ServerSeriesDropped, "reason", dropReserved); got != 3 {
 		t.Errorf("dropped reserved %v, want 3 (one per scrape)", got)
 	}
 	if got := logs.count("dropping scraped server series"); got != 1 {

@@ -1,4 +1,4 @@
-package bench
+package plot
 
 import (
 	"fmt"
@@ -53,21 +53,21 @@ func levelMeans(s *capacity.Search, value func(capacity.Repeat) float64) []svgch
 	return pts
 }
 
-// chartCurves returns the completed throughput and the goodput of each
+// CapacityCurves returns the completed throughput and the goodput of each
 // level, both per second of the repeats' wall-clock windows (first send to
 // last terminal response): past saturation the completed curve flattens at
 // what the server can finish instead of following the offered load.
-func chartCurves(s *capacity.Search) (completed, goodput []svgchart.Point) {
+func CapacityCurves(s *capacity.Search) (completed, goodput []svgchart.Point) {
 	return levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.CompletedThroughput }),
 		levelMeans(s, func(r capacity.Repeat) float64 { return r.Metrics.Goodput })
 }
 
-// writeChartSVG writes the capacity report's SVG: goodput and completed
-// throughput (chartCurves) against offered load with the pass line
+// Capacity writes the capacity report's SVG: goodput and completed
+// throughput (CapacityCurves) against offered load with the pass line
 // goodput = MinAcceptance x offered and the rated capacity, each failing
 // level marked with its reasons; then the rule's latency percentile of
 // TTFT, TPOT and E2EL against offered load with the SLO of each.
-func writeChartSVG(w io.Writer, s *capacity.Search, rule capacity.PassRule, title string) error {
+func Capacity(w io.Writer, s *capacity.Search, rule capacity.PassRule, title string) error {
 	charts := []svgchart.Chart{throughputChart(s, rule, title)}
 	for _, m := range []struct {
 		name string
@@ -90,7 +90,7 @@ func throughputChart(s *capacity.Search, rule capacity.PassRule, title string) s
 	for _, r := range s.Repeats {
 		maxX = max(maxX, r.Rate)
 	}
-	completed, goodput := chartCurves(s)
+	completed, goodput := CapacityCurves(s)
 	c := svgchart.Chart{Title: title, XLabel: "offered load (req/s)", YLabel: "req/s", Width: chartWidth, Height: mainChartHeight,
 		XMin: 0, XMax: maxX, MarkName: "failing repeat (goodput) and why",
 		Series: []svgchart.Series{

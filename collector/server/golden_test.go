@@ -1,10 +1,8 @@
-package collector
+package server
 
 import (
 	"bytes"
 	"flag"
-	"fmt"
-	"io"
 	"os"
 	"slices"
 	"testing"
@@ -12,9 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -29,12 +29,12 @@ func exampleRegistry(t *testing.T) *prometheus.Registry {
 	cfg := &config.Config{
 		Targets: []config.Target{serverTarget("llama-8b", srv)},
 		Probes: []config.Probe{
-			{Name: "chat-short", API: config.APIChat, SLO: config.SLO{TTFT: dur("300ms"), TPOT: dur("50ms")}},
-			{Name: "completions", API: config.APICompletions, SLO: config.SLO{E2EL: dur("3s")}},
+			{Name: "chat-short", API: config.APIChat, SLO: config.SLO{TTFT: model.Duration(300 * time.Millisecond), TPOT: model.Duration(50 * time.Millisecond)}},
+			{Name: "completions", API: config.APICompletions, SLO: config.SLO{E2EL: model.Duration(3 * time.Second)}},
 		},
 	}
-	c := New(Options{Now: clock})
-	syncPairs(c, cfg)
+	c := collector.New(collector.Options{Now: clock})
+	startPairs(c, cfg)
 	for i, r := range []probe.Result{
 		{Probe: "chat-short", Disposition: probe.Accepted, TTFT: 120 * time.Millisecond, TPOT: 30 * time.Millisecond, E2EL: 2 * time.Second,
 			ITLs: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}, PromptTokens: 20, OutputTokens: 64,
@@ -47,14 +47,15 @@ func exampleRegistry(t *testing.T) *prometheus.Registry {
 		{Probe: "completions", Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout},
 	} {
 		r.Target, r.Seq, r.Sent, r.Lag = "llama-8b", uint64(i+1), fixedNow, time.Millisecond
-		finish(c, &r)
+		c.Offered(r.Target, r.Probe)
+		c.Finished(&r)
 	}
 	c.Offered("llama-8b", "completions") // one still in flight
 
 	h := newHarness(t, ScraperOptions{})
 	h.Apply(cfg)
 	h.wait(t, "llama-8b")
-	self := NewSelfMetrics(func() float64 { return 0 })
+	self := collector.NewSelfMetrics(func() float64 { return 0 })
 	self.SetReload(true, fixedNow)
 
 	reg := prometheus.NewPedanticRegistry()
@@ -72,21 +73,10 @@ func exposition(t *testing.T, reg prometheus.Gatherer) []byte {
 	}
 	mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "vllm_prober_build_info" })
 	var buf bytes.Buffer
-	if err := encodeText(&buf, mfs); err != nil {
+	if err := promtext.Encode(&buf, mfs); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// encodeText writes mfs in the classic text format.
-func encodeText(w io.Writer, mfs []*dto.MetricFamily) error {
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("encode %s: %w", mf.GetName(), err)
-		}
-	}
-	return nil
 }
 
 func TestGoldenExposition(t *testing.T) {

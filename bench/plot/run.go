@@ -1,4 +1,6 @@
-package bench
+// Package plot draws bench's SVG reports: the --plot distributions and
+// requests over time of one run, and the capacity staircase's chart.
+package plot
 
 import (
 	"fmt"
@@ -24,11 +26,11 @@ const (
 // colOffered draws offered load over time.
 const colOffered = "#7f7f7f"
 
-// writePlot writes bench's --plot SVG: the distributions (cumulative, in
+// Run writes bench's --plot SVG: the distributions (cumulative, in
 // percent of samples) of TTFT and ITL of the completed requests, the
 // samples Compute reports percentiles of, and requests over time:
 // offered by planned time, completed, accepted and failed by end time.
-func writePlot(w io.Writer, run *openloop.Run, title string) error {
+func Run(w io.Writer, run *openloop.Run, title string) error {
 	var ttft, itl []float64
 	for _, r := range run.Results {
 		if !stats.Completed(r) {
@@ -94,25 +96,26 @@ func lastIndexOf(sorted []float64, v float64) int {
 	return i - 1
 }
 
-// timeBins counts requests per bin of width over the run: offered by
+// Bins counts requests per bin of width over the run: offered by
 // planned time, completed (vLLM's successful), accepted and failed by end
 // time. Bins are per second, wider when the run is longer than
 // timeBinsAt seconds; the last one ends with the run, so it may be
 // narrower (last).
-type timeBins struct {
+type Bins struct {
 	width, last                          time.Duration
-	offered, completed, accepted, failed []int
+	Offered, Completed, Accepted, Failed []int
 }
 
 // binWidth is bin i's real width, so its rate is its count over it.
-func (b timeBins) binWidth(i int) time.Duration {
-	if i == len(b.offered)-1 {
+func (b Bins) binWidth(i int) time.Duration {
+	if i == len(b.Offered)-1 {
 		return b.last
 	}
 	return b.width
 }
 
-func binRun(run *openloop.Run) timeBins {
+// BinRun counts run's requests into Bins.
+func BinRun(run *openloop.Run) Bins {
 	span := run.End.Sub(run.Start)
 	width := time.Second
 	for span > time.Duration(timeBinsAt)*width {
@@ -123,22 +126,22 @@ func binRun(run *openloop.Run) timeBins {
 	if last <= 0 { // an empty run
 		last = width
 	}
-	b := timeBins{width: width, last: last, offered: make([]int, n), completed: make([]int, n), accepted: make([]int, n), failed: make([]int, n)}
+	b := Bins{width: width, last: last, Offered: make([]int, n), Completed: make([]int, n), Accepted: make([]int, n), Failed: make([]int, n)}
 	bin := func(t time.Time) int { return min(max(int(t.Sub(run.Start)/width), 0), n-1) }
 	for i, r := range run.Results {
-		b.offered[bin(r.Scheduled)]++
+		b.Offered[bin(r.Scheduled)]++
 		if i >= len(run.Ended) {
 			continue
 		}
 		end := bin(run.Ended[i])
 		switch {
 		case r.Disposition == probe.Accepted:
-			b.accepted[end]++
-			b.completed[end]++
+			b.Accepted[end]++
+			b.Completed[end]++
 		case stats.Completed(r):
-			b.completed[end]++
+			b.Completed[end]++
 		default:
-			b.failed[end]++
+			b.Failed[end]++
 		}
 	}
 	return b
@@ -146,7 +149,7 @@ func binRun(run *openloop.Run) timeBins {
 
 // overTimeChart draws requests per second over the run.
 func overTimeChart(run *openloop.Run) svgchart.Chart {
-	b := binRun(run)
+	b := BinRun(run)
 	perSec := func(counts []int) []svgchart.Point {
 		pts := make([]svgchart.Point, len(counts))
 		for i, n := range counts {
@@ -157,9 +160,9 @@ func overTimeChart(run *openloop.Run) svgchart.Chart {
 	return svgchart.Chart{Title: fmt.Sprintf("Requests over time (per %s bin)", b.width), XLabel: "seconds since start", YLabel: "req/s",
 		Width: chartWidth, Height: detailChartHeight + 40,
 		Series: []svgchart.Series{
-			{Name: "offered (planned time)", Color: colOffered, Points: perSec(b.offered), Dashed: true},
-			{Name: "completed", Color: colThroughput, Points: perSec(b.completed)},
-			{Name: "accepted", Color: colGoodput, Points: perSec(b.accepted)},
-			{Name: "failed (not completed)", Color: colRated, Points: perSec(b.failed)},
+			{Name: "offered (planned time)", Color: colOffered, Points: perSec(b.Offered), Dashed: true},
+			{Name: "completed", Color: colThroughput, Points: perSec(b.Completed)},
+			{Name: "accepted", Color: colGoodput, Points: perSec(b.Accepted)},
+			{Name: "failed (not completed)", Color: colRated, Points: perSec(b.Failed)},
 		}}
 }

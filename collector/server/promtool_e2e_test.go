@@ -1,9 +1,10 @@
 //go:build e2e
 
-package collector
+package server
 
 import (
 	"bytes"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"os"
 	"os/exec"
 	"strings"
@@ -26,7 +27,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := encodeText(&out, mfs); err != nil {
+	if err := promtext.Encode(&out, mfs); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(promtool, "check", "metrics")

@@ -1,11 +1,8 @@
-package bench
+package plot
 
 import (
 	"bytes"
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +12,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/internal/svgchart"
+	"github.com/vllm-prober/vllm-prober/internal/svgchart/svgtest"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
 // TestWriteChartLatencyAndReasons: the capacity chart draws the rule's
@@ -38,10 +35,10 @@ func TestWriteChartLatencyAndReasons(t *testing.T) {
 	}
 	rule := capacity.PassRule{MinAcceptance: 0.99, Percentile: 99, TTFT: 300 * time.Millisecond}
 	var buf bytes.Buffer
-	if err := writeChartSVG(&buf, s, rule, "Capacity of test"); err != nil {
+	if err := Capacity(&buf, s, rule, "Capacity of test"); err != nil {
 		t.Fatal(err)
 	}
-	text := svgDoc(t, buf.Bytes())
+	text := svgtest.Doc(t, buf.Bytes())
 	for _, want := range []string{"p99 ttft (ms) against offered load", "SLO 300ms", "p99 e2el (ms) against offered load"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("chart lacks %q", want)
@@ -97,12 +94,12 @@ func TestBinRun(t *testing.T) {
 		run.Results = append(run.Results, &probe.Result{Scheduled: at(r.sched), Disposition: r.d})
 		run.Ended = append(run.Ended, at(r.end))
 	}
-	b := binRun(run)
+	b := BinRun(run)
 	for name, c := range map[string]struct{ got, want []int }{
-		"offered":   {b.offered, []int{3, 1, 0}},
-		"completed": {b.completed, []int{1, 2, 0}},
-		"accepted":  {b.accepted, []int{1, 1, 0}},
-		"failed":    {b.failed, []int{0, 0, 1}},
+		"offered":   {b.Offered, []int{3, 1, 0}},
+		"completed": {b.Completed, []int{1, 2, 0}},
+		"accepted":  {b.Accepted, []int{1, 1, 0}},
+		"failed":    {b.Failed, []int{0, 0, 1}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s per second %v, want %v", name, c.got, c.want)
@@ -119,52 +116,33 @@ func TestBinRun(t *testing.T) {
 		}
 	}
 	exact := &openloop.Run{Start: start, End: at(3), Results: run.Results, Ended: run.Ended}
-	if b := binRun(exact); len(b.offered) != 3 || b.binWidth(2) != time.Second {
-		t.Errorf("a 3s run in %d bins, the last %v wide; want 3 bins of 1s", len(b.offered), b.binWidth(2))
+	if b := BinRun(exact); len(b.Offered) != 3 || b.binWidth(2) != time.Second {
+		t.Errorf("a 3s run in %d bins, the last %v wide; want 3 bins of 1s", len(b.Offered), b.binWidth(2))
 	}
 	long := &openloop.Run{Start: start, End: start.Add(time.Hour)}
-	if b := binRun(long); b.width != 32*time.Second || len(b.offered) > timeBinsAt+1 {
-		t.Errorf("an hour in %v bins (%d), want 32s bins, at most %d", b.width, len(b.offered), timeBinsAt+1)
+	if b := BinRun(long); b.width != 32*time.Second || len(b.Offered) > timeBinsAt+1 {
+		t.Errorf("an hour in %v bins (%d), want 32s bins, at most %d", b.width, len(b.Offered), timeBinsAt+1)
 	}
 }
 
-// TestBenchPlot runs bench with --plot against the simulator with some
-// 500s: the plot is written, and its bins hold every request of the run.
-func TestBenchPlot(t *testing.T) {
-	url, _ := startSim(t, func(o *simulator.Options) { o.Faults = simulator.Faults{HTTP500: 0.2}; o.Seed = 5 })
-	o := benchTestOptions(url)
-	o.Plot = filepath.Join(t.TempDir(), "plots", "bench.svg")
-	out, err := Bench(context.Background(), o, Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(o.Plot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := svgDoc(t, b)
-	for _, want := range []string{"TTFT distribution", "ITL distribution", "Requests over time", "offered (planned time)"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("plot lacks %q", want)
+func TestWriteChart(t *testing.T) {
+	s := &capacity.Search{Rated: 5, Saturated: true, LowestFail: 6}
+	for _, r := range []float64{1, 2, 4, 5, 6, 8} {
+		for i := range 2 {
+			g := math.Min(r, 5.5) * 0.995
+			s.Repeats = append(s.Repeats, capacity.Repeat{Rate: r, Index: i, Pass: r <= 5, Metrics: stats.Metrics{CompletedThroughput: math.Min(r, 6), Goodput: g}})
 		}
 	}
-	bins := binRun(out.Run)
-	sum := func(xs []int) (n int) {
-		for _, x := range xs {
-			n += x
-		}
-		return n
+	var buf bytes.Buffer
+	if err := Capacity(&buf, s, capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
+		t.Fatal(err)
 	}
-	m := out.Metrics
-	if sum(bins.offered) != m.Offered || sum(bins.completed) != m.Completed || sum(bins.failed) != m.Failed ||
-		sum(bins.accepted) != m.Dispositions[probe.Accepted] {
-		t.Errorf("bins: offered %d completed %d failed %d accepted %d; metrics: %d, %d, %d, %d", sum(bins.offered), sum(bins.completed),
-			sum(bins.failed), sum(bins.accepted), m.Offered, m.Completed, m.Failed, m.Dispositions[probe.Accepted])
-	}
-	if m.Failed == 0 {
-		t.Error("the run had no failures to plot")
-	}
-	if want := fmt.Sprintf("p50 %.1f ms", m.Dists[stats.MetricTTFT].Median); !strings.Contains(text, want) {
-		t.Errorf("plot lacks the TTFT median line %q, the median bench reports", want)
+	text := svgtest.Doc(t, buf.Bytes())
+	for _, want := range []string{"Capacity of test", "completed/s (wall clock)", "goodput/s (accepted)", "pass line", "rated capacity 5.00 req/s", "failing repeat", "offered load (req/s)"} {
+		t.Run(want, func(t *testing.T) {
+			if !strings.Contains(text, want) {
+				t.Errorf("chart lacks %q", want)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package collector
+package server
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 )
 
 // familiesCollector exports built families, as ServerScraper.Collect does.
@@ -55,7 +56,7 @@ func FuzzServerFamilies(f *testing.F) {
 		if err != nil {
 			t.Fatalf("gather: %v", err)
 		}
-		if err := encodeText(io.Discard, got); err != nil {
+		if err := promtext.Encode(io.Discard, got); err != nil {
 			t.Fatalf("encode: %v", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package collector
+package server
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 )
 
 func TestServerLabel(t *testing.T) {
@@ -52,7 +53,7 @@ func TestTargetInfoLabelsSanitised(t *testing.T) {
 	h.wait(t, "llama")
 
 	found := false
-	for _, m := range gather(t, h)[metricname.TargetInfo].GetMetric() {
+	for _, m := range promtext.Gather(t, h)[metricname.TargetInfo].GetMetric() {
 		for _, lp := range m.GetLabel() {
 			if lp.GetName() != labelModel && lp.GetName() != labelServerVersion {
 				continue

@@ -1,16 +1,17 @@
-package collector
+package server
 
 import (
-	"bytes"
-	"compress/gzip"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkScrape(b *testing.B) {
 	srv := newFakeServer(b, sample(b))
 	cfg := &config.Config{}
 	for _, name := range []string{"chat-short", "chat-long", "completions"} {
-		cfg.Probes = append(cfg.Probes, config.Probe{Name: name, SLO: config.SLO{TTFT: dur("300ms"), TPOT: dur("50ms"), E2EL: dur("20s")}})
+		cfg.Probes = append(cfg.Probes, config.Probe{Name: name, SLO: config.SLO{TTFT: model.Duration(300 * time.Millisecond), TPOT: model.Duration(50 * time.Millisecond), E2EL: model.Duration(20 * time.Second)}})
 	}
 	var targets []string
 	for i := range 10 {
@@ -30,8 +31,8 @@ func BenchmarkScrape(b *testing.B) {
 		targets = append(targets, name)
 		cfg.Targets = append(cfg.Targets, serverTarget(name, srv))
 	}
-	c := New(Options{})
-	syncPairs(c, cfg)
+	c := collector.New(collector.Options{})
+	startPairs(c, cfg)
 	fill(c, cfg)
 	h := newHarness(b, ScraperOptions{})
 	h.Apply(cfg)
@@ -40,47 +41,18 @@ func BenchmarkScrape(b *testing.B) {
 		name string
 		cs   []prometheus.Collector
 	}{
-		{"all", []prometheus.Collector{c, h, NewSelfMetrics(nil)}},
+		{"all", []prometheus.Collector{c, h, collector.NewSelfMetrics(nil)}},
 		{"probes", []prometheus.Collector{c}},
 		{"server", []prometheus.Collector{h}},
 	} {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(bc.cs...)
-		b.Run(bc.name, func(b *testing.B) { benchmarkGather(b, reg) })
+		b.Run(bc.name, func(b *testing.B) { promtext.BenchmarkGather(b, reg) })
 	}
-}
-
-// benchmarkGather gathers and encodes reg as /metrics does (uncompressed
-// text), reporting the size of one exposition.
-func benchmarkGather(b *testing.B, reg prometheus.Gatherer) {
-	var buf bytes.Buffer
-	series := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		buf.Reset()
-		mfs, err := reg.Gather()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := encodeText(&buf, mfs); err != nil {
-			b.Fatal(err)
-		}
-		series = 0
-		for _, mf := range mfs {
-			series += len(mf.GetMetric())
-		}
-	}
-	b.ReportMetric(float64(buf.Len()), "bytes/scrape")
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	_, _ = w.Write(buf.Bytes())
-	_ = w.Close()
-	b.ReportMetric(float64(gz.Len()), "gzip-bytes/scrape")
-	b.ReportMetric(float64(series), "series")
 }
 
 // fill finishes 1000 varied results per pair.
-func fill(c *Collector, cfg *config.Config) {
+func fill(c *collector.Collector, cfg *config.Config) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ms := func(mean float64) time.Duration {
 		return time.Duration(rng.ExpFloat64() * mean * float64(time.Millisecond))

@@ -1,4 +1,8 @@
-package collector
+// Package server scrapes each target's own /metrics (vLLM's vllm:* families)
+// in the background and re-exposes them with a target label, with the
+// target's model and version on vllm_probe_target_info; it keeps the
+// server's TTFT histograms for the /pair page (docs/design.md, Status page).
+package server
 
 import (
 	"context"
@@ -16,13 +20,16 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/logonce"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
-// Label names of the target info series.
+// Label names of the scraper's own series and of the target info series.
 const (
+	labelTarget        = "target"
+	labelReason        = "reason"
 	labelModel         = "model"
 	labelServerVersion = "server_version"
 )
@@ -72,7 +79,7 @@ type ScrapeState struct {
 type ServerScraper struct {
 	opts   ScraperOptions
 	logger *slog.Logger
-	warned onceSet
+	warned logonce.Set
 	descs  struct{ success, duration, info, dropped *prometheus.Desc }
 
 	// onPublish, when set (tests), is called with s.mu held after every
@@ -146,7 +153,7 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 	if o.UserAgent == "" {
 		o.UserAgent = client.DefaultUserAgent
 	}
-	s := &ServerScraper{opts: o, logger: o.Logger, warned: onceSet{max: 1024}, settings: settingsOf(config.ServerMetrics{}),
+	s := &ServerScraper{opts: o, logger: o.Logger, warned: logonce.Set{Max: 1024}, settings: settingsOf(config.ServerMetrics{}),
 		pairs: map[string]map[string]bool{}, loops: map[string]*targetLoop{}}
 	s.descs.success = prometheus.NewDesc(metricname.ServerScrapeSuccess, metricname.ServerScrapeSuccessHelp, []string{labelTarget}, nil)
 	s.descs.duration = prometheus.NewDesc(metricname.ServerScrapeDuration, metricname.ServerScrapeDurationHelp, []string{labelTarget}, nil)
@@ -310,7 +317,7 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 		l.dropped[reason] += float64(n)
 	}
 	for _, n := range b.notes {
-		if s.warned.first(name + "\x00" + n.name + "\x00" + n.reason) {
+		if s.warned.First(name + "\x00" + n.name + "\x00" + n.reason) {
 			s.logger.Warn("dropping scraped server series", "target", name, "metric", n.name, "reason", n.reason)
 		}
 	}
