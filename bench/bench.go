@@ -78,13 +78,10 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	ro := o
-	ro.Seed = o.workloadSeed()
-	req, err := prepare(ctx, &ro, prompts, env)
+	req, err := prepare(ctx, &o, prompts, env)
 	if err != nil {
 		return nil, err
 	}
-	o.Model = ro.Model
 	defer req.Close()
 	s := Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
 		RequestRate: o.RequestRate, Burstiness: o.Burstiness, MaxConcurrency: o.MaxConcurrency,

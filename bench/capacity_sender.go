@@ -42,7 +42,9 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	if o.RuleFromProbe {
 		fillRule(&o.Rule, time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
 	}
-	req, err := client.New(t, p, client.Options{Logger: env.Logger})
+	// By index: request n sends the workload's item n, so the shards of a
+	// sharded search send what one process would.
+	req, err := client.New(t, p, client.Options{Logger: env.Logger, ByIndex: true})
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}

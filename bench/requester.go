@@ -19,8 +19,9 @@ import (
 // newRequester returns the probe's Requester set up as vllm bench serve:
 // its payload and timing definitions (client.TimingVLLMBench), the
 // endpoint, the bearer token, X-Request-Id bench-<8 hex>-<i>, and either
-// the random workload of the flags (prompts nil) or the dataset's prompts,
-// request i sending prompts[i-1].
+// the random workload of the flags (prompts nil), request i sending its
+// item i whichever shard sends it, or the dataset's prompts, request i
+// sending prompts[i-1].
 func newRequester(o *Options, prompts []prompt, env Env) (*idSender, error) {
 	p := benchProbe(o)
 	items := make([]workload.Item, len(prompts))
@@ -28,7 +29,7 @@ func newRequester(o *Options, prompts []prompt, env Env) (*idSender, error) {
 		items[i] = pr.item(p)
 	}
 	r, err := client.New(benchTarget(o), p, client.Options{Logger: env.Logger, Now: env.Now,
-		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, Items: items, MaxBodyBytes: maxBenchBody})
+		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, Items: items, ByIndex: true, MaxBodyBytes: maxBenchBody})
 	if err != nil {
 		return nil, err
 	}

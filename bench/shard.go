@@ -46,17 +46,6 @@ func parseStartAt(s string) (time.Time, error) {
 // workers.
 func (o *Options) sharded() bool { return o.Shard.Count > 1 }
 
-// workloadSeed is the random workload's seed. Every shard of a run draws
-// its own prompts: with the run's seed alike, worker I's k-th prompt would
-// repeat every other worker's, and the server's prefix cache would serve
-// what one process would have had to compute.
-func (o *Options) workloadSeed() int64 {
-	if !o.sharded() {
-		return o.Seed
-	}
-	return o.Seed ^ int64(uint64(o.Shard.Index+1)*0x9e3779b97f4a7c15)
-}
-
 // runID identifies a sharded run: a hash of everything that makes the
 // workers' schedule and requests the same (the common start, the shard
 // count, the arrival process, the dataset, the server and API), so shards

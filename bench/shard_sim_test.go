@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,16 @@ func ledgerOffsets(t *testing.T, path string, start time.Time, into map[uint64]t
 	return recs
 }
 
+// promptTokens maps each record's seq to its prompt length (0 when the
+// server failed the request).
+func promptTokens(recs []ledger.Record) map[uint64]int {
+	m := make(map[uint64]int, len(recs))
+	for _, r := range recs {
+		m[r.Seq] = r.PromptTokens
+	}
+	return m
+}
+
 // TestShardedBench runs a bench as three workers against the simulator
 // and checks the union of their ledgers is a one-process run's schedule,
 // request for request, and that merge's numbers are those of the union of
@@ -68,18 +79,35 @@ func TestShardedBench(t *testing.T) {
 	sim.SetFaults(simulator.Faults{HTTP500: 0.1})
 	o := benchTestOptions(url)
 	o.NumPrompts, o.RequestRate, o.ResultDir = 60, 200, t.TempDir()
+	// Prompt lengths from 8 to 24 tokens: a shard that drew other prompts
+	// than one process would shows in the ledger's prompt_tokens.
+	o.RandomRangeRatio = 0.5
 	single, err := Bench(context.Background(), func() Options { s := o; s.SaveResult = true; return s }(), Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[uint64]time.Duration{}
-	ledgerOffsets(t, single.Settings.LedgerPath, single.Run.Start, want)
+	wantTokens := promptTokens(ledgerOffsets(t, single.Settings.LedgerPath, single.Run.Start, want))
 
 	outs := runShards(t, o, 3)
 	t.Run("union of the shard ledgers is the one-process schedule", func(t *testing.T) {
 		got := map[uint64]time.Duration{}
+		gotTokens := map[uint64]int{}
 		for _, out := range outs {
-			ledgerOffsets(t, out.Settings.LedgerPath, out.Run.Start, got)
+			maps.Copy(gotTokens, promptTokens(ledgerOffsets(t, out.Settings.LedgerPath, out.Run.Start, got)))
+		}
+		lengths := map[int]bool{}
+		for seq, n := range wantTokens {
+			if n == 0 || gotTokens[seq] == 0 {
+				continue // failed by the simulator's faults: no usage
+			}
+			lengths[n] = true
+			if gotTokens[seq] != n {
+				t.Errorf("seq %d sent %d prompt tokens in its shard, %d in one process", seq, gotTokens[seq], n)
+			}
+		}
+		if len(lengths) < 5 {
+			t.Errorf("prompt lengths %v: too few distinct lengths to tell prompts apart", lengths)
 		}
 		if len(got) != len(want) || len(want) != o.NumPrompts {
 			t.Fatalf("shards offered %d requests, one process %d, want %d", len(got), len(want), o.NumPrompts)

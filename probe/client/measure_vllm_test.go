@@ -185,3 +185,35 @@ func TestRequesterItems(t *testing.T) {
 		t.Errorf("url %s, want the endpoint under the target URL", u)
 	}
 }
+
+// TestRequesterByIndex checks that with ByIndex request Seq n sends the
+// random workload's item n whatever was sent before it (two workers of one
+// schedule send what one process would).
+func TestRequesterByIndex(t *testing.T) {
+	p := rqProbe(config.APICompletions)
+	p.Workload = config.Workload{Random: &config.RandomWorkload{InputTokens: 16, OutputTokens: 4, RangeRatio: 0.5, Seed: 7}}
+	p.Request.MaxTokens = 0
+	send := func(seqs ...uint64) map[uint64]string {
+		clock := &scriptClock{t: time.Unix(9000, 0)}
+		tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.now()}}
+		r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now, ByIndex: true})
+		r.client.Transport = tr
+		bodies := map[uint64]string{}
+		for _, seq := range seqs {
+			tr.inner.pieces = everyTenMS(vbCmplA, "[DONE]")
+			r.Do(context.Background(), &probe.Result{Seq: seq})
+			bodies[seq] = fmt.Sprint(tr.body["prompt"], tr.body["max_tokens"])
+		}
+		return bodies
+	}
+	one := send(1, 2, 3, 4)
+	shard := send(4, 2)
+	for _, seq := range []uint64{2, 4} {
+		if shard[seq] != one[seq] {
+			t.Errorf("seq %d sent %s, one process sent %s", seq, shard[seq], one[seq])
+		}
+	}
+	if one[1] == one[2] {
+		t.Error("requests 1 and 2 sent the same prompt")
+	}
+}

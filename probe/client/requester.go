@@ -49,6 +49,10 @@ type Options struct {
 	// Items, when not empty, replaces the probe's workload: request Seq
 	// n sends Items[(n-1) mod len(Items)].
 	Items []workload.Item
+	// ByIndex makes request Seq n send the workload's item n
+	// (workload.Source.ItemAt) rather than its next one, so workers that
+	// each send a share of one schedule send the prompts one process would.
+	ByIndex bool
 }
 
 // Requester sends, times, parses and judges the requests of one (target,
@@ -205,11 +209,14 @@ func (r *Requester) discoveryFailed(ctx context.Context, res *probe.Result, err 
 	}
 }
 
-// nextItem returns what request seq sends: the caller's item for it, or the
-// workload's next item.
+// nextItem returns what request seq sends: the caller's item for it, the
+// workload's item seq (Options.ByIndex), or the workload's next item.
 func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) workload.Item {
 	if n := uint64(len(r.opts.Items)); n > 0 {
 		return r.opts.Items[(seq+n-1)%n]
+	}
+	if r.opts.ByIndex {
+		return r.work.ItemAt(ctx, model, seq)
 	}
 	return r.work.Next(ctx, model)
 }

@@ -73,44 +73,62 @@ func drawLen(rng *rand.Rand, l int, r float64) int {
 }
 
 func (w *randomWorkload) Next(ctx context.Context, model string) Item {
+	var perWord float64
+	if w.api == config.APIChat {
+		perWord = w.calibrate(ctx, model)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.draw(w.rng, perWord)
+}
+
+// ItemAt draws request seq's item from a generator of its own, seeded by
+// the workload's seed and seq: the same item whichever requests come
+// first or are asked at all.
+func (w *randomWorkload) ItemAt(ctx context.Context, model string, seq uint64) Item {
+	var perWord float64
+	if w.api == config.APIChat {
+		perWord = w.calibrate(ctx, model)
+	}
+	seed := uint64(w.cfg.Seed)
+	return w.draw(rand.New(rand.NewPCG(seed^(seq*0x9e3779b97f4a7c15), seq)), perWord)
+}
+
+// draw draws one item from rng (chat prompts with perWord tokens per
+// word); the caller owns rng.
+func (w *randomWorkload) draw(rng *rand.Rand, perWord float64) Item {
 	outLen := w.cfg.OutputTokens
 	if outLen <= 0 {
 		outLen = w.maxTokens
 	}
+	in := drawLen(rng, w.cfg.InputTokens, w.cfg.RangeRatio)
 	if w.api == config.APIChat {
-		perWord := w.calibrate(ctx, model)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		in := drawLen(w.rng, w.cfg.InputTokens, w.cfg.RangeRatio)
 		words := max(1, int(math.Round(float64(in)/perWord)))
-		text := w.words(words)
+		text := randomText(rng, words)
 		return Item{
 			Messages:  []config.Message{{Role: "user", Content: text}},
-			MaxTokens: drawLen(w.rng, outLen, w.cfg.RangeRatio),
+			MaxTokens: drawLen(rng, outLen, w.cfg.RangeRatio),
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	in := drawLen(w.rng, w.cfg.InputTokens, w.cfg.RangeRatio)
 	ids := make([]int, in)
 	for i := range ids {
-		ids[i] = randomTokenLow + w.rng.IntN(randomTokenHigh-randomTokenLow)
+		ids[i] = randomTokenLow + rng.IntN(randomTokenHigh-randomTokenLow)
 	}
 	return Item{
 		Prompt:       ids,
 		PromptTokens: in,
-		MaxTokens:    drawLen(w.rng, outLen, w.cfg.RangeRatio),
+		MaxTokens:    drawLen(rng, outLen, w.cfg.RangeRatio),
 	}
 }
 
-// words returns n random words; w.mu is held.
-func (w *randomWorkload) words(n int) string {
+// randomText returns n random words drawn from rng.
+func randomText(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(randomWords[w.rng.IntN(len(randomWords))])
+		b.WriteString(randomWords[rng.IntN(len(randomWords))])
 	}
 	return b.String()
 }

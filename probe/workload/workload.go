@@ -23,10 +23,13 @@ type Item struct {
 	PromptTokens int
 }
 
-// Source hands out the prompts of a probe. Implementations are safe for
-// concurrent use.
+// Source hands out the prompts of a probe: the next one, or the one of
+// request seq, the same whatever order or subset of requests asks for it
+// (so a schedule split among workers sends the prompts one process
+// would). Implementations are safe for concurrent use.
 type Source interface {
 	Next(ctx context.Context, model string) Item
+	ItemAt(ctx context.Context, model string, seq uint64) Item
 }
 
 // TokenCounter counts the tokens of a text on the target (POST /tokenize).
@@ -85,4 +88,11 @@ type listWorkload struct {
 func (l *listWorkload) Next(context.Context, string) Item {
 	i := l.n.Add(1) - 1
 	return l.items[i%uint64(len(l.items))]
+}
+
+// ItemAt returns request seq's item, items[(seq-1) mod len], the one Next
+// hands out when requests come in order.
+func (l *listWorkload) ItemAt(_ context.Context, _ string, seq uint64) Item {
+	n := uint64(len(l.items))
+	return l.items[(seq+n-1)%n]
 }

@@ -258,3 +258,56 @@ func TestFileWorkloadRefusesDevices(t *testing.T) {
 		t.Fatalf("err = %v, want the file refused", err)
 	}
 }
+
+// TestRandomItemAt: the random workload's item of request seq is the same
+// whichever requests are asked and in what order, differs between seqs,
+// and does not move the sequence Next hands out.
+func TestRandomItemAt(t *testing.T) {
+	for _, api := range []string{config.APICompletions, config.APIChat} {
+		t.Run(api, func(t *testing.T) {
+			newIndexed := func() Source {
+				w, err := New(randomProbe(api, 20, 8, 0.5, 3), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			ctx := context.Background()
+			a, b := newIndexed(), newIndexed()
+			forward := map[uint64]Item{}
+			for seq := uint64(1); seq <= 6; seq++ {
+				forward[seq] = a.ItemAt(ctx, "m", seq)
+			}
+			for _, seq := range []uint64{5, 2, 6} { // another worker's share, out of order
+				if got := b.ItemAt(ctx, "m", seq); !reflect.DeepEqual(got, forward[seq]) {
+					t.Errorf("item %d differs when asked out of order: %+v, want %+v", seq, got, forward[seq])
+				}
+			}
+			if reflect.DeepEqual(forward[1], forward[2]) {
+				t.Error("items 1 and 2 are the same")
+			}
+			c := newIndexed()
+			want := c.Next(ctx, "m")
+			d := newIndexed()
+			d.ItemAt(ctx, "m", 4)
+			if got := d.Next(ctx, "m"); !reflect.DeepEqual(got, want) {
+				t.Error("ItemAt moved the sequence Next hands out")
+			}
+		})
+	}
+}
+
+// TestPromptsItemAt: a list of prompts hands request seq the prompt Next
+// would hand it in order, (seq-1) modulo the list.
+func TestPromptsItemAt(t *testing.T) {
+	p := config.Probe{API: config.APICompletions, Workload: config.Workload{Prompts: []config.Prompt{{Prompt: "a"}, {Prompt: "b"}, {Prompt: "c"}}}}
+	w, err := New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq, want := range map[uint64]string{1: "a", 2: "b", 3: "c", 4: "a", 8: "b"} {
+		if got := w.ItemAt(context.Background(), "m", seq).Prompt; got != want {
+			t.Errorf("seq %d: prompt %v, want %s", seq, got, want)
+		}
+	}
+}
