@@ -6,6 +6,7 @@ package metricname
 // exports.
 var SelectedBy = map[string]string{
 	TTFT:            "ttft",
+	TTFA:            "ttfa",
 	ITL:             "itl",
 	TPOT:            "tpot",
 	E2EL:            "e2el",

@@ -66,6 +66,18 @@ const (
 	ServerTTFT     = "vllm_probe_server_time_to_first_token_seconds"
 	ServerTTFTHelp = "The server's own TTFT for probe requests, from vLLM's per-request metrics."
 
+	// TTFA is `vllm_probe_time_to_first_answer_token_seconds`.
+	TTFA     = "vllm_probe_time_to_first_answer_token_seconds"
+	TTFAHelp = "Client-side time from sending the request to the first answer-carrying event (delta.content or a tool call) after any reasoning; a client timeout without an answer is observed at the time it was abandoned (censored at the timeout)."
+
+	// ReasoningTokens is `vllm_probe_reasoning_tokens_total`.
+	ReasoningTokens     = "vllm_probe_reasoning_tokens_total"
+	ReasoningTokensHelp = "Reasoning tokens of finished requests: usage.completion_tokens_details.reasoning_tokens when the server reports it, else the count of reasoning-carrying events."
+
+	// OutputFingerprintChanges is `vllm_probe_output_fingerprint_changes_total`.
+	OutputFingerprintChanges     = "vllm_probe_output_fingerprint_changes_total"
+	OutputFingerprintChangesHelp = "Confirmed changes of a prompt's deterministic output fingerprint (the hash of its first output tokens at temperature 0)."
+
 	// ServerQueueTime is `vllm_probe_server_queue_time_seconds`.
 	ServerQueueTime     = "vllm_probe_server_queue_time_seconds"
 	ServerQueueTimeHelp = "The server's queue time for probe requests, from vLLM's per-request metrics."
@@ -95,6 +107,18 @@ const (
 	// ConfigLastReloadSuccessTimestamp is `vllm_prober_config_last_reload_success_timestamp_seconds`.
 	ConfigLastReloadSuccessTimestamp     = "vllm_prober_config_last_reload_success_timestamp_seconds"
 	ConfigLastReloadSuccessTimestampHelp = "Unix time of the last successful configuration load."
+
+	// DiscoveryFailures is `vllm_prober_discovery_failures_total`.
+	DiscoveryFailures     = "vllm_prober_discovery_failures_total"
+	DiscoveryFailuresHelp = "Replica discovery refreshes that failed, by target and mechanism (dns, file_sd, http_sd); the last good set of replicas is kept."
+
+	// DiscoveryReplicas is `vllm_prober_discovery_replicas`.
+	DiscoveryReplicas     = "vllm_prober_discovery_replicas"
+	DiscoveryReplicasHelp = "Replicas a target's discovery currently probes (at most max_replicas)."
+
+	// DiscoveryReplicasDropped is `vllm_prober_discovery_replicas_dropped_total`.
+	DiscoveryReplicasDropped     = "vllm_prober_discovery_replicas_dropped_total"
+	DiscoveryReplicasDroppedHelp = "Discovered replicas left unprobed because the target's max_replicas was reached, counted at every refresh that found them."
 
 	// LedgerWriteErrors is `vllm_prober_ledger_write_errors_total`.
 	LedgerWriteErrors     = "vllm_prober_ledger_write_errors_total"
