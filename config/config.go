@@ -70,6 +70,9 @@ type Target struct {
 const (
 	APIChat        = "chat"
 	APICompletions = "completions"
+	// APIEmbeddings posts the workload's text to /v1/embeddings, without
+	// streaming: no tokens are generated (docs/design.md, "Embeddings probes").
+	APIEmbeddings = "embeddings"
 )
 
 // Probe is one kind of request sent to targets, with its contract.
@@ -98,11 +101,12 @@ type Probe struct {
 }
 
 // MarshalYAML leaves request.max_tokens out of a probe with a random
-// workload, where output_tokens sets it and the key is refused, so that
-// Config.String stays a loadable config.
+// workload, where output_tokens sets it, and of an embeddings probe, which
+// generates nothing: both refuse the key, and Config.String stays a
+// loadable config.
 func (p Probe) MarshalYAML() (any, error) {
 	type plain Probe
-	if p.Workload.Random != nil {
+	if p.Workload.Random != nil || p.API == APIEmbeddings {
 		p.Request.MaxTokens = 0
 	}
 	return plain(p), nil
@@ -174,6 +178,9 @@ type Quality struct {
 	Schema *jsonschema.Schema `yaml:"-"`
 	// JSON requires the generated text to be valid JSON.
 	JSON bool `yaml:"json"`
+	// EmbeddingDim is the length an embeddings probe's vector must have,
+	// every value a finite number; 0 disables the check.
+	EmbeddingDim int `yaml:"embedding_dim,omitempty"`
 }
 
 // Regexp is a regular expression that keeps its source text. The zero

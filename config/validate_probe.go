@@ -25,8 +25,8 @@ var ReservedExtraKeys = []string{
 
 func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.name(path+".name", p.Name, seen)
-	if p.API != APIChat && p.API != APICompletions {
-		v.p.Fail(path+".api", "must be one of chat, completions, got %s", strictyaml.Quote(p.API))
+	if p.API != APIChat && p.API != APICompletions && p.API != APIEmbeddings {
+		v.p.Fail(path+".api", "must be one of chat, completions, embeddings, got %s", strictyaml.Quote(p.API))
 	}
 	if !(p.Rate > 0) || !finite(p.Rate) {
 		v.p.Fail(path+".rate", "must be a finite number > 0, got %s", fmtFloat(p.Rate))
@@ -38,7 +38,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.positive(path+".timeout", p.Timeout)
 	v.request(&p.Request, path+".request")
 	v.workload(p, path+".workload")
-	if r := p.Workload.Random; r != nil && v.p.Written(path+".request.max_tokens") {
+	if r := p.Workload.Random; r != nil && p.API != APIEmbeddings && v.p.Written(path+".request.max_tokens") {
 		// probe/workload/random.go draws every request's limit around
 		// output_tokens, so max_tokens would be silently unused.
 		v.p.Fail(path+".request.max_tokens", "is not used with a random workload, whose output_tokens (%d) sets each request's limit: remove it, got %d", r.OutputTokens, p.Request.MaxTokens)
@@ -56,6 +56,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 		// E2EL objective past it could never fail a request.
 		v.p.Fail(path+".timeout", "must be >= slo.e2el (%s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got %s", p.SLO.E2EL, p.Timeout)
 	}
+	v.embeddings(p, path)
 	v.quality(&p.Quality, path+".quality")
 	if !(p.Objective > 0 && p.Objective < 1) {
 		v.p.Fail(path+".objective", "must be between 0 and 1 (exclusive), got %s", fmtFloat(p.Objective))
@@ -134,7 +135,9 @@ func (v *validator) workload(p *Probe, path string) {
 	case "random":
 		r := w.Random
 		v.atLeast(path+".random.input_tokens", r.InputTokens, 1)
-		v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
+		if p.API != APIEmbeddings {
+			v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
+		}
 		if !(r.RangeRatio >= 0 && r.RangeRatio < 1) {
 			v.p.Fail(path+".random.range_ratio", "must be >= 0 and < 1, got %s", fmtFloat(r.RangeRatio))
 		}
@@ -158,12 +161,12 @@ func (v *validator) prompt(pr *Prompt, api, path string) {
 		if pr.Prompt != "" {
 			v.p.Fail(path+".prompt", "api chat takes messages, not prompt, got %s", strictyaml.Quote(pr.Prompt))
 		}
-	case APICompletions:
+	case APICompletions, APIEmbeddings:
 		if pr.Prompt == "" {
-			v.p.Fail(path+".prompt", "api completions needs a non-empty prompt, got \"\"")
+			v.p.Fail(path+".prompt", "api %s needs a non-empty prompt, got \"\"", api)
 		}
 		if len(pr.Messages) > 0 {
-			v.p.Fail(path+".messages", "api completions takes prompt, not messages, got %d messages", len(pr.Messages))
+			v.p.Fail(path+".messages", "api %s takes prompt, not messages, got %d messages", api, len(pr.Messages))
 		}
 	}
 	for i, m := range pr.Messages {
