@@ -92,10 +92,15 @@ const (
 	CheckJSON            = "json"
 	CheckJSONSchema      = "json_schema"
 	CheckExpect          = "expect"
+	// CheckEmbeddingDim fails an embeddings response whose vector has
+	// another length than quality.embedding_dim or a value that is not a
+	// finite number.
+	CheckEmbeddingDim = "embedding_dim"
 )
 
 // Checks lists every quality check name.
-var Checks = []string{CheckModel, CheckFinishReason, CheckMinOutputTokens, CheckMaxOutputTokens, CheckRegex, CheckJSON, CheckJSONSchema, CheckExpect}
+var Checks = []string{CheckModel, CheckFinishReason, CheckMinOutputTokens, CheckMaxOutputTokens, CheckRegex, CheckJSON, CheckJSONSchema, CheckExpect,
+	CheckEmbeddingDim}
 
 // HTTP phase names, the values of the metric label `phase`.
 const (
@@ -179,6 +184,16 @@ type Result struct {
 	Error string // a short, secret-free description of what went wrong
 	Text  string // generated text (content and reasoning)
 
+	// Embeddings marks a request of an embeddings probe. It generates no
+	// tokens: TTFT, ITL and TPOT do not exist, so a client timeout is
+	// censored into E2EL only (ObservedTTFT).
+	Embeddings bool
+	// EmbeddingDim is the length of the vector an embeddings response
+	// carried and EmbeddingNotFinite how many of its values were not
+	// finite numbers (null, a string, a number past float64's range).
+	EmbeddingDim       int
+	EmbeddingNotFinite int
+
 	// Level and Repeat place a request of a capacity run: the offered rate
 	// of its level (req/s) and its repeat, from 1. Repeat 0 = not a
 	// capacity run.
@@ -221,10 +236,13 @@ var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5
 // ObservedTTFT returns the TTFT latency views record for r: the measured
 // TTFT, or for a client_timeout that got no token the time it was
 // abandoned after (censored at the timeout). ok is false when there is
-// nothing to record.
+// nothing to record, as for every embeddings request.
 func (r *Result) ObservedTTFT() (d time.Duration, ok bool) {
 	if r.TTFT > 0 {
 		return r.TTFT, true
+	}
+	if r.Embeddings {
+		return 0, false
 	}
 	return r.censored()
 }

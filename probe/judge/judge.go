@@ -1,7 +1,8 @@
 // Package judge turns one measured request into its disposition: SLO
 // violations, quality checks (model, finish reason, output tokens, regex,
-// JSON, JSON schema, per-prompt expectations) and the order in which they
-// decide (docs/design.md, "Dispositions and accounting").
+// JSON, JSON schema, embedding length, per-prompt expectations) and the
+// order in which they decide (docs/design.md, "Dispositions and
+// accounting").
 package judge
 
 import (
@@ -91,6 +92,9 @@ func qualityFailures(q config.Quality, expect *config.Expect, res *probe.Result)
 	}
 	if q.JSONSchema != "" && !matchesSchema(q.Schema, res.Text) {
 		out = append(out, probe.CheckJSONSchema)
+	}
+	if q.EmbeddingDim > 0 && (res.EmbeddingDim != q.EmbeddingDim || res.EmbeddingNotFinite > 0) {
+		out = append(out, probe.CheckEmbeddingDim)
 	}
 	if expect != nil && !expectMatches(expect, res.Text) {
 		out = append(out, probe.CheckExpect)
