@@ -7,6 +7,11 @@ import (
 	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 )
 
+// embeddingsExtraKeys are the body keys of an embeddings request the prober
+// sets itself besides model: the text, and float vectors, which
+// quality.embedding_dim checks.
+var embeddingsExtraKeys = []string{"input", "encoding_format"}
+
 // embeddings checks quality.embedding_dim and, for a probe of api
 // embeddings, refuses the keys of generated text: an embeddings request
 // generates no tokens, so a TTFT or TPOT objective, a sampling parameter or
@@ -45,6 +50,11 @@ func (v *validator) embeddings(p *Probe, path string) {
 	refuse("quality.json", q.JSON, "true")
 	refuse("quality.json_schema", q.JSONSchema != "", strictyaml.Quote(q.JSONSchema))
 	q.JSONSchema = "" // refused: not compiled either
+	for _, k := range embeddingsExtraKeys {
+		if _, ok := p.Request.Extra[k]; ok {
+			v.p.Fail(path+".request.extra."+k, "is set by the prober and cannot be overridden, got %s", strictyaml.Quote(k))
+		}
+	}
 	if r := p.Workload.Random; r != nil {
 		refuse("workload.random.output_tokens", r.OutputTokens != 0, fmt.Sprint(r.OutputTokens))
 	}

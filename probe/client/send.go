@@ -43,7 +43,7 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept", r.acceptHeader())
 	req.Header.Set("X-Request-Id", res.RequestID)
 
 	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing}
@@ -64,6 +64,10 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 		r.httpError(ctx, res, resp, model)
 		return
 	}
+	if r.probe.API == config.APIEmbeddings {
+		r.readEmbedding(ctx, res, resp, m, item)
+		return
+	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
 		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
 		res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
@@ -75,6 +79,9 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 // requestBody renders the JSON body. request.extra is merged in; it may
 // override sampling fields but never the ones the measurement relies on.
 func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) {
+	if r.probe.API == config.APIEmbeddings {
+		return r.embeddingBody(model, it)
+	}
 	rq := r.probe.Request
 	vllm := r.opts.Timing == TimingVLLMBench
 	b := make(map[string]any, 8+len(rq.Extra))

@@ -35,8 +35,9 @@ also play small end put home read hand port large spell add even land here must 
 
 // randomWorkload generates prompts of a drawn token length, as vLLM's
 // random dataset does: lengths uniform in [floor(L(1-r)), ceil(L(1+r))].
-// Completions prompts are token ids (exact length); chat prompts are words
-// whose count is calibrated once through the target's /tokenize.
+// Completions prompts are token ids (exact length); chat and embeddings
+// prompts are words whose count is calibrated once through the target's
+// /tokenize.
 type randomWorkload struct {
 	api       string
 	cfg       config.RandomWorkload
@@ -74,7 +75,7 @@ func drawLen(rng *rand.Rand, l int, r float64) int {
 
 func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 	var perWord float64
-	if w.api == config.APIChat {
+	if w.api != config.APICompletions {
 		perWord = w.calibrate(ctx, model)
 	}
 	w.mu.Lock()
@@ -87,7 +88,7 @@ func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 // first or are asked at all.
 func (w *randomWorkload) ItemAt(ctx context.Context, model string, seq uint64) Item {
 	var perWord float64
-	if w.api == config.APIChat {
+	if w.api != config.APICompletions {
 		perWord = w.calibrate(ctx, model)
 	}
 	seed := uint64(w.cfg.Seed)
@@ -102,9 +103,12 @@ func (w *randomWorkload) draw(rng *rand.Rand, perWord float64) Item {
 		outLen = w.maxTokens
 	}
 	in := drawLen(rng, w.cfg.InputTokens, w.cfg.RangeRatio)
-	if w.api == config.APIChat {
+	if w.api != config.APICompletions {
 		words := max(1, int(math.Round(float64(in)/perWord)))
 		text := randomText(rng, words)
+		if w.api == config.APIEmbeddings {
+			return Item{Prompt: text} // embeddings generate nothing: no limit to draw
+		}
 		return Item{
 			Messages:  []config.Message{{Role: "user", Content: text}},
 			MaxTokens: drawLen(rng, outLen, w.cfg.RangeRatio),
