@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 
@@ -59,9 +58,7 @@ func (r *Requester) embeddingBody(model string, it workload.Item) ([]byte, error
 // protocol failure; a vector of the wrong length or with values that are
 // not finite numbers is left for the embedding_dim check.
 func (r *Requester) readEmbedding(ctx context.Context, res *probe.Result, resp *http.Response, m *measurement, item workload.Item) {
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/json" {
-		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
-		res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
+	if !hasContentType(res, resp, "application/json") {
 		return
 	}
 	body, err := io.ReadAll(&limitedBody{r: resp.Body, n: r.opts.MaxBodyBytes})

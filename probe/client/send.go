@@ -68,12 +68,21 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 		r.readEmbedding(ctx, res, resp, m, item)
 		return
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
-		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
-		res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
+	if !hasContentType(res, resp, "text/event-stream") {
 		return
 	}
 	r.readStream(ctx, res, resp.Body, m, item)
+}
+
+// hasContentType reports whether resp's media type is want, and records a
+// protocol failure in res when it is not.
+func hasContentType(res *probe.Result, resp *http.Response, want string) bool {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == want {
+		return true
+	}
+	res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+	res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
+	return false
 }
 
 // requestBody renders the JSON body. request.extra is merged in; it may
