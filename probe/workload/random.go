@@ -64,6 +64,12 @@ func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
 	}
 }
 
+// sendsText reports whether the prompts are words, calibrated through the
+// tokenizer, rather than token ids: chat and embeddings requests take text.
+func (w *randomWorkload) sendsText() bool {
+	return w.api == config.APIChat || w.api == config.APIEmbeddings
+}
+
 // drawLen draws a length around l with range ratio r, at least 1.
 func drawLen(rng *rand.Rand, l int, r float64) int {
 	lo := int(math.Floor(float64(l) * (1 - r)))
@@ -75,7 +81,7 @@ func drawLen(rng *rand.Rand, l int, r float64) int {
 
 func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 	var perWord float64
-	if w.api != config.APICompletions {
+	if w.sendsText() {
 		perWord = w.calibrate(ctx, model)
 	}
 	w.mu.Lock()
@@ -88,7 +94,7 @@ func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 // first or are asked at all.
 func (w *randomWorkload) ItemAt(ctx context.Context, model string, seq uint64) Item {
 	var perWord float64
-	if w.api != config.APICompletions {
+	if w.sendsText() {
 		perWord = w.calibrate(ctx, model)
 	}
 	seed := uint64(w.cfg.Seed)
@@ -103,7 +109,7 @@ func (w *randomWorkload) draw(rng *rand.Rand, perWord float64) Item {
 		outLen = w.maxTokens
 	}
 	in := drawLen(rng, w.cfg.InputTokens, w.cfg.RangeRatio)
-	if w.api != config.APICompletions {
+	if w.sendsText() {
 		words := max(1, int(math.Round(float64(in)/perWord)))
 		text := randomText(rng, words)
 		if w.api == config.APIEmbeddings {
