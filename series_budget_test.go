@@ -20,11 +20,17 @@ import (
 // ready, with no HTTP server: tests gather d.reg and call d.reload.
 func startInProcess(t *testing.T, cfgPath string) *daemon {
 	t.Helper()
+	return startInProcessLogged(t, cfgPath, slog.New(slog.DiscardHandler))
+}
+
+// startInProcessLogged is startInProcess with the daemon's logger.
+func startInProcessLogged(t *testing.T, cfgPath string, logger *slog.Logger) *daemon {
+	t.Helper()
 	safe := &config.SafeConfig{}
 	if _, err := safe.Reload(cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(slog.New(slog.DiscardHandler), &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
+	d, err := newDaemon(logger, &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
 	if err != nil {
 		t.Fatal(err)
 	}
