@@ -1,41 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
-
-// lockedBuffer is a bytes.Buffer the daemon's logger and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // driftConfig runs the fingerprint probe "canary" (two prompts) against
 // target "drift", and the random probes "warm" (a 64-token shared prefix)
@@ -88,25 +67,19 @@ func TestDriftAgainstSimulator(t *testing.T) {
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	cfgPath := relWriteFile(t, dir, "c.yml", driftConfig(ledgerPath, driftURL, warmURL, coldURL))
-	var logs lockedBuffer
-	d := startInProcessLogged(t, cfgPath, slog.New(slog.NewTextHandler(&logs, nil)))
+	logPath := filepath.Join(dir, "daemon.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	d := startInProcessLogged(t, cfgPath, slog.New(slog.NewTextHandler(logFile, nil)))
 	defer d.closeLedger()
 	defer d.shutdown()
 
-	gather := func() map[string]*dto.MetricFamily {
-		fams, err := d.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]*dto.MetricFamily{}
-		for _, f := range fams {
-			out[f.GetName()] = f
-		}
-		return out
-	}
 	value := func(name, target, probeName string) float64 {
 		var v float64
-		for _, m := range gather()[name].GetMetric() {
+		for _, m := range gatherByName(t, d)[name].GetMetric() {
 			l := promtext.Labels(m)
 			if l["target"] == target && (probeName == "" || l["probe"] == probeName) {
 				v += m.GetCounter().GetValue()
@@ -136,16 +109,20 @@ func TestDriftAgainstSimulator(t *testing.T) {
 	if got := changes(); got != 2 {
 		t.Errorf("%v changes counted, want 2: one per prompt", got)
 	}
+	logs, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	warn := regexp.MustCompile(`level=WARN msg="output fingerprint changed" target=drift probe=canary prompt=(\d) from=([0-9a-f]{16}) to=([0-9a-f]{16})`)
 	var prompts []string
-	for _, m := range warn.FindAllStringSubmatch(logs.String(), -1) {
+	for _, m := range warn.FindAllStringSubmatch(string(logs), -1) {
 		prompts = append(prompts, m[1])
 		if m[2] == m[3] {
 			t.Errorf("change of prompt %s from %s to itself", m[1], m[2])
 		}
 	}
 	if strings.Join(prompts, ",") != "0,1" && strings.Join(prompts, ",") != "1,0" {
-		t.Errorf("change warnings for prompts %v, want one for 0 and one for 1:\n%s", prompts, logs.String())
+		t.Errorf("change warnings for prompts %v, want one for 0 and one for 1:\n%s", prompts, logs)
 	}
 
 	// The simulators' prefix caches, as the daemon scrapes them.
