@@ -56,7 +56,7 @@ func (s *dnsSource) lookup(ctx context.Context) ([]Replica, error) {
 	for _, name := range s.names {
 		replicas, err := s.lookupName(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("lookup %s %s: %w", s.typ, name, err)
+			return nil, fmt.Errorf("%s records of %s: %w", s.typ, name, err)
 		}
 		found = append(found, replicas...)
 	}
