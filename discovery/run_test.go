@@ -105,11 +105,17 @@ func (r *running) wantUpdate(want []Replica, skipFails bool) {
 }
 
 // wantFail waits for the next call and checks it is a fail whose message
-// contains want.
-func (r *running) wantFail(want string) {
+// contains every part of want.
+func (r *running) wantFail(want ...string) {
 	r.t.Helper()
-	if e := r.next(); e.err == nil || !strings.Contains(e.err.Error(), want) {
-		r.t.Fatalf("got %v, want fail(...%s...)", e, want)
+	e := r.next()
+	if e.err == nil {
+		r.t.Fatalf("got %v, want fail(...%s...)", e, strings.Join(want, "..."))
+	}
+	for _, part := range want {
+		if !strings.Contains(e.err.Error(), part) {
+			r.t.Fatalf("got %v, want fail(...%s...)", e, strings.Join(want, "..."))
+		}
 	}
 }
 
