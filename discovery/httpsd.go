@@ -82,5 +82,5 @@ func (s *httpSource) lookup(ctx context.Context) ([]Replica, error) {
 	if len(body) > maxDocumentSize {
 		return nil, fmt.Errorf("GET %s: body larger than the %d MiB cap", s.shown, maxDocumentSize>>20)
 	}
-	return parseJSON(s.shown, body)
+	return parseJSON("GET "+s.shown+": body", body)
 }
