@@ -106,4 +106,3 @@ func notFoundIsEmpty(err error) error {
 	}
 	return err
 }
-
