@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // dnsSource looks up the A, AAAA or SRV records of its names.
@@ -24,8 +25,8 @@ func newDNS(c DNSConfig, r *net.Resolver) (*dnsSource, time.Duration, error) {
 		return nil, 0, errors.New("discovery.dns.names: at least one name is required")
 	}
 	for i, name := range c.Names {
-		if strings.TrimSpace(name) == "" {
-			return nil, 0, fmt.Errorf("discovery.dns.names[%d]: empty name", i)
+		if err := checkDomainName(name); err != nil {
+			return nil, 0, fmt.Errorf("discovery.dns.names[%d]: %q: %w", i, name, err)
 		}
 	}
 	s := &dnsSource{names: c.Names, typ: c.Type, resolver: r}
@@ -105,4 +106,26 @@ func notFoundIsEmpty(err error) error {
 		return nil
 	}
 	return err
+}
+
+// checkDomainName refuses a name no DNS server can answer for, which Go's
+// resolver would report as not found without asking: an empty set instead
+// of the configuration error it is.
+func checkDomainName(name string) error {
+	trimmed := strings.TrimSuffix(name, ".")
+	if trimmed == "" || len(trimmed) > 253 {
+		return errors.New("not a domain name (1 to 253 characters)")
+	}
+	for label := range strings.SplitSeq(trimmed, ".") {
+		if label == "" || len(label) > 63 {
+			return errors.New("not a domain name (empty label or one longer than 63 characters)")
+		}
+		if i := strings.IndexFunc(label, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+		}); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(label[i:])
+			return fmt.Errorf("not a domain name (character %q)", r)
+		}
+	}
+	return nil
 }
