@@ -48,8 +48,32 @@ type watcher interface {
 	watch(ctx context.Context, changed func())
 }
 
-// New checks c and builds its Discoverer. Errors name the key at fault
-// ("discovery.dns.port: ..."), relative to the target.
+// ConfigError is an invalid discovery block, as New reports it. The
+// configuration package places it at Key's line.
+type ConfigError struct {
+	// Key is the key at fault, relative to the discovery block
+	// ("dns.port", "file_sd.files[1]"); "" for the block itself.
+	Key string
+	// Err says what is wrong with it.
+	Err error
+}
+
+func (e *ConfigError) Error() string {
+	if e.Key == "" {
+		return "discovery: " + e.Err.Error()
+	}
+	return "discovery." + e.Key + ": " + e.Err.Error()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// invalid returns a *ConfigError; format may wrap an error with %w.
+func invalid(key, format string, args ...any) error {
+	return &ConfigError{Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+// New checks c and builds its Discoverer. An invalid c gives a
+// *ConfigError ("discovery.dns.port: ...").
 func New(c Config, opts Options) (*Discoverer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -64,7 +88,7 @@ func New(c Config, opts Options) (*Discoverer, error) {
 		}
 	}
 	if set != 1 {
-		return nil, fmt.Errorf("discovery: set exactly one of dns, file_sd and http_sd (%d set)", set)
+		return nil, invalid("", "set exactly one of dns, file_sd and http_sd (%d set)", set)
 	}
 	d := &Discoverer{mechanism: c.Mechanism()}
 	d.logger = opts.Logger.With("mechanism", d.mechanism)

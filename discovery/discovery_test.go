@@ -1,8 +1,10 @@
 package discovery
 
 import (
+	"errors"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 
 	promconfig "github.com/prometheus/common/config"
@@ -61,6 +63,11 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 			}
 			if err.Error() != tc.want {
 				t.Errorf("error\n got %q\nwant %q", err, tc.want)
+			}
+			// The key the configuration package places the error at.
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !strings.HasPrefix(tc.want, strings.TrimSuffix("discovery."+ce.Key, ".")+": ") {
+				t.Errorf("error %q is not a *ConfigError with its key (%+v)", err, ce)
 			}
 		})
 	}

@@ -22,11 +22,11 @@ type dnsSource struct {
 // newDNS checks c and returns its source and refresh interval.
 func newDNS(c DNSConfig, r *net.Resolver) (*dnsSource, time.Duration, error) {
 	if len(c.Names) == 0 {
-		return nil, 0, errors.New("discovery.dns.names: at least one name is required")
+		return nil, 0, invalid("dns.names", "at least one name is required")
 	}
 	for i, name := range c.Names {
 		if err := checkDomainName(name); err != nil {
-			return nil, 0, fmt.Errorf("discovery.dns.names[%d]: %q: %w", i, name, err)
+			return nil, 0, invalid(fmt.Sprintf("dns.names[%d]", i), "%q: %w", name, err)
 		}
 	}
 	s := &dnsSource{names: c.Names, typ: c.Type, resolver: r}
@@ -36,15 +36,15 @@ func newDNS(c DNSConfig, r *net.Resolver) (*dnsSource, time.Duration, error) {
 	switch s.typ {
 	case TypeA, TypeAAAA:
 		if c.Port < 1 || c.Port > 65535 {
-			return nil, 0, fmt.Errorf("discovery.dns.port: %d is not a port from 1 to 65535 (type %s records carry no port)", c.Port, s.typ)
+			return nil, 0, invalid("dns.port", "%d is not a port from 1 to 65535 (type %s records carry no port)", c.Port, s.typ)
 		}
 		s.port = strconv.Itoa(c.Port)
 	case TypeSRV:
 		if c.Port != 0 {
-			return nil, 0, errors.New("discovery.dns.port: not used with type SRV, whose records carry their own ports")
+			return nil, 0, invalid("dns.port", "not used with type SRV, whose records carry their own ports")
 		}
 	default:
-		return nil, 0, fmt.Errorf("discovery.dns.type: %q is not one of A, AAAA and SRV", c.Type)
+		return nil, 0, invalid("dns.type", "%q is not one of A, AAAA and SRV", c.Type)
 	}
 	return s, refreshOf(c.Refresh, DefaultDNSRefresh), nil
 }

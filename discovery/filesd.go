@@ -35,15 +35,15 @@ type fileSource struct {
 // relative globs are taken from baseDir.
 func newFileSD(c FileSDConfig, baseDir string, logger *slog.Logger) (*fileSource, time.Duration, error) {
 	if len(c.Files) == 0 {
-		return nil, 0, errors.New("discovery.file_sd.files: at least one file or glob is required")
+		return nil, 0, invalid("file_sd.files", "at least one file or glob is required")
 	}
 	s := &fileSource{logger: logger}
 	for i, p := range c.Files {
 		if parserOf(p) == nil {
-			return nil, 0, fmt.Errorf("discovery.file_sd.files[%d]: %q does not end in .json, .yml or .yaml", i, p)
+			return nil, 0, invalid(fmt.Sprintf("file_sd.files[%d]", i), "%q does not end in .json, .yml or .yaml", p)
 		}
 		if _, err := filepath.Match(p, ""); err != nil {
-			return nil, 0, fmt.Errorf("discovery.file_sd.files[%d]: %q: %w", i, p, err)
+			return nil, 0, invalid(fmt.Sprintf("file_sd.files[%d]", i), "%q: %w", p, err)
 		}
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(baseDir, p)

@@ -30,20 +30,20 @@ func newHTTPSD(c HTTPSDConfig) (*httpSource, time.Duration, error) {
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "":
-		return nil, 0, errors.New("discovery.http_sd.url: required")
+		return nil, 0, invalid("http_sd.url", "required")
 	case err != nil:
-		return nil, 0, fmt.Errorf("discovery.http_sd.url: %s", redact.Text(err.Error()))
+		return nil, 0, invalid("http_sd.url", "%s", redact.Text(err.Error()))
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, 0, fmt.Errorf("discovery.http_sd.url: %q: the scheme must be http or https", redact.URL(c.URL))
+		return nil, 0, invalid("http_sd.url", "%q: the scheme must be http or https", redact.URL(c.URL))
 	case u.Host == "":
-		return nil, 0, fmt.Errorf("discovery.http_sd.url: %q: no host", redact.URL(c.URL))
+		return nil, 0, invalid("http_sd.url", "%q: no host", redact.URL(c.URL))
 	}
 	if err := c.HTTPClientConfig.Validate(); err != nil {
-		return nil, 0, fmt.Errorf("discovery.http_sd.http_client_config: %w", err)
+		return nil, 0, invalid("http_sd.http_client_config", "%w", err)
 	}
 	client, err := httpclient.New(c.HTTPClientConfig, "http_sd", promconfig.WithUserAgent(httpclient.UserAgent()))
 	if err != nil {
-		return nil, 0, fmt.Errorf("discovery.http_sd.http_client_config: %w", err)
+		return nil, 0, invalid("http_sd.http_client_config", "%w", err)
 	}
 	refresh := refreshOf(c.Refresh, DefaultHTTPSDRefresh)
 	return &httpSource{url: c.URL, shown: redact.URL(c.URL), client: client, refresh: refresh}, refresh, nil
