@@ -20,8 +20,8 @@ import (
 // mount that stopped answering.
 const fileReadTimeout = 10 * time.Second
 
-// settle is how long a watched directory stays quiet before its change is
-// read: an editor or a config management tool writes a file in several
+// settle is how long a watched directory stays quiet before its changes
+// are read: an editor or a config management tool writes a file in several
 // steps, and reading in between would fail on a half-written file.
 const settle = 200 * time.Millisecond
 
@@ -99,7 +99,7 @@ func (s *fileSource) files() []string {
 
 // watch watches the directories of the globs, as Prometheus' file_sd does
 // (a file replaced by a rename keeps no watch of its own), and calls
-// changed once a change to a matching file has settled. A directory that
+// changed once a change in them has settled. A directory that
 // cannot be watched is logged and left to the refresh interval.
 func (s *fileSource) watch(ctx context.Context, changed func()) {
 	w, err := fsnotify.NewWatcher()
@@ -124,7 +124,9 @@ func (s *fileSource) watch(ctx context.Context, changed func()) {
 			if !ok {
 				return
 			}
-			if ev.Op != fsnotify.Chmod && s.matches(ev.Name) {
+			// Any change but a chmod, to any name: a Kubernetes ConfigMap
+			// volume updates its files by swapping the symlink ..data.
+			if ev.Name != "" && ev.Op != fsnotify.Chmod {
 				quiet.Reset(settle)
 			}
 		case err, ok := <-w.Errors:
@@ -152,12 +154,4 @@ func (s *fileSource) dirs() []string {
 	}
 	slices.Sort(dirs)
 	return slices.Compact(dirs)
-}
-
-// matches tells whether a path is one the globs match.
-func (s *fileSource) matches(path string) bool {
-	return slices.ContainsFunc(s.patterns, func(p string) bool {
-		ok, _ := filepath.Match(p, path)
-		return ok
-	})
 }
