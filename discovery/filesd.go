@@ -25,6 +25,10 @@ const fileReadTimeout = 10 * time.Second
 // steps, and reading in between would fail on a half-written file.
 const settle = 200 * time.Millisecond
 
+// maxSettle bounds the wait for a directory to settle: changes are read
+// within about maxSettle+settle of the first one.
+const maxSettle = 800 * time.Millisecond
+
 // fileSource reads the files its globs match.
 type fileSource struct {
 	patterns []string // absolute
@@ -116,6 +120,7 @@ func (s *fileSource) watch(ctx context.Context, changed func()) {
 	quiet := time.NewTimer(settle)
 	quiet.Stop()
 	defer quiet.Stop()
+	var first time.Time // of the changes not read yet
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,7 +131,13 @@ func (s *fileSource) watch(ctx context.Context, changed func()) {
 			}
 			// Any change but a chmod, to any name: a Kubernetes ConfigMap
 			// volume updates its files by swapping the symlink ..data.
-			if ev.Name != "" && ev.Op != fsnotify.Chmod {
+			if ev.Name == "" || ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if first.IsZero() {
+				first = time.Now()
+			}
+			if time.Since(first) < maxSettle { // a directory that never stays quiet is read anyway
 				quiet.Reset(settle)
 			}
 		case err, ok := <-w.Errors:
@@ -135,6 +146,7 @@ func (s *fileSource) watch(ctx context.Context, changed func()) {
 			}
 			s.logger.Warn("Watching file_sd files failed", "err", err)
 		case <-quiet.C:
+			first = time.Time{}
 			changed()
 		}
 	}

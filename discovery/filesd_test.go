@@ -189,3 +189,33 @@ func TestFileSDWatchConfigMap(t *testing.T) {
 	version("..v2", `[{"targets": ["10.0.0.1:8000", "10.0.0.2:8000"]}]`)
 	run.wantUpdate(replicas("10.0.0.1:8000", "10.0.0.2:8000"), false)
 }
+
+// TestFileSDWatchBusyDirectory checks that a change is read even in a
+// directory that never stays quiet for the settle time.
+func TestFileSDWatchBusyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.json", `[{"targets": ["10.0.0.1:8000"]}]`, false)
+	c := FileSDConfig{Files: []string{"*.json"}, Refresh: model.Duration(time.Hour)}
+	d, err := New(Config{FileSD: &c}, Options{BaseDir: dir, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := start(t, d)
+	run.wantUpdate(replicas("10.0.0.1:8000"), false)
+	stop := make(chan struct{})
+	noisy := make(chan struct{})
+	go func() {
+		defer close(noisy)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(settle / 4):
+				_ = os.WriteFile(filepath.Join(dir, "noise.log"), []byte(strings.Repeat("x", i)), 0o600)
+			}
+		}
+	}()
+	defer func() { close(stop); <-noisy }()
+	writeFile(t, dir, "a.json", `[{"targets": ["10.0.0.2:8000"]}]`, false)
+	run.wantUpdate(replicas("10.0.0.2:8000"), false)
+}
