@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // defaultCompletionMaxTokens is the OpenAI legacy default of /v1/completions.
@@ -26,6 +27,37 @@ type call struct {
 	sink         *engine.Sink
 	plan         faultPlan
 	rc           *recorder
+	// reasoning is the number of reasoning tokens each choice starts with;
+	// reasoningOn tells the usage to report them (a chat request to a
+	// server with --reasoning-tokens).
+	reasoning   int
+	reasoningOn bool
+	tool        *toolCall // the forced tool call, nil for a text answer
+}
+
+// finishReason is the finish reason the client sees for the engine's:
+// a "required" tool call that ended normally finishes with tool_calls (a
+// named one with stop, as in vLLM).
+func (c *call) finishReason(engine string) string {
+	if engine == "stop" && c.tool != nil && c.tool.required {
+		return "tool_calls"
+	}
+	return engine
+}
+
+// reasoningTokens is how many of completion tokens of a choice were
+// reasoning.
+func (c *call) reasoningTokens(completion int) int {
+	return min(c.reasoning, completion)
+}
+
+// completionDetails is the usage's completion_tokens_details: nil unless
+// the server reasons.
+func (c *call) completionDetails(completion int) *wire.CompletionTokensDetails {
+	if !c.reasoningOn {
+		return nil
+	}
+	return &wire.CompletionTokensDetails{ReasoningTokens: c.reasoningTokens(completion)}
 }
 
 func (c *call) promptTokens() int {
@@ -112,6 +144,12 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	if chat {
+		if c.tool, e = forcedTool(req.Tools, req.ToolChoice); e != nil {
+			return nil, e
+		}
+		c.reasoningOn, c.reasoning = s.o.ReasoningTokens > 0, s.o.ReasoningTokens
+	}
 	c.id = s.responseID(r, &req, chat)
 	specs := make([]seqSpec, len(prompts))
 	for i, p := range prompts {
@@ -123,13 +161,45 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	}
 	// Faults are drawn for valid requests only, in arrival order.
 	c.plan = s.faults.draw()
+	if c.tool == nil {
+		c.plan.badToolCall = false
+	} else {
+		c.tool.id = "chatcmpl-tool-" + s.randomHex(32)
+	}
 	for i, sp := range specs {
-		gen := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.badAnswer)
-		sq := &engine.Seq{Choice: i, PromptIDs: sp.ids, MaxTokens: sp.maxTokens, Text: gen.Token, Sink: c.sink, Arrival: arrival}
-		sq.Target, sq.FinishReason = gen.Plan(sp.maxTokens, sp.minTokens, sp.ignoreEOS)
-		c.seqs = append(c.seqs, sq)
+		c.seqs = append(c.seqs, s.newSeq(c, i, sp, arrival))
 	}
 	return c, nil
+}
+
+// newSeq builds the engine sequence of one prompt: c.reasoning reasoning
+// tokens, then the answer (text, or the arguments of c's tool call).
+func (s *Server) newSeq(c *call, choice int, sp seqSpec, arrival time.Time) *engine.Seq {
+	ans := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.badAnswer, c.plan.variant)
+	if c.tool != nil {
+		ans = textgen.NewFixedGeneration(toolArguments(c.tool.params, sp.question, c.plan.badToolCall), " ")
+	}
+	sq := &engine.Seq{Choice: choice, PromptIDs: sp.ids, MaxTokens: sp.maxTokens, Text: ans.Token, Sink: c.sink, Arrival: arrival}
+	r := min(c.reasoning, sp.maxTokens)
+	if r == 0 {
+		sq.Target, sq.FinishReason = ans.Plan(sp.maxTokens, sp.minTokens, sp.ignoreEOS)
+		return sq
+	}
+	think := textgen.NewReasoning(s.o.Seed, sp.question, c.plan.variant)
+	sq.Reasoning = r
+	sq.Text = func(i int) string {
+		if i < r {
+			return think.Token(i)
+		}
+		return ans.Token(i - r)
+	}
+	if r == sp.maxTokens {
+		sq.Target, sq.FinishReason = r, "length"
+		return sq
+	}
+	n, finish := ans.Plan(sp.maxTokens-r, max(sp.minTokens-r, 0), sp.ignoreEOS)
+	sq.Target, sq.FinishReason = r+n, finish
+	return sq
 }
 
 // seqSpec is one prompt of a request with its checked token limits.

@@ -57,6 +57,8 @@ type genRequest struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
 	RequestID           *string         `json:"request_id"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
 }
 
 type streamOptions struct {

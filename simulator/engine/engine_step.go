@@ -131,19 +131,23 @@ func (e *Engine) emitToken(s *Seq, now time.Time) (Output, bool) {
 	}
 	s.timing.LastToken = now
 	last := s.generated == s.Target
-	if !(last && s.FinishReason == "stop") { // EOS has no text
+	switch {
+	case last && s.FinishReason == "stop": // EOS has no text
+	case i < s.Reasoning:
+		s.pendingReasn = append(s.pendingReasn, s.Text(i)...)
+	default:
 		s.pendingText = append(s.pendingText, s.Text(i)...)
 	}
 	s.pendingCount++
 	if s.generated > 1 && s.pendingCount < e.c.StreamInterval && !last {
 		return Output{}, false
 	}
-	o := Output{Choice: s.Choice, Text: string(s.pendingText), Tokens: s.pendingCount, Total: s.generated, At: now}
+	o := Output{Choice: s.Choice, Text: string(s.pendingText), Reasoning: string(s.pendingReasn), Tokens: s.pendingCount, Total: s.generated, At: now}
 	if last {
 		o.Finish = s.FinishReason
 		o.Timing = s.timing
 	}
-	s.pendingText, s.pendingCount = nil, 0
+	s.pendingText, s.pendingReasn, s.pendingCount = nil, nil, 0
 	return o, true
 }
 
