@@ -85,22 +85,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s.o.EnableRequestIDHeaders {
 		w.Header().Set("X-Request-Id", requestIDHeader(r, c))
 	}
-	if !s.sleepCtx(r.Context(), c.plan.slowHeaders) {
-		return
-	}
-	switch c.plan.terminal {
-	case fault500:
-		rc.rec.Status = 500
-		writeError(w, internalError())
-		return
-	case fault503:
-		rc.rec.Status = 503
-		writeError(w, statusError(503, "Service Unavailable"))
-		return
-	case fault429:
-		rc.rec.Status = 429
-		w.Header().Set("Retry-After", "1")
-		writeError(w, statusError(429, "Too Many Requests"))
+	if s.refuseByFault(w, r, c.plan, rc) {
 		return
 	}
 	if c.plan.wrongModel {
@@ -113,6 +98,30 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	} else {
 		s.respond(w, r, c)
 	}
+}
+
+// refuseByFault applies the faults that come before a response starts: it
+// delays the headers when planned, then answers an HTTP error fault. It
+// returns true when the request is over (refused or the client left).
+func (s *Server) refuseByFault(w http.ResponseWriter, r *http.Request, p faultPlan, rc *recorder) bool {
+	if !s.sleepCtx(r.Context(), p.slowHeaders) {
+		return true
+	}
+	switch p.terminal {
+	case fault500:
+		rc.rec.Status = 500
+		writeError(w, internalError())
+	case fault503:
+		rc.rec.Status = 503
+		writeError(w, statusError(503, "Service Unavailable"))
+	case fault429:
+		rc.rec.Status = 429
+		w.Header().Set("Retry-After", "1")
+		writeError(w, statusError(429, "Too Many Requests"))
+	default:
+		return false
+	}
+	return true
 }
 
 func requestIDHeader(r *http.Request, c *call) string {
@@ -220,7 +229,7 @@ func (s *Server) requestPrompts(req *genRequest, chat bool) ([]prompt, []string,
 		}
 		return []prompt{{text: text, ids: s.tok.Encode(text)}}, []string{lastUser}, nil
 	}
-	prompts, e := s.parsePrompts(req.Prompt)
+	prompts, e := s.parsePrompts(req.Prompt, "prompt")
 	if e != nil {
 		return nil, nil, e
 	}
