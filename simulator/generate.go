@@ -45,19 +45,14 @@ func (c *call) finishReason(engine string) string {
 	return engine
 }
 
-// reasoningTokens is how many of completion tokens of a choice were
-// reasoning.
-func (c *call) reasoningTokens(completion int) int {
-	return min(c.reasoning, completion)
-}
-
 // completionDetails is the usage's completion_tokens_details: nil unless
-// the server reasons.
+// the server reasons. The first c.reasoning of a choice's tokens are
+// reasoning.
 func (c *call) completionDetails(completion int) *wire.CompletionTokensDetails {
 	if !c.reasoningOn {
 		return nil
 	}
-	return &wire.CompletionTokensDetails{ReasoningTokens: c.reasoningTokens(completion)}
+	return &wire.CompletionTokensDetails{ReasoningTokens: min(c.reasoning, completion)}
 }
 
 func (c *call) promptTokens() int {

@@ -100,8 +100,17 @@ const reasoningChat = `{"messages":[{"role":"user","content":"What is 12*12?"}],
 func TestReasoningStream(t *testing.T) {
 	o := fastOptions()
 	o.ReasoningTokens = 5
-	_, url := startTest(t, o)
+	s, url := startTest(t, o)
 	cs := postChatStream(t, url, strings.Replace(reasoningChat, "%s", "", 1))
+	var kinds []string
+	for _, ev := range s.Trace()[0].Events {
+		kinds = append(kinds, ev.Kind)
+	}
+	// The trace tells reasoning events from answer events (ground truth of
+	// the time to the first answer token).
+	if want := []string{"role", "reasoning", "reasoning", "reasoning", "reasoning", "reasoning", "content", "content", "finish", "usage", "done"}; !slices.Equal(kinds, want) {
+		t.Errorf("trace kinds %v, want %v", kinds, want)
+	}
 	reasoning, content, n := cs.texts()
 	if n != 5 || content != "144." {
 		t.Errorf("%d reasoning events, content %q; want 5 and %q", n, content, "144.")
