@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/simulator/engine"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -36,10 +37,11 @@ type embeddingResponse struct {
 	Usage wire.UsageFull  `json:"usage"`
 }
 
-// handleEmbeddings serves POST /v1/embeddings like a vLLM pooling model.
-// The latency is the engine's prefill cost of the inputs (PrefillBase +
-// PrefillPerToken per token), outside the batch and its queue. Faults
-// apply as to a non-streaming generation.
+// handleEmbeddings serves POST /v1/embeddings like a vLLM pooling model:
+// each input is a sequence that queues and is admitted like a generation,
+// costs its prefill in the engine step that admits it, and finishes there
+// without generating a token. Faults apply as to a non-streaming
+// generation.
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	rc := &recorder{on: s.o.Trace, rec: TraceRecord{RequestID: r.Header.Get("X-Request-Id"), Path: r.URL.Path, Arrival: time.Now()}}
 	defer s.finishTrace(rc)
@@ -49,23 +51,22 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	c := &call{id: "embd-" + s.randomHex(32), model: s.o.Model, created: time.Now().Unix(), plan: s.faults.draw(), rc: rc}
-	tokens := 0
-	for _, p := range prompts {
-		tokens += len(p.ids)
+	c := &call{id: "embd-" + s.randomHex(32), model: s.o.Model, created: time.Now().Unix(), sink: engine.NewSink(), plan: s.faults.draw(), rc: rc}
+	for i, p := range prompts {
+		c.seqs = append(c.seqs, &engine.Seq{Choice: i, PromptIDs: p.ids, Pooling: true, Sink: c.sink, Arrival: rc.rec.Arrival})
 	}
-	rc.rec.ID, rc.rec.PromptTokens, rc.rec.Faults = c.id, tokens, c.plan.kinds()
+	rc.rec.ID, rc.rec.PromptTokens, rc.rec.Faults = c.id, c.promptTokens(), c.plan.kinds()
 	if s.refuseByFault(w, r, c.plan, rc) {
 		return
 	}
 	if c.plan.wrongModel {
 		c.model = s.o.Model + "-wrong"
 	}
-	prefill := s.o.PrefillBase + time.Duration(tokens)*s.o.PrefillPerToken
-	if !s.sleepCtx(r.Context(), c.plan.extraTTFT+prefill) || !s.applyBodyFault(w, r, c) {
+	s.eng.Submit(c.seqs...)
+	col, ok := s.collect(r, c)
+	if !ok || !s.sleepUntil(r, col.last.Add(c.plan.extraTTFT)) || !s.applyBodyFault(w, r, c) {
 		return
 	}
-	s.met.PoolingFinished(tokens, time.Since(rc.rec.Arrival))
 	data := make([]embeddingData, len(prompts))
 	for i, p := range prompts {
 		v := embedding(p.ids, s.o.EmbeddingDim)
@@ -75,7 +76,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	body := wire.Compact(embeddingResponse{Head: c.head("list"), Data: data,
-		Usage: wire.UsageFull{PromptTokens: tokens, TotalTokens: tokens, PromptTokensDetails: wire.Null}})
+		Usage: wire.UsageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens(), PromptTokensDetails: wire.Null}})
 	if c.plan.terminal == faultMalformed {
 		body = body[:len(body)/2]
 	}

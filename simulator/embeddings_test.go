@@ -1,12 +1,15 @@
 package simulator
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // embeddingBody is what the tests read of an embedding response.
@@ -140,8 +143,9 @@ func TestEmbeddingsRefusals(t *testing.T) {
 	}
 }
 
-// TestEmbeddingsServerMetrics checks that an embedding request counts its
-// prompt tokens and a success, and no generated token.
+// TestEmbeddingsServerMetrics checks that each input of an embedding
+// request is one engine request, as in vLLM: its prompt tokens and a
+// success count, no generated token does.
 func TestEmbeddingsServerMetrics(t *testing.T) {
 	_, url := startTest(t, fastOptions())
 	e := postEmbeddings(t, url, `{"input":["hello world","x y z"]}`)
@@ -152,7 +156,68 @@ func TestEmbeddingsServerMetrics(t *testing.T) {
 	if got := mfs["vllm:generation_tokens_total"].Metric[0].GetCounter().GetValue(); got != 0 {
 		t.Errorf("generation tokens %g, want 0", got)
 	}
-	if n := mfs["vllm:e2e_request_latency_seconds"].Metric[0].GetHistogram().GetSampleCount(); n != 1 {
-		t.Errorf("e2e samples %d, want 1", n)
+	for _, name := range []string{"vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_prompt_tokens"} {
+		if n := mfs[name].Metric[0].GetHistogram().GetSampleCount(); n != 2 {
+			t.Errorf("%s samples %d, want 2", name, n)
+		}
+	}
+	for _, name := range []string{"vllm:time_to_first_token_seconds", "vllm:request_generation_tokens"} {
+		if n := mfs[name].Metric[0].GetHistogram().GetSampleCount(); n != 0 {
+			t.Errorf("%s samples %d, want 0", name, n)
+		}
+	}
+}
+
+// TestEmbeddingsQueue checks that an embedding request waits for a place in
+// the running batch like a generation does.
+func TestEmbeddingsQueue(t *testing.T) {
+	o := fastOptions()
+	o.MaxNumSeqs = 1
+	_, url := startTest(t, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	genDone := make(chan struct{})
+	go func() {
+		defer close(genDone)
+		// About two seconds of decoding at 1 ms a step; cancelled below.
+		streamRequest(ctx, t, url+"/v1/completions", `{"prompt":"hi","max_tokens":2000,"ignore_eos":true,"stream":true}`)
+	}()
+	waitGauge(t, url, "vllm:num_requests_running", 1)
+	embStatus := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/embeddings", "application/json", strings.NewReader(`{"input":"queued"}`))
+		if err != nil {
+			embStatus <- 0
+			return
+		}
+		resp.Body.Close()
+		embStatus <- resp.StatusCode
+	}()
+	waitGauge(t, url, "vllm:num_requests_waiting", 1)
+	select {
+	case <-embStatus:
+		t.Fatal("the embedding finished while the batch was full")
+	default:
+	}
+	cancel()
+	<-genDone
+	if status := <-embStatus; status != 200 {
+		t.Errorf("embedding status %d once the batch had room, want 200", status)
+	}
+}
+
+// waitGauge polls /metrics until the gauge reads want, for up to 5 s.
+func waitGauge(t *testing.T, url, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := scrape(t, url)[name].Metric[0].GetGauge().GetValue()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %g after 5s, want %g", name, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -110,9 +110,13 @@ type Seq struct {
 	// the engine and its metrics, as in vLLM, whose reasoning parser runs
 	// in the frontend.
 	Reasoning int
-	Sink      *Sink
-	Arrival   time.Time // when the request arrived
-	aborted   atomic.Bool
+	// Pooling marks an embedding request: it is admitted and prefilled
+	// like any sequence, then finishes in that step without generating a
+	// token (Target and Text are unused).
+	Pooling bool
+	Sink    *Sink
+	Arrival time.Time // when the request arrived
+	aborted atomic.Bool
 
 	// Engine-goroutine state.
 	generated    int

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -114,17 +113,6 @@ func NewMetrics(reg prometheus.Registerer, model string, maxModelLen int, c Conf
 // RequestFailed counts a request that ended with an error, which the
 // HTTP side decides (vllm:request_success_total{finished_reason="error"}).
 func (m *Metrics) RequestFailed() { m.success.WithLabelValues("error").Inc() }
-
-// PoolingFinished records a finished embedding request, which the
-// simulator answers outside the batch: its prompt tokens, its success
-// and its end-to-end latency. It generates no token, so it adds no TTFT,
-// ITL or generation-length sample.
-func (m *Metrics) PoolingFinished(promptTokens int, e2e time.Duration) {
-	m.promptTokens.Add(float64(promptTokens))
-	m.promptLen.Observe(float64(promptTokens))
-	m.success.WithLabelValues("stop").Inc()
-	m.e2e.Observe(e2e.Seconds())
-}
 
 func pyBool(b bool) string {
 	if b {
