@@ -23,20 +23,6 @@ type embeddingRequest struct {
 	Dimensions     *int            `json:"dimensions"`
 }
 
-// embeddingData is one vector of an embedding response: a list of floats,
-// or a base64 string of little-endian float32s.
-type embeddingData struct {
-	Index     int    `json:"index"`
-	Object    string `json:"object"`
-	Embedding any    `json:"embedding"`
-}
-
-type embeddingResponse struct {
-	wire.Head
-	Data  []embeddingData `json:"data"`
-	Usage wire.UsageFull  `json:"usage"`
-}
-
 // handleEmbeddings serves POST /v1/embeddings like a vLLM pooling model:
 // each input is a sequence that queues and is admitted like a generation,
 // costs its prefill in the engine step that admits it, and finishes there
@@ -67,15 +53,15 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if !ok || !s.sleepUntil(r, col.last.Add(c.plan.extraTTFT)) || !s.applyBodyFault(w, r, c) {
 		return
 	}
-	data := make([]embeddingData, len(prompts))
+	data := make([]wire.EmbeddingData, len(prompts))
 	for i, p := range prompts {
 		v := embedding(p.ids, s.o.EmbeddingDim)
-		data[i] = embeddingData{Index: i, Object: "embedding", Embedding: v}
+		data[i] = wire.EmbeddingData{Index: i, Object: "embedding", Embedding: v}
 		if base64Format {
 			data[i].Embedding = base64Floats(v)
 		}
 	}
-	body := wire.Compact(embeddingResponse{Head: c.head("list"), Data: data,
+	body := wire.Compact(wire.EmbeddingResponse{Head: c.head("list"), Data: data,
 		Usage: wire.UsageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens(), PromptTokensDetails: wire.Null}})
 	if c.plan.terminal == faultMalformed {
 		body = body[:len(body)/2]

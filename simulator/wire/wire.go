@@ -183,6 +183,22 @@ type ChatChoice struct {
 	TokenIDs     json.RawMessage `json:"token_ids"`
 }
 
+// EmbeddingResponse is vLLM's EmbeddingResponse (id "embd-...", object
+// "list"); its usage has no completion tokens.
+type EmbeddingResponse struct {
+	Head
+	Data  []EmbeddingData `json:"data"`
+	Usage UsageFull       `json:"usage"`
+}
+
+// EmbeddingData is one vector of an EmbeddingResponse: a list of floats, or
+// a base64 string of little-endian float32s.
+type EmbeddingData struct {
+	Index     int    `json:"index"`
+	Object    string `json:"object"`
+	Embedding any    `json:"embedding"`
+}
+
 // ErrorBody is vLLM's ErrorResponse.
 type ErrorBody struct {
 	Error ErrorInfo `json:"error"`
