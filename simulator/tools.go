@@ -44,6 +44,9 @@ func forcedTool(rawTools, rawChoice json.RawMessage) (*toolCall, *apiError) {
 			if t.Function.Name == "" {
 				return nil, validationError("[{'type': 'missing', 'loc': ('body', 'tools', %d, 'function', 'name'), 'msg': 'Field required'}]", i)
 			}
+			if e := checkParameters(i, t.Function.Parameters); e != nil {
+				return nil, e
+			}
 		}
 	}
 	if len(rawChoice) == 0 || string(rawChoice) == "null" {
@@ -91,6 +94,25 @@ func namedTool(tools []toolSpec, rawChoice json.RawMessage) (*toolCall, *apiErro
 	return nil, toolValueError("The tool specified in `tool_choice` does not match any of the specified `tools`")
 }
 
+// checkParameters refuses a tool's parameters that are neither null nor
+// an object, and a schema whose properties, required or enum keys have
+// the wrong JSON type, so arguments are never built from a schema read in
+// part.
+func checkParameters(i int, raw json.RawMessage) *apiError {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return validationError("[{'type': 'dict_type', 'loc': ('body', 'tools', %d, 'function', 'parameters'), 'msg': 'Input should be a valid dictionary'}]", i)
+	}
+	var sc schema
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		return badRequest("tools", "tools[%d].function.parameters is not a usable JSON schema: %s", i, err)
+	}
+	return nil
+}
+
 // toolValueError is a ValueError of vLLM's tool validation, which FastAPI
 // answers as a 400 validation error.
 func toolValueError(msg string) *apiError {
@@ -113,7 +135,7 @@ type schema struct {
 func toolArguments(params json.RawMessage, seed string, bad bool) string {
 	var sc schema
 	if len(params) > 0 {
-		// A schema that does not decode gives no required properties: "{}".
+		// checkParameters refused the schemas that do not decode.
 		_ = json.Unmarshal(params, &sc)
 	}
 	args := objectValue(sc, seed, 0)

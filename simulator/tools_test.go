@@ -161,23 +161,28 @@ func valueWordFor(t *testing.T, args string) string {
 func TestToolChoiceValidation(t *testing.T) {
 	_, url := startTest(t, fastOptions())
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	const validation, badRequest = "Bad Request", "BadRequestError"
 	cases := []struct {
-		name, body, msg string
+		name, body, msg, typ string
 	}{
-		{"choice without tools", `{` + msgs + `,"tool_choice":"required"}`, "When using `tool_choice`, `tools` must be set."},
-		{"empty tools", `{` + msgs + `,"tools":[],"tool_choice":"auto"}`, "`tools` must not be an empty array."},
+		{"choice without tools", `{` + msgs + `,"tool_choice":"required"}`, "When using `tool_choice`, `tools` must be set.", validation},
+		{"empty tools", `{` + msgs + `,"tools":[],"tool_choice":"auto"}`, "`tools` must not be an empty array.", validation},
 		{"unknown function", `{` + msgs + `,"tools":` + weatherTools + `,"tool_choice":{"type":"function","function":{"name":"nope"}}}`,
-			"The tool specified in `tool_choice` does not match any of the specified `tools`"},
-		{"bad mode", `{` + msgs + `,"tools":` + weatherTools + `,"tool_choice":"always"}`, "Invalid value for `tool_choice`: always!"},
-		{"no name", `{` + msgs + `,"tools":` + weatherTools + `,"tool_choice":{"type":"function","function":{}}}`, "Expected field `name`"},
+			"The tool specified in `tool_choice` does not match any of the specified `tools`", validation},
+		{"bad mode", `{` + msgs + `,"tools":` + weatherTools + `,"tool_choice":"always"}`, "Invalid value for `tool_choice`: always!", validation},
+		{"parameters not an object", `{` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":"x"}}]}`,
+			"'loc': ('body', 'tools', 0, 'function', 'parameters')", validation},
+		{"properties not an object", `{` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":[1]}}}]}`,
+			"tools[0].function.parameters is not a usable JSON schema", badRequest},
+		{"no name", `{` + msgs + `,"tools":` + weatherTools + `,"tool_choice":{"type":"function","function":{}}}`, "Expected field `name`", validation},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := post(t, url+"/v1/chat/completions", tc.body)
 			var e wire.ErrorBody
 			decodeJSON(t, b, &e)
-			if resp.StatusCode != 400 || e.Error.Type != "Bad Request" || !strings.Contains(e.Error.Message, tc.msg) {
-				t.Errorf("status %d body %s, want 400 with %q", resp.StatusCode, b, tc.msg)
+			if resp.StatusCode != 400 || e.Error.Type != tc.typ || !strings.Contains(e.Error.Message, tc.msg) {
+				t.Errorf("status %d body %s, want 400 %s with %q", resp.StatusCode, b, tc.typ, tc.msg)
 			}
 		})
 	}
