@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,16 +55,15 @@ probes:
 }
 
 // TestDriftAgainstSimulator runs the daemon in-process against the
-// simulator. When the simulator's answers change mid-run (the bad_answer
-// fault at rate 1 gives every prompt another answer, the same each time),
+// simulator. When the simulator's answers change mid-run (POST /sim/faults
+// {"output_variant": 1}: every answer's text changes, the same each time),
 // the canary counts exactly one change per
 // prompt, logs one warning per prompt with both hashes, and its ledger
 // holds two hashes per prompt; the prefix probe's prompts hit its
 // simulator's prefix cache, the cache-busting probe's do not.
 func TestDriftAgainstSimulator(t *testing.T) {
 	noJitter := func(o *simulator.Options) { o.Jitter = 0 }
-	driftSim, driftURL := startSimulatorServer(t, noJitter)
-	warmURL, coldURL := startSimulator(t, noJitter), startSimulator(t, noJitter)
+	driftURL, warmURL, coldURL := startSimulator(t, noJitter), startSimulator(t, noJitter), startSimulator(t, noJitter)
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	cfgPath := relWriteFile(t, dir, "c.yml", driftConfig(ledgerPath, driftURL, warmURL, coldURL))
@@ -102,7 +102,14 @@ func TestDriftAgainstSimulator(t *testing.T) {
 	if got := changes(); got != 0 {
 		t.Fatalf("%v changes before the answers changed, want 0", got)
 	}
-	driftSim.SetFaults(simulator.Faults{BadAnswer: 1})
+	resp, err := http.Post(driftURL+"/sim/faults", "application/json", strings.NewReader(`{"output_variant": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /sim/faults: %s", resp.Status)
+	}
 	waitUntil("a change per prompt", func() bool { return changes() >= 2 })
 	settled := value(metricname.Requests, "drift", "canary")
 	waitUntil("12 more canary requests", func() bool { return value(metricname.Requests, "drift", "canary") >= settled+12 })
