@@ -66,7 +66,8 @@ var invalidCases = []struct {
 			`testdata/invalid-embeddings.yml:32: probes[1].workload.prompts[0].messages: api embeddings takes prompt, not messages, got 1 messages`,
 			`testdata/invalid-embeddings.yml:34: probes[1].workload.prompts[1].expect.regex: does not apply to api embeddings, which generates no tokens: remove it, got "P.*"`,
 			`testdata/invalid-embeddings.yml:34: probes[1].workload.prompts[1].expect.contains: does not apply to api embeddings, which generates no tokens: remove it, got "Paris"`,
-			`testdata/invalid-embeddings.yml:41: probes[2].quality.embedding_dim: applies only to api embeddings, not chat: remove it, got 384`,
+			`testdata/invalid-embeddings.yml:35: probes[1].workload.prompts[1].seed: does not apply to api embeddings, which generates no tokens: remove it, got 7`,
+			`testdata/invalid-embeddings.yml:42: probes[2].quality.embedding_dim: applies only to api embeddings, not chat: remove it, got 384`,
 		},
 	},
 	{
@@ -135,6 +136,17 @@ var invalidCases = []struct {
 		file: "invalid-empty-role.yml",
 		want: []string{
 			`testdata/invalid-empty-role.yml:10: probes[0].workload.prompts[0].messages[0].role: must not be empty, got ""`,
+		},
+	},
+	{
+		file: "invalid-fingerprint.yml",
+		want: []string{
+			`testdata/invalid-fingerprint.yml:8: probes[0].request.temperature: must be 0 with fingerprint, whose answers must be deterministic, got 0.5`,
+			`testdata/invalid-fingerprint.yml:10: probes[0].workload.random.prefix_tokens: must be >= 0, got -1`,
+			`testdata/invalid-fingerprint.yml:11: probes[0].fingerprint: needs a prompts workload, whose prompts repeat, got a random workload`,
+			`testdata/invalid-fingerprint.yml:11: probes[0].fingerprint.tokens: must be >= 1, got 0`,
+			`testdata/invalid-fingerprint.yml:19: probes[1].workload.prompts[0].seed: conflicts with request.extra.seed: set the seed in one place, got 7`,
+			`testdata/invalid-fingerprint.yml:21: probes[1].fingerprint.confirm: must be >= 1, got 0`,
 		},
 	},
 	{

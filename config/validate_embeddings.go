@@ -59,8 +59,11 @@ func (v *validator) embeddings(p *Probe, path string) {
 		refuse("workload.random.output_tokens", r.OutputTokens != 0, fmt.Sprint(r.OutputTokens))
 	}
 	for i, pr := range p.Workload.Prompts {
-		key := fmt.Sprintf("workload.prompts[%d].expect", i)
-		refuse(key+".regex", pr.Expect.Regex.Source != "", strictyaml.Quote(pr.Expect.Regex.Source))
-		refuse(key+".contains", pr.Expect.Contains != "", strictyaml.Quote(pr.Expect.Contains))
+		key := fmt.Sprintf("workload.prompts[%d]", i)
+		refuse(key+".expect.regex", pr.Expect.Regex.Source != "", strictyaml.Quote(pr.Expect.Regex.Source))
+		refuse(key+".expect.contains", pr.Expect.Contains != "", strictyaml.Quote(pr.Expect.Contains))
+		if pr.Seed != nil {
+			refuse(key+".seed", true, fmt.Sprint(*pr.Seed))
+		}
 	}
 }
