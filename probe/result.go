@@ -256,9 +256,6 @@ func (r *Result) ObservedTTFT() (d time.Duration, ok bool) {
 	if r.TTFT > 0 {
 		return r.TTFT, true
 	}
-	if r.Embeddings {
-		return 0, false
-	}
 	return r.censored()
 }
 
@@ -270,13 +267,25 @@ func (r *Result) ObservedE2EL() (d time.Duration, ok bool) {
 	if r.E2EL > 0 {
 		return r.E2EL, true
 	}
-	return r.censored()
+	return r.censoredE2EL()
 }
 
-// censored returns Elapsed for a sent request that timed out: timeouts are
-// never dropped from latency views. bench/stats censors at the configured
-// timeout instead (docs/design.md, section 6, "Timeouts are never dropped").
+// censored returns what a token latency view (TTFT, and any other time to
+// a token) records for a request that timed out before the token: Elapsed,
+// except for an embeddings request, which waits for no token and is
+// censored into E2EL only (censoredE2EL).
 func (r *Result) censored() (time.Duration, bool) {
+	if r.Embeddings {
+		return 0, false
+	}
+	return r.censoredE2EL()
+}
+
+// censoredE2EL returns Elapsed for a sent request that timed out: timeouts
+// are never dropped from latency views. bench/stats censors at the
+// configured timeout instead (docs/design.md, section 6, "Timeouts are
+// never dropped").
+func (r *Result) censoredE2EL() (time.Duration, bool) {
 	if r.Disposition == ClientTimeout && r.Elapsed > 0 {
 		return r.Elapsed, true
 	}
