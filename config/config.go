@@ -156,6 +156,8 @@ type SLO struct {
 	TTFT model.Duration `yaml:"ttft"`
 	TPOT model.Duration `yaml:"tpot"`
 	E2EL model.Duration `yaml:"e2el"`
+	// TTFA is the time to the first answer token, after any reasoning.
+	TTFA model.Duration `yaml:"ttfa"`
 }
 
 // Quality holds the checks applied to every response of a probe.
@@ -174,6 +176,20 @@ type Quality struct {
 	Schema *jsonschema.Schema `yaml:"-"`
 	// JSON requires the generated text to be valid JSON.
 	JSON bool `yaml:"json"`
+	// ToolCall requires the answer to call a function (chat probes only).
+	ToolCall *ToolCallCheck `yaml:"tool_call,omitempty"`
+}
+
+// ToolCallCheck is quality.tool_call: the answer must contain a call of
+// function Name whose assembled arguments are JSON satisfying the schema
+// at ArgumentsSchema (relative to the config file; "" = any JSON).
+type ToolCallCheck struct {
+	Name            string `yaml:"name"`
+	ArgumentsSchema string `yaml:"arguments_schema"`
+	// Schema is ArgumentsSchema compiled when the config was loaded, as
+	// Quality.Schema is; nil for a Probe built in code (client.New
+	// compiles it then).
+	Schema *jsonschema.Schema `yaml:"-"`
 }
 
 // Regexp is a regular expression that keeps its source text. The zero
