@@ -163,7 +163,7 @@ func TestMeasurement(t *testing.T) {
 			TTFT: ms(40), TTFA: ms(50), E2EL: ms(60), TPOT: ms(20) / 3, Chunks: 4, PromptTokens: 99, OutputTokens: 4,
 			FinishReason: "tool_calls", Model: "m", Reasoning: "call both", ReasoningTokens: 1, ReasoningEvents: 1,
 			ToolCalls: []probe.ToolCall{{ID: "call-a", Name: "f", Arguments: `{"x":1}`}, {ID: "call-b", Name: "g", Arguments: "[]"}},
-			Flags: []string{flagNoUsage}, ITLs: []time.Duration{ms(10), ms(5), ms(5)}, ITLTokens: []int{0, 0, 0},
+			Flags:     []string{flagNoUsage}, ITLs: []time.Duration{ms(10), ms(5), ms(5)}, ITLTokens: []int{0, 0, 0},
 			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(30), probe.PhaseDecode: ms(20)},
 		},
 	}, {
