@@ -44,6 +44,7 @@ type pairMetrics struct {
 	checks       []atomic.Uint64
 	promptTokens atomic.Uint64
 	outputTokens atomic.Uint64
+	reasoning    atomic.Uint64 // reasoning tokens
 
 	hists atomic.Pointer[pairHistograms]
 }
@@ -108,6 +109,9 @@ func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
 	if r.OutputTokens > 0 {
 		p.outputTokens.Add(uint64(r.OutputTokens))
 	}
+	if r.ReasoningTokens > 0 {
+		p.reasoning.Add(uint64(r.ReasoningTokens))
+	}
 	return unknown
 }
 
@@ -141,6 +145,7 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 	}
 	counter(d.prompt, p.promptTokens.Load())
 	counter(d.output, p.outputTokens.Load())
+	counter(d.reasoning, p.reasoning.Load())
 	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(inFlight), t, pr); err == nil {
 		ch <- m
 	}
