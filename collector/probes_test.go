@@ -191,7 +191,7 @@ func TestCollectorObservations(t *testing.T) {
 		ITLs: []time.Duration{50 * time.Millisecond}, Phases: probe.PhaseTimes{probe.PhaseDecode: 50 * time.Millisecond},
 	})
 	finish(c, &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // never sent
-	finish(c, &probe.Result{ // reasoning only, then timed out: TTFA censored at the timeout
+	finish(c, &probe.Result{                                                                                         // reasoning only, then timed out: TTFA censored at the timeout
 		Target: "t", Probe: "p", Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout,
 		Sent: sent, TTFT: 200 * time.Millisecond, Elapsed: 2 * time.Second,
 	})

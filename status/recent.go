@@ -21,7 +21,6 @@ type RequestView struct {
 	HTTPStatus  int
 	Phases      probe.PhaseTimes
 	TTFT, E2EL  time.Duration
-	TTFA        time.Duration // 0: no answer (reasoning only, or none yet)
 	// Server is the server's own timing (vLLM's per-request metrics); nil
 	// when the server sent none.
 	Server *probe.ServerTiming
@@ -40,7 +39,7 @@ type recentRing struct {
 
 func (r *recentRing) add(res *probe.Result) {
 	v := RequestView{Scheduled: res.Scheduled, Disposition: res.Disposition, Reason: res.Reason,
-		HTTPStatus: res.HTTPStatus, Phases: maps.Clone(res.Phases), TTFT: res.TTFT, TTFA: res.TTFA, E2EL: res.E2EL, Error: res.Error}
+		HTTPStatus: res.HTTPStatus, Phases: maps.Clone(res.Phases), TTFT: res.TTFT, E2EL: res.E2EL, Error: res.Error}
 	if res.Server != nil {
 		s := *res.Server
 		v.Server = &s
