@@ -113,15 +113,11 @@ func TestTrackerSnapshot(t *testing.T) {
 func TestTrackerCensorsTimeouts(t *testing.T) {
 	tr := NewTracker(TrackerOptions{})
 	syncPairs(tr, trackerConfig("p"))
-	for _, r := range []probe.Result{
+	offerAndFinish(tr, []probe.Result{
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second},
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second, TTFT: 300 * time.Millisecond},
 		{Disposition: probe.ServerFailure, Reason: probe.ReasonDisconnect, Elapsed: 5 * time.Second},
-	} {
-		tr.Offered("t", "p")
-		r.Target, r.Probe = "t", "p"
-		tr.Finished(&r)
-	}
+	})
 	ps := tr.Snapshot()[0]
 	if ps.WindowSamplesTTFT != 2 || ps.TTFTP50 != 300*time.Millisecond || ps.TTFTP99 != 2*time.Second {
 		t.Errorf("TTFT samples %d, p50 %v, p99 %v; want 2, 300ms, 2s", ps.WindowSamplesTTFT, ps.TTFTP50, ps.TTFTP99)
@@ -169,15 +165,11 @@ func equal(a, b any) bool {
 func TestTrackerTTFA(t *testing.T) {
 	tr := NewTracker(TrackerOptions{})
 	syncPairs(tr, trackerConfig("p"))
-	for _, r := range []probe.Result{
+	offerAndFinish(tr, []probe.Result{
 		{Disposition: probe.Accepted, TTFT: 100 * time.Millisecond, TTFA: 400 * time.Millisecond},
 		{Disposition: probe.LatencyFailure, TTFT: 100 * time.Millisecond, E2EL: time.Second}, // reasoning only
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, TTFT: 100 * time.Millisecond, Elapsed: 3 * time.Second},
-	} {
-		tr.Offered("t", "p")
-		r.Target, r.Probe = "t", "p"
-		tr.Finished(&r)
-	}
+	})
 	ps := tr.Snapshot()[0]
 	if ps.WindowSamplesTTFA != 2 || ps.TTFAP50 != 400*time.Millisecond || ps.TTFAP99 != 3*time.Second {
 		t.Errorf("TTFA samples %d, p50 %v, p99 %v; want 2, 400ms, 3s", ps.WindowSamplesTTFA, ps.TTFAP50, ps.TTFAP99)
@@ -198,5 +190,14 @@ func TestTrackerTTFA(t *testing.T) {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("pair page lacks %q", want)
 		}
+	}
+}
+
+// offerAndFinish offers and finishes each result as a request of pair t/p.
+func offerAndFinish(tr *Tracker, results []probe.Result) {
+	for _, r := range results {
+		tr.Offered("t", "p")
+		r.Target, r.Probe = "t", "p"
+		tr.Finished(&r)
 	}
 }

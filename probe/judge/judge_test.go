@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -26,15 +27,22 @@ func goodResult() *probe.Result {
 	}
 }
 
-func judgeProbe(t *testing.T) config.Probe {
-	schema := filepath.Join(t.TempDir(), "schema.json")
-	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["answer"],"properties":{"answer":{"type":"integer"}}}`), 0o600); err != nil {
+// writeSchema writes a JSON Schema document to a file and compiles it.
+func writeSchema(t *testing.T, doc string) (string, *jsonschema.Schema) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	compiled, err := CompileSchema(schema)
+	compiled, err := CompileSchema(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, compiled
+}
+
+func judgeProbe(t *testing.T) config.Probe {
+	schema, compiled := writeSchema(t, `{"type":"object","required":["answer"],"properties":{"answer":{"type":"integer"}}}`)
 	return config.Probe{
 		SLO: config.SLO{TTFT: model.Duration(time.Second), TPOT: model.Duration(50 * time.Millisecond), E2EL: model.Duration(5 * time.Second)},
 		Quality: config.Quality{
@@ -155,14 +163,7 @@ func TestJudgeReasoningIgnored(t *testing.T) {
 }
 
 func TestJudgeToolCall(t *testing.T) {
-	schema := filepath.Join(t.TempDir(), "args.json")
-	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := CompileSchema(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, compiled := writeSchema(t, `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`)
 	withSchema := &config.ToolCallCheck{Name: "get_weather", ArgumentsSchema: schema, Schema: compiled}
 	anyJSON := &config.ToolCallCheck{Name: "get_weather"}
 	tests := []struct {
