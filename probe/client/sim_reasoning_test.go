@@ -30,7 +30,7 @@ func TestReasoningAgainstSimulator(t *testing.T) {
 	tg.Model = ""
 	r := newTestRequester(t, tg, simProbe(config.APIChat), Options{})
 	results := map[string]*probe.Result{}
-	for i := range 5 {
+	for i := range 10 {
 		res := doRequest(context.Background(), r, uint64(i+1))
 		if res.Disposition != probe.Accepted {
 			t.Fatalf("request %d: %s/%s %v %q", i, res.Disposition, res.Reason, res.QualityFailures, res.Error)
