@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -126,5 +128,35 @@ func TestToolCallAgainstSimulator(t *testing.T) {
 				t.Errorf("ledger tool_calls = %d, want 1", rec.ToolCalls)
 			}
 		})
+	}
+}
+
+// TestReasoningStallAgainstSimulator: a reasoning stream that stalls
+// before its answer ends client_timeout with a TTFT but no TTFA; latency
+// views take its TTFA at the time it was abandoned, which violates
+// slo.ttfa, and the ledger has ttfa_s null and the reasoning events seen.
+func TestReasoningStallAgainstSimulator(t *testing.T) {
+	o := simulator.DefaultOptions()
+	o.Seed, o.Jitter = 1, 0
+	_, simURL := simtest.Start(t, o, simtest.Reasoning(40), simtest.Faults(simulator.Faults{Stall: 1, StallDuration: 5 * time.Second}))
+	tg := rqTarget(simURL)
+	tg.Model = ""
+	p := simProbe(config.APIChat)
+	p.Timeout = model.Duration(time.Second)
+	p.SLO = config.SLO{TTFA: model.Duration(200 * time.Millisecond)}
+	r := newTestRequester(t, tg, p, Options{})
+	res := doRequest(context.Background(), r, 1)
+	ttfa, observed := res.ObservedTTFA()
+	if res.Disposition != probe.ClientTimeout || res.TTFT == 0 || res.TTFA != 0 || !observed || ttfa != res.Elapsed {
+		t.Fatalf("got %s/%s TTFT %v TTFA %v observed %v at %v (elapsed %v), want client_timeout with TTFT, no TTFA, observed at elapsed",
+			res.Disposition, res.Reason, res.TTFT, res.TTFA, observed, ttfa, res.Elapsed)
+	}
+	if !slices.Equal(res.SLOViolations, []string{probe.SLOTTFA}) {
+		t.Errorf("SLO violations %v, want [ttfa]", res.SLOViolations)
+	}
+	rec := ledger.NewRecord(res, config.RecordTextNone)
+	if rec.TTFAS != nil || rec.TTFTS == nil || rec.ReasoningTokens == 0 || rec.ReasoningTokens >= 40 || rec.ReasoningTokens != res.ReasoningEvents {
+		t.Errorf("ledger ttfa_s %v, ttft_s %v, reasoning_tokens %d (events %d): want null, set, the events before the stall",
+			rec.TTFAS, rec.TTFTS, rec.ReasoningTokens, res.ReasoningEvents)
 	}
 }
