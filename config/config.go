@@ -94,7 +94,19 @@ type Probe struct {
 	// all and nil ClassicBuckets means true (HistogramSelection).
 	Histograms     []string `yaml:"histograms"`
 	ClassicBuckets *bool    `yaml:"classic_buckets"`
-	Line           int      `yaml:"-"`
+	// Fingerprint, when set, makes a prompts probe an output drift canary
+	// (docs/design.md, "Output fingerprint"); nil = none.
+	Fingerprint *Fingerprint `yaml:"fingerprint,omitempty"`
+	Line        int          `yaml:"-"`
+}
+
+// Fingerprint configures the output fingerprint of a prompts probe: the
+// hash of the first Tokens output tokens of each prompt's answer, and how
+// many consecutive requests of a prompt confirm a new value. A block
+// written in the file starts from DefaultFingerprint.
+type Fingerprint struct {
+	Tokens  int `yaml:"tokens"`
+	Confirm int `yaml:"confirm"`
 }
 
 // MarshalYAML leaves request.max_tokens out of a probe with a random
@@ -130,6 +142,10 @@ type RandomWorkload struct {
 	OutputTokens int     `yaml:"output_tokens"`
 	RangeRatio   float64 `yaml:"range_ratio"`
 	Seed         int64   `yaml:"seed"`
+	// PrefixTokens starts every prompt with the same prefix of this many
+	// tokens, drawn from Seed, before its InputTokens random ones (vLLM's
+	// --random-prefix-len); 0 = none.
+	PrefixTokens int `yaml:"prefix_tokens"`
 }
 
 // Prompt is one fixed request: Prompt for completions, Messages for chat.
@@ -137,6 +153,8 @@ type Prompt struct {
 	Prompt   string    `yaml:"prompt"`
 	Messages []Message `yaml:"messages"`
 	Expect   Expect    `yaml:"expect"`
+	// Seed, when set, is sent as the request's seed.
+	Seed *int64 `yaml:"seed,omitempty"`
 }
 
 // Message is one chat message.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
@@ -32,6 +33,7 @@ type measurement struct {
 	otherModel string // the first different model a later event named
 	server     *probe.ServerTiming
 	answer     answer
+	fp         *fingerprint.Hasher // nil: the probe has no fingerprint
 }
 
 // observe applies one decoded event that arrived at at; it fails on an
@@ -79,6 +81,9 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) error {
 	}
 	if !carried {
 		return nil
+	}
+	if m.fp != nil {
+		m.fp.Add(generatedText(c), tokens)
 	}
 	if m.chunks == 0 {
 		m.first = at

@@ -93,6 +93,19 @@ func (a *answer) addToolCalls(deltas []stream.ToolCallDelta) error {
 	return nil
 }
 
+// generatedText returns the text one event generated, reasoning first,
+// as the output fingerprint hashes it.
+func generatedText(c *stream.Chunk) string {
+	var sb strings.Builder
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		sb.WriteString(ch.Delta.ReasoningText())
+		sb.WriteString(ch.Text)
+		sb.WriteString(ch.Delta.Content)
+	}
+	return sb.String()
+}
+
 // fill writes the answer's part of the measurement into res.
 func (a *answer) fill(res *probe.Result, start time.Time) {
 	if !a.at.IsZero() {
