@@ -25,9 +25,10 @@ import (
 // N reasoning tokens; the answer check is not confused by the reasoning.
 func TestReasoningAgainstSimulator(t *testing.T) {
 	const n = 12
-	o := simulator.DefaultOptions()
-	o.Seed, o.Jitter, o.Trace = 1, 0, true
-	sim, simURL := simtest.Start(t, o, simtest.Reasoning(n))
+	sim, simURL := startSimulator(t, func(o *simulator.Options) {
+		o.Trace = true
+		simtest.Reasoning(n)(o)
+	})
 	tg := rqTarget(simURL)
 	tg.Model = ""
 	r := newTestRequester(t, tg, simProbe(config.APIChat), Options{})
@@ -95,9 +96,7 @@ func TestToolCallAgainstSimulator(t *testing.T) {
 		"properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["c","f"]}},"required":["city","unit"]}}}]`), &tools); err != nil {
 		t.Fatal(err)
 	}
-	o := simulator.DefaultOptions()
-	o.Seed, o.Jitter = 1, 0
-	sim, simURL := simtest.Start(t, o)
+	sim, simURL := startSimulator(t, nil)
 	tg := rqTarget(simURL)
 	tg.Model = ""
 	p := rqProbe(config.APIChat)
@@ -136,9 +135,10 @@ func TestToolCallAgainstSimulator(t *testing.T) {
 // views take its TTFA at the time it was abandoned, which violates
 // slo.ttfa, and the ledger has ttfa_s null and the reasoning events seen.
 func TestReasoningStallAgainstSimulator(t *testing.T) {
-	o := simulator.DefaultOptions()
-	o.Seed, o.Jitter = 1, 0
-	_, simURL := simtest.Start(t, o, simtest.Reasoning(40), simtest.Faults(simulator.Faults{Stall: 1, StallDuration: 5 * time.Second}))
+	_, simURL := startSimulator(t, func(o *simulator.Options) {
+		simtest.Reasoning(40)(o)
+		simtest.Faults(simulator.Faults{Stall: 1, StallDuration: 5 * time.Second})(o)
+	})
 	tg := rqTarget(simURL)
 	tg.Model = ""
 	p := simProbe(config.APIChat)
