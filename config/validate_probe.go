@@ -196,22 +196,22 @@ func (v *validator) quality(q *Quality, path string) {
 	}
 }
 
-// toolCall checks quality.tool_call at path (the probe's quality) and
+// toolCall checks the tool_call of the probe's quality at qpath and
 // compiles its arguments schema. A probe checking tool calls expects the
 // finish reason tool_calls too, unless it lists finish_reasons itself.
-func (v *validator) toolCall(p *Probe, path string) {
+func (v *validator) toolCall(p *Probe, qpath string) {
 	tc := p.Quality.ToolCall
 	if tc == nil {
 		return
 	}
-	path += ".tool_call"
+	path := qpath + ".tool_call"
 	if p.API != APIChat {
 		v.p.Fail(path, "needs api chat (tool calls are a chat feature), got api %s", strictyaml.Quote(p.API))
 	}
 	if tc.Name == "" {
 		v.p.Fail(path+".name", "must name the function the answer must call, got \"\"")
 	}
-	if !v.p.Written(strings.TrimSuffix(path, ".tool_call")+".finish_reasons") && !slices.Contains(p.Quality.FinishReasons, "tool_calls") {
+	if !v.p.Written(qpath+".finish_reasons") && !slices.Contains(p.Quality.FinishReasons, "tool_calls") {
 		p.Quality.FinishReasons = append(slices.Clone(p.Quality.FinishReasons), "tool_calls")
 	}
 	if tc.ArgumentsSchema == "" {

@@ -141,10 +141,11 @@ type ToolCall struct {
 
 // Result is everything known about one offered request when it ends.
 // Durations that were not measured are zero: TTFT needs a token-carrying
-// event (reasoning counts), TTFA an answer-carrying one; E2EL and TPOT need a stream that finished with [DONE] (TPOT also
-// more than one output token). A request cut short keeps what it measured
-// and its Elapsed time; latency views censor a client_timeout at Elapsed
-// (ObservedTTFT, ObservedE2EL).
+// event (reasoning counts), TTFA an answer-carrying one; E2EL and TPOT
+// need a stream that finished with [DONE] (TPOT also more than one output
+// token). A request cut short keeps what it measured and its Elapsed
+// time; latency views censor a client_timeout at Elapsed (ObservedTTFT,
+// ObservedTTFA, ObservedE2EL).
 type Result struct {
 	Seq       uint64 // per (target, probe), from 1, in planned order
 	Target    string

@@ -1,7 +1,7 @@
 // Package judge turns one measured request into its disposition: SLO
 // violations, quality checks (model, finish reason, output tokens, regex,
-// JSON, JSON schema, per-prompt expectations, tool calls) and the order in which they
-// decide (docs/design.md, "Dispositions and accounting").
+// JSON, JSON schema, per-prompt expectations, tool calls) and the order in
+// which they decide (docs/design.md, "Dispositions and accounting").
 package judge
 
 import (
