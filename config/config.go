@@ -178,6 +178,8 @@ type SLO struct {
 	TTFT model.Duration `yaml:"ttft"`
 	TPOT model.Duration `yaml:"tpot"`
 	E2EL model.Duration `yaml:"e2el"`
+	// TTFA is the time to the first answer token, after any reasoning.
+	TTFA model.Duration `yaml:"ttfa"`
 }
 
 // Quality holds the checks applied to every response of a probe.
@@ -199,6 +201,20 @@ type Quality struct {
 	// EmbeddingDim is the length an embeddings probe's vector must have,
 	// every value a finite number; 0 disables the check.
 	EmbeddingDim int `yaml:"embedding_dim,omitempty"`
+	// ToolCall requires the answer to call a function (chat probes only).
+	ToolCall *ToolCallCheck `yaml:"tool_call,omitempty"`
+}
+
+// ToolCallCheck is quality.tool_call: the answer must contain a call of
+// function Name whose assembled arguments are JSON satisfying the schema
+// at ArgumentsSchema (relative to the config file; "" = any JSON).
+type ToolCallCheck struct {
+	Name            string `yaml:"name"`
+	ArgumentsSchema string `yaml:"arguments_schema"`
+	// Schema is ArgumentsSchema compiled when the config was loaded, as
+	// Quality.Schema is; nil for a Probe built in code (client.New
+	// compiles it then).
+	Schema *jsonschema.Schema `yaml:"-"`
 }
 
 // Regexp is a regular expression that keeps its source text. The zero

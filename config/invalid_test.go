@@ -27,10 +27,24 @@ var invalidCases = []struct {
 	{
 		file: "invalid-histograms.yml",
 		want: []string{
-			`testdata/invalid-histograms.yml:2: global.histograms[1]: must be one of ttft, itl, tpot, e2el, phases, schedule_lag, server, got "latency"`,
-			`testdata/invalid-histograms.yml:10: probes[0].histograms[1]: is not measured yet: time to first answer token needs the reasoning probes, which this version does not have; remove it, got "ttfa"`,
+			`testdata/invalid-histograms.yml:2: global.histograms[1]: must be one of ttft, itl, tpot, e2el, ttfa, phases, schedule_lag, server, got "latency"`,
 			`testdata/invalid-histograms.yml:10: probes[0].histograms[2]: histogram listed twice, got "e2el"`,
-			`testdata/invalid-histograms.yml:17: probes[1].histograms: must name at least one of ttft, itl, tpot, e2el, phases, schedule_lag, server (counters are always exported), got []`,
+			`testdata/invalid-histograms.yml:17: probes[1].histograms: must name at least one of ttft, itl, tpot, e2el, ttfa, phases, schedule_lag, server (counters are always exported), got []`,
+		},
+	},
+	{
+		file: "invalid-tool-call.yml",
+		want: []string{
+			`testdata/invalid-tool-call.yml:9: probes[0].quality.tool_call: needs api chat (tool calls are a chat feature), got api "completions"`,
+			`testdata/invalid-tool-call.yml:18: probes[1].quality.tool_call.name: must name the function the answer must call, got ""`,
+			`testdata/invalid-tool-call.yml:19: probes[1].quality.tool_call.arguments_schema: cannot read file: no such file or directory, got "missing.schema.json"`,
+			`testdata/invalid-tool-call.yml:27: probes[2].quality.tool_call.arguments_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+		},
+	},
+	{
+		file: "invalid-ttfa.yml",
+		want: []string{
+			`testdata/invalid-ttfa.yml:10: probes[0].slo.ttfa: must be a duration such as 30s or 1m30s, got "soon"`,
 		},
 	},
 	{
@@ -55,6 +69,7 @@ var invalidCases = []struct {
 			`testdata/invalid-embeddings.yml:14: probes[0].workload.random.output_tokens: does not apply to api embeddings, which generates no tokens: remove it, got 8`,
 			`testdata/invalid-embeddings.yml:16: probes[0].slo.ttft: does not apply to api embeddings, which generates no tokens: remove it, got 1s`,
 			`testdata/invalid-embeddings.yml:17: probes[0].slo.tpot: does not apply to api embeddings, which generates no tokens: remove it, got 50ms`,
+			`testdata/invalid-embeddings.yml:18: probes[0].slo.ttfa: does not apply to api embeddings, which generates no tokens: remove it, got 2s`,
 			`testdata/invalid-embeddings.yml:20: probes[0].quality.embedding_dim: must be >= 0, got -1`,
 			`testdata/invalid-embeddings.yml:21: probes[0].quality.finish_reasons: does not apply to api embeddings, which generates no tokens: remove it, got [stop]`,
 			`testdata/invalid-embeddings.yml:22: probes[0].quality.min_output_tokens: does not apply to api embeddings, which generates no tokens: remove it, got 1`,

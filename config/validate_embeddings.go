@@ -40,6 +40,7 @@ func (v *validator) embeddings(p *Probe, path string) {
 	}
 	refuse("slo.ttft", p.SLO.TTFT != 0, p.SLO.TTFT.String())
 	refuse("slo.tpot", p.SLO.TPOT != 0, p.SLO.TPOT.String())
+	refuse("slo.ttfa", p.SLO.TTFA != 0, p.SLO.TTFA.String())
 	refuse("request.max_tokens", v.p.Written(path+".request.max_tokens"), fmt.Sprint(p.Request.MaxTokens))
 	refuse("request.temperature", p.Request.Temperature != 0, fmtFloat(p.Request.Temperature))
 	refuse("request.ignore_eos", p.Request.IgnoreEOS, "true")

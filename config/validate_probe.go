@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
@@ -47,7 +48,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	for _, s := range []struct {
 		name string
 		d    *model.Duration
-	}{{"ttft", &p.SLO.TTFT}, {"tpot", &p.SLO.TPOT}, {"e2el", &p.SLO.E2EL}} {
+	}{{"ttft", &p.SLO.TTFT}, {"tpot", &p.SLO.TPOT}, {"e2el", &p.SLO.E2EL}, {"ttfa", &p.SLO.TTFA}} {
 		if *s.d < 0 {
 			v.p.Fail(path+".slo."+s.name, "must be >= 0 (0 = no objective), got %s", *s.d)
 		}
@@ -59,6 +60,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	}
 	v.embeddings(p, path)
 	v.quality(&p.Quality, path+".quality")
+	v.toolCall(p, path+".quality")
 	if !(p.Objective > 0 && p.Objective < 1) {
 		v.p.Fail(path+".objective", "must be between 0 and 1 (exclusive), got %s", fmtFloat(p.Objective))
 	}
@@ -192,17 +194,51 @@ func (v *validator) quality(q *Quality, path string) {
 	if q.JSONSchema == "" {
 		return
 	}
-	abs, ok := v.file(path+".json_schema", q.JSONSchema, fileread.SchemaLimit)
-	if !ok {
+	if abs, schema, ok := v.schema(path+".json_schema", q.JSONSchema); ok {
+		q.JSONSchema, q.Schema = abs, schema
+	}
+}
+
+// toolCall checks the tool_call of the probe's quality at qpath and
+// compiles its arguments schema. A probe checking tool calls expects the
+// finish reason tool_calls too, unless it lists finish_reasons itself.
+func (v *validator) toolCall(p *Probe, qpath string) {
+	tc := p.Quality.ToolCall
+	if tc == nil {
 		return
+	}
+	path := qpath + ".tool_call"
+	if p.API != APIChat {
+		v.p.Fail(path, "needs api chat (tool calls are a chat feature), got api %s", strictyaml.Quote(p.API))
+	}
+	if tc.Name == "" {
+		v.p.Fail(path+".name", "must name the function the answer must call, got \"\"")
+	}
+	if !v.p.Written(qpath+".finish_reasons") && !slices.Contains(p.Quality.FinishReasons, "tool_calls") {
+		p.Quality.FinishReasons = append(slices.Clone(p.Quality.FinishReasons), "tool_calls")
+	}
+	if tc.ArgumentsSchema == "" {
+		return
+	}
+	if abs, schema, ok := v.schema(path+".arguments_schema", tc.ArgumentsSchema); ok {
+		tc.ArgumentsSchema, tc.Schema = abs, schema
+	}
+}
+
+// schema reads and compiles the JSON Schema file name (relative to the
+// config file) of the key at path.
+func (v *validator) schema(path, name string) (string, *jsonschema.Schema, bool) {
+	abs, ok := v.file(path, name, fileread.SchemaLimit)
+	if !ok {
+		return "", nil, false
 	}
 	schema, err := NewSchemaCompiler().Compile(abs)
 	if err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
-		v.p.Fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, strictyaml.Quote(q.JSONSchema))
-		return
+		v.p.Fail(path, "invalid JSON Schema: %s, got %s", msg, strictyaml.Quote(name))
+		return "", nil, false
 	}
-	q.JSONSchema, q.Schema = abs, schema
+	return abs, schema, true
 }
 
 // file resolves a path relative to the config file's directory and checks

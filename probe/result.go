@@ -77,10 +77,11 @@ const (
 	SLOTTFT = "ttft"
 	SLOTPOT = "tpot"
 	SLOE2EL = "e2el"
+	SLOTTFA = "ttfa" // time to first answer token
 )
 
 // SLOs lists every SLO name.
-var SLOs = []string{SLOTTFT, SLOTPOT, SLOE2EL}
+var SLOs = []string{SLOTTFT, SLOTPOT, SLOE2EL, SLOTTFA}
 
 // Quality check names, the values of the metric label `check`.
 const (
@@ -96,11 +97,12 @@ const (
 	// another length than quality.embedding_dim or a value that is not a
 	// finite number.
 	CheckEmbeddingDim = "embedding_dim"
+	CheckToolCall     = "tool_call"
 )
 
 // Checks lists every quality check name.
 var Checks = []string{CheckModel, CheckFinishReason, CheckMinOutputTokens, CheckMaxOutputTokens, CheckRegex, CheckJSON, CheckJSONSchema, CheckExpect,
-	CheckEmbeddingDim}
+	CheckEmbeddingDim, CheckToolCall}
 
 // HTTP phase names, the values of the metric label `phase`.
 const (
@@ -133,12 +135,22 @@ type ServerTiming struct {
 	TTFT      time.Duration // starts at first scheduling: excludes queue time
 }
 
+// ToolCall is one function call the model made, assembled from its
+// streamed fragments: ID and Name from the first fragment that carries
+// them, Arguments the concatenation of every fragment's arguments.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
 // Result is everything known about one offered request when it ends.
 // Durations that were not measured are zero: TTFT needs a token-carrying
-// event; E2EL and TPOT need a stream that finished with [DONE] (TPOT also
-// more than one output token). A request cut short keeps what it measured
-// and its Elapsed time; latency views censor a client_timeout at Elapsed
-// (ObservedTTFT, ObservedE2EL).
+// event (reasoning counts), TTFA an answer-carrying one; E2EL and TPOT
+// need a stream that finished with [DONE] (TPOT also more than one output
+// token). A request cut short keeps what it measured and its Elapsed
+// time; latency views censor a client_timeout at Elapsed (ObservedTTFT,
+// ObservedTTFA, ObservedE2EL).
 type Result struct {
 	Seq       uint64 // per (target, probe), from 1, in planned order
 	Target    string
@@ -157,8 +169,12 @@ type Result struct {
 
 	HTTPStatus int
 	TTFT       time.Duration
-	TPOT       time.Duration
-	E2EL       time.Duration
+	// TTFA is the time to the first answer token: the first event that
+	// carries content, completion text or a tool call, after any
+	// reasoning (docs/design.md, "Reasoning and tool calls").
+	TTFA time.Duration
+	TPOT time.Duration
+	E2EL time.Duration
 	// ITLs holds one gap per pair of consecutive token-carrying events;
 	// ITLTokens[i] is the number of tokens the later event of the pair
 	// carried (0 when the server did not say).
@@ -181,8 +197,19 @@ type Result struct {
 	OtherModel string
 	Server     *ServerTiming
 
+	// ReasoningTokens is the server's usage.completion_tokens_details.
+	// reasoning_tokens when it sent one, else the number of events that
+	// carried reasoning; ReasoningEvents is that number of events.
+	ReasoningTokens int
+	ReasoningEvents int
+	// ToolCalls are the function calls of the answer, by index.
+	ToolCalls []ToolCall
+
 	Error string // a short, secret-free description of what went wrong
-	Text  string // generated text (content and reasoning)
+	// Text is the answer: chat content or completion text, never the
+	// reasoning, which is in Reasoning. Quality checks judge Text.
+	Text      string
+	Reasoning string
 	// Fingerprint is the output fingerprint of a request of a probe with
 	// `fingerprint` whose stream completed; nil otherwise.
 	Fingerprint *OutputFingerprint
@@ -255,6 +282,16 @@ var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5
 func (r *Result) ObservedTTFT() (d time.Duration, ok bool) {
 	if r.TTFT > 0 {
 		return r.TTFT, true
+	}
+	return r.censored()
+}
+
+// ObservedTTFA returns the TTFA latency views record for r, as
+// ObservedTTFT does for TTFT: the measured TTFA, or for a client_timeout
+// that got no answer the time it was abandoned after.
+func (r *Result) ObservedTTFA() (d time.Duration, ok bool) {
+	if r.TTFA > 0 {
+		return r.TTFA, true
 	}
 	return r.censored()
 }

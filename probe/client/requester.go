@@ -125,6 +125,14 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
 	}
+	if tc := p.Quality.ToolCall; tc != nil && tc.ArgumentsSchema != "" && tc.Schema == nil {
+		c := *tc // the config's check is shared; compile into a copy
+		if c.Schema, err = judge.CompileSchema(c.ArgumentsSchema); err != nil {
+			client.CloseIdleConnections()
+			return nil, fmt.Errorf("probe %q tool_call: %w", p.Name, err)
+		}
+		r.probe.Quality.ToolCall = &c
+	}
 	if len(o.Items) == 0 {
 		r.work, err = workload.New(p, r.countTokens)
 	}

@@ -191,7 +191,11 @@ func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.R
 			res.Error = errorMessage(c.Error)
 			break
 		}
-		m.observe(&c, ev.At)
+		if err := m.observe(&c, ev.At); err != nil {
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+			res.Error = truncate(err.Error(), maxErrorLen)
+			break
+		}
 	}
 	m.fill(res, done, item.PromptTokens)
 	m.failNoChoices(res, done)
