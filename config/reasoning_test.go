@@ -28,12 +28,14 @@ probes:
   - name: tools
     api: chat
     rate: 0.2
+    request: {extra: {tools: [{type: function, function: {name: get_weather}}], tool_choice: required}}
     quality:
       tool_call: {name: get_weather, arguments_schema: args.json}
     workload: {random: {input_tokens: 8, output_tokens: 8}}
   - name: tools-strict
     api: chat
     rate: 0.2
+    request: {extra: {tools: [{type: function, function: {name: get_weather}}]}}
     quality:
       finish_reasons: [tool_calls]
       tool_call: {name: get_weather}
