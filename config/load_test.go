@@ -40,8 +40,21 @@ func mustParse(t *testing.T, doc string) *Config {
 	return cfg
 }
 
+// TestLoadExamples loads every config in deploy/examples, so an example
+// added there is checked without being listed here.
 func TestLoadExamples(t *testing.T) {
-	for _, name := range []string{"minimal.yml", "full.yml"} {
+	paths, err := filepath.Glob(filepath.Join("..", "deploy", "examples", "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range paths {
+		names = append(names, filepath.Base(p))
+	}
+	if want := []string{"full.yml", "minimal.yml", "reasoning-tools.yml"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("examples %v, want %v", names, want)
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := Load(filepath.Join("..", "deploy", "examples", name))
 			if err != nil {

@@ -72,3 +72,43 @@ probes:
 		}
 	}
 }
+
+// TestReasoningToolsExample: deploy/examples/reasoning-tools.yml sets one
+// probe per feature as its comments say.
+func TestReasoningToolsExample(t *testing.T) {
+	cfg, err := Load(filepath.Join("..", "deploy", "examples", "reasoning-tools.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "deploy", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func(name string) Probe {
+		p, ok := cfg.Probe(name)
+		if !ok {
+			t.Fatalf("no probe %s", name)
+		}
+		return p
+	}
+	tools, prefix := probe("chat-tools"), probe("chat-prefix")
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"slo.ttfa", time.Duration(probe("chat-reasoning").SLO.TTFA), 2 * time.Second},
+		{"tool_call name", tools.Quality.ToolCall.Name, "get_weather"},
+		{"arguments schema resolved", tools.Quality.ToolCall.ArgumentsSchema, filepath.Join(dir, "weather.schema.json")},
+		{"arguments schema compiled", tools.Quality.ToolCall.Schema != nil, true},
+		{"tool_calls accepted", tools.Quality.FinishReasons, []string{"stop", "length", "tool_calls"}},
+		{"embedding_dim", probe("embeddings").Quality.EmbeddingDim, 384},
+		{"fingerprint", *probe("canary").Fingerprint, Fingerprint{Tokens: 16, Confirm: 3}},
+		{"prefix tokens", prefix.Workload.Random.PrefixTokens, 256},
+		{"cache-busting", probe("chat-cache-busting").Workload.Random.PrefixTokens, 0},
+	}
+	for _, tc := range tests {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
