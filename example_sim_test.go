@@ -47,12 +47,7 @@ func TestReasoningToolsExampleAgainstSimulator(t *testing.T) {
 		}
 		return true
 	})
-	d.shutdown()
-	d.closeLedger()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %v, %d torn lines", err, torn)
-	}
+	recs := stopAndReadLedger(t, d, path)
 	accepted := map[string]int{}
 	for _, r := range recs {
 		if r.Disposition == probe.Cancelled {
@@ -96,4 +91,17 @@ func exampleFeature(r ledger.Record) string {
 		return fmt.Sprintf("%d reasoning tokens, ttft %v, ttfa %v; want 8, an answer after the reasoning", r.ReasoningTokens, r.TTFTS, r.TTFAS)
 	}
 	return ""
+}
+
+// stopAndReadLedger shuts an in-process daemon down, closes its ledger and
+// reads it at path, which must have no torn line.
+func stopAndReadLedger(t *testing.T, d *daemon, path string) []ledger.Record {
+	t.Helper()
+	d.shutdown()
+	d.closeLedger()
+	recs, torn, err := ledger.Read(path)
+	if err != nil || torn != 0 {
+		t.Fatalf("ledger.Read: %v, %d torn lines", err, torn)
+	}
+	return recs
 }

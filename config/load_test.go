@@ -67,15 +67,23 @@ func TestLoadExamples(t *testing.T) {
 	}
 }
 
-func TestFullExampleValues(t *testing.T) {
-	cfg, err := Load(filepath.Join("..", "deploy", "examples", "full.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// loadExample loads deploy/examples/name and returns it with the absolute
+// directory its relative paths resolve against.
+func loadExample(t *testing.T, name string) (*Config, string) {
+	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "deploy", "examples"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := Load(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
+}
+
+func TestFullExampleValues(t *testing.T) {
+	cfg, dir := loadExample(t, "full.yml")
 	tg, _ := cfg.Target("llama-8b")
 	file, _ := cfg.Probe("completions-file")
 	js, _ := cfg.Probe("chat-json")

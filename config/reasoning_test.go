@@ -76,14 +76,7 @@ probes:
 // TestReasoningToolsExample: deploy/examples/reasoning-tools.yml sets one
 // probe per feature as its comments say.
 func TestReasoningToolsExample(t *testing.T) {
-	cfg, err := Load(filepath.Join("..", "deploy", "examples", "reasoning-tools.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "deploy", "examples"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, dir := loadExample(t, "reasoning-tools.yml")
 	probe := func(name string) Probe {
 		p, ok := cfg.Probe(name)
 		if !ok {
