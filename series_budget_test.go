@@ -24,7 +24,7 @@ func startInProcess(t *testing.T, cfgPath string) *daemon {
 	if _, err := safe.Reload(cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(slog.New(slog.DiscardHandler), &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
+	d, err := newDaemon(slog.New(slog.DiscardHandler), &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,12 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	}
 	p.Name = r.Probe
 	c := New(Options{})
-	c.PairStarted(config.Pair{Key: config.PairKey{Target: r.Target, Probe: r.Probe}, Probe: p})
+	c.PairStarted(config.Pair{Key: r.Key(), Probe: p})
 	// The result was scheduled before this throwaway collector existed;
 	// clear Scheduled so the stale-result guard of Finished keeps it.
 	rc := *r
 	rc.Scheduled = time.Time{}
-	c.Offered(rc.Target, rc.Probe)
+	c.Offered(rc.Key())
 	c.Finished(&rc)
 	reg.MustRegister(c)
 

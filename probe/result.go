@@ -135,9 +135,10 @@ type ServerTiming struct {
 // and its Elapsed time; latency views censor a client_timeout at Elapsed
 // (ObservedTTFT, ObservedE2EL).
 type Result struct {
-	Seq       uint64 // per (target, probe), from 1, in planned order
+	Seq       uint64 // per pair, from 1, in planned order
 	Target    string
 	Probe     string
+	Replica   string // a discovered replica's host:port; "" for a gateway or static target
 	RequestID string // sent as X-Request-Id
 
 	Scheduled time.Time     // planned send time (wall clock)

@@ -28,8 +28,8 @@ func trackerConfig(probes ...string) *config.Config {
 func syncPairs(tr *Tracker, cfg *config.Config) {
 	pairs := cfg.Pairs()
 	for _, k := range slices.Clone(tr.order) {
-		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == config.PairKey{Target: k.target, Probe: k.probe} }) {
-			tr.PairStopped(config.PairKey{Target: k.target, Probe: k.probe})
+		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == k }) {
+			tr.PairStopped(k)
 		}
 	}
 	for _, p := range pairs {
@@ -42,7 +42,7 @@ func TestTrackerSnapshot(t *testing.T) {
 	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: clock.now})
 	syncPairs(tr, trackerConfig("p"))
 	finish := func(r probe.Result) {
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		r.Target, r.Probe = "t", "p"
 		tr.Finished(&r)
 	}
@@ -55,7 +55,7 @@ func TestTrackerSnapshot(t *testing.T) {
 	finish(probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonConnect})
 	finish(probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // shed: stays offered
 	finish(probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonShutdown})    // abandoned
-	tr.Offered("t", "p")                                                                // still in flight
+	tr.Offered(config.PairKey{Target: "t", Probe: "p"})                                 // still in flight
 
 	ps := tr.Snapshot()[0]
 	tests := []struct {
@@ -117,7 +117,7 @@ func TestTrackerCensorsTimeouts(t *testing.T) {
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second, TTFT: 300 * time.Millisecond},
 		{Disposition: probe.ServerFailure, Reason: probe.ReasonDisconnect, Elapsed: 5 * time.Second},
 	} {
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		r.Target, r.Probe = "t", "p"
 		tr.Finished(&r)
 	}
@@ -131,7 +131,7 @@ func TestTrackerBoundsSamples(t *testing.T) {
 	tr := NewTracker(TrackerOptions{MaxSamples: 10})
 	syncPairs(tr, trackerConfig("p"))
 	for i := range 100 {
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, TTFT: time.Duration(i+1) * time.Millisecond,
 			ITLs: []time.Duration{time.Millisecond, time.Millisecond}})
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -90,6 +91,9 @@ type pairState struct {
 	// none); guarded by Engine.mu.
 	resume     time.Time
 	resumeMean float64
+	// draining counts the pair's retired loops whose requests have not all
+	// ended; guarded by Engine.mu.
+	draining int
 }
 
 // NewEngine returns an Engine with no pairs; Apply starts them.
@@ -129,7 +133,17 @@ func NewEngine(o EngineOptions) *Engine {
 	return e
 }
 
-// Apply makes the running pairs those of cfg. Unchanged pairs (same Key
+// Apply makes the running pairs those of cfg's static targets and
+// gateways (config.Config.Pairs), as ApplyPairs does.
+func (e *Engine) Apply(cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("apply config: nil config")
+	}
+	return e.ApplyPairs(cfg.Pairs())
+}
+
+// ApplyPairs makes the running pairs those given (config.Config.PairsWith
+// resolves them with the current replicas). Unchanged pairs (same Key
 // and Fingerprint) keep running with their state (sequence, arrival
 // process); removed and changed pairs stop scheduling and their in-flight
 // requests get the grace period, then end cancelled/removed; new and
@@ -137,12 +151,9 @@ func NewEngine(o EngineOptions) *Engine {
 // (a changed pair keeps its previous configuration running) and is named
 // in the returned joined error. The Sinks hear PairStopped for removed
 // pairs, then PairStarted for started ones in config order, each before
-// the pair's first offer.
-func (e *Engine) Apply(cfg *config.Config) error {
-	if cfg == nil {
-		return errors.New("apply config: nil config")
-	}
-	pairs := cfg.Pairs()
+// the pair's first offer; PairStopped for a removed pair comes once its
+// last request has ended (probe.Sink).
+func (e *Engine) ApplyPairs(pairs []config.Pair) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
@@ -186,8 +197,9 @@ func (e *Engine) Apply(cfg *config.Config) error {
 	return errors.Join(errs...)
 }
 
-// stopRemoved retires the loops of pairs that are not in pairs and tells
-// the Sinks, in name order; e.mu is held.
+// stopRemoved retires the loops of pairs that are not in pairs, in name
+// order; the Sinks hear PairStopped when their requests have ended
+// (drain); e.mu is held.
 func (e *Engine) stopRemoved(pairs []config.Pair) {
 	wanted := make(map[pairKey]bool, len(pairs))
 	for _, p := range pairs {
@@ -204,7 +216,6 @@ func (e *Engine) stopRemoved(pairs []config.Pair) {
 		l := e.loops[key]
 		delete(e.loops, key)
 		e.retire(l, true)
-		e.sink.PairStopped(key)
 	}
 }
 
@@ -264,11 +275,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 func (e *Engine) shutdown(ctx context.Context) {
 	e.mu.Lock()
 	e.stopped = true
-	loops := make([]*loop, 0, len(e.loops))
-	for key, l := range e.loops {
-		loops = append(loops, l)
-		delete(e.loops, key)
-	}
+	// The loops stay in e.loops: a drain ending now must not take a
+	// running pair for a removed one.
+	loops := slices.Collect(maps.Values(e.loops))
 	e.mu.Unlock()
 	for _, l := range loops {
 		l.stopSched()

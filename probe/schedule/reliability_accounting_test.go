@@ -17,18 +17,33 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
-// countingSink counts the engine's calls per pair, across reloads.
+// countingSink counts the engine's calls per pair, across reloads, and
+// when each running pair's current series began: at the PairStarted of a
+// pair not running (a pair removed and added again before its last
+// requests ended was never stopped, and its series continue).
 type countingSink struct {
 	mu       sync.Mutex
 	offered  map[string]int
 	finished map[string]int
+	began    map[string]time.Time
 }
 
-func (c *countingSink) PairStarted(config.Pair) {}
+func (c *countingSink) PairStarted(p config.Pair) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.began[p.Key.String()]; !ok {
+		c.began[p.Key.String()] = time.Now()
+	}
+}
 
-func (c *countingSink) PairStopped(config.PairKey) {}
+func (c *countingSink) PairStopped(key config.PairKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.began, key.String())
+}
 
-func (c *countingSink) Offered(target, probeName string) {
+func (c *countingSink) Offered(key config.PairKey) {
+	target, probeName := key.Target, key.Probe
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offered[pairName(target, probeName)]++
@@ -91,7 +106,8 @@ func (w *accountingWorld) step() string {
 
 // TestAccountingInvariant drives random faults and reloads (changed rates
 // and timeouts, a target added and removed, unchanged reloads) against the
-// real request path and checks, per (target, probe): every offered request
+// real request path and checks, per (target, probe): a removed pair's
+// series stay until its last request was counted, every offered request
 // finished exactly once with a ledger record (seqs 1..n, no gap, no
 // duplicate), offered = sum of dispositions + in flight in the counters at
 // every step, and the ledger records of the pair's current series equal
@@ -122,23 +138,12 @@ func runAccounting(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	coll, reg := newCollectorRegistry()
-	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}}
-	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{coll, counting, lg}, Grace: 300 * time.Millisecond})
+	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}, began: map[string]time.Time{}}
+	// counting is first: it knows a series began before the collector
+	// creates it, so no record of the series is scheduled before.
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{counting, coll, lg}, Grace: 300 * time.Millisecond})
 
-	addedAt := map[string]time.Time{} // when each pair's current series began
 	apply := func(cfg *config.Config) {
-		now := time.Now()
-		for _, tg := range cfg.Targets {
-			for _, p := range cfg.ProbesFor(tg) {
-				if _, ok := addedAt[pairName(tg.Name, p.Name)]; !ok {
-					addedAt[pairName(tg.Name, p.Name)] = now
-				}
-			}
-		}
-		if !w.withB {
-			delete(addedAt, "b/chat")
-			delete(addedAt, "b/completions")
-		}
 		if err := e.Apply(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +162,7 @@ func runAccounting(t *testing.T, seed uint64) {
 	}
 	recs := schedule.StopAndReadLedger(t, e, lg, path)
 	checkEveryRequestOnce(t, recs, counting)
-	checkCurrentSeries(t, recs, gatherCounts(t, reg), addedAt)
+	checkCurrentSeries(t, recs, gatherCounts(t, reg), counting.began)
 	t.Logf("steps %v: %d requests", steps, len(recs))
 }
 
