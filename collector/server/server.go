@@ -132,8 +132,8 @@ type targetLoop struct {
 	descs      loopDescs
 	infoValues []string // the replica's discovery label values, after model and server_version
 	allow      *regexp.Regexp
-	cancel  context.CancelFunc
-	parsing atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
+	cancel     context.CancelFunc
+	parsing    atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
 
 	// Guarded by ServerScraper.mu.
 	state    ScrapeState

@@ -83,14 +83,14 @@ type familyBuilder struct {
 	// own are the labels every series gets: target, and replica for a
 	// discovered replica.
 	ownNames, ownValues []string
-	allow   *regexp.Regexp
-	limit   int
-	others  map[string]familyInfo
-	own     map[string]familyInfo
-	series  int
-	out     []*family
-	dropped map[string]int
-	notes   []dropNote
+	allow               *regexp.Regexp
+	limit               int
+	others              map[string]familyInfo
+	own                 map[string]familyInfo
+	series              int
+	out                 []*family
+	dropped             map[string]int
+	notes               []dropNote
 }
 
 func newFamilyBuilder(ownNames, ownValues []string, allow *regexp.Regexp, limit int, others map[string]familyInfo) *familyBuilder {
