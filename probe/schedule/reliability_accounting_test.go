@@ -43,16 +43,15 @@ func (c *countingSink) PairStopped(key config.PairKey) {
 }
 
 func (c *countingSink) Offered(key config.PairKey) {
-	target, probeName := key.Target, key.Probe
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.offered[pairName(target, probeName)]++
+	c.offered[key.String()]++
 }
 
 func (c *countingSink) Finished(r *probe.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.finished[pairName(r.Target, r.Probe)]++
+	c.finished[r.Key().String()]++
 }
 
 // accountingWorld is the mutable config and simulator a random run drives.
@@ -172,7 +171,7 @@ func checkEveryRequestOnce(t *testing.T, recs []ledger.Record, c *countingSink) 
 	t.Helper()
 	seqs := map[string][]uint64{}
 	for _, r := range recs {
-		key := pairName(r.Target, r.Probe)
+		key := recordKey(r)
 		seqs[key] = append(seqs[key], r.Seq)
 	}
 	for key, n := range c.offered {
@@ -196,7 +195,7 @@ func checkCurrentSeries(t *testing.T, recs []ledger.Record, counts map[string]*p
 	t.Helper()
 	var current []ledger.Record
 	for _, r := range recs {
-		if at, ok := addedAt[pairName(r.Target, r.Probe)]; ok && !r.Scheduled.Before(at) {
+		if at, ok := addedAt[recordKey(r)]; ok && !r.Scheduled.Before(at) {
 			current = append(current, r)
 		}
 	}
