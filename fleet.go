@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -228,9 +227,7 @@ func (f *fleet) stop() {
 	f.running.Wait()
 }
 
-// newDiscoverer is the production newReplicaSource. Until package
-// discovery's Discoverer is merged, a discovery target's source cannot be
-// built and shows as failing.
-func newDiscoverer(c discovery.Config, _ string, _ *slog.Logger) (replicaSource, error) {
-	return nil, fmt.Errorf("%s discovery is not built into this version", c.Mechanism())
+// newDiscoverer is the production newReplicaSource.
+func newDiscoverer(c discovery.Config, baseDir string, logger *slog.Logger) (replicaSource, error) {
+	return discovery.New(c, discovery.Options{BaseDir: baseDir, Logger: logger})
 }

@@ -97,7 +97,7 @@ func KeptReplicas(t Target, replicas []discovery.Replica) []discovery.Replica {
 // the replica's URL; the probe's rate, or its share with rate_split; the
 // lean histograms unless the file chose some.
 func replicaPair(t Target, p Probe, r discovery.Replica, n int) Pair {
-	t.URL = replicaURL(t, r.Addr)
+	t.URL = r.URL(t.Scheme, t.PathPrefix)
 	if p.RateSplit {
 		p.Rate /= float64(n)
 	}
@@ -105,9 +105,4 @@ func replicaPair(t Target, p Probe, r discovery.Replica, n int) Pair {
 		p.Histograms = slices.Clone(LeanHistograms)
 	}
 	return Pair{Key: PairKey{Target: t.Name, Probe: p.Name, Replica: r.Addr}, Target: t, Probe: p, Labels: r.Labels}
-}
-
-// replicaURL is the base URL of the replica at addr of target t.
-func replicaURL(t Target, addr string) string {
-	return t.Scheme + "://" + addr + t.PathPrefix
 }
