@@ -28,7 +28,10 @@ func startInProcess(t *testing.T, cfgPath string) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.apply(safe.Get()); err != nil {
+	d.applyMu.Lock() // discovery updates apply under it too
+	err = d.apply(safe.Get())
+	d.applyMu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	close(d.ready)

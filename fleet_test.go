@@ -1,0 +1,251 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
+)
+
+// TestFleetFileSD runs the daemon in-process with a fleet found by file_sd
+// among three simulators, grows the file from one replica to three and
+// shrinks it to one: each replica is probed within a refresh, its series
+// carry its replica label, its server is scraped, its file_sd labels are on
+// its target_info, the status page and the results API name it; a replica
+// that leaves stops, and its series go. Throughout, offered = sum of
+// dispositions + in flight per series; at the end every pair's ledger
+// seqs are 1..n and the remaining replica's counters equal its records.
+func TestFleetFileSD(t *testing.T) {
+	var addrs []string
+	for range 3 {
+		u, err := url.Parse(startSimulator(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, u.Host)
+	}
+	dir := t.TempDir()
+	ledgerPath := filepath.Join(dir, "ledger.jsonl")
+	writeFileSD(t, dir, addrs[:1])
+	cfgPath := relWriteFile(t, dir, "c.yml", fmt.Sprintf(`global:
+  ledger: {path: %q}
+  server_metrics: {interval: 1s, timeout: 1s}
+targets:
+  - name: fleet
+    model: sim-llama
+    discovery: {file_sd: {files: [fleet.json], refresh: 1s}}
+probes:
+  - name: chat
+    api: chat
+    rate: 10
+    timeout: 5s
+    workload: {prompts: [{messages: [{role: user, content: hi}]}]}
+    quality: {finish_reasons: [stop, length]}
+`, ledgerPath))
+	d := startInProcess(t, cfgPath)
+
+	waitReplicas(t, d, addrs[:1])
+	writeFileSD(t, dir, addrs)
+	waitReplicas(t, d, addrs)
+	checkReplicaInfo(t, d, addrs)
+	checkReplicaPages(t, d, addrs[1])
+
+	writeFileSD(t, dir, addrs[2:])
+	waitReplicas(t, d, addrs[2:])
+	d.shutdown()
+	d.closeLedger()
+
+	recs, torn, err := ledger.Read(ledgerPath)
+	if err != nil || torn != 0 {
+		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
+	}
+	seqs := map[string][]uint64{}
+	for _, r := range recs {
+		seqs[r.Replica] = append(seqs[r.Replica], r.Seq)
+	}
+	for _, a := range addrs {
+		s := seqs[a]
+		slices.Sort(s)
+		for i, v := range s {
+			if v != uint64(i+1) {
+				t.Errorf("replica %s: %d ledger records, seqs not 1..n: position %d holds %d", a, len(s), i, v)
+				break
+			}
+		}
+		if len(s) == 0 {
+			t.Errorf("replica %s: no ledger record", a)
+		}
+	}
+	last := gatherFleet(t, d)
+	offered := sumFamily(last[metricname.RequestsOffered], addrs[2])
+	if offered == 0 || offered != float64(len(seqs[addrs[2]])) {
+		t.Errorf("replica %s: offered %g, ledger records %d", addrs[2], offered, len(seqs[addrs[2]]))
+	}
+}
+
+// writeFileSD replaces dir/fleet.json with one group of addrs, labelled
+// zone=a, in one rename so the watcher never reads half a file.
+func writeFileSD(t *testing.T, dir string, addrs []string) {
+	t.Helper()
+	b, err := json.Marshal([]map[string]any{{"targets": addrs, "labels": map[string]string{"zone": "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "fleet.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "fleet.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReplicas waits until exactly the replicas addrs have accepted
+// requests in their series and the discovery gauge says so, checking the
+// flow invariant at every scrape, and returns the last scrape.
+func waitReplicas(t *testing.T, d *daemon, addrs []string) map[string]*dto.MetricFamily {
+	t.Helper()
+	var fams map[string]*dto.MetricFamily
+	var have []string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		fams = gatherFleet(t, d)
+		checkFleetFlow(t, fams)
+		have = nil
+		for _, m := range fams[metricname.RequestsOffered].GetMetric() {
+			if r := promtext.Labels(m)["replica"]; m.GetCounter().GetValue() > 0 {
+				have = append(have, r)
+			}
+		}
+		slices.Sort(have)
+		gauge := fams[metricname.DiscoveryReplicas].GetMetric()
+		if slices.Equal(have, sorted(addrs)) && len(gauge) == 1 && gauge[0].GetGauge().GetValue() == float64(len(addrs)) {
+			return fams
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("replicas with series %v, want %v", have, sorted(addrs))
+	return nil
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+func gatherFleet(t *testing.T, d *daemon) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := d.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		out[f.GetName()] = f
+	}
+	return out
+}
+
+// checkFleetFlow checks offered = sum of dispositions + in flight per
+// replica's series.
+func checkFleetFlow(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	for _, m := range fams[metricname.RequestsOffered].GetMetric() {
+		r := promtext.Labels(m)["replica"]
+		offered := m.GetCounter().GetValue()
+		if got := sumFamily(fams[metricname.Requests], r) + sumFamily(fams[metricname.RequestsInFlight], r); got != offered {
+			t.Errorf("replica %s: offered %g, dispositions + in flight %g", r, offered, got)
+		}
+	}
+}
+
+// sumFamily sums the series of f of one replica.
+func sumFamily(f *dto.MetricFamily, replica string) float64 {
+	var s float64
+	for _, m := range f.GetMetric() {
+		if promtext.Labels(m)["replica"] == replica {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return s
+}
+
+// checkReplicaInfo: each replica's target_info has its replica and file_sd
+// labels, and its server's own series are re-exported with its replica
+// label.
+func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
+	t.Helper()
+	fams := gatherFleet(t, d)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, a := range addrs {
+		for {
+			info, scraped := false, false
+			for _, m := range fams[metricname.TargetInfo].GetMetric() {
+				l := promtext.Labels(m)
+				info = info || l["replica"] == a && l["zone"] == "a" && l["target"] == "fleet" && l["model"] == "sim-llama"
+			}
+			for _, m := range fams["vllm:num_requests_running"].GetMetric() {
+				scraped = scraped || promtext.Labels(m)["replica"] == a
+			}
+			if info && scraped {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %s: target_info with its labels %v, scraped series %v", a, info, scraped)
+			}
+			time.Sleep(200 * time.Millisecond)
+			fams = gatherFleet(t, d)
+		}
+	}
+}
+
+// checkReplicaPages: the status page shows a row per replica under its
+// target and the discovery state; the pair page and the results API take
+// a replica and name it.
+func checkReplicaPages(t *testing.T, d *daemon, addr string) {
+	t.Helper()
+	srv := httptest.NewServer(d.routes())
+	defer srv.Close()
+	get := func(path string) string {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+		return b.String()
+	}
+	page := get("/")
+	for _, want := range []string{`data-replica="` + addr + `"`, "file_sd discovery: 3 replicas probed", "@&nbsp;" + addr} {
+		if !strings.Contains(page, want) {
+			t.Errorf("status page lacks %q", want)
+		}
+	}
+	q := url.Values{"target": {"fleet"}, "probe": {"chat"}, "replica": {addr}}.Encode()
+	if pair := get("/pair?" + q); !strings.Contains(pair, "fleet / chat @ "+addr) {
+		t.Errorf("pair page does not name replica %s", addr)
+	}
+	var res struct{ Data []ledger.Record }
+	for deadline := time.Now().Add(10 * time.Second); len(res.Data) == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := json.Unmarshal([]byte(get("/api/v1/results?"+q)), &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(res.Data) == 0 || slices.ContainsFunc(res.Data, func(r ledger.Record) bool { return r.Replica != addr }) {
+		t.Errorf("results of replica %s: %d records, other replicas among them", addr, len(res.Data))
+	}
+}
