@@ -326,3 +326,35 @@ func TestCollectorConcurrentUse(t *testing.T) {
 		t.Errorf("accepted %v, want 800", got)
 	}
 }
+
+// TestCollectorReplicaLabel: a fleet's gateway and replica pairs are
+// separate series told apart by replica ("" for the gateway), and a
+// result counts only in its own replica's series.
+func TestCollectorReplicaLabel(t *testing.T) {
+	c := New(Options{Now: clock})
+	gw := config.PairKey{Target: "fleet", Probe: "chat"}
+	rep := config.PairKey{Target: "fleet", Probe: "chat", Replica: "10.0.0.1:8000"}
+	for _, k := range []config.PairKey{gw, rep} {
+		c.PairStarted(config.Pair{Key: k, Probe: config.Probe{Name: k.Probe, Histograms: config.LeanHistograms}})
+	}
+	c.Offered(rep)
+	c.Offered(rep)
+	c.Finished(&probe.Result{Target: rep.Target, Probe: rep.Probe, Replica: rep.Replica, Disposition: probe.Accepted})
+	want := lines(
+		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp,
+		"# TYPE vllm_probe_requests_offered_total counter",
+		`vllm_probe_requests_offered_total{probe="chat",replica="",target="fleet"} 0`,
+		`vllm_probe_requests_offered_total{probe="chat",replica="10.0.0.1:8000",target="fleet"} 2`,
+		"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp,
+		"# TYPE vllm_probe_requests_in_flight gauge",
+		`vllm_probe_requests_in_flight{probe="chat",replica="",target="fleet"} 0`,
+		`vllm_probe_requests_in_flight{probe="chat",replica="10.0.0.1:8000",target="fleet"} 1`,
+	)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.RequestsOffered, metricname.RequestsInFlight); err != nil {
+		t.Error(err)
+	}
+	c.PairStopped(rep)
+	if n := testutil.CollectAndCount(c, metricname.RequestsOffered); n != 1 {
+		t.Errorf("%d offered series after the replica stopped, want the gateway's", n)
+	}
+}

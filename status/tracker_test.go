@@ -160,3 +160,28 @@ func equal(a, b any) bool {
 	}
 	return a == b
 }
+
+// TestTrackerGroupsReplicas: replica pairs that start late still show
+// under their target and probe, the gateway's row first, replicas by
+// address.
+func TestTrackerGroupsReplicas(t *testing.T) {
+	tr := NewTracker(TrackerOptions{})
+	for _, k := range []config.PairKey{
+		{Target: "fleet", Probe: "a", Replica: "10.0.0.2:1"},
+		{Target: "static", Probe: "a"},
+		{Target: "fleet", Probe: "b", Replica: "10.0.0.2:1"},
+		{Target: "fleet", Probe: "a"},
+		{Target: "fleet", Probe: "a", Replica: "10.0.0.1:1"},
+		{Target: "fleet", Probe: "a", Replica: "10.0.0.3:1"},
+	} {
+		tr.PairStarted(config.Pair{Key: k})
+	}
+	var got []string
+	for _, ps := range tr.Snapshot() {
+		got = append(got, config.PairKey{Target: ps.Target, Probe: ps.Probe, Replica: ps.Replica}.String())
+	}
+	want := []string{"fleet/a", "fleet/a@10.0.0.1:1", "fleet/a@10.0.0.2:1", "fleet/a@10.0.0.3:1", "static/a", "fleet/b@10.0.0.2:1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}
