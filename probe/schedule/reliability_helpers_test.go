@@ -1,7 +1,6 @@
 package schedule_test
 
 import (
-	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -172,8 +171,6 @@ func newCollectorRegistry() (*collector.Collector, *prometheus.Registry) {
 	reg.MustRegister(c)
 	return c, reg
 }
-
-func pairName(target, probeName string) string { return fmt.Sprintf("%s/%s", target, probeName) }
 
 // recordKey names a ledger record's pair as config.PairKey.String does.
 func recordKey(r ledger.Record) string {
