@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -52,6 +55,35 @@ func (c *countingSink) Finished(r *probe.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.finished[r.Key().String()]++
+}
+
+// accounting is what checks a run: a ledger file, a collector and a
+// countingSink.
+type accounting struct {
+	path     string
+	lg       *ledger.Ledger
+	coll     *collector.Collector
+	reg      *prometheus.Registry
+	counting *countingSink
+}
+
+func newAccounting(t *testing.T) *accounting {
+	t.Helper()
+	a := &accounting{path: filepath.Join(t.TempDir(), "ledger.jsonl")}
+	var err error
+	if a.lg, err = ledger.Open(config.Ledger{Path: a.path}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.coll, a.reg = newCollectorRegistry()
+	a.counting = &countingSink{offered: map[string]int{}, finished: map[string]int{}, began: map[string]time.Time{}}
+	return a
+}
+
+// sinks are the engine's sinks, extra first. counting comes before the
+// collector: it knows a series began before the collector creates it, so
+// no record of the series is scheduled before.
+func (a *accounting) sinks(extra ...probe.Sink) []probe.Sink {
+	return append(extra, a.counting, a.coll, a.lg)
 }
 
 // accountingWorld is the mutable config and simulator a random run drives.
@@ -131,16 +163,9 @@ func runAccounting(t *testing.T, seed uint64) {
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	w := &accountingWorld{sim: sim, url: srv.URL, rng: rand.New(rand.NewPCG(seed, 7)), rate: 10, timeout: 400 * time.Millisecond}
 
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	lg, err := ledger.Open(config.Ledger{Path: path}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coll, reg := newCollectorRegistry()
-	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}, began: map[string]time.Time{}}
-	// counting is first: it knows a series began before the collector
-	// creates it, so no record of the series is scheduled before.
-	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{counting, coll, lg}, Grace: 300 * time.Millisecond})
+	a := newAccounting(t)
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: a.sinks(), Grace: 300 * time.Millisecond})
+	path, lg, reg, counting := a.path, a.lg, a.reg, a.counting
 
 	apply := func(cfg *config.Config) {
 		if err := e.Apply(cfg); err != nil {
