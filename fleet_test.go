@@ -234,3 +234,69 @@ func checkReplicaPages(t *testing.T, d *daemon, addr string) {
 		t.Errorf("results of replica %s: %d records, other replicas among them", addr, len(res.Data))
 	}
 }
+
+// TestFleetDropsAndFailures: with max_replicas 1 and two replicas in the
+// file, the first by address is probed and the other counted as dropped;
+// a file that no longer parses fails the refresh, is counted and shown on
+// the status page, and the last set keeps being probed.
+func TestFleetDropsAndFailures(t *testing.T) {
+	var addrs []string
+	for range 2 {
+		u, err := url.Parse(startSimulator(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, u.Host)
+	}
+	addrs = sorted(addrs)
+	dir := t.TempDir()
+	writeFileSD(t, dir, addrs)
+	cfgPath := relWriteFile(t, dir, "c.yml", `targets:
+  - name: fleet
+    model: sim-llama
+    metrics_path: ""
+    max_replicas: 1
+    discovery: {file_sd: {files: [fleet.json], refresh: 1s}}
+probes:
+  - name: chat
+    api: chat
+    rate: 10
+    workload: {prompts: [{messages: [{role: user, content: hi}]}]}
+    quality: {finish_reasons: [stop, length]}
+`)
+	d := startInProcess(t, cfgPath)
+	defer d.closeLedger()
+	defer d.shutdown()
+	fams := waitReplicas(t, d, addrs[:1])
+	if got := fams[metricname.DiscoveryReplicasDropped].GetMetric(); len(got) != 1 || got[0].GetCounter().GetValue() < 1 {
+		t.Errorf("dropped replicas %v, want the second counted", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "fleet.json"), []byte(`[{"targets": [`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fams = gatherFleet(t, d)
+		f := fams[metricname.DiscoveryFailures].GetMetric()
+		if len(f) == 1 && f[0].GetCounter().GetValue() > 0 {
+			if l := promtext.Labels(f[0]); l["mechanism"] != "file_sd" || l["target"] != "fleet" {
+				t.Errorf("failure labels %v", l)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no discovery failure counted")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st := d.fleet.state("fleet"); st == nil || !strings.Contains(st.Err, "fleet.json") || st.ErrAt.IsZero() || st.Replicas != 1 || st.Dropped != 1 {
+		t.Errorf("discovery state %+v, want the failure naming the file, 1 probed, 1 dropped", st)
+	}
+	rec := httptest.NewRecorder()
+	d.handleStatus(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if page := rec.Body.String(); !strings.Contains(page, "last good set kept") || !strings.Contains(page, "1 beyond max_replicas not probed") {
+		t.Errorf("status page does not show the failing discovery and the dropped replica")
+	}
+	waitReplicas(t, d, addrs[:1]) // still probed
+}
