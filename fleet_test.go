@@ -224,6 +224,9 @@ func checkReplicaPages(t *testing.T, d *daemon, addr string) {
 	if pair := get("/pair?" + q); !strings.Contains(pair, "fleet / chat @ "+addr) {
 		t.Errorf("pair page does not name replica %s", addr)
 	}
+	if body := get("/probe?" + q); !strings.Contains(body, `vllm_probe_success{probe="chat",replica="`+addr+`",target="fleet"}`) {
+		t.Errorf("/probe of replica %s:\n%s", addr, body)
+	}
 	var res struct{ Data []ledger.Record }
 	for deadline := time.Now().Add(10 * time.Second); len(res.Data) == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if err := json.Unmarshal([]byte(get("/api/v1/results?"+q)), &res); err != nil {

@@ -130,7 +130,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(p.Timeout) + wt))
 	}
 	ctx := r.Context()
-	res, err := d.engine.ProbeOnce(ctx, target, probeName)
+	res, err := d.engine.ProbeOnce(ctx, config.PairKey{Target: target, Probe: probeName, Replica: r.URL.Query().Get("replica")})
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, schedule.ErrUnknownPair) {

@@ -14,7 +14,7 @@ import (
 // request, for /probe: every vllm_probe_* series of the pair (counters at 0
 // or 1, histograms with one observation, buckets from p's SLOs) plus
 // vllm_probe_success and vllm_probe_duration_seconds. The pair's labels are
-// r.Target and r.Probe.
+// r.Target, r.Probe and r.Replica.
 func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	if r == nil {
@@ -32,6 +32,9 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	reg.MustRegister(c)
 
 	labels := prometheus.Labels{labelTarget: r.Target, labelProbe: r.Probe}
+	if r.Replica != "" {
+		labels[labelReplica] = r.Replica
+	}
 	success := prometheus.NewGauge(prometheus.GaugeOpts{Name: metricname.Success, Help: metricname.SuccessHelp, ConstLabels: labels})
 	if r.Disposition == probe.Accepted {
 		success.Set(1)

@@ -27,9 +27,10 @@ import (
 const defaultGrace = 10 * time.Second
 
 var (
-	// ErrUnknownPair is returned by ProbeOnce for a target or probe the
-	// running configuration does not pair.
-	ErrUnknownPair = errors.New("unknown target or probe")
+	// ErrUnknownPair is returned by ProbeOnce for a pair that does not
+	// run: a target or probe the configuration does not pair, or a replica
+	// not discovered.
+	ErrUnknownPair = errors.New("no such running pair (target, probe and replica)")
 	// errEngineStopped is returned by Apply and ProbeOnce after Shutdown.
 	errEngineStopped = errors.New("engine stopped")
 )
@@ -230,11 +231,11 @@ func (e *Engine) inFlight(target, probeName string) int {
 	return 0
 }
 
-// ProbeOnce sends one request of a running pair synchronously, for the
-// /probe endpoint. It is not offered, counted, written to the ledger or
-// kept in history. Unknown names give ErrUnknownPair.
-func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*probe.Result, error) {
-	key := pairKey{Target: target, Probe: probeName}
+// ProbeOnce sends one request of a running pair (a static target's, a
+// gateway's or a discovered replica's) synchronously, for the /probe
+// endpoint. It is not offered, counted, written to the ledger or kept in
+// history. A pair that does not run gives ErrUnknownPair.
+func (e *Engine) ProbeOnce(ctx context.Context, key config.PairKey) (*probe.Result, error) {
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -256,7 +257,7 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*prob
 	defer cancel(nil)
 	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
 	defer stop()
-	res := &probe.Result{Target: target, Probe: probeName, Scheduled: e.o.Now()}
+	res := &probe.Result{Target: key.Target, Probe: key.Probe, Replica: key.Replica, Scheduled: e.o.Now()}
 	sendSafely(ctx, e.logger, l.sender, res)
 	return res, nil
 }
