@@ -214,6 +214,16 @@ func checkReplicaPages(t *testing.T, d *daemon, addr string) {
 		}
 		return b.String()
 	}
+	for _, path := range []string{"/api/v1/results?replica=no-port", "/pair?target=fleet&probe=chat&replica=no-port", "/probe?target=fleet&probe=chat&replica=no-port"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET %s: %d, want 400 for a replica that is not a host:port", path, resp.StatusCode)
+		}
+	}
 	page := get("/")
 	for _, want := range []string{`data-replica="` + addr + `"`, "file_sd discovery: 3 replicas probed", "@&nbsp;" + addr} {
 		if !strings.Contains(page, want) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -102,7 +103,12 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	recs := ofReplica(r.URL.Query().Get("replica"), limit, func(n int) []ledger.Record { return d.history.Recent(target, probeName, n) })
+	replica, err := replicaParam(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	recs := ofReplica(replica, limit, func(n int) []ledger.Record { return d.history.Recent(target, probeName, n) })
 	if recs == nil {
 		recs = []ledger.Record{}
 	}
@@ -112,6 +118,11 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 
 func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	target, probeName, err := d.pairParams(r, true)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	replica, err := replicaParam(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -130,7 +141,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(p.Timeout) + wt))
 	}
 	ctx := r.Context()
-	res, err := d.engine.ProbeOnce(ctx, config.PairKey{Target: target, Probe: probeName, Replica: r.URL.Query().Get("replica")})
+	res, err := d.engine.ProbeOnce(ctx, config.PairKey{Target: target, Probe: probeName, Replica: replica})
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, schedule.ErrUnknownPair) {
@@ -174,12 +185,16 @@ func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
 	}
 	// replica names a discovered replica's pair; the engine's set decides
 	// whether it runs, so an unknown one is "not running".
-	replica := r.URL.Query().Get("replica")
+	replica, err := replicaParam(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	stats, recent, ok := d.tracker.Pair(config.PairKey{Target: target, Probe: probeName, Replica: replica})
 	if !ok {
 		// Configured but not (yet) run by the engine: before the first
 		// apply, a reload in progress, or a replica not discovered.
-		http.Error(w, fmt.Sprintf("probe %q of target %q (replica %q) is not running", probeName, target, truncate(replica, 64)), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("probe %q of target %q (replica %q) is not running", probeName, target, replica), http.StatusServiceUnavailable)
 		return
 	}
 	now, scrape := time.Now(), d.scraper.State(target, replica)
@@ -218,6 +233,19 @@ func (d *daemon) targetRows(t config.Target) []status.TargetState {
 		rows[0].Discovery = st
 	}
 	return rows
+}
+
+// replicaParam returns the request's replica parameter: "" (a static
+// target or a gateway) or a discovered replica's host:port.
+func replicaParam(r *http.Request) (string, error) {
+	replica := r.URL.Query().Get("replica")
+	if replica == "" {
+		return "", nil
+	}
+	if _, _, err := net.SplitHostPort(replica); err != nil || len(replica) > 300 {
+		return "", fmt.Errorf("replica must be a host:port, got %q", truncate(replica, 64))
+	}
+	return replica, nil
 }
 
 // ofReplica returns up to limit records of get, those of one replica's
