@@ -85,6 +85,7 @@ var pairLabels = []string{labelTarget, labelProbe, labelReplica}
 // histogram descriptors come from each pair's own histograms.
 type probeDescs struct {
 	offered, requests, failures, slo, quality, inFlight, prompt, output *prometheus.Desc
+	fingerprintChanges                                                  *prometheus.Desc
 }
 
 var (
@@ -116,11 +117,14 @@ func New(o Options) *Collector {
 			inFlight: prometheus.NewDesc(metricname.RequestsInFlight, metricname.RequestsInFlightHelp, pair, nil),
 			prompt:   prometheus.NewDesc(metricname.PromptTokens, metricname.PromptTokensHelp, pair, nil),
 			output:   prometheus.NewDesc(metricname.OutputTokens, metricname.OutputTokensHelp, pair, nil),
+			fingerprintChanges: prometheus.NewDesc(metricname.OutputFingerprintChanges,
+				metricname.OutputFingerprintChangesHelp, pair, nil),
 		},
 	}
 }
 
-// PairStarted implements probe.Sink: a new pair gets every counter at 0;
+// PairStarted implements probe.Sink: a new pair gets every counter at 0
+// (the output fingerprint changes only when its probe has a fingerprint);
 // a changed one keeps its counters, and gets new histograms when its SLO
 // thresholds (which its buckets hold) or its histogram selection changed.
 func (c *Collector) PairStarted(p config.Pair) {
@@ -133,6 +137,7 @@ func (c *Collector) PairStarted(p config.Pair) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pairs[k]; ok {
+		old.fingerprinted.Store(p.Probe.Fingerprint != nil)
 		if !old.shape.equal(shape) {
 			old.shape = shape
 			old.hists.Store(newPairHistograms(k, shape))
@@ -140,6 +145,7 @@ func (c *Collector) PairStarted(p config.Pair) {
 		return
 	}
 	c.pairs[k] = newPairMetrics(k, shape, c.now())
+	c.pairs[k].fingerprinted.Store(p.Probe.Fingerprint != nil)
 }
 
 // PairStopped implements probe.Sink: the pair's series disappear (the
@@ -212,7 +218,7 @@ const (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.descs
-	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output} {
+	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output, d.fingerprintChanges} {
 		ch <- desc
 	}
 	for _, desc := range histogramDescs() {

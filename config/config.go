@@ -105,11 +105,23 @@ type Probe struct {
 	// RateSplit divides Rate across a target's current replicas instead of
 	// sending Rate to each (docs/design.md, Fleets).
 	RateSplit bool `yaml:"rate_split"`
+	// Fingerprint, when set, makes a prompts probe an output drift canary
+	// (docs/design.md, "Output fingerprint"); nil = none.
+	Fingerprint *Fingerprint `yaml:"fingerprint,omitempty"`
 	// HistogramsWritten says the file chose Histograms (the probe's key or
 	// global.histograms): replica pairs then keep it instead of the lean
 	// selection.
 	HistogramsWritten bool `yaml:"-"`
 	Line              int  `yaml:"-"`
+}
+
+// Fingerprint configures the output fingerprint of a prompts probe: the
+// hash of the first Tokens output tokens of each prompt's answer, and how
+// many consecutive requests of a prompt confirm a new value. A block
+// written in the file starts from DefaultFingerprint.
+type Fingerprint struct {
+	Tokens  int `yaml:"tokens"`
+	Confirm int `yaml:"confirm"`
 }
 
 // MarshalYAML leaves request.max_tokens out of a probe with a random
@@ -145,6 +157,10 @@ type RandomWorkload struct {
 	OutputTokens int     `yaml:"output_tokens"`
 	RangeRatio   float64 `yaml:"range_ratio"`
 	Seed         int64   `yaml:"seed"`
+	// PrefixTokens starts every prompt with the same prefix of this many
+	// tokens, drawn from Seed, before its InputTokens random ones (vLLM's
+	// --random-prefix-len); 0 = none.
+	PrefixTokens int `yaml:"prefix_tokens"`
 }
 
 // Prompt is one fixed request: Prompt for completions, Messages for chat.
@@ -152,6 +168,8 @@ type Prompt struct {
 	Prompt   string    `yaml:"prompt"`
 	Messages []Message `yaml:"messages"`
 	Expect   Expect    `yaml:"expect"`
+	// Seed, when set, is sent as the request's seed.
+	Seed *int64 `yaml:"seed,omitempty"`
 }
 
 // Message is one chat message.

@@ -138,6 +138,17 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-fingerprint.yml",
+		want: []string{
+			`testdata/invalid-fingerprint.yml:8: probes[0].request.temperature: must be 0 with fingerprint, whose answers must be deterministic, got 0.5`,
+			`testdata/invalid-fingerprint.yml:10: probes[0].workload.random.prefix_tokens: must be >= 0, got -1`,
+			`testdata/invalid-fingerprint.yml:11: probes[0].fingerprint: needs a prompts workload, whose prompts repeat, got a random workload`,
+			`testdata/invalid-fingerprint.yml:11: probes[0].fingerprint.tokens: must be >= 1, got 0`,
+			`testdata/invalid-fingerprint.yml:19: probes[1].workload.prompts[0].seed: conflicts with request.extra.seed: set the seed in one place, got 7`,
+			`testdata/invalid-fingerprint.yml:21: probes[1].fingerprint.confirm: must be >= 1, got 0`,
+		},
+	},
+	{
 		file: "invalid-extra-reserved.yml",
 		want: []string{
 			`testdata/invalid-extra-reserved.yml:8: probes[0].request.extra.stream: is set by the prober and cannot be overridden, got "stream"`,

@@ -38,6 +38,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.positive(path+".timeout", p.Timeout)
 	v.request(&p.Request, path+".request")
 	v.workload(p, path+".workload")
+	v.fingerprint(p, path)
 	if r := p.Workload.Random; r != nil && v.p.Written(path+".request.max_tokens") {
 		// probe/workload/random.go draws every request's limit around
 		// output_tokens, so max_tokens would be silently unused.
@@ -135,6 +136,7 @@ func (v *validator) workload(p *Probe, path string) {
 		r := w.Random
 		v.atLeast(path+".random.input_tokens", r.InputTokens, 1)
 		v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
+		v.atLeast(path+".random.prefix_tokens", r.PrefixTokens, 0)
 		if !(r.RangeRatio >= 0 && r.RangeRatio < 1) {
 			v.p.Fail(path+".random.range_ratio", "must be >= 0 and < 1, got %s", fmtFloat(r.RangeRatio))
 		}

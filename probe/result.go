@@ -179,12 +179,27 @@ type Result struct {
 
 	Error string // a short, secret-free description of what went wrong
 	Text  string // generated text (content and reasoning)
+	// Fingerprint is the output fingerprint of a request of a probe with
+	// `fingerprint` whose stream completed; nil otherwise.
+	Fingerprint *OutputFingerprint
 
 	// Level and Repeat place a request of a capacity run: the offered rate
 	// of its level (req/s) and its repeat, from 1. Repeat 0 = not a
 	// capacity run.
 	Level  float64
 	Repeat int
+}
+
+// OutputFingerprint is what the output drift canary learned from one
+// request (docs/design.md, "Output fingerprint").
+type OutputFingerprint struct {
+	// Prompt is the index of the request's prompt in the probe's prompts.
+	Prompt int
+	// Hash is the hash of the text of the answer's first tokens, in hex.
+	Hash string
+	// Changed reports that this request confirmed a change of its
+	// prompt's fingerprint; set by the engine, counted once.
+	Changed bool
 }
 
 // Abandoned reports whether the prober itself gave the request up for its

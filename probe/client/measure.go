@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
@@ -33,6 +34,7 @@ type measurement struct {
 	otherModel string // the first different model a later event named
 	server     *probe.ServerTiming
 	text       strings.Builder
+	fp         *fingerprint.Hasher // nil: the probe has no fingerprint
 }
 
 // observe applies one decoded event that arrived at at.
@@ -44,6 +46,7 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 		m.otherModel = c.Model
 	}
 	carried := false
+	textBefore := m.text.Len()
 	for i := range c.Choices {
 		ch := &c.Choices[i]
 		if ch.Delta.HasToolCall() {
@@ -79,6 +82,9 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 	}
 	if !carried {
 		return
+	}
+	if m.fp != nil {
+		m.fp.Add(m.text.String()[textBefore:], tokens)
 	}
 	if m.chunks == 0 {
 		m.first = at

@@ -46,7 +46,7 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("X-Request-Id", res.RequestID)
 
-	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing}
+	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing, fp: r.newHasher()}
 	res.Sent = m.start
 	if !res.Scheduled.IsZero() {
 		res.Lag = res.Sent.Sub(res.Scheduled)
@@ -91,6 +91,9 @@ func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) 
 		b["max_completion_tokens"] = it.MaxTokens
 	} else {
 		b["max_tokens"] = it.MaxTokens
+	}
+	if it.Seed != nil {
+		b["seed"] = *it.Seed
 	}
 	for k, v := range rq.Extra {
 		b[k] = v
@@ -176,6 +179,7 @@ func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.R
 	}
 	m.fill(res, done, item.PromptTokens)
 	m.failNoChoices(res, done)
+	m.setFingerprint(res, done, item)
 	if done {
 		_, _ = io.CopyN(io.Discard, lb, maxDrain)
 	}

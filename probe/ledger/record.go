@@ -40,6 +40,10 @@ type Record struct {
 	Model        string            `json:"model"`
 	Server       *ServerRecord     `json:"server"` // null: the server sent no per-request metrics
 	Error        string            `json:"error"`
+	// Fingerprint is the output fingerprint of a fingerprint probe's
+	// request whose stream completed (docs/design.md, "Output
+	// fingerprint"); absent otherwise.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Text is present only when the ledger's record_text asks for it.
 	Text *string `json:"text,omitempty"`
 	// Level and Repeat are present only in a capacity run's ledger.
@@ -99,6 +103,9 @@ func NewRecord(r *probe.Result, recordText string) Record {
 	}
 	if r.Server != nil {
 		rec.Server = &ServerRecord{QueueS: r.Server.QueueTime.Seconds(), TTFTS: r.Server.TTFT.Seconds()}
+	}
+	if r.Fingerprint != nil {
+		rec.Fingerprint = r.Fingerprint.Hash
 	}
 	if r.Repeat > 0 {
 		level, repeat := r.Level, r.Repeat

@@ -42,6 +42,8 @@ func fullResult() *probe.Result {
 func TestRecordFieldNames(t *testing.T) {
 	capacity := fullResult()
 	capacity.Level, capacity.Repeat = 8, 2
+	fingerprinted := fullResult()
+	fingerprinted.Fingerprint = &probe.OutputFingerprint{Prompt: 1, Hash: "0123456789abcdef"}
 	for _, tc := range []struct {
 		name       string
 		res        *probe.Result
@@ -51,6 +53,7 @@ func TestRecordFieldNames(t *testing.T) {
 		{"without text", fullResult(), config.RecordTextNone, append(slices.Clone(ledgerFields), "run_id")},
 		{"with text", fullResult(), config.RecordTextAll, append(slices.Clone(ledgerFields), "text", "run_id")},
 		{"capacity run", capacity, config.RecordTextNone, append(slices.Clone(ledgerFields), "level", "repeat", "run_id")},
+		{"fingerprint probe", fingerprinted, config.RecordTextAll, append(slices.Clone(ledgerFields), "fingerprint", "text", "run_id")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line, err := json.Marshal(NewRecord(tc.res, tc.recordText))
@@ -81,6 +84,8 @@ func TestRecordGolden(t *testing.T) {
 	accepted := fullResult()
 	accepted.Disposition, accepted.Reason = probe.Accepted, ""
 	accepted.SLOViolations, accepted.QualityFailures, accepted.Flags, accepted.Server = nil, nil, nil, nil
+	fingerprinted := fullResult()
+	fingerprinted.Fingerprint = &probe.OutputFingerprint{Prompt: 1, Hash: "0123456789abcdef", Changed: true}
 	failed := &probe.Result{Seq: 9, Target: "t", Probe: "p", RequestID: "req-9", Scheduled: testEpoch,
 		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: probe.ServerFailure,
 		Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, Error: "http status 503", Text: "overloaded"}
@@ -93,6 +98,7 @@ func TestRecordGolden(t *testing.T) {
 		{accepted, config.RecordTextFailures},
 		{accepted, config.RecordTextAll},
 		{failed, config.RecordTextFailures},
+		{fingerprinted, config.RecordTextNone},
 	}
 	var got bytes.Buffer
 	for _, c := range cases {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,6 +46,8 @@ type randomWorkload struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// prefixIDs are the shared prefix of completions prompts.
+	prefixIDs []int
 
 	calMu      sync.Mutex
 	calibrated bool
@@ -53,7 +56,7 @@ type randomWorkload struct {
 
 func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
 	seed := uint64(p.Workload.Random.Seed)
-	return &randomWorkload{
+	w := &randomWorkload{
 		api:       p.API,
 		cfg:       *p.Workload.Random,
 		maxTokens: p.Request.MaxTokens,
@@ -61,6 +64,19 @@ func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		perWord:   1,
 	}
+	if w.api != config.APIChat && w.cfg.PrefixTokens > 0 {
+		w.prefixIDs = randomIDs(w.prefixRand(), w.cfg.PrefixTokens)
+	}
+	return w
+}
+
+// prefixRand returns the generator of the shared prefix: seeded by the
+// workload's seed alone, so every request, worker and run with that seed
+// starts with the same prefix, whatever it draws for the rest.
+func (w *randomWorkload) prefixRand() *rand.Rand {
+	const salt = 0x70726566697831 // "prefix1"
+	seed := uint64(w.cfg.Seed)
+	return rand.New(rand.NewPCG(seed^salt, salt))
 }
 
 // drawLen draws a length around l with range ratio r, at least 1.
@@ -105,20 +121,35 @@ func (w *randomWorkload) draw(rng *rand.Rand, perWord float64) Item {
 	if w.api == config.APIChat {
 		words := max(1, int(math.Round(float64(in)/perWord)))
 		text := randomText(rng, words)
+		if n := w.cfg.PrefixTokens; n > 0 {
+			// Drawn again for every request: the same words as long as
+			// the calibration holds, and nothing shared to guard.
+			text = randomText(w.prefixRand(), max(1, int(math.Round(float64(n)/perWord)))) + " " + text
+		}
 		return Item{
 			Messages:  []config.Message{{Role: "user", Content: text}},
 			MaxTokens: drawLen(rng, outLen, w.cfg.RangeRatio),
 		}
 	}
-	ids := make([]int, in)
-	for i := range ids {
-		ids[i] = randomTokenLow + rng.IntN(randomTokenHigh-randomTokenLow)
+	// As vLLM's random dataset: the prefix, then input_tokens drawn ones.
+	ids := randomIDs(rng, in)
+	if len(w.prefixIDs) > 0 {
+		ids = append(slices.Clip(w.prefixIDs), ids...)
 	}
 	return Item{
 		Prompt:       ids,
-		PromptTokens: in,
+		PromptTokens: len(ids),
 		MaxTokens:    drawLen(rng, outLen, w.cfg.RangeRatio),
 	}
+}
+
+// randomIDs draws n token ids from rng.
+func randomIDs(rng *rand.Rand, n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = randomTokenLow + rng.IntN(randomTokenHigh-randomTokenLow)
+	}
+	return ids
 }
 
 // randomText returns n random words drawn from rng.
