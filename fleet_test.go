@@ -30,14 +30,7 @@ import (
 // dispositions + in flight per series; at the end every pair's ledger
 // seqs are 1..n and the remaining replica's counters equal its records.
 func TestFleetFileSD(t *testing.T) {
-	var addrs []string
-	for range 3 {
-		u, err := url.Parse(startSimulator(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, u.Host)
-	}
+	addrs := startReplicas(t, 3)
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	writeFileSD(t, dir, addrs[:1])
@@ -75,11 +68,25 @@ probes:
 			t.Errorf("replica %s: no ledger record", a)
 		}
 	}
-	last := gatherFleet(t, d)
+	last := gatherByName(t, d)
 	offered := sumFamily(last[metricname.RequestsOffered], addrs[2])
 	if n := len(seqs["fleet/chat@"+addrs[2]]); offered == 0 || offered != float64(n) {
 		t.Errorf("replica %s: offered %g, ledger records %d", addrs[2], offered, n)
 	}
+}
+
+// startReplicas starts n simulators and returns their host:port.
+func startReplicas(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		u, err := url.Parse(startSimulator(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, u.Host)
+	}
+	return addrs
 }
 
 // writeFileSD replaces dir/fleet.json with one group of addrs, labelled
@@ -108,7 +115,7 @@ func waitReplicas(t *testing.T, d *daemon, addrs []string) map[string]*dto.Metri
 	var have []string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		fams = gatherFleet(t, d)
+		fams = gatherByName(t, d)
 		checkFleetFlow(t, fams)
 		have = nil
 		for _, m := range fams[metricname.RequestsOffered].GetMetric() {
@@ -128,19 +135,6 @@ func waitReplicas(t *testing.T, d *daemon, addrs []string) map[string]*dto.Metri
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
-
-func gatherFleet(t *testing.T, d *daemon) map[string]*dto.MetricFamily {
-	t.Helper()
-	fams, err := d.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*dto.MetricFamily{}
-	for _, f := range fams {
-		out[f.GetName()] = f
-	}
-	return out
-}
 
 // checkFleetFlow checks offered = sum of dispositions + in flight per
 // replica's series.
@@ -171,7 +165,7 @@ func sumFamily(f *dto.MetricFamily, replica string) float64 {
 // label.
 func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
 	t.Helper()
-	fams := gatherFleet(t, d)
+	fams := gatherByName(t, d)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, a := range addrs {
 		for {
@@ -190,7 +184,7 @@ func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
 				t.Fatalf("replica %s: target_info with its labels %v, scraped series %v", a, info, scraped)
 			}
 			time.Sleep(200 * time.Millisecond)
-			fams = gatherFleet(t, d)
+			fams = gatherByName(t, d)
 		}
 	}
 }
@@ -253,15 +247,7 @@ func checkReplicaPages(t *testing.T, d *daemon, addr string) {
 // a file that no longer parses fails the refresh, is counted and shown on
 // the status page, and the last set keeps being probed.
 func TestFleetDropsAndFailures(t *testing.T) {
-	var addrs []string
-	for range 2 {
-		u, err := url.Parse(startSimulator(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, u.Host)
-	}
-	addrs = sorted(addrs)
+	addrs := sorted(startReplicas(t, 2))
 	dir := t.TempDir()
 	writeFileSD(t, dir, addrs)
 	cfgPath := relWriteFile(t, dir, "c.yml", `targets:
@@ -290,7 +276,7 @@ probes:
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		fams = gatherFleet(t, d)
+		fams = gatherByName(t, d)
 		f := fams[metricname.DiscoveryFailures].GetMetric()
 		if len(f) == 1 && f[0].GetCounter().GetValue() > 0 {
 			if l := promtext.Labels(f[0]); l["mechanism"] != "file_sd" || l["target"] != "fleet" {
