@@ -14,8 +14,8 @@ type Sink interface {
 	// PairStopped is called when a reload or a replica set's change
 	// removes a pair, once it has stopped scheduling and its last request
 	// in flight has ended with Finished (after at most the grace period),
-	// unless the pair was added again meanwhile. Shutdown stops no pair:
-	// what ran stays visible until the process exits.
+	// unless the pair was added again meanwhile. Shutdown stops no
+	// running pair: what ran stays visible until the process exits.
 	PairStopped(key config.PairKey)
 	// Offered is called when a request's planned time comes, before it is
 	// sent (or refused by the in-flight cap).
