@@ -271,7 +271,9 @@ func (e *Engine) ProbeOnce(ctx context.Context, key config.PairKey) (*probe.Resu
 // Shutdown stops scheduling, lets in-flight requests finish for the grace
 // period (or until ctx ends), then cancels the rest with ErrShutdown and
 // waits for them. After it returns there are no more Sink calls; it stops
-// no pair in the Sinks and closes no Ledger. Later calls wait for the first.
+// no running pair in the Sinks (a removed pair still draining gets its
+// PairStopped before it returns) and closes no Ledger. Later calls wait
+// for the first.
 // ctx only shortens the grace period: Shutdown always waits for every
 // request to end (Senders return promptly once cancelled) and returns nil.
 func (e *Engine) Shutdown(ctx context.Context) error {
