@@ -85,6 +85,7 @@ var pairLabels = []string{labelTarget, labelProbe, labelReplica}
 // histogram descriptors come from each pair's own histograms.
 type probeDescs struct {
 	offered, requests, failures, slo, quality, inFlight, prompt, output *prometheus.Desc
+	reasoning                                                           *prometheus.Desc
 	fingerprintChanges                                                  *prometheus.Desc
 }
 
@@ -109,14 +110,15 @@ func New(o Options) *Collector {
 		warned: logonce.Set{Max: 256},
 		pairs:  map[pairKey]*pairMetrics{},
 		descs: probeDescs{
-			offered:  prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
-			requests: prometheus.NewDesc(metricname.Requests, metricname.RequestsHelp, with(labelDisposition), nil),
-			failures: prometheus.NewDesc(metricname.Failures, metricname.FailuresHelp, with(labelReason), nil),
-			slo:      prometheus.NewDesc(metricname.SLOViolations, metricname.SLOViolationsHelp, with(labelSLO), nil),
-			quality:  prometheus.NewDesc(metricname.QualityFailures, metricname.QualityFailuresHelp, with(labelCheck), nil),
-			inFlight: prometheus.NewDesc(metricname.RequestsInFlight, metricname.RequestsInFlightHelp, pair, nil),
-			prompt:   prometheus.NewDesc(metricname.PromptTokens, metricname.PromptTokensHelp, pair, nil),
-			output:   prometheus.NewDesc(metricname.OutputTokens, metricname.OutputTokensHelp, pair, nil),
+			offered:   prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
+			requests:  prometheus.NewDesc(metricname.Requests, metricname.RequestsHelp, with(labelDisposition), nil),
+			failures:  prometheus.NewDesc(metricname.Failures, metricname.FailuresHelp, with(labelReason), nil),
+			slo:       prometheus.NewDesc(metricname.SLOViolations, metricname.SLOViolationsHelp, with(labelSLO), nil),
+			quality:   prometheus.NewDesc(metricname.QualityFailures, metricname.QualityFailuresHelp, with(labelCheck), nil),
+			inFlight:  prometheus.NewDesc(metricname.RequestsInFlight, metricname.RequestsInFlightHelp, pair, nil),
+			prompt:    prometheus.NewDesc(metricname.PromptTokens, metricname.PromptTokensHelp, pair, nil),
+			output:    prometheus.NewDesc(metricname.OutputTokens, metricname.OutputTokensHelp, pair, nil),
+			reasoning: prometheus.NewDesc(metricname.ReasoningTokens, metricname.ReasoningTokensHelp, pair, nil),
 			fingerprintChanges: prometheus.NewDesc(metricname.OutputFingerprintChanges,
 				metricname.OutputFingerprintChangesHelp, pair, nil),
 		},
@@ -218,7 +220,7 @@ const (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.descs
-	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output, d.fingerprintChanges} {
+	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output, d.reasoning, d.fingerprintChanges} {
 		ch <- desc
 	}
 	for _, desc := range histogramDescs() {

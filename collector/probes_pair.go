@@ -44,6 +44,7 @@ type pairMetrics struct {
 	checks       []atomic.Uint64
 	promptTokens atomic.Uint64
 	outputTokens atomic.Uint64
+	reasoning    atomic.Uint64 // reasoning tokens
 	// fingerprinted says the pair's probe has a fingerprint, whose
 	// changes it then exports.
 	fingerprinted      atomic.Bool
@@ -112,6 +113,9 @@ func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
 	if r.OutputTokens > 0 {
 		p.outputTokens.Add(uint64(r.OutputTokens))
 	}
+	if r.ReasoningTokens > 0 {
+		p.reasoning.Add(uint64(r.ReasoningTokens))
+	}
 	if r.Fingerprint != nil && r.Fingerprint.Changed {
 		p.fingerprintChanges.Add(1)
 	}
@@ -148,6 +152,7 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 	}
 	counter(d.prompt, p.promptTokens.Load())
 	counter(d.output, p.outputTokens.Load())
+	counter(d.reasoning, p.reasoning.Load())
 	if p.fingerprinted.Load() {
 		counter(d.fingerprintChanges, p.fingerprintChanges.Load())
 	}

@@ -78,6 +78,9 @@ type Target struct {
 const (
 	APIChat        = "chat"
 	APICompletions = "completions"
+	// APIEmbeddings posts the workload's text to /v1/embeddings, without
+	// streaming: no tokens are generated (docs/design.md, "Embeddings probes").
+	APIEmbeddings = "embeddings"
 )
 
 // Probe is one kind of request sent to targets, with its contract.
@@ -125,11 +128,12 @@ type Fingerprint struct {
 }
 
 // MarshalYAML leaves request.max_tokens out of a probe with a random
-// workload, where output_tokens sets it and the key is refused, so that
-// Config.String stays a loadable config.
+// workload, where output_tokens sets it, and of an embeddings probe, which
+// generates nothing: both refuse the key, and Config.String stays a
+// loadable config.
 func (p Probe) MarshalYAML() (any, error) {
 	type plain Probe
-	if p.Workload.Random != nil {
+	if p.Workload.Random != nil || p.API == APIEmbeddings {
 		p.Request.MaxTokens = 0
 	}
 	return plain(p), nil
@@ -189,6 +193,8 @@ type SLO struct {
 	TTFT model.Duration `yaml:"ttft"`
 	TPOT model.Duration `yaml:"tpot"`
 	E2EL model.Duration `yaml:"e2el"`
+	// TTFA is the time to the first answer token, after any reasoning.
+	TTFA model.Duration `yaml:"ttfa"`
 }
 
 // Quality holds the checks applied to every response of a probe.
@@ -207,6 +213,23 @@ type Quality struct {
 	Schema *jsonschema.Schema `yaml:"-"`
 	// JSON requires the generated text to be valid JSON.
 	JSON bool `yaml:"json"`
+	// EmbeddingDim is the length an embeddings probe's vector must have,
+	// every value a finite number; 0 disables the check.
+	EmbeddingDim int `yaml:"embedding_dim,omitempty"`
+	// ToolCall requires the answer to call a function (chat probes only).
+	ToolCall *ToolCallCheck `yaml:"tool_call,omitempty"`
+}
+
+// ToolCallCheck is quality.tool_call: the answer must contain a call of
+// function Name whose assembled arguments are JSON satisfying the schema
+// at ArgumentsSchema (relative to the config file; "" = any JSON).
+type ToolCallCheck struct {
+	Name            string `yaml:"name"`
+	ArgumentsSchema string `yaml:"arguments_schema"`
+	// Schema is ArgumentsSchema compiled when the config was loaded, as
+	// Quality.Schema is; nil for a Probe built in code (client.New
+	// compiles it then).
+	Schema *jsonschema.Schema `yaml:"-"`
 }
 
 // Regexp is a regular expression that keeps its source text. The zero
