@@ -17,7 +17,7 @@ import (
 // deploy/examples/reasoning-tools.yml as its comment says, against the
 // simulator with 8 reasoning tokens (only the URL, the ledger path and the
 // rates changed), and checks by hand count from the ledger that every
-// probe's answers are accepted and carry its feature's fields.
+// probe's answers pass its checks and carry its feature's fields.
 func TestReasoningToolsExampleAgainstSimulator(t *testing.T) {
 	_, simURL := startSimulatorServer(t, simtest.Reasoning(8))
 	example, err := os.ReadFile(filepath.Join("deploy", "examples", "reasoning-tools.yml"))
@@ -34,7 +34,7 @@ func TestReasoningToolsExampleAgainstSimulator(t *testing.T) {
 	doc := strings.NewReplacer(
 		"http://127.0.0.1:8000", simURL,
 		"path: ledger.jsonl", fmt.Sprintf("path: %q", path),
-		"rate: 0.5", "rate: 4",
+		"rate: 0.5", "rate: 3",
 	).Replace(string(example))
 	d := startInProcess(t, relWriteFile(t, dir, "vllm-prober.yml", doc))
 	probes := []string{"chat-reasoning", "chat-tools", "embeddings", "canary", "chat-prefix", "chat-cache-busting"}
@@ -48,28 +48,30 @@ func TestReasoningToolsExampleAgainstSimulator(t *testing.T) {
 		return true
 	})
 	recs := stopAndReadLedger(t, d, path)
-	accepted := map[string]int{}
+	answered := map[string]int{}
 	for _, r := range recs {
 		if r.Disposition == probe.Cancelled {
 			continue // in flight at shutdown
 		}
-		if r.Disposition != probe.Accepted {
-			t.Errorf("%s/%d: %s %s %v, want accepted", r.Probe, r.Seq, r.Disposition, r.Reason, r.Flags)
+		// A slow run (the race detector, a busy machine) may miss the
+		// example's SLOs; every answer must still pass its checks.
+		if r.Disposition != probe.Accepted && r.Disposition != probe.LatencyFailure {
+			t.Errorf("%s/%d: %s %s %v, want accepted or latency_failure", r.Probe, r.Seq, r.Disposition, r.Reason, r.Flags)
 			continue
 		}
-		accepted[r.Probe]++
+		answered[r.Probe]++
 		if msg := exampleFeature(r); msg != "" {
 			t.Errorf("%s/%d: %s", r.Probe, r.Seq, msg)
 		}
 	}
 	for _, p := range probes {
-		if accepted[p] < 5 {
-			t.Errorf("%s: %d accepted requests in the ledger, want at least 5", p, accepted[p])
+		if answered[p] < 5 {
+			t.Errorf("%s: %d answers passed their checks in the ledger, want at least 5", p, answered[p])
 		}
 	}
 }
 
-// exampleFeature says what an accepted record of the example's probe r.Probe
+// exampleFeature says what an answered record of the example's probe r.Probe
 // lacks of its feature, or "".
 func exampleFeature(r ledger.Record) string {
 	switch r.Probe {

@@ -196,8 +196,8 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 		}
 	}
 	waitFor(t, "accepted requests", func() bool {
-		return metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"}`) &&
-			!metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"} 0`)
+		return metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",replica="",target="sim"}`) &&
+			!metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",replica="",target="sim"} 0`)
 	})
 	for _, m := range []string{"vllm_prober_build_info", "go_goroutines", "vllm_prober_config_last_reload_successful 1"} {
 		if !metricsContain(t, d, m) {
@@ -242,7 +242,7 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 	t.Run("probe endpoint", func(t *testing.T) {
 		code, body := get(t, http.MethodGet, d.URL("/probe?target=sim&probe=chat"))
 		if code != 200 || !strings.Contains(body, `vllm_probe_success{probe="chat",target="sim"} 1`) ||
-			!strings.Contains(body, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"} 1`) {
+			!strings.Contains(body, `vllm_probe_requests_total{disposition="accepted",probe="chat",replica="",target="sim"} 1`) {
 			t.Errorf("/probe: %d %s", code, body)
 		}
 		for _, q := range []string{"?target=sim", "?target=http://example.com&probe=chat", "?target=sim&probe=nope"} {

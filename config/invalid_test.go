@@ -19,6 +19,30 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-discovery.yml",
+		want: []string{
+			`testdata/invalid-discovery.yml:3: targets[0].discovery: set exactly one of dns, file_sd and http_sd (0 set)`,
+			`testdata/invalid-discovery.yml:5: targets[1].discovery: set exactly one of dns, file_sd and http_sd (2 set)`,
+			`testdata/invalid-discovery.yml:11: targets[2].discovery.dns.names: at least one name is required`,
+			`testdata/invalid-discovery.yml:15: targets[3].discovery.dns.port: 0 is not a port from 1 to 65535 (type A records carry no port)`,
+			`testdata/invalid-discovery.yml:18: targets[4].discovery.dns.type: "CNAME" is not one of A, AAAA and SRV`,
+			`testdata/invalid-discovery.yml:21: targets[5].discovery.file_sd.files: at least one file or glob is required`,
+			`testdata/invalid-discovery.yml:24: targets[6].discovery.http_sd.url: "ftp://sd.example/targets": the scheme must be http or https`,
+			`testdata/invalid-discovery.yml:29: targets[7].discovery.http_sd.refresh: must be > 0, got 0s`,
+		},
+	},
+	{
+		file: "invalid-fleet-keys.yml",
+		want: []string{
+			`testdata/invalid-fleet-keys.yml:2: targets[0]: needs url, discovery or both, got neither`,
+			`testdata/invalid-fleet-keys.yml:6: targets[1].scheme: is used only with discovery: add discovery or remove it`,
+			`testdata/invalid-fleet-keys.yml:7: targets[1].max_replicas: is used only with discovery: add discovery or remove it`,
+			`testdata/invalid-fleet-keys.yml:11: targets[2].scheme: must be one of http, https, got "grpc"`,
+			`testdata/invalid-fleet-keys.yml:12: targets[2].path_prefix: must start with / and hold no query or fragment (or be "" for none), got "vllm"`,
+			`testdata/invalid-fleet-keys.yml:13: targets[2].max_replicas: must be >= 1, got 0`,
+		},
+	},
+	{
 		file: "invalid-merge-cycle.yml",
 		want: []string{
 			`testdata/invalid-merge-cycle.yml:6: probes[0]: merge key << refers to a mapping that contains it`,

@@ -153,9 +153,10 @@ type ToolCall struct {
 // time; latency views censor a client_timeout at Elapsed (ObservedTTFT,
 // ObservedTTFA, ObservedE2EL).
 type Result struct {
-	Seq       uint64 // per (target, probe), from 1, in planned order
+	Seq       uint64 // per pair, from 1, in planned order
 	Target    string
 	Probe     string
+	Replica   string // a discovered replica's host:port; "" for a gateway or static target
 	RequestID string // sent as X-Request-Id
 
 	Scheduled time.Time     // planned send time (wall clock)
