@@ -9,6 +9,8 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vllm-prober/vllm-prober/discovery"
 )
 
 // Config is the whole configuration file.
@@ -60,6 +62,8 @@ type Target struct {
 	Model            string                      `yaml:"model"`
 	MetricsPath      string                      `yaml:"metrics_path"`
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client_config"`
+	// Discovery finds the target's replicas (docs/design.md, Fleets).
+	Discovery *discovery.Config `yaml:"discovery,omitempty"`
 	// Probes lists the probe names run against this target; empty means all.
 	Probes []string `yaml:"probes"`
 	// Line is the line of the target in the file, for error messages.
@@ -88,6 +92,9 @@ type Probe struct {
 	SLO         SLO            `yaml:"slo"`
 	Quality     Quality        `yaml:"quality"`
 	Objective   float64        `yaml:"objective"`
+	// Fingerprint, when set, watches the probe's deterministic output for
+	// changes (docs/design.md, Output fingerprint).
+	Fingerprint *Fingerprint `yaml:"fingerprint"`
 	// Histograms selects the latency histograms the probe's pairs export
 	// (names in Histograms); ClassicBuckets false exports them as native
 	// histograms only. Unset, both take global's; nil Histograms selects
@@ -151,9 +158,18 @@ type Expect struct {
 	Contains string `yaml:"contains"`
 }
 
+// Fingerprint is a probe's `fingerprint:` block: the number of output
+// tokens hashed and how many consecutive differing answers confirm a change.
+type Fingerprint struct {
+	Tokens  int `yaml:"tokens"`
+	Confirm int `yaml:"confirm"`
+}
+
 // SLO holds per-request latency objectives; zero means no objective.
 type SLO struct {
 	TTFT model.Duration `yaml:"ttft"`
+	// TTFA is the time to the first answer token, after any reasoning.
+	TTFA model.Duration `yaml:"ttfa"`
 	TPOT model.Duration `yaml:"tpot"`
 	E2EL model.Duration `yaml:"e2el"`
 }
