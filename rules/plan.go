@@ -83,7 +83,7 @@ type burnPlan struct {
 
 // latencyPlan is one p99 latency alert of a pair.
 type latencyPlan struct {
-	SLO       string // ttft | tpot | e2el
+	SLO       string // ttft | ttfa | tpot | e2el
 	Threshold time.Duration
 	Window    time.Duration
 	Note      string
@@ -169,7 +169,7 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 	slos := []struct {
 		name string
 		d    model.Duration
-	}{{"ttft", pr.SLO.TTFT}, {"tpot", pr.SLO.TPOT}, {"e2el", pr.SLO.E2EL}}
+	}{{"ttft", pr.SLO.TTFT}, {"ttfa", pr.SLO.TTFA}, {"tpot", pr.SLO.TPOT}, {"e2el", pr.SLO.E2EL}}
 	for _, s := range slos {
 		if s.d <= 0 {
 			continue

@@ -267,21 +267,31 @@ func (tb *testBuilder) histogram(pp pairPlan, l latencyPlan, slow bool, steps in
 	return ss
 }
 
+// latency: every latency SLO of the first pair with p99 alerts is
+// exceeded by every request; each of its alerts fires.
 func (tb *testBuilder) latency() (TestGroup, bool) {
-	pp, l, ok := tb.firstLatency()
+	pp, _, ok := tb.firstLatency()
 	if !ok {
 		return TestGroup{}, false
 	}
-	steps := tb.steps(l.Window+tb.p.scale(tb.p.o.LatencyFor)) + 2
-	ss := append(tb.base(steps, nil), tb.histogram(pp, l, true, steps)...)
-	// histogram_quantile interpolates rank 0.99 inside the (slo, 2*slo] bucket.
-	slo := l.Threshold.Seconds()
-	rate := float64(requestsPerStep*tb.steps(l.Window)) / l.Window.Seconds()
-	v := slo + (2*slo-slo)*(0.99*rate/rate)
-	labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "slo": l.SLO}
-	r, _ := tb.find(AlertLatencyHigh, labels)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertLatencyHigh, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(v))}}
-	return tb.group(fmt.Sprintf("latency: %s/%s p99 %s above its SLO", pp.Target, pp.Probe, l.SLO), ss, test), true
+	steps := 0
+	for _, l := range pp.Latency {
+		steps = max(steps, tb.steps(l.Window+tb.p.scale(tb.p.o.LatencyFor))+2)
+	}
+	ss := tb.base(steps, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertLatencyHigh}
+	var slos []string
+	for _, l := range pp.Latency {
+		ss = append(ss, tb.histogram(pp, l, true, steps)...)
+		// histogram_quantile interpolates rank 0.99 inside the (slo, 2*slo] bucket.
+		slo := l.Threshold.Seconds()
+		v := slo + (2*slo-slo)*0.99
+		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "slo": l.SLO}
+		r, _ := tb.find(AlertLatencyHigh, labels)
+		test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, humanizeDuration(v)))
+		slos = append(slos, l.SLO)
+	}
+	return tb.group(fmt.Sprintf("latency: %s/%s p99 %s above its SLO", pp.Target, pp.Probe, strings.Join(slos, ", ")), ss, test), true
 }
 
 // ttftBuckets are the bucket bounds of the TTFT test histograms.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +24,15 @@ func TestGenerateLatency(t *testing.T) {
 		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=10m>1", "tpot=10m>0.1", "e2el=10m>20"}, false},
 		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=10m>0.05"}, false},
 		{"no SLO, no alert", 0.2, config.SLO{}, nil, false},
+		{"ttfa beside ttft", 0.2, config.SLO{TTFT: sec(time.Second), TTFA: sec(5 * time.Second)}, []string{"ttft=10m>1", "ttfa=10m>5"}, false},
 		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h25m>1"}, true},
 		{"0.001/s drops the alert", 0.001, config.SLO{TTFT: sec(time.Second)}, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rf, warnings, err := Generate(oneProbe(testProbe("chat", tc.rate, 0.9, tc.slo)), Options{})
+			p := testProbe("chat", tc.rate, 0.9, tc.slo)
+			p.Histograms = append(slices.Clone(config.Histograms), config.HistogramTTFA)
+			rf, warnings, err := Generate(oneProbe(p), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

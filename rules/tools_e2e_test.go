@@ -77,6 +77,7 @@ func TestPromtoolPassesGeneratedRules(t *testing.T) {
 		{"low rates and strict objectives", lowRate, Options{Job: "probes"}},
 		{"low rates, e2e windows", lowRate, Options{WindowScale: 1.0 / 60}},
 		{"lean and native-only histograms", leanConfig(), Options{}},
+		{"reasoning: ttft and ttfa SLOs", reasoningConfig(), Options{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
