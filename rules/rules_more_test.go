@@ -273,6 +273,8 @@ func TestTestsCoverEveryAlert(t *testing.T) {
 	}{
 		{"full example", full, Options{}},
 		{"one probe, e2e windows", oneProbe(testProbe("chat", 10, 0.99, config.SLO{TTFT: sec(2 * time.Second)})), Options{WindowScale: 1.0 / 60}},
+		{"fleet and fingerprint", fleetConfig(), Options{}},
+		{"fleet and fingerprint, e2e windows", fleetConfig(), Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,7 +295,17 @@ func TestTestsCoverEveryAlert(t *testing.T) {
 					exprs[strings.SplitN(g.Name, ":", 2)[0]] = true
 				}
 			}
+			rf, _, err := Generate(tc.cfg, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, a := range allAlerts {
+				if len(alerts(rf, a)) == 0 {
+					if tc.name == "fleet and fingerprint" {
+						t.Errorf("%s is not generated for the fleet config", a)
+					}
+					continue
+				}
 				if !firing[a] || !quiet[a] {
 					t.Errorf("%s: firing scenario %v, quiet scenario %v", a, firing[a], quiet[a])
 				}

@@ -78,6 +78,8 @@ func TestPromtoolPassesGeneratedRules(t *testing.T) {
 		{"low rates, e2e windows", lowRate, Options{WindowScale: 1.0 / 60}},
 		{"lean and native-only histograms", leanConfig(), Options{}},
 		{"reasoning: ttft and ttfa SLOs", reasoningConfig(), Options{}},
+		{"fleet and fingerprint", fleetConfig(), Options{}},
+		{"fleet and fingerprint, e2e windows", fleetConfig(), Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
