@@ -98,6 +98,13 @@ func AcceptanceExpr(matchers, window string) string {
 	return acceptanceBy(byPair, matchers, window)
 }
 
+// ReplicaAcceptanceExpr is AcceptanceExpr per (target, probe, replica):
+// each discovered replica's series apart, and a gateway's or static
+// target's series (no replica label) as one series.
+func ReplicaAcceptanceExpr(matchers, window string) string {
+	return acceptanceBy(byReplica, matchers, window)
+}
+
 // acceptanceBy is the acceptance ratio summed by the labels of by.
 func acceptanceBy(by, matchers, window string) string {
 	return rateBy(by, metricname.Requests, matchers, `disposition="accepted"`, window) + "\n/\n" + countedExpr(by, matchers, window)

@@ -72,7 +72,7 @@ func (p *plan) fleetRecordingRules() []Rule {
 		w := fmtDur(wd)
 		rs = append(rs,
 			Rule{Record: RecordReplicaOffered + w, Expr: rateBy(byReplica, metricname.RequestsOffered, job, "", w)},
-			Rule{Record: RecordReplicaAcceptance + w, Expr: acceptanceBy(byReplica, job, w)},
+			Rule{Record: RecordReplicaAcceptance + w, Expr: ReplicaAcceptanceExpr(job, w)},
 		)
 	}
 	return rs
