@@ -156,33 +156,39 @@ func (p *plan) fleetRule(alert string, pp pairPlan, b burnPlan, expr, summary, d
 	return r
 }
 
+// fleetText is what a fleet alert says: whose series burn (who, in
+// the summary; whom, in the description), what the other series do
+// (while) and what that means (cause).
+type fleetText struct{ who, whom, while, cause string }
+
+// fleetAlert pages when the series of kind burn over b's windows and
+// the count of passing replicas compares with the count of all replicas
+// (times share) as cmp says.
+func (p *plan) fleetAlert(alert string, pp pairPlan, b burnPlan, kind, cmp, share string, txt fleetText) Rule {
+	expr := fmt.Sprintf("%s\nand on (target, probe)\n(\n%s\n%s\n%s%s\n)",
+		seriesBurning(pp, b, fleetSel(pp, kind)), passingReplicas(pp, b), cmp, replicasExpr(pp, b), share)
+	obj, f, long := fmtF(pp.Objective*100), fmtF(b.Factor), fmtDur(b.Long)
+	return p.fleetRule(alert, pp, b, expr,
+		fmt.Sprintf("%s of %s/%s burns its %s%% acceptance error budget %sx too fast over %s while %s", txt.who, pp.Target, pp.Probe, obj, valueFmt, long, txt.while),
+		fmt.Sprintf("Probe %s against %s of target %s burned its %s%% acceptance objective's error budget %sx faster than sustainable over the last %s, and more than %sx over the last %s, "+
+			"while %s (below %sx over %s). %s", pp.Probe, txt.whom, pp.Target, obj, valueFmt, long, f, fmtDur(b.Short), txt.while, f, long, txt.cause))
+}
+
 // replicaFailing: a replica burns the budget while more than half of the
-// pair's replicas are below the factor; when most or all fail, the fault
+// pair's replicas are below the factor; when half or more fail, the fault
 // is the model's or the fleet's, not one engine's, and the pair's own
 // burn alerts judge it.
 func (p *plan) replicaFailing(pp pairPlan, b burnPlan) Rule {
-	expr := fmt.Sprintf("%s\nand on (target, probe)\n(\n%s\n>\n%s / 2\n)",
-		seriesBurning(pp, b, fleetSel(pp, replicaSeries)), passingReplicas(pp, b), replicasExpr(pp, b))
-	obj := fmtF(pp.Objective * 100)
-	return p.fleetRule(AlertReplicaFailing, pp, b, expr,
-		fmt.Sprintf("Replica {{ $labels.replica }} of %s/%s burns its %s%% acceptance error budget %sx too fast over %s while most replicas pass",
-			pp.Target, pp.Probe, obj, valueFmt, fmtDur(b.Long)),
-		fmt.Sprintf("Probe %s against replica {{ $labels.replica }} of target %s burned its %s%% acceptance objective's error budget %sx faster than sustainable over the last %s, and more than %sx over the last %s, "+
-			"while more than half of the target's replicas stay below %sx over %s. One engine is sick (crashed, out of memory, bad node or GPU): drain or restart it; the others serve.",
-			pp.Probe, pp.Target, obj, valueFmt, fmtDur(b.Long), fmtF(b.Factor), fmtDur(b.Short), fmtF(b.Factor), fmtDur(b.Long)))
+	return p.fleetAlert(AlertReplicaFailing, pp, b, replicaSeries, ">", " / 2", fleetText{
+		who: "Replica {{ $labels.replica }}", whom: "replica {{ $labels.replica }}", while: "most replicas pass",
+		cause: "One engine is sick (crashed, out of memory, bad node or GPU): drain or restart it; the others serve."})
 }
 
 // gatewayFailing: the gateway's series burn the budget while every
 // replica behind it is below the factor. A static target has no replica
 // series, so the count is empty and the alert cannot fire.
 func (p *plan) gatewayFailing(pp pairPlan, b burnPlan) Rule {
-	expr := fmt.Sprintf("%s\nand on (target, probe)\n(\n%s\n==\n%s\n)",
-		seriesBurning(pp, b, fleetSel(pp, gatewaySeries)), passingReplicas(pp, b), replicasExpr(pp, b))
-	obj := fmtF(pp.Objective * 100)
-	return p.fleetRule(AlertGatewayFailing, pp, b, expr,
-		fmt.Sprintf("The gateway of %s/%s burns its %s%% acceptance error budget %sx too fast over %s while every replica passes",
-			pp.Target, pp.Probe, obj, valueFmt, fmtDur(b.Long)),
-		fmt.Sprintf("Probe %s through the url of target %s burned its %s%% acceptance objective's error budget %sx faster than sustainable over the last %s, and more than %sx over the last %s, "+
-			"while every discovered replica, probed directly, stays below %sx over %s. The engines serve: the router, ingress or load balancer in front of them fails.",
-			pp.Probe, pp.Target, obj, valueFmt, fmtDur(b.Long), fmtF(b.Factor), fmtDur(b.Short), fmtF(b.Factor), fmtDur(b.Long)))
+	return p.fleetAlert(AlertGatewayFailing, pp, b, gatewaySeries, "==", "", fleetText{
+		who: "The gateway", whom: "the url (gateway)", while: "every replica passes",
+		cause: "The engines serve: the router, ingress or load balancer in front of them fails."})
 }

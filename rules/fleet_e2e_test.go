@@ -4,12 +4,8 @@ package rules
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,10 +70,6 @@ func fleetExposition(series []fleetSeries, rate, elapsed float64) string {
 // replica of replica-down only, VLLMProbeGatewayFailing for gateway-down
 // only.
 func TestFleetAlertsInPrometheus(t *testing.T) {
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus not installed: %v", err)
-	}
 	sd := &discovery.Config{FileSD: &discovery.FileSDConfig{Files: []string{"replicas.json"}}}
 	cfg := &config.Config{
 		Targets: []config.Target{
@@ -108,36 +100,7 @@ func TestFleetAlertsInPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	b, err := Marshal(rf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yml]\n"+
-		"scrape_configs:\n  - job_name: vllm-prober\n    static_configs: [{targets: [%q]}]\n", srv.Listener.Addr().String())
-	for name, content := range map[string][]byte{"rules.yml": b, "prometheus.yml": []byte(promCfg)} {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	cmd := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := "http://" + addr
+	base := runPrometheus(t, dir, rf, srv.Listener.Addr().String())
 
 	byKey := func(alert string) (string, error) {
 		got, err := promQuery(base, fmt.Sprintf(`label_join(count by (target, replica) (ALERTS{alertname=%q,alertstate="firing"}), "key", "/", "target", "replica")`, alert), "key")
