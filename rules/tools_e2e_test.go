@@ -113,15 +113,17 @@ func TestAmtoolRoutesEveryAlert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, _, err := Generate(full, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	routes := map[string]string{} // alertname/severity -> receiver
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Alert != "" {
-				routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{SeverityPage: "page", SeverityTicket: "ticket"}[r.Labels["severity"]]
+	for _, cfg := range []*config.Config{full, fleetConfig()} {
+		rf, _, err := Generate(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != "" {
+					routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{SeverityPage: "page", SeverityTicket: "ticket"}[r.Labels["severity"]]
+				}
 			}
 		}
 	}
