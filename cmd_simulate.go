@@ -30,6 +30,8 @@ func simulateCommand(app *kingpin.Application) action {
 	cmd.Flag("decode-base", "Fixed cost of an engine step that decodes.").Default(d.DecodeBase.String()).DurationVar(&o.DecodeBase)
 	cmd.Flag("decode-per-seq", "Decode cost per sequence in the batch.").Default(d.DecodePerSeq.String()).DurationVar(&o.DecodePerSeq)
 	cmd.Flag("jitter", "Relative jitter of step durations, in [0, 1).").Default("0.05").Float64Var(&o.Jitter)
+	cmd.Flag("reasoning-tokens", "Reasoning tokens every chat answer starts with, streamed as delta.reasoning (a reasoning parser's output); 0 for none.").Default("0").IntVar(&o.ReasoningTokens)
+	cmd.Flag("embedding-dim", "Length of the vectors of POST /v1/embeddings.").Default(strconv.Itoa(d.EmbeddingDim)).IntVar(&o.EmbeddingDim)
 	cmd.Flag("enable-per-request-metrics", "Attach the per-request `metrics` object (vLLM's --enable-per-request-metrics).").Default("true").BoolVar(&o.PerRequestMetrics)
 	cmd.Flag("enable-prefix-caching", "Reuse KV of identical 16-token prompt blocks.").Default("true").BoolVar(&o.PrefixCaching)
 	cmd.Flag("enable-request-id-headers", "Echo X-Request-Id on responses.").BoolVar(&o.EnableRequestIDHeaders)
@@ -77,6 +79,7 @@ func faultFlags(cmd *kingpin.CmdClause, f *simulator.Faults) {
 		{"fault.no-done", "Rate of streams without data: [DONE].", &f.NoDone},
 		{"fault.wrong-model", "Rate of responses naming the wrong model.", &f.WrongModel},
 		{"fault.bad-answer", "Rate of wrong answers to questions.", &f.BadAnswer},
+		{"fault.bad-tool-call", "Rate of forced tool calls whose arguments are not valid JSON.", &f.BadToolCall},
 	}
 	for _, r := range rates {
 		cmd.Flag(r.name, r.help).Default("0").Float64Var(r.dst)

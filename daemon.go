@@ -14,12 +14,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/collector/server"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/httpclient"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/history"
@@ -183,12 +183,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 }
 
 // userAgent names the prober and its version in requests to targets.
-func userAgent() string {
-	if version.Version == "" {
-		return appName
-	}
-	return appName + "/" + version.Version
-}
+func userAgent() string { return httpclient.UserAgent() }
 
 // listen opens every --web.listen-address, so the bound port is known
 // (":0" picks a free one) before serving.

@@ -58,7 +58,7 @@ func TestCommandLine(t *testing.T) {
 		{"unknown flag", []string{"--no-such-flag"}, 2, []string{"unknown long flag '--no-such-flag'", "usage:"}},
 		{"bad flag value", []string{"run", "--log.level=loud"}, 2, []string{"log.level"}},
 		{"bad number names the flag", []string{"simulate", "--max-num-seqs=abc"}, 2, []string{"--max-num-seqs=abc:"}},
-		{"simulate help", []string{"help", "simulate"}, 0, []string{"--model", "--max-num-seqs", "--fault.http-500"}},
+		{"simulate help", []string{"help", "simulate"}, 0, []string{"--model", "--max-num-seqs", "--fault.http-500", "--reasoning-tokens", "--embedding-dim", "--fault.bad-tool-call"}},
 		{"simulate bad fault rate", []string{"simulate", "--fault.http-500=2", "--web.listen-address=127.0.0.1:0"}, 1, []string{"must be in [0, 1]"}},
 		{"config check minimal", []string{"--config.file=deploy/examples/minimal.yml", "--config.check"}, 0, []string{"SUCCESS"}},
 		{"config check full", []string{"--config.file=deploy/examples/full.yml", "--config.check"}, 0, []string{"SUCCESS"}},

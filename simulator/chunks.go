@@ -28,10 +28,10 @@ func (c *call) runningUsage(o engine.Output) *wire.UsageStream {
 }
 
 // chatContentChunk is a content chunk, or the finish chunk when o finishes.
-func (s *Server) chatContentChunk(c *call, o engine.Output, final bool) wire.ChatChunk {
-	choice := wire.ChatChunkChoice{Index: o.Choice, Delta: wire.ChatDelta{Content: strPtr(o.Text)}, Logprobs: wire.Null, TokenIDs: wire.Null}
+func (s *Server) chatContentChunk(c *call, st *streamState, o engine.Output, final bool) wire.ChatChunk {
+	choice := wire.ChatChunkChoice{Index: o.Choice, Delta: c.delta(st, o), Logprobs: wire.Null, TokenIDs: wire.Null}
 	if o.Finish != "" {
-		choice.FinishReason = strPtr(o.Finish)
+		choice.FinishReason = strPtr(c.finishReason(o.Finish))
 		choice.StopReason = wire.Null
 	}
 	ch := wire.ChatChunk{Head: c.head(c.object()),
@@ -40,6 +40,31 @@ func (s *Server) chatContentChunk(c *call, o engine.Output, final bool) wire.Cha
 		ch.SystemFingerprint = s.fingerprint
 	}
 	return ch
+}
+
+// delta is the delta of one output: its reasoning text, then its answer
+// text as content or as a piece of the tool call's arguments. The first
+// piece of a tool call carries its id, type and function name; an output
+// without text (an EOS) is an empty content, or {} for a tool call.
+func (c *call) delta(st *streamState, o engine.Output) wire.ChatDelta {
+	var d wire.ChatDelta
+	if o.Reasoning != "" {
+		d.Reasoning = strPtr(o.Reasoning)
+	}
+	switch {
+	case c.tool == nil:
+		if o.Text != "" || o.Reasoning == "" {
+			d.Content = strPtr(o.Text)
+		}
+	case o.Text != "":
+		tc := wire.DeltaToolCall{Index: 0, Function: wire.DeltaFunction{Arguments: o.Text}}
+		if !st.toolStarted {
+			st.toolStarted = true
+			tc.ID, tc.Type, tc.Function.Name = c.tool.id, "function", c.tool.name
+		}
+		d.ToolCalls = []wire.DeltaToolCall{tc}
+	}
+	return d
 }
 
 // cmplContentChunk is a completions chunk; every choice key is present.

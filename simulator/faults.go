@@ -44,6 +44,13 @@ type Faults struct {
 	WrongModel float64 `json:"wrong_model"`
 	// BadAnswer answers questions wrongly (quality probes).
 	BadAnswer float64 `json:"bad_answer"`
+	// BadToolCall makes the arguments of a forced tool call invalid JSON.
+	// It is drawn from its own seeded stream, so setting it leaves the
+	// other kinds' draws as they were.
+	BadToolCall float64 `json:"bad_tool_call"`
+	// OutputVariant changes the deterministic text of every answer for
+	// requests that arrive after it is set; 0 is the original text.
+	OutputVariant int `json:"output_variant"`
 	// ExtraTTFT delays the first event of every request; ExtraITL delays
 	// every later event by a further ExtraITL (so every gap grows by it).
 	ExtraTTFT time.Duration `json:"extra_ttft"`
@@ -65,6 +72,8 @@ type faultsWire struct {
 	NoDone           float64         `json:"no_done"`
 	WrongModel       float64         `json:"wrong_model"`
 	BadAnswer        float64         `json:"bad_answer"`
+	BadToolCall      float64         `json:"bad_tool_call"`
+	OutputVariant    int             `json:"output_variant"`
 	ExtraTTFT        json.RawMessage `json:"extra_ttft"`
 	ExtraITL         json.RawMessage `json:"extra_itl"`
 }
@@ -78,6 +87,7 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 		Stall: f.Stall, StallDuration: d(f.StallDuration),
 		Disconnect: f.Disconnect, ErrorEvent: f.ErrorEvent, MalformedEvent: f.MalformedEvent,
 		NoDone: f.NoDone, WrongModel: f.WrongModel, BadAnswer: f.BadAnswer,
+		BadToolCall: f.BadToolCall, OutputVariant: f.OutputVariant,
 		ExtraTTFT: d(f.ExtraTTFT), ExtraITL: d(f.ExtraITL),
 	})
 }
@@ -95,6 +105,7 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 		SlowHeaders: w.SlowHeaders, Stall: w.Stall, Disconnect: w.Disconnect,
 		ErrorEvent: w.ErrorEvent, MalformedEvent: w.MalformedEvent, NoDone: w.NoDone,
 		WrongModel: w.WrongModel, BadAnswer: w.BadAnswer,
+		BadToolCall: w.BadToolCall, OutputVariant: w.OutputVariant,
 	}
 	var err error
 	for _, p := range []struct {
@@ -135,13 +146,17 @@ func parseJSONDuration(raw json.RawMessage) (time.Duration, error) {
 	return time.Duration(secs * float64(time.Second)), nil
 }
 
-// Validate reports rates outside [0, 1] and negative durations.
+// Validate reports rates outside [0, 1], negative durations and a
+// negative output variant.
 func (f Faults) Validate() error {
 	var errs []error
-	for _, r := range f.rates() {
+	for _, r := range append(f.rates(), kindRate{faultBadToolCall, f.BadToolCall}) {
 		if !(r.rate >= 0 && r.rate <= 1) {
 			errs = append(errs, fmt.Errorf("fault %s rate %g: must be in [0, 1]", r.kind, r.rate))
 		}
+	}
+	if f.OutputVariant < 0 {
+		errs = append(errs, fmt.Errorf("output_variant %d: must not be negative", f.OutputVariant))
 	}
 	for name, d := range map[string]time.Duration{"slow_headers_delay": f.SlowHeadersDelay, "stall_duration": f.StallDuration, "extra_ttft": f.ExtraTTFT, "extra_itl": f.ExtraITL} {
 		if d < 0 {
@@ -168,6 +183,7 @@ const (
 	faultNoDone      faultKind = "no_done"
 	faultWrongModel  faultKind = "wrong_model"
 	faultBadAnswer   faultKind = "bad_answer"
+	faultBadToolCall faultKind = "bad_tool_call"
 )
 
 type kindRate struct {
@@ -193,6 +209,8 @@ type faultPlan struct {
 	stall       time.Duration
 	wrongModel  bool
 	badAnswer   bool
+	badToolCall bool
+	variant     int // output variant
 	extraTTFT   time.Duration
 	extraITL    time.Duration
 }
@@ -212,19 +230,23 @@ func (p faultPlan) kinds() []string {
 	if p.badAnswer {
 		out = append(out, string(faultBadAnswer))
 	}
+	if p.badToolCall {
+		out = append(out, string(faultBadToolCall))
+	}
 	return out
 }
 
 // faultState is the runtime-changeable fault configuration with its seeded
-// random source.
+// random sources.
 type faultState struct {
-	mu  sync.Mutex
-	f   Faults
-	rng *rand.Rand
+	mu      sync.Mutex
+	f       Faults
+	rng     *rand.Rand
+	toolRNG *rand.Rand // bad_tool_call only
 }
 
 func newFaultState(f Faults, seed int64) *faultState {
-	return &faultState{f: f, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17))}
+	return &faultState{f: f, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17)), toolRNG: rand.New(rand.NewPCG(uint64(seed), 0x7001))}
 }
 
 func (s *faultState) get() Faults {
@@ -245,7 +267,8 @@ func (s *faultState) set(f Faults) {
 func (s *faultState) draw() faultPlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := faultPlan{extraTTFT: s.f.ExtraTTFT, extraITL: s.f.ExtraITL}
+	p := faultPlan{extraTTFT: s.f.ExtraTTFT, extraITL: s.f.ExtraITL, variant: s.f.OutputVariant,
+		badToolCall: s.toolRNG.Float64() < s.f.BadToolCall}
 	for _, kr := range s.f.rates() {
 		hit := s.rng.Float64() < kr.rate
 		if !hit {

@@ -43,7 +43,10 @@ func TestFaultsEndpoint(t *testing.T) {
 	}{
 		{"set", `{"http_500":0.25,"stall":1,"stall_duration":"2s","extra_itl":0.05}`, 200,
 			Faults{HTTP500: 0.25, Stall: 1, StallDuration: 2 * time.Second, ExtraITL: 50 * time.Millisecond}},
+		{"tool call and drift keys", `{"bad_tool_call":0.5,"output_variant":2}`, 200, Faults{BadToolCall: 0.5, OutputVariant: 2}},
 		{"replace clears absent keys", `{"bad_answer":1}`, 200, Faults{BadAnswer: 1}},
+		{"negative output variant", `{"output_variant":-1}`, 400, Faults{BadAnswer: 1}},
+		{"bad tool call rate above 1", `{"bad_tool_call":1.5}`, 400, Faults{BadAnswer: 1}},
 		{"unknown key", `{"http_501":1}`, 400, Faults{BadAnswer: 1}},
 		{"rate above 1", `{"http_500":2}`, 400, Faults{BadAnswer: 1}},
 		{"bad duration", `{"extra_ttft":"soon"}`, 400, Faults{BadAnswer: 1}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
 // defaultCompletionMaxTokens is the OpenAI legacy default of /v1/completions.
@@ -26,6 +27,32 @@ type call struct {
 	sink         *engine.Sink
 	plan         faultPlan
 	rc           *recorder
+	// reasoning is the number of reasoning tokens each choice starts with;
+	// reasoningOn tells the usage to report them (a chat request to a
+	// server with --reasoning-tokens).
+	reasoning   int
+	reasoningOn bool
+	tool        *toolCall // the forced tool call, nil for a text answer
+}
+
+// finishReason is the finish reason the client sees for the engine's:
+// a "required" tool call that ended normally finishes with tool_calls (a
+// named one with stop, as in vLLM).
+func (c *call) finishReason(engine string) string {
+	if engine == "stop" && c.tool != nil && c.tool.required {
+		return "tool_calls"
+	}
+	return engine
+}
+
+// completionDetails is the usage's completion_tokens_details: nil unless
+// the server reasons. The first c.reasoning of a choice's tokens are
+// reasoning.
+func (c *call) completionDetails(completion int) *wire.CompletionTokensDetails {
+	if !c.reasoningOn {
+		return nil
+	}
+	return &wire.CompletionTokensDetails{ReasoningTokens: min(c.reasoning, completion)}
 }
 
 func (c *call) promptTokens() int {
@@ -53,22 +80,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s.o.EnableRequestIDHeaders {
 		w.Header().Set("X-Request-Id", requestIDHeader(r, c))
 	}
-	if !s.sleepCtx(r.Context(), c.plan.slowHeaders) {
-		return
-	}
-	switch c.plan.terminal {
-	case fault500:
-		rc.rec.Status = 500
-		writeError(w, internalError())
-		return
-	case fault503:
-		rc.rec.Status = 503
-		writeError(w, statusError(503, "Service Unavailable"))
-		return
-	case fault429:
-		rc.rec.Status = 429
-		w.Header().Set("Retry-After", "1")
-		writeError(w, statusError(429, "Too Many Requests"))
+	if s.refuseByFault(w, r, c.plan, rc) {
 		return
 	}
 	if c.plan.wrongModel {
@@ -81,6 +93,30 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	} else {
 		s.respond(w, r, c)
 	}
+}
+
+// refuseByFault applies the faults that come before a response starts: it
+// delays the headers when planned, then answers an HTTP error fault. It
+// returns true when the request is over (refused or the client left).
+func (s *Server) refuseByFault(w http.ResponseWriter, r *http.Request, p faultPlan, rc *recorder) bool {
+	if !s.sleepCtx(r.Context(), p.slowHeaders) {
+		return true
+	}
+	switch p.terminal {
+	case fault500:
+		rc.rec.Status = 500
+		writeError(w, internalError())
+	case fault503:
+		rc.rec.Status = 503
+		writeError(w, statusError(503, "Service Unavailable"))
+	case fault429:
+		rc.rec.Status = 429
+		w.Header().Set("Retry-After", "1")
+		writeError(w, statusError(429, "Too Many Requests"))
+	default:
+		return false
+	}
+	return true
 }
 
 func requestIDHeader(r *http.Request, c *call) string {
@@ -112,6 +148,12 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	if chat {
+		if c.tool, e = forcedTool(req.Tools, req.ToolChoice); e != nil {
+			return nil, e
+		}
+		c.reasoningOn, c.reasoning = s.o.ReasoningTokens > 0, s.o.ReasoningTokens
+	}
 	c.id = s.responseID(r, &req, chat)
 	specs := make([]seqSpec, len(prompts))
 	for i, p := range prompts {
@@ -123,13 +165,45 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	}
 	// Faults are drawn for valid requests only, in arrival order.
 	c.plan = s.faults.draw()
+	if c.tool == nil {
+		c.plan.badToolCall = false
+	} else {
+		c.tool.id = "chatcmpl-tool-" + s.randomHex(32)
+	}
 	for i, sp := range specs {
-		gen := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.badAnswer)
-		sq := &engine.Seq{Choice: i, PromptIDs: sp.ids, MaxTokens: sp.maxTokens, Text: gen.Token, Sink: c.sink, Arrival: arrival}
-		sq.Target, sq.FinishReason = gen.Plan(sp.maxTokens, sp.minTokens, sp.ignoreEOS)
-		c.seqs = append(c.seqs, sq)
+		c.seqs = append(c.seqs, s.newSeq(c, i, sp, arrival))
 	}
 	return c, nil
+}
+
+// newSeq builds the engine sequence of one prompt: c.reasoning reasoning
+// tokens, then the answer (text, or the arguments of c's tool call).
+func (s *Server) newSeq(c *call, choice int, sp seqSpec, arrival time.Time) *engine.Seq {
+	ans := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.badAnswer, c.plan.variant)
+	if c.tool != nil {
+		ans = textgen.NewFixedGeneration(toolArguments(c.tool.params, sp.question, c.plan.badToolCall), " ")
+	}
+	sq := &engine.Seq{Choice: choice, PromptIDs: sp.ids, MaxTokens: sp.maxTokens, Text: ans.Token, Sink: c.sink, Arrival: arrival}
+	r := min(c.reasoning, sp.maxTokens)
+	if r == 0 {
+		sq.Target, sq.FinishReason = ans.Plan(sp.maxTokens, sp.minTokens, sp.ignoreEOS)
+		return sq
+	}
+	think := textgen.NewReasoning(s.o.Seed, sp.question, c.plan.variant)
+	sq.Reasoning = r
+	sq.Text = func(i int) string {
+		if i < r {
+			return think.Token(i)
+		}
+		return ans.Token(i - r)
+	}
+	if r == sp.maxTokens {
+		sq.Target, sq.FinishReason = r, "length"
+		return sq
+	}
+	n, finish := ans.Plan(sp.maxTokens-r, max(sp.minTokens-r, 0), sp.ignoreEOS)
+	sq.Target, sq.FinishReason = r+n, finish
+	return sq
 }
 
 // seqSpec is one prompt of a request with its checked token limits.
@@ -150,7 +224,7 @@ func (s *Server) requestPrompts(req *genRequest, chat bool) ([]prompt, []string,
 		}
 		return []prompt{{text: text, ids: s.tok.Encode(text)}}, []string{lastUser}, nil
 	}
-	prompts, e := s.parsePrompts(req.Prompt)
+	prompts, e := s.parsePrompts(req.Prompt, "prompt")
 	if e != nil {
 		return nil, nil, e
 	}

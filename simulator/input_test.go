@@ -38,7 +38,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown fields accepted", "/v1/completions", "POST", `{"prompt":"hi","max_tokens":2,"temperature":0,"frobnicate":{"x":[1]}}`, 200, "", ""},
 		{"token id lists accepted", "/v1/completions", "POST", `{"prompt":[[1,2],[3]],"max_tokens":2}`, 200, "", ""},
 		{"wrong method", "/v1/completions", "GET", ``, 405, "", "Method Not Allowed"},
-		{"unknown path", "/v1/embeddings", "POST", `{}`, 404, "", "Not Found"},
+		{"unknown path", "/v1/moderations", "POST", `{}`, 404, "", "Not Found"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

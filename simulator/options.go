@@ -33,6 +33,15 @@ type Options struct {
 	// prefix caching, stream interval and step costs.
 	engine.Config
 
+	// ReasoningTokens makes the server a reasoning model behind vLLM's
+	// reasoning parser: every chat answer starts with this many reasoning
+	// tokens, streamed as `delta.reasoning`, counted in completion_tokens and
+	// reported in usage.completion_tokens_details.reasoning_tokens. 0 turns
+	// reasoning off.
+	ReasoningTokens int
+	// EmbeddingDim is the length of the vectors POST /v1/embeddings returns.
+	EmbeddingDim int
+
 	// PerRequestMetrics attaches vLLM's per-request `metrics` object
 	// (--enable-per-request-metrics) to the final usage chunk and to
 	// non-streaming responses.
@@ -58,6 +67,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// DefaultEmbeddingDim is the default length of embedding vectors, that of
+// small sentence-embedding models.
+const DefaultEmbeddingDim = 384
+
+// maxEmbeddingDim bounds the embedding length (the largest models' 8192,
+// with room).
+const maxEmbeddingDim = 1 << 16
+
 // DefaultOptions returns a latency model that looks like a small model on
 // one GPU: idle TTFT of about 20 ms for a 100-token prompt, ITL of about
 // 13 ms growing with the batch, 32 concurrent sequences.
@@ -77,6 +94,7 @@ func DefaultOptions() Options {
 			PrefixCaching:   true,
 			KVCacheTokens:   262144,
 		},
+		EmbeddingDim:      DefaultEmbeddingDim,
 		PerRequestMetrics: true,
 		MaxBodyBytes:      16 << 20,
 		TraceLimit:        10000,
@@ -102,7 +120,16 @@ func (o *Options) validate() error {
 	if o.StreamInterval <= 0 {
 		o.StreamInterval = 1
 	}
+	if o.EmbeddingDim == 0 {
+		o.EmbeddingDim = d.EmbeddingDim
+	}
 	var errs []error
+	if o.ReasoningTokens < 0 {
+		errs = append(errs, fmt.Errorf("reasoning tokens %d: must not be negative", o.ReasoningTokens))
+	}
+	if o.EmbeddingDim < 1 || o.EmbeddingDim > maxEmbeddingDim {
+		errs = append(errs, fmt.Errorf("embedding dim %d: must be in [1, %d]", o.EmbeddingDim, maxEmbeddingDim))
+	}
 	if o.MaxModelLen < 2 {
 		errs = append(errs, fmt.Errorf("max model len %d: must be at least 2", o.MaxModelLen))
 	}

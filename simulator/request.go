@@ -57,6 +57,8 @@ type genRequest struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
 	RequestID           *string         `json:"request_id"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
 }
 
 type streamOptions struct {
@@ -117,15 +119,17 @@ type prompt struct {
 }
 
 // parsePrompts accepts a string, a list of strings, a list of token ids or
-// a list of token-id lists.
-func (s *Server) parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
+// a list of token-id lists in the request field named field ("prompt", or
+// "input" for embeddings).
+func (s *Server) parsePrompts(raw json.RawMessage, field string) ([]prompt, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, validationError("[{'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}]")
+		return nil, validationError("[{'type': 'missing', 'loc': ('body', '%s'), 'msg': 'Field required'}]", field)
 	}
+	empty := badRequest(field, "Prompt cannot be empty.")
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
 		if str == "" {
-			return nil, badRequest("prompt", "Prompt cannot be empty.")
+			return nil, empty
 		}
 		return []prompt{{text: str, ids: s.tok.Encode(str)}}, nil
 	}
@@ -134,7 +138,7 @@ func (s *Server) parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 		out := make([]prompt, len(strs))
 		for i, t := range strs {
 			if t == "" {
-				return nil, badRequest("prompt", "Prompt cannot be empty.")
+				return nil, empty
 			}
 			out[i] = prompt{text: t, ids: s.tok.Encode(t)}
 		}
@@ -142,29 +146,29 @@ func (s *Server) parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
-		return []prompt{{ids: ids}}, checkIDs(ids)
+		return []prompt{{ids: ids}}, checkIDs(ids, field)
 	}
 	var lists [][]int
 	if json.Unmarshal(raw, &lists) == nil && len(lists) > 0 {
 		out := make([]prompt, len(lists))
 		for i, l := range lists {
 			if len(l) == 0 {
-				return nil, badRequest("prompt", "Prompt cannot be empty.")
+				return nil, empty
 			}
-			if err := checkIDs(l); err != nil {
+			if err := checkIDs(l, field); err != nil {
 				return nil, err
 			}
 			out[i] = prompt{ids: l}
 		}
 		return out, nil
 	}
-	return nil, validationError("[{'type': 'union_type', 'loc': ('body', 'prompt'), 'msg': 'Input should be a valid string, a list of strings, a list of token ids or a list of token id lists'}]")
+	return nil, validationError("[{'type': 'union_type', 'loc': ('body', '%s'), 'msg': 'Input should be a valid string, a list of strings, a list of token ids or a list of token id lists'}]", field)
 }
 
-func checkIDs(ids []int) *apiError {
+func checkIDs(ids []int, field string) *apiError {
 	for _, id := range ids {
 		if id < 0 || id >= textgen.VocabSize {
-			return badRequest("prompt", "Token id %d is out of vocabulary", id)
+			return badRequest(field, "Token id %d is out of vocabulary", id)
 		}
 	}
 	return nil

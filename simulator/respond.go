@@ -12,6 +12,7 @@ import (
 // collected is the whole output of a non-streaming call.
 type collected struct {
 	texts    []strings.Builder
+	reasons  []strings.Builder // reasoning texts
 	finishes []string
 	totals   []int
 	timing   engine.Timing
@@ -21,7 +22,8 @@ type collected struct {
 // collect waits for every sequence of c to finish; false when the client
 // left or the server closed first.
 func (s *Server) collect(r *http.Request, c *call) (*collected, bool) {
-	out := &collected{texts: make([]strings.Builder, len(c.seqs)), finishes: make([]string, len(c.seqs)), totals: make([]int, len(c.seqs))}
+	n := len(c.seqs)
+	out := &collected{texts: make([]strings.Builder, n), reasons: make([]strings.Builder, n), finishes: make([]string, n), totals: make([]int, n)}
 	for done := 0; done < len(c.seqs); {
 		select {
 		case <-c.sink.Notify():
@@ -33,6 +35,7 @@ func (s *Server) collect(r *http.Request, c *call) (*collected, bool) {
 		}
 		for _, o := range c.sink.Take() {
 			out.texts[o.Choice].WriteString(o.Text)
+			out.reasons[o.Choice].WriteString(o.Reasoning)
 			out.totals[o.Choice] = o.Total
 			out.last = o.At
 			if o.Finish != "" {
@@ -64,10 +67,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
 	if s.o.PerRequestMetrics && len(c.seqs) == 1 {
 		m = perRequest(timing, completion)
 	}
-	u := wire.UsageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion, PromptTokensDetails: wire.Null}
+	u := wire.UsageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion, PromptTokensDetails: wire.Null,
+		CompletionTokensDetails: c.completionDetails(completion)}
 	var body []byte
 	if c.chat {
-		body = wire.Compact(s.chatResponse(c, texts[0].String(), finishes[0], u, m))
+		body = wire.Compact(s.chatResponse(c, col, u, m))
 	} else {
 		choices := make([]wire.CmplChoice, len(c.seqs))
 		for i := range choices {
@@ -105,11 +109,22 @@ func (s *Server) applyBodyFault(w http.ResponseWriter, r *http.Request, c *call)
 	return true
 }
 
-func (s *Server) chatResponse(c *call, text, finish string, u wire.UsageFull, m *wire.PerRequestMetrics) wire.ChatResponse {
-	msg := wire.ChatMessageOut{Role: "assistant", Content: text, Refusal: wire.Null, Annotations: wire.Null, Audio: wire.Null,
-		FunctionCall: wire.Null, ToolCalls: []struct{}{}, Reasoning: wire.Null}
+// chatResponse is the non-streaming chat response: the message holds the
+// reasoning text (null without reasoning) and either the answer text or
+// the tool call, whose arguments are the answer text.
+func (s *Server) chatResponse(c *call, col *collected, u wire.UsageFull, m *wire.PerRequestMetrics) wire.ChatResponse {
+	msg := wire.ChatMessageOut{Role: "assistant", Content: col.texts[0].String(), Refusal: wire.Null, Annotations: wire.Null, Audio: wire.Null,
+		FunctionCall: wire.Null, ToolCalls: []wire.ToolCall{}}
+	if r := col.reasons[0].String(); r != "" {
+		msg.Reasoning = &r
+	}
+	if c.tool != nil && msg.Content != "" {
+		msg.ToolCalls = []wire.ToolCall{{ID: c.tool.id, Type: "function", Function: wire.FunctionCall{Name: c.tool.name, Arguments: msg.Content}}}
+		msg.Content = ""
+	}
 	return wire.ChatResponse{Head: c.head("chat.completion"),
-		Choices:     []wire.ChatChoice{{Index: 0, Message: msg, Logprobs: wire.Null, FinishReason: finish, StopReason: wire.Null, TokenIDs: wire.Null}},
+		Choices: []wire.ChatChoice{{Index: 0, Message: msg, Logprobs: wire.Null, FinishReason: c.finishReason(col.finishes[0]),
+			StopReason: wire.Null, TokenIDs: wire.Null}},
 		ServiceTier: wire.Null, SystemFingerprint: s.fingerprint, Usage: u, PromptLogprobs: wire.Null, PromptTokenIDs: wire.Null,
 		PromptText: wire.Null, KVTransferParams: wire.Null, Metrics: m}
 }

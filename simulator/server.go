@@ -155,6 +155,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/models", s.only(s.handleModels, http.MethodGet))
 	mux.HandleFunc("/v1/completions", s.only(func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) }, http.MethodPost))
 	mux.HandleFunc("/v1/chat/completions", s.only(func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) }, http.MethodPost))
+	mux.HandleFunc("/v1/embeddings", s.only(s.handleEmbeddings, http.MethodPost))
 	mux.HandleFunc("/health", s.only(s.handleHealth, http.MethodGet))
 	mux.HandleFunc("/ping", s.only(s.handleHealth, http.MethodGet, http.MethodPost))
 	mux.HandleFunc("/version", s.only(func(w http.ResponseWriter, _ *http.Request) {

@@ -109,8 +109,11 @@ type streamState struct {
 	events   int // content events written
 	finished int
 	roleSent bool
-	totals   []int
-	timings  []engine.Timing
+	// toolStarted tells that the tool call's first piece (with its id and
+	// name) was sent.
+	toolStarted bool
+	totals      []int
+	timings     []engine.Timing
 }
 
 // sleepUntil waits for an absolute deadline; false when the client left.
@@ -180,11 +183,14 @@ func (s *Server) addOutput(x *sse, c *call, st *streamState, o engine.Output) {
 		x.add("role", 0, wire.Compact(s.roleChunk(c)))
 	}
 	kind := "content"
-	if o.Finish != "" {
+	switch {
+	case o.Finish != "":
 		kind = "finish"
+	case o.Text == "" && o.Reasoning != "":
+		kind = "reasoning"
 	}
 	if c.chat {
-		x.add(kind, o.Tokens, wire.Compact(s.chatContentChunk(c, o, final)))
+		x.add(kind, o.Tokens, wire.Compact(s.chatContentChunk(c, st, o, final)))
 	} else {
 		x.add(kind, o.Tokens, wire.Compact(s.cmplContentChunk(c, o, final)))
 	}
@@ -199,7 +205,8 @@ func (s *Server) endStream(x *sse, c *call, st *streamState) {
 	}
 	c.rc.rec.CompletionTokens = completion
 	if c.includeUsage {
-		u := &wire.UsageStream{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion}
+		u := &wire.UsageStream{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens() + completion, CompletionTokens: completion,
+			CompletionTokensDetails: c.completionDetails(completion)}
 		var m *wire.PerRequestMetrics
 		if s.o.PerRequestMetrics && len(c.seqs) == 1 {
 			m = perRequest(st.timings[0], completion)

@@ -48,11 +48,14 @@ type Config struct {
 type Output struct {
 	Choice int
 	Text   string
-	Tokens int    // tokens in this output
-	Total  int    // completion tokens of the choice so far
-	Finish string // "" until the last output of the choice
-	At     time.Time
-	Timing Timing // set on the last output
+	// Reasoning is the text of the output's reasoning tokens (the
+	// sequence's first Seq.Reasoning tokens); Text holds the rest.
+	Reasoning string
+	Tokens    int    // tokens in this output
+	Total     int    // completion tokens of the choice so far
+	Finish    string // "" until the last output of the choice
+	At        time.Time
+	Timing    Timing // set on the last output
 }
 
 // Timing holds the engine-side timestamps of a sequence.
@@ -102,14 +105,24 @@ type Seq struct {
 	Target       int // tokens to generate
 	FinishReason string
 	Text         func(i int) string // the text of output token i, asked in order
-	Sink         *Sink
-	Arrival      time.Time // when the request arrived
-	aborted      atomic.Bool
+	// Reasoning is how many leading tokens are reasoning: their text goes
+	// to Output.Reasoning. They are generated tokens like any other for
+	// the engine and its metrics, as in vLLM, whose reasoning parser runs
+	// in the frontend.
+	Reasoning int
+	// Pooling marks an embedding request: it is admitted and prefilled
+	// like any sequence, then finishes in that step without generating a
+	// token (Target and Text are unused).
+	Pooling bool
+	Sink    *Sink
+	Arrival time.Time // when the request arrived
+	aborted atomic.Bool
 
 	// Engine-goroutine state.
 	generated    int
 	prefilled    bool
 	pendingText  []byte
+	pendingReasn []byte
 	pendingCount int
 	timing       Timing
 }

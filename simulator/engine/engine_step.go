@@ -103,6 +103,10 @@ func (e *Engine) complete(st step, now time.Time) {
 				e.met.promptTokens.Add(float64(len(s.PromptIDs)))
 			}
 		}
+		if s.Pooling {
+			outs, sinks = append(outs, e.finishPooling(s, now)), append(sinks, s.Sink)
+			continue
+		}
 		e.kvUsed++
 		if o, ok := e.emitToken(s, now); ok {
 			outs, sinks = append(outs, o), append(sinks, s.Sink)
@@ -131,24 +135,47 @@ func (e *Engine) emitToken(s *Seq, now time.Time) (Output, bool) {
 	}
 	s.timing.LastToken = now
 	last := s.generated == s.Target
-	if !(last && s.FinishReason == "stop") { // EOS has no text
+	switch {
+	case last && s.FinishReason == "stop": // EOS has no text
+	case i < s.Reasoning:
+		s.pendingReasn = append(s.pendingReasn, s.Text(i)...)
+	default:
 		s.pendingText = append(s.pendingText, s.Text(i)...)
 	}
 	s.pendingCount++
 	if s.generated > 1 && s.pendingCount < e.c.StreamInterval && !last {
 		return Output{}, false
 	}
-	o := Output{Choice: s.Choice, Text: string(s.pendingText), Tokens: s.pendingCount, Total: s.generated, At: now}
+	o := Output{Choice: s.Choice, Text: string(s.pendingText), Reasoning: string(s.pendingReasn), Tokens: s.pendingCount, Total: s.generated, At: now}
 	if last {
 		o.Finish = s.FinishReason
 		o.Timing = s.timing
 	}
-	s.pendingText, s.pendingCount = nil, 0
+	s.pendingText, s.pendingReasn, s.pendingCount = nil, nil, 0
 	return o, true
 }
 
-// retire removes a finished sequence and records its request metrics.
-func (e *Engine) retire(s *Seq) {
+// finishPooling ends a pooling sequence in the step that prefilled it:
+// its one output carries no token. It records the request metrics that
+// apply to a request without generated tokens (no TTFT, ITL, TPOT or
+// generation length).
+func (e *Engine) finishPooling(s *Seq, now time.Time) Output {
+	s.timing.FirstToken, s.timing.LastToken = now, now
+	e.unrun(s)
+	t := s.timing
+	m := e.met
+	m.success.WithLabelValues("stop").Inc()
+	m.e2e.Observe(now.Sub(t.Arrival).Seconds())
+	m.queueTime.Observe(t.Scheduled.Sub(t.Queued).Seconds())
+	m.prefillTime.Observe(now.Sub(t.Scheduled).Seconds())
+	m.inferenceTime.Observe(now.Sub(t.Scheduled).Seconds())
+	m.promptLen.Observe(float64(len(s.PromptIDs)))
+	return Output{Choice: s.Choice, Finish: "stop", At: now, Timing: t}
+}
+
+// unrun removes a finished sequence from the running batch and the KV
+// cache, and keeps its prompt in the prefix cache.
+func (e *Engine) unrun(s *Seq) {
 	for i, r := range e.running {
 		if r == s {
 			e.running = append(e.running[:i], e.running[i+1:]...)
@@ -157,6 +184,11 @@ func (e *Engine) retire(s *Seq) {
 	}
 	e.kvUsed -= s.kvTokens()
 	e.prefix.insert(s.PromptIDs)
+}
+
+// retire removes a finished sequence and records its request metrics.
+func (e *Engine) retire(s *Seq) {
+	e.unrun(s)
 	t := s.timing
 	m := e.met
 	m.success.WithLabelValues(s.FinishReason).Inc()

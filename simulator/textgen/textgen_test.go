@@ -49,7 +49,7 @@ func TestAnswerRule(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%v", tc.prompt, tc.wrong), func(t *testing.T) {
-			if got := answerText(tc.prompt, tc.wrong); got != tc.want {
+			if got := answerText(tc.prompt, tc.wrong, 0); got != tc.want {
 				t.Errorf("answer %q, want %q", got, tc.want)
 			}
 		})

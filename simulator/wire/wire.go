@@ -19,16 +19,25 @@ import (
 var Null = json.RawMessage("null")
 
 type UsageStream struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens            int                      `json:"prompt_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
 }
 
 type UsageFull struct {
-	PromptTokens        int             `json:"prompt_tokens"`
-	TotalTokens         int             `json:"total_tokens"`
-	CompletionTokens    int             `json:"completion_tokens"`
-	PromptTokensDetails json.RawMessage `json:"prompt_tokens_details"`
+	PromptTokens            int                      `json:"prompt_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	PromptTokensDetails     json.RawMessage          `json:"prompt_tokens_details"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// CompletionTokensDetails is vLLM's CompletionTokenUsageInfo, reported by
+// servers with a reasoning parser; the reasoning tokens are part of
+// completion_tokens.
+type CompletionTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 // PerRequestMetrics is vLLM's PerRequestTimingMetrics (milliseconds).
@@ -77,8 +86,38 @@ type ChatChunk struct {
 }
 
 type ChatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	Reasoning *string         `json:"reasoning,omitempty"`
+	ToolCalls []DeltaToolCall `json:"tool_calls,omitempty"`
+}
+
+// DeltaToolCall is one streamed piece of a tool call: the first carries
+// the id, type and function name, later ones only argument text.
+type DeltaToolCall struct {
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Index    int           `json:"index"`
+	Function DeltaFunction `json:"function"`
+}
+
+// DeltaFunction is the function part of a DeltaToolCall.
+type DeltaFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolCall is a whole tool call of a non-streaming chat response.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function part of a ToolCall.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 type ChatChunkChoice struct {
@@ -131,8 +170,8 @@ type ChatMessageOut struct {
 	Annotations  json.RawMessage `json:"annotations"`
 	Audio        json.RawMessage `json:"audio"`
 	FunctionCall json.RawMessage `json:"function_call"`
-	ToolCalls    []struct{}      `json:"tool_calls"`
-	Reasoning    json.RawMessage `json:"reasoning"`
+	ToolCalls    []ToolCall      `json:"tool_calls"`
+	Reasoning    *string         `json:"reasoning"`
 }
 
 type ChatChoice struct {
@@ -142,6 +181,22 @@ type ChatChoice struct {
 	FinishReason string          `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason"`
 	TokenIDs     json.RawMessage `json:"token_ids"`
+}
+
+// EmbeddingResponse is vLLM's EmbeddingResponse (id "embd-...", object
+// "list"); its usage has no completion tokens.
+type EmbeddingResponse struct {
+	Head
+	Data  []EmbeddingData `json:"data"`
+	Usage UsageFull       `json:"usage"`
+}
+
+// EmbeddingData is one vector of an EmbeddingResponse: a list of floats, or
+// a base64 string of little-endian float32s.
+type EmbeddingData struct {
+	Index     int    `json:"index"`
+	Object    string `json:"object"`
+	Embedding any    `json:"embedding"`
 }
 
 // ErrorBody is vLLM's ErrorResponse.
