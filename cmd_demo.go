@@ -220,6 +220,7 @@ probes:
           expect: {regex: '\b144\b'}
         - messages: [{role: user, content: "What is 7+8? Digits only."}]
           expect: {regex: '\b15\b'}
+    fingerprint: {tokens: 8, confirm: 3}
     slo: {ttft: 500ms, tpot: 50ms, e2el: 5s}
     quality: {finish_reasons: [stop, length], min_output_tokens: 1}
     objective: 0.99

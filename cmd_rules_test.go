@@ -25,7 +25,7 @@ func TestRulesCommand(t *testing.T) {
 			[]string{"rule_files:\n  - r.yml", "alert_rule_test:", "alertname: VLLMProbeErrorBudgetFastBurn"}},
 		{"scaled windows and job", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=0.0166667", "--min-requests=1", "--job=probers"}, 0,
 			[]string{`ratio_rate5s`, `absent(up{job="probers"})`, "for: 5s"}},
-		{"invalid config", []string{"rules", "--config.file=config/testdata/invalid-api.yml"}, 1, []string{"invalid-api.yml", "embeddings"}},
+		{"invalid config", []string{"rules", "--config.file=config/testdata/invalid-api.yml"}, 1, []string{"invalid-api.yml", "responses"}},
 		{"missing config", []string{"rules", "--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
 		{"negative scale", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=-1"}, 1, []string{"must not be negative"}},
 	}

@@ -20,11 +20,31 @@ import (
 // ready, with no HTTP server: tests gather d.reg and call d.reload.
 func startInProcess(t *testing.T, cfgPath string) *daemon {
 	t.Helper()
+	return startInProcessLogged(t, cfgPath, slog.New(slog.DiscardHandler))
+}
+
+// gatherByName gathers an in-process daemon's registry by family name.
+func gatherByName(t *testing.T, d *daemon) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := d.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		out[f.GetName()] = f
+	}
+	return out
+}
+
+// startInProcessLogged is startInProcess with the daemon's logger.
+func startInProcessLogged(t *testing.T, cfgPath string, logger *slog.Logger) *daemon {
+	t.Helper()
 	safe := &config.SafeConfig{}
 	if _, err := safe.Reload(cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(slog.New(slog.DiscardHandler), &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
+	d, err := newDaemon(logger, &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +66,7 @@ func TestReloadChangesHistogramSelection(t *testing.T) {
 	defer d.closeLedger()
 	defer d.shutdown()
 
-	gather := func() map[string]*dto.MetricFamily {
-		fams, err := d.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]*dto.MetricFamily{}
-		for _, f := range fams {
-			out[f.GetName()] = f
-		}
-		return out
-	}
+	gather := func() map[string]*dto.MetricFamily { return gatherByName(t, d) }
 	ttft := func(fams map[string]*dto.MetricFamily) *dto.Histogram {
 		if f := fams[metricname.TTFT]; f != nil && len(f.GetMetric()) == 1 {
 			return f.GetMetric()[0].GetHistogram()

@@ -229,4 +229,35 @@ func TestBenchChatAgainstSimulator(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+	if strings.Contains(stdout.String(), "TTFA") {
+		t.Errorf("a TTFA section without reasoning:\n%s", stdout.String())
+	}
+}
+
+// TestBenchReasoningAgainstSimulator: against a reasoning model the result
+// block gets the TTFA section, whose median is the TTFT median plus the
+// reasoning deltas' time.
+func TestBenchReasoningAgainstSimulator(t *testing.T) {
+	url, _ := startSim(t, simtest.Reasoning(6))
+	o := benchTestOptions(url)
+	o.Backend, o.Endpoint, o.NumPrompts, o.RandomOutputLen = backendOpenAIChat, "/v1/chat/completions", 8, 12
+	var stdout bytes.Buffer
+	out, err := Bench(context.Background(), o, Env{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Metrics
+	if !m.Reasoned || m.Dispositions[probe.Accepted] != 8 {
+		t.Fatalf("reasoned %v, dispositions %v: want 8 accepted requests that reasoned", m.Reasoned, m.Dispositions)
+	}
+	ttft, ttfa := m.Dists[stats.MetricTTFT].Median, m.Dists[stats.MetricTTFA].Median
+	if !(ttfa > ttft) {
+		t.Errorf("median TTFA %.2f ms, TTFT %.2f ms: want the answer after the reasoning", ttfa, ttft)
+	}
+	if got := blockValue(t, stdout.String(), "Median TTFA (ms):"); got != fmt.Sprintf("%.2f", ttfa) {
+		t.Errorf("printed median TTFA %s, computed %.2f", got, ttfa)
+	}
+	if !strings.Contains(stdout.String(), "------------Time to First Answer Token------------") {
+		t.Errorf("output lacks the TTFA section:\n%s", stdout.String())
+	}
 }

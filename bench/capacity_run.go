@@ -178,7 +178,7 @@ func capacitySettings(o CapacityOptions) map[string]any {
 	if w := o.Workload; o.Config == nil {
 		settings["workload"] = map[string]any{"base_url": w.BaseURL, "endpoint": w.Endpoint, "backend": w.Backend,
 			"model": w.Model, "dataset_name": w.DatasetName, "dataset_path": w.DatasetPath, "random_input_len": w.RandomInputLen,
-			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio}
+			"random_output_len": w.RandomOutputLen, "random_range_ratio": w.RandomRangeRatio, "random_prefix_len": w.RandomPrefixLen}
 	}
 	return settings
 }

@@ -74,6 +74,7 @@ func registerWorkloadFlags(cmd *kingpin.CmdClause, o *Options) {
 	cmd.Flag("random-input-len", "Input tokens per request (random dataset).").Default("1024").IntVar(&o.RandomInputLen)
 	cmd.Flag("random-output-len", "Output tokens per request (random and custom datasets).").Default("128").IntVar(&o.RandomOutputLen)
 	cmd.Flag("random-range-ratio", "Lengths are drawn uniformly from [L(1-r), L(1+r)].").Default("0.0").Float64Var(&o.RandomRangeRatio)
+	cmd.Flag("random-prefix-len", "Tokens of a prefix every prompt starts with, before its --random-input-len random ones (random dataset).").Default("0").IntVar(&o.RandomPrefixLen)
 }
 
 // Options converts and checks the parsed flags; errors wrap ErrUsage.

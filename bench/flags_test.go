@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/judge"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 // parseBench parses args the way main does and returns the options.
@@ -38,7 +41,7 @@ func TestBenchFlagsDefaults(t *testing.T) {
 		{"endpoint", o.Endpoint == "/v1/completions"},
 		{"backend", o.Backend == backendOpenAI},
 		{"dataset", o.DatasetName == datasetRandom},
-		{"random lens", o.RandomInputLen == 1024 && o.RandomOutputLen == 128 && o.RandomRangeRatio == 0},
+		{"random lens", o.RandomInputLen == 1024 && o.RandomOutputLen == 128 && o.RandomRangeRatio == 0 && o.RandomPrefixLen == 0},
 		{"num-prompts", o.NumPrompts == 1000},
 		{"request-rate inf", math.IsInf(o.RequestRate, 1)},
 		{"burstiness", o.Burstiness == 1},
@@ -105,6 +108,7 @@ func TestBenchFlagsBad(t *testing.T) {
 		{"stray argument", []string{"tpot:5"}, "unexpected argument"},
 		{"negative ready check", []string{"--ready-check-timeout-sec=-1"}, "--ready-check-timeout-sec"},
 		{"negative concurrency", []string{"--max-concurrency=-1"}, "--max-concurrency"},
+		{"negative prefix", []string{"--random-prefix-len=-1"}, "--random-prefix-len -1 must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,5 +188,38 @@ func TestGoodputZero(t *testing.T) {
 				t.Errorf("the judge's SLO violations %v, want good=%v", res.SLOViolations, tt.good)
 			}
 		})
+	}
+}
+
+// TestBenchRandomPrefix: --random-prefix-len N makes every random prompt
+// start with the same N tokens, followed by --random-input-len random ones
+// (vLLM's RandomDataset: prompt length = prefix + input length).
+func TestBenchRandomPrefix(t *testing.T) {
+	o, err := parseBench("--random-prefix-len", "32", "--random-input-len", "16", "--random-range-ratio", "0.5", "--seed", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := benchProbe(&o)
+	if r := p.Workload.Random; r == nil || r.PrefixTokens != 32 || r.InputTokens != 16 || r.Seed != 4 {
+		t.Fatalf("bench workload %+v, want prefix 32, input 16, seed 4", r)
+	}
+	w, err := workload.New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []int
+	rests := map[string]bool{}
+	for seq := uint64(1); seq <= 20; seq++ {
+		ids := w.ItemAt(context.Background(), "m", seq).Prompt.([]int)
+		if first == nil {
+			first = ids
+		}
+		if len(ids) < 32+8 || len(ids) > 32+24 || !slices.Equal(ids[:32], first[:32]) {
+			t.Fatalf("prompt %d: %d tokens starting %v, want the 32-token prefix %v then 8 to 24 more", seq, len(ids), ids[:min(32, len(ids))], first[:32])
+		}
+		rests[fmt.Sprint(ids[32:])] = true
+	}
+	if len(rests) != 20 {
+		t.Errorf("%d different rests in 20 prompts, want 20", len(rests))
 	}
 }

@@ -148,7 +148,10 @@ type Options struct {
 	RandomInputLen   int
 	RandomOutputLen  int
 	RandomRangeRatio float64
-	NumPrompts       int
+	// RandomPrefixLen is the shared prefix of every random prompt, in
+	// tokens, on top of RandomInputLen as in vLLM's random dataset.
+	RandomPrefixLen int
+	NumPrompts      int
 
 	RequestRate    float64 // math.Inf(1) = all at once
 	Burstiness     float64
@@ -200,6 +203,7 @@ func (o *Options) validate() error {
 		{o.RandomInputLen < 1, fmt.Sprintf("--random-input-len %d must be at least 1", o.RandomInputLen)},
 		{o.RandomOutputLen < 1, fmt.Sprintf("--random-output-len %d must be at least 1", o.RandomOutputLen)},
 		{!(o.RandomRangeRatio >= 0 && o.RandomRangeRatio < 1), fmt.Sprintf("--random-range-ratio %v must be in [0, 1)", o.RandomRangeRatio)},
+		{o.RandomPrefixLen < 0, fmt.Sprintf("--random-prefix-len %d must not be negative", o.RandomPrefixLen)},
 		{o.NumPrompts < 1, fmt.Sprintf("--num-prompts %d must be at least 1", o.NumPrompts)},
 		{!(o.RequestRate > 0), fmt.Sprintf("--request-rate %v must be positive (or inf)", o.RequestRate)},
 		{!(o.Burstiness > 0), fmt.Sprintf("--burstiness %v must be positive (or inf)", o.Burstiness)},

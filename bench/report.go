@@ -40,6 +40,7 @@ var metricTitles = map[string][2]string{
 	stats.MetricE2EL:         {"End-to-end Latency", "E2EL"},
 	stats.MetricClientQueue:  {"Client-side Queueing", "Client Queue Time"},
 	stats.MetricE2ELAndQueue: {"Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue"},
+	stats.MetricTTFA:         {"Time to First Answer Token", "TTFA"},
 }
 
 // reported lists the selected metrics vLLM reports, in its order: the
@@ -55,6 +56,16 @@ func reported(s Settings) []string {
 		default:
 			out = append(out, name)
 		}
+	}
+	return out
+}
+
+// printed lists the metrics the result block and the saved result report:
+// vLLM's (reported), then TTFA when the server streamed reasoning.
+func printed(s Settings, m stats.Metrics) []string {
+	out := reported(s)
+	if m.Reasoned {
+		out = append(out, stats.MetricTTFA)
 	}
 	return out
 }
@@ -119,7 +130,7 @@ func printResult(w io.Writer, s Settings, m stats.Metrics) {
 	lineFloat(w, "Peak output token throughput (tok/s):", m.MaxOutputTokensPerSecond)
 	lineFloat(w, "Peak concurrent requests:", float64(m.MaxConcurrentRequests))
 	lineFloat(w, "Total token throughput (tok/s):", m.TotalTokenThroughput)
-	for _, name := range reported(s) {
+	for _, name := range printed(s, m) {
 		t, d := metricTitles[name], m.Dists[name]
 		fmt.Fprintln(w, center(t[0], '-', 50))
 		lineFloat(w, fmt.Sprintf("Mean %s (ms):", t[1]), d.Mean)
@@ -213,7 +224,7 @@ func defaultResultFilename(s Settings, at time.Time) string {
 // extra adds keys of the sharded runs: a worker's "shard", a merge's "merge".
 func marshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time, extra map[string]any) ([]byte, error) {
 	out := vllmKeys(s, m, at)
-	for _, name := range reported(s) {
+	for _, name := range printed(s, m) {
 		d := m.Dists[name]
 		out["mean_"+name+"_ms"], out["median_"+name+"_ms"], out["std_"+name+"_ms"] = d.Mean, d.Median, d.Std
 		for _, p := range d.Percentiles {

@@ -68,12 +68,48 @@ func TestPrintResultOptionalLines(t *testing.T) {
 	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), goodput{}, []string{stats.MetricTTFT}
 	var buf bytes.Buffer
 	printResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}))
-	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL"} {
+	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL", "TTFA"} {
 		t.Run(absent, func(t *testing.T) {
 			if strings.Contains(buf.String(), absent) {
 				t.Errorf("%q printed although not asked for:\n%s", absent, buf.String())
 			}
 		})
+	}
+}
+
+// TestPrintResultTTFA: when the server streamed reasoning, a TTFA section
+// in vLLM's print style follows vLLM's sections, over the completed
+// requests that answered; the saved result has its keys.
+func TestPrintResultTTFA(t *testing.T) {
+	s := syntheticSettings()
+	run := syntheticRun()
+	run.Results[0].TTFA, run.Results[0].ReasoningEvents = 300*time.Millisecond, 12
+	run.Results[1].TTFA, run.Results[1].ReasoningEvents = 500*time.Millisecond, 20
+	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	var buf bytes.Buffer
+	printResult(&buf, s, m)
+	want := strings.Join([]string{
+		"------------Time to First Answer Token------------",
+		"Mean TTFA (ms):                          400.00    ",
+		"Median TTFA (ms):                        400.00    ",
+		"P99 TTFA (ms):                           498.00    ",
+		"P99.9 TTFA (ms):                         499.80    ",
+		"==================================================",
+		"",
+	}, "\n")
+	if !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("result block ends\n%s\nwant it to end\n%s", buf.String(), want)
+	}
+	b, err := marshalResult(s, m, run, false, run.Start, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out["mean_ttfa_ms"] != 400.0 || out["p99_ttfa_ms"] != 498.0 {
+		t.Errorf("saved TTFA: mean %v p99 %v, want 400 and 498", out["mean_ttfa_ms"], out["p99_ttfa_ms"])
 	}
 }
 

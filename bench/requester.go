@@ -78,7 +78,7 @@ func benchProbe(o *Options) config.Probe {
 	}
 	if o.DatasetName == datasetRandom {
 		p.Workload.Random = &config.RandomWorkload{InputTokens: o.RandomInputLen, OutputTokens: o.RandomOutputLen,
-			RangeRatio: o.RandomRangeRatio, Seed: o.Seed}
+			RangeRatio: o.RandomRangeRatio, Seed: o.Seed, PrefixTokens: o.RandomPrefixLen}
 	}
 	return p
 }

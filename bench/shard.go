@@ -53,10 +53,10 @@ func (o *Options) sharded() bool { return o.Shard.Count > 1 }
 // merge.
 func runID(o *Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s|%d|%d|%d|%v|%v|%s|%s|%d|%d|%v|%s|%s|%s|%s|%d",
+	fmt.Fprintf(h, "%s|%d|%d|%d|%v|%v|%s|%s|%d|%d|%v|%s|%s|%s|%s|%d|%d",
 		o.StartAt.UTC().Format(time.RFC3339Nano), o.Shard.Count, o.Seed, o.NumPrompts, o.RequestRate, o.Burstiness,
 		o.DatasetName, o.DatasetPath, o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio,
-		o.BaseURL, o.Endpoint, o.Backend, o.Model, o.MaxConcurrency)
+		o.BaseURL, o.Endpoint, o.Backend, o.Model, o.MaxConcurrency, o.RandomPrefixLen)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

@@ -77,7 +77,7 @@ const MaxClassicBuckets = 23
 // boundary (histogram_quantile corrects the monotonicity, so a quantile
 // still lands in the right vLLM bucket).
 type thresholds struct {
-	ttft, tpot, e2el []model.Duration
+	ttft, tpot, e2el, ttfa []model.Duration
 }
 
 // probeThresholds returns the SLO thresholds of p.
@@ -86,6 +86,7 @@ func probeThresholds(p config.Probe) thresholds {
 	th.ttft = appendThreshold(th.ttft, p.SLO.TTFT)
 	th.tpot = appendThreshold(th.tpot, p.SLO.TPOT)
 	th.e2el = appendThreshold(th.e2el, p.SLO.E2EL)
+	th.ttfa = appendThreshold(th.ttfa, p.SLO.TTFA)
 	return th
 }
 
@@ -99,7 +100,7 @@ func appendThreshold(ts []model.Duration, d model.Duration) []model.Duration {
 }
 
 func (t thresholds) equal(o thresholds) bool {
-	return slices.Equal(t.ttft, o.ttft) && slices.Equal(t.tpot, o.tpot) && slices.Equal(t.e2el, o.e2el)
+	return slices.Equal(t.ttft, o.ttft) && slices.Equal(t.tpot, o.tpot) && slices.Equal(t.e2el, o.e2el) && slices.Equal(t.ttfa, o.ttfa)
 }
 
 // histogramShape is everything a pair's histogram series depend on: the

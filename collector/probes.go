@@ -78,6 +78,8 @@ type pairKey struct{ target, probe string }
 // histogram descriptors come from each pair's own histograms.
 type probeDescs struct {
 	offered, requests, failures, slo, quality, inFlight, prompt, output *prometheus.Desc
+	reasoning                                                           *prometheus.Desc
+	fingerprintChanges                                                  *prometheus.Desc
 }
 
 var (
@@ -101,19 +103,23 @@ func New(o Options) *Collector {
 		warned: logonce.Set{Max: 256},
 		pairs:  map[pairKey]*pairMetrics{},
 		descs: probeDescs{
-			offered:  prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
-			requests: prometheus.NewDesc(metricname.Requests, metricname.RequestsHelp, with(labelDisposition), nil),
-			failures: prometheus.NewDesc(metricname.Failures, metricname.FailuresHelp, with(labelReason), nil),
-			slo:      prometheus.NewDesc(metricname.SLOViolations, metricname.SLOViolationsHelp, with(labelSLO), nil),
-			quality:  prometheus.NewDesc(metricname.QualityFailures, metricname.QualityFailuresHelp, with(labelCheck), nil),
-			inFlight: prometheus.NewDesc(metricname.RequestsInFlight, metricname.RequestsInFlightHelp, pair, nil),
-			prompt:   prometheus.NewDesc(metricname.PromptTokens, metricname.PromptTokensHelp, pair, nil),
-			output:   prometheus.NewDesc(metricname.OutputTokens, metricname.OutputTokensHelp, pair, nil),
+			offered:   prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
+			requests:  prometheus.NewDesc(metricname.Requests, metricname.RequestsHelp, with(labelDisposition), nil),
+			failures:  prometheus.NewDesc(metricname.Failures, metricname.FailuresHelp, with(labelReason), nil),
+			slo:       prometheus.NewDesc(metricname.SLOViolations, metricname.SLOViolationsHelp, with(labelSLO), nil),
+			quality:   prometheus.NewDesc(metricname.QualityFailures, metricname.QualityFailuresHelp, with(labelCheck), nil),
+			inFlight:  prometheus.NewDesc(metricname.RequestsInFlight, metricname.RequestsInFlightHelp, pair, nil),
+			prompt:    prometheus.NewDesc(metricname.PromptTokens, metricname.PromptTokensHelp, pair, nil),
+			output:    prometheus.NewDesc(metricname.OutputTokens, metricname.OutputTokensHelp, pair, nil),
+			reasoning: prometheus.NewDesc(metricname.ReasoningTokens, metricname.ReasoningTokensHelp, pair, nil),
+			fingerprintChanges: prometheus.NewDesc(metricname.OutputFingerprintChanges,
+				metricname.OutputFingerprintChangesHelp, pair, nil),
 		},
 	}
 }
 
-// PairStarted implements probe.Sink: a new pair gets every counter at 0;
+// PairStarted implements probe.Sink: a new pair gets every counter at 0
+// (the output fingerprint changes only when its probe has a fingerprint);
 // a changed one keeps its counters, and gets new histograms when its SLO
 // thresholds (which its buckets hold) or its histogram selection changed.
 func (c *Collector) PairStarted(p config.Pair) {
@@ -126,6 +132,7 @@ func (c *Collector) PairStarted(p config.Pair) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pairs[k]; ok {
+		old.fingerprinted.Store(p.Probe.Fingerprint != nil)
 		if !old.shape.equal(shape) {
 			old.shape = shape
 			old.hists.Store(newPairHistograms(k, shape))
@@ -133,6 +140,7 @@ func (c *Collector) PairStarted(p config.Pair) {
 		return
 	}
 	c.pairs[k] = newPairMetrics(k, shape, c.now())
+	c.pairs[k].fingerprinted.Store(p.Probe.Fingerprint != nil)
 }
 
 // PairStopped implements probe.Sink: the pair's series disappear, and the
@@ -205,7 +213,7 @@ const (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.descs
-	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output} {
+	for _, desc := range []*prometheus.Desc{d.offered, d.requests, d.failures, d.slo, d.quality, d.inFlight, d.prompt, d.output, d.reasoning, d.fingerprintChanges} {
 		ch <- desc
 	}
 	for _, desc := range histogramDescs() {

@@ -19,6 +19,7 @@ import (
 // and has no series.
 type pairHistograms struct {
 	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram
+	ttfa                                                prometheus.Histogram
 	phases                                              map[string]prometheus.Histogram
 }
 
@@ -31,6 +32,7 @@ func histogramDescs() []*prometheus.Desc {
 		prometheus.NewDesc(metricname.ITL, metricname.ITLHelp, pair, nil),
 		prometheus.NewDesc(metricname.TPOT, metricname.TPOTHelp, pair, nil),
 		prometheus.NewDesc(metricname.E2EL, metricname.E2ELHelp, pair, nil),
+		prometheus.NewDesc(metricname.TTFA, metricname.TTFAHelp, pair, nil),
 		prometheus.NewDesc(metricname.HTTPPhase, metricname.HTTPPhaseHelp, []string{labelTarget, labelProbe, labelPhase}, nil),
 		prometheus.NewDesc(metricname.ScheduleLag, metricname.ScheduleLagHelp, pair, nil),
 		prometheus.NewDesc(metricname.ServerTTFT, metricname.ServerTTFTHelp, pair, nil),
@@ -55,6 +57,7 @@ func newPairHistograms(k pairKey, s histogramShape) *pairHistograms {
 		itl:         hist(config.HistogramITL, metricname.ITL, metricname.ITLHelp, withThresholds(itlBuckets, th.tpot...)),
 		tpot:        hist(config.HistogramTPOT, metricname.TPOT, metricname.TPOTHelp, withThresholds(itlBuckets, th.tpot...)),
 		e2el:        hist(config.HistogramE2EL, metricname.E2EL, metricname.E2ELHelp, withThresholds(requestLatencyBuckets, th.e2el...)),
+		ttfa:        hist(config.HistogramTTFA, metricname.TTFA, metricname.TTFAHelp, withThresholds(ttftBuckets, th.ttfa...)),
 		lag:         hist(config.HistogramScheduleLag, metricname.ScheduleLag, metricname.ScheduleLagHelp, fineBuckets),
 		serverTTFT:  hist(config.HistogramServer, metricname.ServerTTFT, metricname.ServerTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
 		serverQueue: hist(config.HistogramServer, metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, requestLatencyBuckets),
@@ -131,6 +134,9 @@ func (h *pairHistograms) observe(r *probe.Result) {
 	if d, ok := r.ObservedE2EL(); ok && (whole || r.Disposition == probe.ClientTimeout) {
 		observe(h.e2el, d, ex)
 	}
+	if d, ok := r.ObservedTTFA(); ok {
+		observe(h.ttfa, d, ex)
+	}
 	for name, d := range r.Phases {
 		ph, ok := h.phases[name]
 		if !ok || d < 0 || (name == probe.PhaseDecode && !whole) {
@@ -183,7 +189,7 @@ func exemplar(id string) prometheus.Labels {
 }
 
 func (h *pairHistograms) collect(ch chan<- prometheus.Metric) {
-	for _, m := range []prometheus.Histogram{h.ttft, h.itl, h.tpot, h.e2el, h.lag, h.serverTTFT, h.serverQueue} {
+	for _, m := range []prometheus.Histogram{h.ttft, h.itl, h.tpot, h.e2el, h.ttfa, h.lag, h.serverTTFT, h.serverQueue} {
 		if m != nil {
 			ch <- m
 		}

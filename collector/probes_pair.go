@@ -44,6 +44,11 @@ type pairMetrics struct {
 	checks       []atomic.Uint64
 	promptTokens atomic.Uint64
 	outputTokens atomic.Uint64
+	reasoning    atomic.Uint64 // reasoning tokens
+	// fingerprinted says the pair's probe has a fingerprint, whose
+	// changes it then exports.
+	fingerprinted      atomic.Bool
+	fingerprintChanges atomic.Uint64
 
 	hists atomic.Pointer[pairHistograms]
 }
@@ -108,6 +113,12 @@ func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
 	if r.OutputTokens > 0 {
 		p.outputTokens.Add(uint64(r.OutputTokens))
 	}
+	if r.ReasoningTokens > 0 {
+		p.reasoning.Add(uint64(r.ReasoningTokens))
+	}
+	if r.Fingerprint != nil && r.Fingerprint.Changed {
+		p.fingerprintChanges.Add(1)
+	}
 	return unknown
 }
 
@@ -141,6 +152,10 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 	}
 	counter(d.prompt, p.promptTokens.Load())
 	counter(d.output, p.outputTokens.Load())
+	counter(d.reasoning, p.reasoning.Load())
+	if p.fingerprinted.Load() {
+		counter(d.fingerprintChanges, p.fingerprintChanges.Load())
+	}
 	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(inFlight), t, pr); err == nil {
 		ch <- m
 	}

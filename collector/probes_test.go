@@ -47,17 +47,17 @@ func TestCollectorPreInitialisesCounters(t *testing.T) {
 		metricname.Requests, metricname.Failures, metricname.SLOViolations, metricname.QualityFailures, metricname.RequestsOffered, metricname.RequestsInFlight, metricname.PromptTokens); err != nil {
 		t.Error(err)
 	}
-	// 6 + 17 + 3 + 8 counters, offered, in flight, 2 token counters and 13
+	// 6 + 18 + 4 + 9 counters, offered, in flight, 3 token counters and 14
 	// histograms for the one configured pair; "other" is not run by t1.
-	if got, want := testutil.CollectAndCount(c), len(probe.Dispositions)+len(probe.Reasons)+len(probe.SLOs)+len(probe.Checks)+4+7+len(probe.Phases); got != want {
+	if got, want := testutil.CollectAndCount(c), len(probe.Dispositions)+len(probe.Reasons)+len(probe.SLOs)+len(probe.Checks)+5+8+len(probe.Phases); got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 }
 
 func TestCollectorCountsResults(t *testing.T) {
 	results := []*probe.Result{
-		{Disposition: probe.Accepted, PromptTokens: 10, OutputTokens: 5},
-		{Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency, SLOViolations: []string{probe.SLOTTFT, probe.SLOE2EL}, PromptTokens: 10, OutputTokens: 7},
+		{Disposition: probe.Accepted, PromptTokens: 10, OutputTokens: 5, ReasoningTokens: 3},
+		{Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency, SLOViolations: []string{probe.SLOTTFT, probe.SLOE2EL, probe.SLOTTFA}, PromptTokens: 10, OutputTokens: 7, ReasoningTokens: 4},
 		{Disposition: probe.QualityFailure, Reason: probe.ReasonQuality, QualityFailures: []string{probe.CheckRegex, probe.CheckFinishReason}, SLOViolations: []string{probe.SLOTTFT}},
 		{Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap},
 		{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx},
@@ -84,7 +84,11 @@ func TestCollectorCountsResults(t *testing.T) {
 			"# HELP vllm_probe_slo_violations_total "+metricname.SLOViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter",
 			`vllm_probe_slo_violations_total{probe="p",slo="e2el",target="t"} 1`,
 			`vllm_probe_slo_violations_total{probe="p",slo="tpot",target="t"} 0`,
+			`vllm_probe_slo_violations_total{probe="p",slo="ttfa",target="t"} 1`,
 			`vllm_probe_slo_violations_total{probe="p",slo="ttft",target="t"} 2`)},
+		{"reasoning tokens", metricname.ReasoningTokens, lines(
+			"# HELP vllm_probe_reasoning_tokens_total "+metricname.ReasoningTokensHelp, "# TYPE vllm_probe_reasoning_tokens_total counter",
+			`vllm_probe_reasoning_tokens_total{probe="p",target="t"} 7`)},
 		{"output tokens", metricname.OutputTokens, lines(
 			"# HELP vllm_probe_output_tokens_total "+metricname.OutputTokensHelp, "# TYPE vllm_probe_output_tokens_total counter",
 			`vllm_probe_output_tokens_total{probe="p",target="t"} 12`)},
@@ -136,7 +140,7 @@ func upperBounds(h *dto.Histogram) []float64 {
 }
 
 func TestCollectorHistogramBuckets(t *testing.T) {
-	slo := config.SLO{TTFT: dur("300ms"), TPOT: dur("33ms"), E2EL: dur("20s")}
+	slo := config.SLO{TTFT: dur("300ms"), TPOT: dur("33ms"), E2EL: dur("20s"), TTFA: dur("3s")}
 	c := New(Options{Now: clock})
 	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": slo}))
 	mfs := promtext.Gather(t, c)
@@ -146,6 +150,7 @@ func TestCollectorHistogramBuckets(t *testing.T) {
 		want   []float64
 	}{
 		{"ttft gets the ttft threshold", metricname.TTFT, withThresholds(ttftBuckets, dur("300ms"))},
+		{"ttfa gets vLLM's ttft buckets and the ttfa threshold", metricname.TTFA, withThresholds(ttftBuckets, dur("3s"))},
 		{"server ttft gets the ttft threshold", metricname.ServerTTFT, withThresholds(ttftBuckets, dur("300ms"))},
 		{"tpot gets the tpot threshold", metricname.TPOT, withThresholds(itlBuckets, dur("33ms"))},
 		{"itl gets the tpot threshold", metricname.ITL, withThresholds(itlBuckets, dur("33ms"))},
@@ -175,7 +180,7 @@ func TestCollectorObservations(t *testing.T) {
 	sent := fixedNow
 	finish(c, &probe.Result{
 		Target: "t", Probe: "p", RequestID: "req-1", Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
-		Sent: sent, Lag: 2 * time.Millisecond, TTFT: 400 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: time.Second,
+		Sent: sent, Lag: 2 * time.Millisecond, TTFT: 400 * time.Millisecond, TTFA: 700 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: time.Second,
 		ITLs:   []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 0},
 		Phases: probe.PhaseTimes{probe.PhaseHeaders: 5 * time.Millisecond, probe.PhaseDecode: 600 * time.Millisecond},
 		Server: &probe.ServerTiming{QueueTime: 0, TTFT: 350 * time.Millisecond},
@@ -186,6 +191,14 @@ func TestCollectorObservations(t *testing.T) {
 		ITLs: []time.Duration{50 * time.Millisecond}, Phases: probe.PhaseTimes{probe.PhaseDecode: 50 * time.Millisecond},
 	})
 	finish(c, &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // never sent
+	finish(c, &probe.Result{                                                                                         // reasoning only, then timed out: TTFA censored at the timeout
+		Target: "t", Probe: "p", Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout,
+		Sent: sent, TTFT: 200 * time.Millisecond, Elapsed: 2 * time.Second,
+	})
+	finish(c, &probe.Result{ // reasoning only, finished: no answer time to observe
+		Target: "t", Probe: "p", Disposition: probe.Accepted,
+		Sent: sent, TTFT: 200 * time.Millisecond, E2EL: 300 * time.Millisecond,
+	})
 	mfs := promtext.Gather(t, c)
 	tests := []struct {
 		metric string
@@ -193,11 +206,12 @@ func TestCollectorObservations(t *testing.T) {
 		count  uint64
 		sum    float64
 	}{
-		{metricname.TTFT, nil, 2, 0.5},
+		{metricname.TTFT, nil, 4, 0.9},
+		{metricname.TTFA, nil, 2, 2.7},
 		{metricname.ITL, nil, 4, 0.09},
 		{metricname.TPOT, nil, 1, 0.02},
-		{metricname.E2EL, nil, 1, 1},
-		{metricname.ScheduleLag, nil, 2, 0.002},
+		{metricname.E2EL, nil, 3, 3.3},
+		{metricname.ScheduleLag, nil, 4, 0.002},
 		{metricname.HTTPPhase, []string{"phase", "headers"}, 1, 0.005},
 		{metricname.HTTPPhase, []string{"phase", "decode"}, 1, 0.6},
 		{metricname.HTTPPhase, []string{"phase", "dns"}, 0, 0},

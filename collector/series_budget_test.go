@@ -75,18 +75,18 @@ func TestSeriesPerPair(t *testing.T) {
 		want       int
 	}
 	tests := []selection{
-		{"full (default)", nil, false, 337},
-		{"full native-only", config.Histograms, true, 78},
-		{"lean: ttft, e2el native-only", []string{config.HistogramTTFT, config.HistogramE2EL}, true, 45},
-		{"ttft, e2el", []string{config.HistogramTTFT, config.HistogramE2EL}, false, 89},
-		{"ttft, itl, e2el", []string{config.HistogramTTFT, config.HistogramITL, config.HistogramE2EL}, false, 111},
-		{"ttft, itl, e2el native-only", []string{config.HistogramTTFT, config.HistogramITL, config.HistogramE2EL}, true, 48},
+		{"full (default)", nil, false, 366},
+		{"full native-only", config.Histograms, true, 85},
+		{"lean: ttft, e2el native-only", []string{config.HistogramTTFT, config.HistogramE2EL}, true, 49},
+		{"ttft, e2el", []string{config.HistogramTTFT, config.HistogramE2EL}, false, 93},
+		{"ttft, itl, e2el", []string{config.HistogramTTFT, config.HistogramITL, config.HistogramE2EL}, false, 115},
+		{"ttft, itl, e2el native-only", []string{config.HistogramTTFT, config.HistogramITL, config.HistogramE2EL}, true, 52},
 	}
-	// One histogram alone: the 39 counters and the gauge plus its series.
+	// One histogram alone: the 43 counters and the gauge plus its series.
 	alone := map[string][2]int{
-		config.HistogramTTFT: {65, 42}, config.HistogramITL: {61, 42}, config.HistogramTPOT: {61, 42},
-		config.HistogramE2EL: {63, 42}, config.HistogramPhases: {171, 57}, config.HistogramScheduleLag: {61, 42},
-		config.HistogramServer: {89, 45},
+		config.HistogramTTFT: {69, 46}, config.HistogramITL: {65, 46}, config.HistogramTPOT: {65, 46},
+		config.HistogramE2EL: {67, 46}, config.HistogramTTFA: {68, 46}, config.HistogramPhases: {175, 61},
+		config.HistogramScheduleLag: {65, 46}, config.HistogramServer: {93, 49},
 	}
 	for _, h := range config.Histograms {
 		tests = append(tests, selection{h, []string{h}, false, alone[h][0]}, selection{h + " native-only", []string{h}, true, alone[h][1]})
@@ -103,7 +103,7 @@ func TestSeriesPerPair(t *testing.T) {
 			syncPairs(c, cfg)
 			finish(c, &probe.Result{
 				Target: "t", Probe: "p", RequestID: "r", Disposition: probe.Accepted, Sent: fixedNow,
-				TTFT: 400 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: time.Second, ITLs: []time.Duration{10 * time.Millisecond},
+				TTFT: 400 * time.Millisecond, TTFA: 700 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: time.Second, ITLs: []time.Duration{10 * time.Millisecond}, ReasoningTokens: 3,
 				Phases: probe.PhaseTimes{probe.PhaseHeaders: 5 * time.Millisecond, probe.PhaseDecode: 600 * time.Millisecond},
 				Server: &probe.ServerTiming{TTFT: 350 * time.Millisecond},
 			})

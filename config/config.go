@@ -74,6 +74,9 @@ type Target struct {
 const (
 	APIChat        = "chat"
 	APICompletions = "completions"
+	// APIEmbeddings posts the workload's text to /v1/embeddings, without
+	// streaming: no tokens are generated (docs/design.md, "Embeddings probes").
+	APIEmbeddings = "embeddings"
 )
 
 // Probe is one kind of request sent to targets, with its contract.
@@ -92,24 +95,34 @@ type Probe struct {
 	SLO         SLO            `yaml:"slo"`
 	Quality     Quality        `yaml:"quality"`
 	Objective   float64        `yaml:"objective"`
-	// Fingerprint, when set, watches the probe's deterministic output for
-	// changes (docs/design.md, Output fingerprint).
-	Fingerprint *Fingerprint `yaml:"fingerprint"`
 	// Histograms selects the latency histograms the probe's pairs export
 	// (names in Histograms); ClassicBuckets false exports them as native
 	// histograms only. Unset, both take global's; nil Histograms selects
 	// all and nil ClassicBuckets means true (HistogramSelection).
 	Histograms     []string `yaml:"histograms"`
 	ClassicBuckets *bool    `yaml:"classic_buckets"`
-	Line           int      `yaml:"-"`
+	// Fingerprint, when set, makes a prompts probe an output drift canary
+	// (docs/design.md, "Output fingerprint"); nil = none.
+	Fingerprint *Fingerprint `yaml:"fingerprint,omitempty"`
+	Line        int          `yaml:"-"`
+}
+
+// Fingerprint configures the output fingerprint of a prompts probe: the
+// hash of the first Tokens output tokens of each prompt's answer, and how
+// many consecutive requests of a prompt confirm a new value. A block
+// written in the file starts from DefaultFingerprint.
+type Fingerprint struct {
+	Tokens  int `yaml:"tokens"`
+	Confirm int `yaml:"confirm"`
 }
 
 // MarshalYAML leaves request.max_tokens out of a probe with a random
-// workload, where output_tokens sets it and the key is refused, so that
-// Config.String stays a loadable config.
+// workload, where output_tokens sets it, and of an embeddings probe, which
+// generates nothing: both refuse the key, and Config.String stays a
+// loadable config.
 func (p Probe) MarshalYAML() (any, error) {
 	type plain Probe
-	if p.Workload.Random != nil {
+	if p.Workload.Random != nil || p.API == APIEmbeddings {
 		p.Request.MaxTokens = 0
 	}
 	return plain(p), nil
@@ -137,6 +150,10 @@ type RandomWorkload struct {
 	OutputTokens int     `yaml:"output_tokens"`
 	RangeRatio   float64 `yaml:"range_ratio"`
 	Seed         int64   `yaml:"seed"`
+	// PrefixTokens starts every prompt with the same prefix of this many
+	// tokens, drawn from Seed, before its InputTokens random ones (vLLM's
+	// --random-prefix-len); 0 = none.
+	PrefixTokens int `yaml:"prefix_tokens"`
 }
 
 // Prompt is one fixed request: Prompt for completions, Messages for chat.
@@ -144,6 +161,8 @@ type Prompt struct {
 	Prompt   string    `yaml:"prompt"`
 	Messages []Message `yaml:"messages"`
 	Expect   Expect    `yaml:"expect"`
+	// Seed, when set, is sent as the request's seed.
+	Seed *int64 `yaml:"seed,omitempty"`
 }
 
 // Message is one chat message.
@@ -158,20 +177,13 @@ type Expect struct {
 	Contains string `yaml:"contains"`
 }
 
-// Fingerprint is a probe's `fingerprint:` block: the number of output
-// tokens hashed and how many consecutive differing answers confirm a change.
-type Fingerprint struct {
-	Tokens  int `yaml:"tokens"`
-	Confirm int `yaml:"confirm"`
-}
-
 // SLO holds per-request latency objectives; zero means no objective.
 type SLO struct {
 	TTFT model.Duration `yaml:"ttft"`
-	// TTFA is the time to the first answer token, after any reasoning.
-	TTFA model.Duration `yaml:"ttfa"`
 	TPOT model.Duration `yaml:"tpot"`
 	E2EL model.Duration `yaml:"e2el"`
+	// TTFA is the time to the first answer token, after any reasoning.
+	TTFA model.Duration `yaml:"ttfa"`
 }
 
 // Quality holds the checks applied to every response of a probe.
@@ -190,6 +202,23 @@ type Quality struct {
 	Schema *jsonschema.Schema `yaml:"-"`
 	// JSON requires the generated text to be valid JSON.
 	JSON bool `yaml:"json"`
+	// EmbeddingDim is the length an embeddings probe's vector must have,
+	// every value a finite number; 0 disables the check.
+	EmbeddingDim int `yaml:"embedding_dim,omitempty"`
+	// ToolCall requires the answer to call a function (chat probes only).
+	ToolCall *ToolCallCheck `yaml:"tool_call,omitempty"`
+}
+
+// ToolCallCheck is quality.tool_call: the answer must contain a call of
+// function Name whose assembled arguments are JSON satisfying the schema
+// at ArgumentsSchema (relative to the config file; "" = any JSON).
+type ToolCallCheck struct {
+	Name            string `yaml:"name"`
+	ArgumentsSchema string `yaml:"arguments_schema"`
+	// Schema is ArgumentsSchema compiled when the config was loaded, as
+	// Quality.Schema is; nil for a Probe built in code (client.New
+	// compiles it then).
+	Schema *jsonschema.Schema `yaml:"-"`
 }
 
 // Regexp is a regular expression that keeps its source text. The zero

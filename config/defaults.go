@@ -52,6 +52,10 @@ var (
 		Quality:     Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1},
 		Objective:   0.99,
 	}
+
+	// DefaultFingerprint is what a probe's fingerprint block starts from
+	// when it leaves a key out.
+	DefaultFingerprint = Fingerprint{Tokens: 16, Confirm: 3}
 )
 
 func mustAnchored(src string) Regexp {

@@ -16,7 +16,7 @@ const (
 	HistogramITL         = "itl"          // vllm_probe_inter_token_latency_seconds
 	HistogramTPOT        = "tpot"         // vllm_probe_time_per_output_token_seconds
 	HistogramE2EL        = "e2el"         // vllm_probe_e2e_request_latency_seconds
-	HistogramTTFA        = "ttfa"         // time to first answer token: not measured yet
+	HistogramTTFA        = "ttfa"         // vllm_probe_time_to_first_answer_token_seconds
 	HistogramPhases      = "phases"       // vllm_probe_http_phase_seconds, one series per phase
 	HistogramScheduleLag = "schedule_lag" // vllm_probe_schedule_lag_seconds
 	HistogramServer      = "server"       // vllm_probe_server_{time_to_first_token,queue_time}_seconds
@@ -25,7 +25,7 @@ const (
 // Histograms lists every histogram the prober measures, in the order
 // docs/design.md gives them; it is the default selection (full mode).
 var Histograms = []string{
-	HistogramTTFT, HistogramITL, HistogramTPOT, HistogramE2EL,
+	HistogramTTFT, HistogramITL, HistogramTPOT, HistogramE2EL, HistogramTTFA,
 	HistogramPhases, HistogramScheduleLag, HistogramServer,
 }
 
@@ -60,8 +60,6 @@ func (v *validator) histograms(path string, names []string) {
 	for i, n := range names {
 		ep := fmt.Sprintf("%s[%d]", path, i)
 		switch {
-		case n == HistogramTTFA:
-			v.p.Fail(ep, "is not measured yet: time to first answer token needs the reasoning probes, which this version does not have; remove it, got %s", strictyaml.Quote(n))
 		case !slices.Contains(Histograms, n):
 			v.p.Fail(ep, "must be one of %s, got %s", strings.Join(Histograms, ", "), strictyaml.Quote(n))
 		case seen[n]:

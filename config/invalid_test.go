@@ -27,10 +27,24 @@ var invalidCases = []struct {
 	{
 		file: "invalid-histograms.yml",
 		want: []string{
-			`testdata/invalid-histograms.yml:2: global.histograms[1]: must be one of ttft, itl, tpot, e2el, phases, schedule_lag, server, got "latency"`,
-			`testdata/invalid-histograms.yml:10: probes[0].histograms[1]: is not measured yet: time to first answer token needs the reasoning probes, which this version does not have; remove it, got "ttfa"`,
+			`testdata/invalid-histograms.yml:2: global.histograms[1]: must be one of ttft, itl, tpot, e2el, ttfa, phases, schedule_lag, server, got "latency"`,
 			`testdata/invalid-histograms.yml:10: probes[0].histograms[2]: histogram listed twice, got "e2el"`,
-			`testdata/invalid-histograms.yml:17: probes[1].histograms: must name at least one of ttft, itl, tpot, e2el, phases, schedule_lag, server (counters are always exported), got []`,
+			`testdata/invalid-histograms.yml:17: probes[1].histograms: must name at least one of ttft, itl, tpot, e2el, ttfa, phases, schedule_lag, server (counters are always exported), got []`,
+		},
+	},
+	{
+		file: "invalid-tool-call.yml",
+		want: []string{
+			`testdata/invalid-tool-call.yml:9: probes[0].quality.tool_call: needs api chat (tool calls are a chat feature), got api "completions"`,
+			`testdata/invalid-tool-call.yml:18: probes[1].quality.tool_call.name: must name the function the answer must call, got ""`,
+			`testdata/invalid-tool-call.yml:19: probes[1].quality.tool_call.arguments_schema: cannot read file: no such file or directory, got "missing.schema.json"`,
+			`testdata/invalid-tool-call.yml:27: probes[2].quality.tool_call.arguments_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+		},
+	},
+	{
+		file: "invalid-ttfa.yml",
+		want: []string{
+			`testdata/invalid-ttfa.yml:10: probes[0].slo.ttfa: must be a duration such as 30s or 1m30s, got "soon"`,
 		},
 	},
 	{
@@ -42,7 +56,33 @@ var invalidCases = []struct {
 	{
 		file: "invalid-api.yml",
 		want: []string{
-			`testdata/invalid-api.yml:6: probes[0].api: must be one of chat, completions, got "embeddings"`,
+			`testdata/invalid-api.yml:6: probes[0].api: must be one of chat, completions, embeddings, got "responses"`,
+		},
+	},
+	{
+		file: "invalid-embeddings.yml",
+		want: []string{
+			`testdata/invalid-embeddings.yml:9: probes[0].request.max_tokens: does not apply to api embeddings, which generates no tokens: remove it, got 16`,
+			`testdata/invalid-embeddings.yml:10: probes[0].request.temperature: does not apply to api embeddings, which generates no tokens: remove it, got 0.7`,
+			`testdata/invalid-embeddings.yml:11: probes[0].request.ignore_eos: does not apply to api embeddings, which generates no tokens: remove it, got true`,
+			`testdata/invalid-embeddings.yml:12: probes[0].request.extra.encoding_format: is set by the prober and cannot be overridden, got "encoding_format"`,
+			`testdata/invalid-embeddings.yml:14: probes[0].workload.random.output_tokens: does not apply to api embeddings, which generates no tokens: remove it, got 8`,
+			`testdata/invalid-embeddings.yml:16: probes[0].slo.ttft: does not apply to api embeddings, which generates no tokens: remove it, got 1s`,
+			`testdata/invalid-embeddings.yml:17: probes[0].slo.tpot: does not apply to api embeddings, which generates no tokens: remove it, got 50ms`,
+			`testdata/invalid-embeddings.yml:18: probes[0].slo.ttfa: does not apply to api embeddings, which generates no tokens: remove it, got 2s`,
+			`testdata/invalid-embeddings.yml:20: probes[0].quality.embedding_dim: must be >= 0, got -1`,
+			`testdata/invalid-embeddings.yml:21: probes[0].quality.finish_reasons: does not apply to api embeddings, which generates no tokens: remove it, got [stop]`,
+			`testdata/invalid-embeddings.yml:22: probes[0].quality.min_output_tokens: does not apply to api embeddings, which generates no tokens: remove it, got 1`,
+			`testdata/invalid-embeddings.yml:23: probes[0].quality.max_output_tokens: does not apply to api embeddings, which generates no tokens: remove it, got 9`,
+			`testdata/invalid-embeddings.yml:24: probes[0].quality.regex: does not apply to api embeddings, which generates no tokens: remove it, got "^x"`,
+			`testdata/invalid-embeddings.yml:25: probes[0].quality.json: does not apply to api embeddings, which generates no tokens: remove it, got true`,
+			`testdata/invalid-embeddings.yml:26: probes[0].quality.json_schema: does not apply to api embeddings, which generates no tokens: remove it, got "missing.schema.json"`,
+			`testdata/invalid-embeddings.yml:32: probes[1].workload.prompts[0].prompt: api embeddings needs a non-empty prompt, got ""`,
+			`testdata/invalid-embeddings.yml:32: probes[1].workload.prompts[0].messages: api embeddings takes prompt, not messages, got 1 messages`,
+			`testdata/invalid-embeddings.yml:34: probes[1].workload.prompts[1].expect.regex: does not apply to api embeddings, which generates no tokens: remove it, got "P.*"`,
+			`testdata/invalid-embeddings.yml:34: probes[1].workload.prompts[1].expect.contains: does not apply to api embeddings, which generates no tokens: remove it, got "Paris"`,
+			`testdata/invalid-embeddings.yml:35: probes[1].workload.prompts[1].seed: does not apply to api embeddings, which generates no tokens: remove it, got 7`,
+			`testdata/invalid-embeddings.yml:42: probes[2].quality.embedding_dim: applies only to api embeddings, not chat: remove it, got 384`,
 		},
 	},
 	{
@@ -111,6 +151,17 @@ var invalidCases = []struct {
 		file: "invalid-empty-role.yml",
 		want: []string{
 			`testdata/invalid-empty-role.yml:10: probes[0].workload.prompts[0].messages[0].role: must not be empty, got ""`,
+		},
+	},
+	{
+		file: "invalid-fingerprint.yml",
+		want: []string{
+			`testdata/invalid-fingerprint.yml:8: probes[0].request.temperature: must be 0 with fingerprint, whose answers must be deterministic, got 0.5`,
+			`testdata/invalid-fingerprint.yml:10: probes[0].workload.random.prefix_tokens: must be >= 0, got -1`,
+			`testdata/invalid-fingerprint.yml:11: probes[0].fingerprint: needs a prompts workload, whose prompts repeat, got a random workload`,
+			`testdata/invalid-fingerprint.yml:11: probes[0].fingerprint.tokens: must be >= 1, got 0`,
+			`testdata/invalid-fingerprint.yml:19: probes[1].workload.prompts[0].seed: conflicts with request.extra.seed: set the seed in one place, got 7`,
+			`testdata/invalid-fingerprint.yml:21: probes[1].fingerprint.confirm: must be >= 1, got 0`,
 		},
 	},
 	{
@@ -353,11 +404,12 @@ var invalidCases = []struct {
 	{
 		file: "invalid-url-v1.yml",
 		want: []string{
-			`testdata/invalid-url-v1.yml:3: targets[0].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1"`,
-			`testdata/invalid-url-v1.yml:5: targets[1].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/"`,
-			`testdata/invalid-url-v1.yml:7: targets[2].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "https://vllm.example.internal/llama", got "https://vllm.example.internal/llama/v1/chat/completions"`,
-			`testdata/invalid-url-v1.yml:9: targets[3].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/completions"`,
-			`testdata/invalid-url-v1.yml:11: targets[4].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/models/"`,
+			`testdata/invalid-url-v1.yml:3: targets[0].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1"`,
+			`testdata/invalid-url-v1.yml:5: targets[1].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/"`,
+			`testdata/invalid-url-v1.yml:7: targets[2].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models itself; use "https://vllm.example.internal/llama", got "https://vllm.example.internal/llama/v1/chat/completions"`,
+			`testdata/invalid-url-v1.yml:9: targets[3].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/completions"`,
+			`testdata/invalid-url-v1.yml:11: targets[4].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/models/"`,
+			`testdata/invalid-url-v1.yml:13: targets[5].url: must be the server's base URL: the prober appends /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models itself; use "http://127.0.0.1:8000", got "http://127.0.0.1:8000/v1/embeddings"`,
 		},
 	},
 	{

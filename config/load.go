@@ -71,7 +71,7 @@ func decodeOptions(dir string) strictyaml.Options {
 }
 
 // elementDefaults returns the defaults a probe or target of the file
-// starts from, with its line.
+// starts from, with its line, and those of a fingerprint block.
 func elementDefaults(t reflect.Type, line int) (reflect.Value, bool) {
 	switch t {
 	case reflect.TypeFor[Probe]():
@@ -83,6 +83,8 @@ func elementDefaults(t reflect.Type, line int) (reflect.Value, bool) {
 		tg := DefaultTarget
 		tg.Line = line
 		return reflect.ValueOf(tg), true
+	case reflect.TypeFor[Fingerprint]():
+		return reflect.ValueOf(DefaultFingerprint), true
 	}
 	return reflect.Value{}, false
 }

@@ -130,7 +130,7 @@ func checkBaseURL(s string) (string, string) {
 // probe/client/requester.go and probe/client/discovery.go), then the /v1 prefix they
 // share: a URL ending in one of them is an OpenAI client's base_url or a
 // request URL, and every request would go to /v1/v1/....
-var apiPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1"}
+var apiPaths = []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/v1"}
 
 // trimAPIPath returns u without a trailing API path, and whether it had one.
 func trimAPIPath(u *url.URL) (string, bool) {

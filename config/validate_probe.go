@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-prober/vllm-prober/config/strictyaml"
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
@@ -25,8 +26,8 @@ var ReservedExtraKeys = []string{
 
 func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.name(path+".name", p.Name, seen)
-	if p.API != APIChat && p.API != APICompletions {
-		v.p.Fail(path+".api", "must be one of chat, completions, got %s", strictyaml.Quote(p.API))
+	if p.API != APIChat && p.API != APICompletions && p.API != APIEmbeddings {
+		v.p.Fail(path+".api", "must be one of chat, completions, embeddings, got %s", strictyaml.Quote(p.API))
 	}
 	if !(p.Rate > 0) || !finite(p.Rate) {
 		v.p.Fail(path+".rate", "must be a finite number > 0, got %s", fmtFloat(p.Rate))
@@ -38,7 +39,8 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	v.positive(path+".timeout", p.Timeout)
 	v.request(&p.Request, path+".request")
 	v.workload(p, path+".workload")
-	if r := p.Workload.Random; r != nil && v.p.Written(path+".request.max_tokens") {
+	v.fingerprint(p, path)
+	if r := p.Workload.Random; r != nil && p.API != APIEmbeddings && v.p.Written(path+".request.max_tokens") {
 		// probe/workload/random.go draws every request's limit around
 		// output_tokens, so max_tokens would be silently unused.
 		v.p.Fail(path+".request.max_tokens", "is not used with a random workload, whose output_tokens (%d) sets each request's limit: remove it, got %d", r.OutputTokens, p.Request.MaxTokens)
@@ -46,7 +48,7 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 	for _, s := range []struct {
 		name string
 		d    *model.Duration
-	}{{"ttft", &p.SLO.TTFT}, {"tpot", &p.SLO.TPOT}, {"e2el", &p.SLO.E2EL}} {
+	}{{"ttft", &p.SLO.TTFT}, {"tpot", &p.SLO.TPOT}, {"e2el", &p.SLO.E2EL}, {"ttfa", &p.SLO.TTFA}} {
 		if *s.d < 0 {
 			v.p.Fail(path+".slo."+s.name, "must be >= 0 (0 = no objective), got %s", *s.d)
 		}
@@ -56,7 +58,9 @@ func (v *validator) probe(p *Probe, path string, seen map[string]int) {
 		// E2EL objective past it could never fail a request.
 		v.p.Fail(path+".timeout", "must be >= slo.e2el (%s), or the E2EL objective can never be judged: raise timeout or lower slo.e2el, got %s", p.SLO.E2EL, p.Timeout)
 	}
+	v.embeddings(p, path)
 	v.quality(&p.Quality, path+".quality")
+	v.toolCall(p, path+".quality")
 	if !(p.Objective > 0 && p.Objective < 1) {
 		v.p.Fail(path+".objective", "must be between 0 and 1 (exclusive), got %s", fmtFloat(p.Objective))
 	}
@@ -134,7 +138,10 @@ func (v *validator) workload(p *Probe, path string) {
 	case "random":
 		r := w.Random
 		v.atLeast(path+".random.input_tokens", r.InputTokens, 1)
-		v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
+		if p.API != APIEmbeddings {
+			v.atLeast(path+".random.output_tokens", r.OutputTokens, 1)
+		}
+		v.atLeast(path+".random.prefix_tokens", r.PrefixTokens, 0)
 		if !(r.RangeRatio >= 0 && r.RangeRatio < 1) {
 			v.p.Fail(path+".random.range_ratio", "must be >= 0 and < 1, got %s", fmtFloat(r.RangeRatio))
 		}
@@ -158,12 +165,12 @@ func (v *validator) prompt(pr *Prompt, api, path string) {
 		if pr.Prompt != "" {
 			v.p.Fail(path+".prompt", "api chat takes messages, not prompt, got %s", strictyaml.Quote(pr.Prompt))
 		}
-	case APICompletions:
+	case APICompletions, APIEmbeddings:
 		if pr.Prompt == "" {
-			v.p.Fail(path+".prompt", "api completions needs a non-empty prompt, got \"\"")
+			v.p.Fail(path+".prompt", "api %s needs a non-empty prompt, got \"\"", api)
 		}
 		if len(pr.Messages) > 0 {
-			v.p.Fail(path+".messages", "api completions takes prompt, not messages, got %d messages", len(pr.Messages))
+			v.p.Fail(path+".messages", "api %s takes prompt, not messages, got %d messages", api, len(pr.Messages))
 		}
 	}
 	for i, m := range pr.Messages {
@@ -187,17 +194,51 @@ func (v *validator) quality(q *Quality, path string) {
 	if q.JSONSchema == "" {
 		return
 	}
-	abs, ok := v.file(path+".json_schema", q.JSONSchema, fileread.SchemaLimit)
-	if !ok {
+	if abs, schema, ok := v.schema(path+".json_schema", q.JSONSchema); ok {
+		q.JSONSchema, q.Schema = abs, schema
+	}
+}
+
+// toolCall checks the tool_call of the probe's quality at qpath and
+// compiles its arguments schema. A probe checking tool calls expects the
+// finish reason tool_calls too, unless it lists finish_reasons itself.
+func (v *validator) toolCall(p *Probe, qpath string) {
+	tc := p.Quality.ToolCall
+	if tc == nil {
 		return
+	}
+	path := qpath + ".tool_call"
+	if p.API != APIChat {
+		v.p.Fail(path, "needs api chat (tool calls are a chat feature), got api %s", strictyaml.Quote(p.API))
+	}
+	if tc.Name == "" {
+		v.p.Fail(path+".name", "must name the function the answer must call, got \"\"")
+	}
+	if !v.p.Written(qpath+".finish_reasons") && !slices.Contains(p.Quality.FinishReasons, "tool_calls") {
+		p.Quality.FinishReasons = append(slices.Clone(p.Quality.FinishReasons), "tool_calls")
+	}
+	if tc.ArgumentsSchema == "" {
+		return
+	}
+	if abs, schema, ok := v.schema(path+".arguments_schema", tc.ArgumentsSchema); ok {
+		tc.ArgumentsSchema, tc.Schema = abs, schema
+	}
+}
+
+// schema reads and compiles the JSON Schema file name (relative to the
+// config file) of the key at path.
+func (v *validator) schema(path, name string) (string, *jsonschema.Schema, bool) {
+	abs, ok := v.file(path, name, fileread.SchemaLimit)
+	if !ok {
+		return "", nil, false
 	}
 	schema, err := NewSchemaCompiler().Compile(abs)
 	if err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), abs, filepath.Base(abs))), " ")
-		v.p.Fail(path+".json_schema", "invalid JSON Schema: %s, got %s", msg, strictyaml.Quote(q.JSONSchema))
-		return
+		v.p.Fail(path, "invalid JSON Schema: %s, got %s", msg, strictyaml.Quote(name))
+		return "", nil, false
 	}
-	q.JSONSchema, q.Schema = abs, schema
+	return abs, schema, true
 }
 
 // file resolves a path relative to the config file's directory and checks

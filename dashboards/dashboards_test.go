@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/rules"
@@ -25,9 +24,6 @@ func knownMetrics(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The reasoning series are spelled in collector/metricname; the
-	// collector exports them once the reasoning probes measure them.
-	design = append(design, metricname.TTFA, metricname.ReasoningTokens)
 	for _, n := range append(design, vllmMetrics(t)...) {
 		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
 			known[n+suffix] = true

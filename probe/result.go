@@ -77,10 +77,11 @@ const (
 	SLOTTFT = "ttft"
 	SLOTPOT = "tpot"
 	SLOE2EL = "e2el"
+	SLOTTFA = "ttfa" // time to first answer token
 )
 
 // SLOs lists every SLO name.
-var SLOs = []string{SLOTTFT, SLOTPOT, SLOE2EL}
+var SLOs = []string{SLOTTFT, SLOTPOT, SLOE2EL, SLOTTFA}
 
 // Quality check names, the values of the metric label `check`.
 const (
@@ -92,10 +93,16 @@ const (
 	CheckJSON            = "json"
 	CheckJSONSchema      = "json_schema"
 	CheckExpect          = "expect"
+	// CheckEmbeddingDim fails an embeddings response whose vector has
+	// another length than quality.embedding_dim or a value that is not a
+	// finite number.
+	CheckEmbeddingDim = "embedding_dim"
+	CheckToolCall     = "tool_call"
 )
 
 // Checks lists every quality check name.
-var Checks = []string{CheckModel, CheckFinishReason, CheckMinOutputTokens, CheckMaxOutputTokens, CheckRegex, CheckJSON, CheckJSONSchema, CheckExpect}
+var Checks = []string{CheckModel, CheckFinishReason, CheckMinOutputTokens, CheckMaxOutputTokens, CheckRegex, CheckJSON, CheckJSONSchema, CheckExpect,
+	CheckEmbeddingDim, CheckToolCall}
 
 // HTTP phase names, the values of the metric label `phase`.
 const (
@@ -128,12 +135,22 @@ type ServerTiming struct {
 	TTFT      time.Duration // starts at first scheduling: excludes queue time
 }
 
+// ToolCall is one function call the model made, assembled from its
+// streamed fragments: ID and Name from the first fragment that carries
+// them, Arguments the concatenation of every fragment's arguments.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
 // Result is everything known about one offered request when it ends.
 // Durations that were not measured are zero: TTFT needs a token-carrying
-// event; E2EL and TPOT need a stream that finished with [DONE] (TPOT also
-// more than one output token). A request cut short keeps what it measured
-// and its Elapsed time; latency views censor a client_timeout at Elapsed
-// (ObservedTTFT, ObservedE2EL).
+// event (reasoning counts), TTFA an answer-carrying one; E2EL and TPOT
+// need a stream that finished with [DONE] (TPOT also more than one output
+// token). A request cut short keeps what it measured and its Elapsed
+// time; latency views censor a client_timeout at Elapsed (ObservedTTFT,
+// ObservedTTFA, ObservedE2EL).
 type Result struct {
 	Seq       uint64 // per (target, probe), from 1, in planned order
 	Target    string
@@ -152,8 +169,12 @@ type Result struct {
 
 	HTTPStatus int
 	TTFT       time.Duration
-	TPOT       time.Duration
-	E2EL       time.Duration
+	// TTFA is the time to the first answer token: the first event that
+	// carries content, completion text or a tool call, after any
+	// reasoning (docs/design.md, "Reasoning and tool calls").
+	TTFA time.Duration
+	TPOT time.Duration
+	E2EL time.Duration
 	// ITLs holds one gap per pair of consecutive token-carrying events;
 	// ITLTokens[i] is the number of tokens the later event of the pair
 	// carried (0 when the server did not say).
@@ -176,14 +197,50 @@ type Result struct {
 	OtherModel string
 	Server     *ServerTiming
 
+	// ReasoningTokens is the server's usage.completion_tokens_details.
+	// reasoning_tokens when it sent one, else the number of events that
+	// carried reasoning; ReasoningEvents is that number of events.
+	ReasoningTokens int
+	ReasoningEvents int
+	// ToolCalls are the function calls of the answer, by index.
+	ToolCalls []ToolCall
+
 	Error string // a short, secret-free description of what went wrong
-	Text  string // generated text (content and reasoning)
+	// Text is the answer: chat content or completion text, never the
+	// reasoning, which is in Reasoning. Quality checks judge Text.
+	Text      string
+	Reasoning string
+	// Fingerprint is the output fingerprint of a request of a probe with
+	// `fingerprint` whose stream completed; nil otherwise.
+	Fingerprint *OutputFingerprint
+
+	// Embeddings marks a request of an embeddings probe. It generates no
+	// tokens: TTFT, ITL and TPOT do not exist, so a client timeout is
+	// censored into E2EL only (ObservedTTFT).
+	Embeddings bool
+	// EmbeddingDim is the length of the vector an embeddings response
+	// carried and EmbeddingNotFinite how many of its values were not
+	// finite numbers (null, a string, a number past float64's range).
+	EmbeddingDim       int
+	EmbeddingNotFinite int
 
 	// Level and Repeat place a request of a capacity run: the offered rate
 	// of its level (req/s) and its repeat, from 1. Repeat 0 = not a
 	// capacity run.
 	Level  float64
 	Repeat int
+}
+
+// OutputFingerprint is what the output drift canary learned from one
+// request (docs/design.md, "Output fingerprint").
+type OutputFingerprint struct {
+	// Prompt is the index of the request's prompt in the probe's prompts.
+	Prompt int
+	// Hash is the hash of the text of the answer's first tokens, in hex.
+	Hash string
+	// Changed reports that this request confirmed a change of its
+	// prompt's fingerprint; set by the engine, counted once.
+	Changed bool
 }
 
 // Abandoned reports whether the prober itself gave the request up for its
@@ -221,10 +278,20 @@ var CompletedFailureReasons = []string{ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5
 // ObservedTTFT returns the TTFT latency views record for r: the measured
 // TTFT, or for a client_timeout that got no token the time it was
 // abandoned after (censored at the timeout). ok is false when there is
-// nothing to record.
+// nothing to record, as for every embeddings request.
 func (r *Result) ObservedTTFT() (d time.Duration, ok bool) {
 	if r.TTFT > 0 {
 		return r.TTFT, true
+	}
+	return r.censored()
+}
+
+// ObservedTTFA returns the TTFA latency views record for r, as
+// ObservedTTFT does for TTFT: the measured TTFA, or for a client_timeout
+// that got no answer the time it was abandoned after.
+func (r *Result) ObservedTTFA() (d time.Duration, ok bool) {
+	if r.TTFA > 0 {
+		return r.TTFA, true
 	}
 	return r.censored()
 }
@@ -237,13 +304,25 @@ func (r *Result) ObservedE2EL() (d time.Duration, ok bool) {
 	if r.E2EL > 0 {
 		return r.E2EL, true
 	}
-	return r.censored()
+	return r.censoredE2EL()
 }
 
-// censored returns Elapsed for a sent request that timed out: timeouts are
-// never dropped from latency views. bench/stats censors at the configured
-// timeout instead (docs/design.md, section 6, "Timeouts are never dropped").
+// censored returns what a token latency view (TTFT, and any other time to
+// a token) records for a request that timed out before the token: Elapsed,
+// except for an embeddings request, which waits for no token and is
+// censored into E2EL only (censoredE2EL).
 func (r *Result) censored() (time.Duration, bool) {
+	if r.Embeddings {
+		return 0, false
+	}
+	return r.censoredE2EL()
+}
+
+// censoredE2EL returns Elapsed for a sent request that timed out: timeouts
+// are never dropped from latency views. bench/stats censors at the
+// configured timeout instead (docs/design.md, section 6, "Timeouts are
+// never dropped").
+func (r *Result) censoredE2EL() (time.Duration, bool) {
 	if r.Disposition == ClientTimeout && r.Elapsed > 0 {
 		return r.Elapsed, true
 	}

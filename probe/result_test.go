@@ -34,3 +34,39 @@ func TestAbandonedAndServerCompleted(t *testing.T) {
 		})
 	}
 }
+
+func TestObservedCensoring(t *testing.T) {
+	const s = 1e9 // one second, as a time.Duration
+	cases := []struct {
+		name       string
+		r          Result
+		ttft, e2el float64 // seconds; -1 = nothing to record
+	}{
+		{"accepted", Result{Disposition: Accepted, TTFT: s / 10, E2EL: 2 * s, Elapsed: 2 * s}, 0.1, 2},
+		{"timeout without a token", Result{Disposition: ClientTimeout, Elapsed: 5 * s}, 5, 5},
+		{"timeout after a token", Result{Disposition: ClientTimeout, TTFT: s / 2, Elapsed: 5 * s}, 0.5, 5},
+		{"connect failure", Result{Disposition: ServerFailure, Reason: ReasonConnect}, -1, -1},
+		// An embeddings request has no first token to wait for: its
+		// timeout is an E2EL, never a TTFT.
+		{"embeddings accepted", Result{Embeddings: true, Disposition: Accepted, E2EL: s / 4, Elapsed: s / 4}, -1, 0.25},
+		{"embeddings timeout", Result{Embeddings: true, Disposition: ClientTimeout, Elapsed: 5 * s}, -1, 5},
+	}
+	seconds := func(d float64, ok bool) float64 {
+		if !ok {
+			return -1
+		}
+		return d / s
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, ok := c.r.ObservedTTFT()
+			if got := seconds(float64(d), ok); got != c.ttft {
+				t.Errorf("ObservedTTFT = %v s, want %v", got, c.ttft)
+			}
+			d, ok = c.r.ObservedE2EL()
+			if got := seconds(float64(d), ok); got != c.e2el {
+				t.Errorf("ObservedE2EL = %v s, want %v", got, c.e2el)
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +29,7 @@ func TestGenerateLatency(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := testProbe("chat", tc.rate, 0.9, tc.slo)
-			p.Histograms = append(slices.Clone(config.Histograms), config.HistogramTTFA)
-			rf, warnings, err := Generate(oneProbe(p), Options{})
+			rf, warnings, err := Generate(oneProbe(testProbe("chat", tc.rate, 0.9, tc.slo)), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,6 +48,7 @@ type pairState struct {
 	dispositions map[probe.Disposition]uint64
 	finished     []finish // within the window
 	ttft, itl    []sample // within the window
+	ttfa         []sample // within the window
 	slo          config.SLO
 	hour         *timeline // the last hour per minute, for the charts
 	recent       recentRing
@@ -86,8 +87,12 @@ type PairStats struct {
 	Acceptance float64
 	// TTFT percentiles include client timeouts censored at the timeout
 	// (probe.Result.ObservedTTFT).
-	TTFTP50, TTFTP99   time.Duration
-	ITLP50, ITLP99     time.Duration
+	TTFTP50, TTFTP99 time.Duration
+	ITLP50, ITLP99   time.Duration
+	// TTFA percentiles, censored at the timeout as TTFT's are
+	// (probe.Result.ObservedTTFA); 0 when no request answered.
+	TTFAP50, TTFAP99   time.Duration
+	WindowSamplesTTFA  int
 	WindowSamplesTTFT  int
 	WindowSamplesITL   int
 	AcceptedSinceStart uint64
@@ -212,6 +217,9 @@ func (t *Tracker) Finished(r *probe.Result) {
 	if d, ok := r.ObservedTTFT(); ok {
 		st.ttft = t.boundedSamples(append(st.ttft, sample{now, d}))
 	}
+	if d, ok := r.ObservedTTFA(); ok {
+		st.ttfa = t.boundedSamples(append(st.ttfa, sample{now, d}))
+	}
 	for _, g := range r.ITLs {
 		st.itl = append(st.itl, sample{now, g})
 	}
@@ -299,6 +307,8 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time) PairStats {
 	ps.TTFTP50, ps.TTFTP99 = sampleQuantile(st.ttft, 0.5), sampleQuantile(st.ttft, 0.99)
 	ps.ITLP50, ps.ITLP99 = sampleQuantile(st.itl, 0.5), sampleQuantile(st.itl, 0.99)
 	ps.WindowSamplesTTFT, ps.WindowSamplesITL = len(st.ttft), len(st.itl)
+	ps.TTFAP50, ps.TTFAP99 = sampleQuantile(st.ttfa, 0.5), sampleQuantile(st.ttfa, 0.99)
+	ps.WindowSamplesTTFA = len(st.ttfa)
 	ps.SLO = st.slo
 	ps.Minutes, ps.HourDispositions = st.hour.minutes(now, st.added)
 	return ps
@@ -311,6 +321,7 @@ func (st *pairState) prune(since time.Time) {
 	}
 	st.finished = st.finished[i:]
 	st.ttft = pruneSamples(st.ttft, since)
+	st.ttfa = pruneSamples(st.ttfa, since)
 	st.itl = pruneSamples(st.itl, since)
 }
 

@@ -2,6 +2,7 @@ package status
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,15 +113,11 @@ func TestTrackerSnapshot(t *testing.T) {
 func TestTrackerCensorsTimeouts(t *testing.T) {
 	tr := NewTracker(TrackerOptions{})
 	syncPairs(tr, trackerConfig("p"))
-	for _, r := range []probe.Result{
+	offerAndFinish(tr, []probe.Result{
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second},
 		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: 2 * time.Second, TTFT: 300 * time.Millisecond},
 		{Disposition: probe.ServerFailure, Reason: probe.ReasonDisconnect, Elapsed: 5 * time.Second},
-	} {
-		tr.Offered("t", "p")
-		r.Target, r.Probe = "t", "p"
-		tr.Finished(&r)
-	}
+	})
 	ps := tr.Snapshot()[0]
 	if ps.WindowSamplesTTFT != 2 || ps.TTFTP50 != 300*time.Millisecond || ps.TTFTP99 != 2*time.Second {
 		t.Errorf("TTFT samples %d, p50 %v, p99 %v; want 2, 300ms, 2s", ps.WindowSamplesTTFT, ps.TTFTP50, ps.TTFTP99)
@@ -159,4 +156,48 @@ func equal(a, b any) bool {
 		return true
 	}
 	return a == b
+}
+
+// TestTrackerTTFA: TTFA percentiles come from the requests that answered
+// and the timeouts censored at the time they were abandoned; a reasoning
+// stream that finished without an answer adds no sample. The status page
+// shows the p99 and the pair page both percentiles.
+func TestTrackerTTFA(t *testing.T) {
+	tr := NewTracker(TrackerOptions{})
+	syncPairs(tr, trackerConfig("p"))
+	offerAndFinish(tr, []probe.Result{
+		{Disposition: probe.Accepted, TTFT: 100 * time.Millisecond, TTFA: 400 * time.Millisecond},
+		{Disposition: probe.LatencyFailure, TTFT: 100 * time.Millisecond, E2EL: time.Second}, // reasoning only
+		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, TTFT: 100 * time.Millisecond, Elapsed: 3 * time.Second},
+	})
+	ps := tr.Snapshot()[0]
+	if ps.WindowSamplesTTFA != 2 || ps.TTFAP50 != 400*time.Millisecond || ps.TTFAP99 != 3*time.Second {
+		t.Errorf("TTFA samples %d, p50 %v, p99 %v; want 2, 400ms, 3s", ps.WindowSamplesTTFA, ps.TTFAP50, ps.TTFAP99)
+	}
+	var sb strings.Builder
+	if err := Render(&sb, Page{Now: time.Unix(0, 0), Pairs: []PairStats{ps}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "<th>TTFA p99 (ms)</th>") || !strings.Contains(sb.String(), "<td>3000.0</td></tr>") {
+		t.Errorf("status page lacks the TTFA p99 column and value")
+	}
+	ps, recent, _ := tr.Pair("t", "p")
+	sb.Reset()
+	if err := RenderPair(&sb, PairPage{Now: time.Unix(0, 0), Stats: ps, Recent: recent}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"first answer token (TTFA)", "<td>2</td><td>400.0 ms</td><td>3000.0 ms</td>"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("pair page lacks %q", want)
+		}
+	}
+}
+
+// offerAndFinish offers and finishes each result as a request of pair t/p.
+func offerAndFinish(tr *Tracker, results []probe.Result) {
+	for _, r := range results {
+		tr.Offered("t", "p")
+		r.Target, r.Probe = "t", "p"
+		tr.Finished(&r)
+	}
 }

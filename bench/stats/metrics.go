@@ -20,6 +20,9 @@ const (
 	MetricTPOT = "tpot"
 	MetricITL  = "itl"
 	MetricE2EL = "e2el"
+	// MetricTTFA is the time to the first answer token, reported only
+	// when the server streamed reasoning (Metrics.Reasoned).
+	MetricTTFA = "ttfa"
 )
 
 // vLLM's client-side queueing metrics, reported with --max-concurrency
@@ -67,6 +70,9 @@ type Metrics struct {
 	MaxOutputTokensPerSecond float64
 	MaxConcurrentRequests    int
 	Dists                    map[string]Dist // by metric name
+	// Reasoned says some response streamed reasoning; only then is
+	// Dists[MetricTTFA] set, over the completed requests that answered.
+	Reasoned bool
 
 	// The prober's figures, by the probe package's definitions.
 	Offered   int // requests whose planned time came
@@ -135,6 +141,7 @@ func Compute(run *openloop.Run, o Options) Metrics {
 	samples := map[string][]float64{}
 	goodCount := 0
 	for i, r := range run.Results {
+		m.Reasoned = m.Reasoned || r.ReasoningEvents > 0
 		m.Dispositions[r.Disposition]++
 		if r.Reason != "" && r.Disposition != probe.Accepted {
 			m.Reasons[r.Reason]++
@@ -148,6 +155,9 @@ func Compute(run *openloop.Run, o Options) Metrics {
 		m.TotalOutput += r.OutputTokens
 		samples[MetricTTFT] = append(samples[MetricTTFT], Milliseconds(r.TTFT))
 		samples[MetricE2EL] = append(samples[MetricE2EL], Milliseconds(r.E2EL))
+		if r.TTFA > 0 {
+			samples[MetricTTFA] = append(samples[MetricTTFA], Milliseconds(r.TTFA))
+		}
 		if r.OutputTokens > 1 {
 			samples[MetricTPOT] = append(samples[MetricTPOT], Milliseconds(r.TPOT))
 		}
@@ -164,6 +174,9 @@ func Compute(run *openloop.Run, o Options) Metrics {
 	}
 	for _, name := range AllMetrics {
 		m.Dists[name] = distOf(samples[name], o.Percentiles)
+	}
+	if m.Reasoned {
+		m.Dists[MetricTTFA] = distOf(samples[MetricTTFA], o.Percentiles)
 	}
 	m.vllmRates(goodCount)
 	m.MaxOutputTokensPerSecond, m.MaxConcurrentRequests = peaks(run.Results)

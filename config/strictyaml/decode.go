@@ -41,9 +41,10 @@ type Options struct {
 	// Dir is the directory of the file, against which relative file paths
 	// in an http_client_config are resolved.
 	Dir string
-	// Element returns the value a new list element of type t starts from
-	// (its defaults), given the line of the element; ok is false for types
-	// that start from their zero value.
+	// Element returns the value a new list element, or the value a nil
+	// pointer comes to point to, of type t starts from (its defaults),
+	// given the line of the element; ok is false for types that start
+	// from their zero value.
 	Element func(t reflect.Type, line int) (v reflect.Value, ok bool)
 	// FollowRedirects is the value of follow_redirects in an
 	// http_client_config that leaves it out.
@@ -103,6 +104,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case t.Kind() == reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(t.Elem()))
+			if d.o.Element != nil {
+				if def, ok := d.o.Element(t.Elem(), n.Line); ok {
+					v.Elem().Set(def)
+				}
+			}
 		}
 		d.decode(n, v.Elem(), path)
 	case isLeaf(t):

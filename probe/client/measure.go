@@ -1,10 +1,10 @@
 package client
 
 import (
-	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 )
 
@@ -32,11 +32,16 @@ type measurement struct {
 	model      string // named by the first event that names one
 	otherModel string // the first different model a later event named
 	server     *probe.ServerTiming
-	text       strings.Builder
+	answer     answer
+	fp         *fingerprint.Hasher // nil: the probe has no fingerprint
 }
 
-// observe applies one decoded event that arrived at at.
-func (m *measurement) observe(c *stream.Chunk, at time.Time) {
+// observe applies one decoded event that arrived at at; it fails on an
+// event whose tool calls are malformed.
+func (m *measurement) observe(c *stream.Chunk, at time.Time) error {
+	if err := m.answer.observe(c, at); err != nil {
+		return err
+	}
 	switch {
 	case m.model == "":
 		m.model = c.Model
@@ -49,11 +54,8 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 		if ch.Delta.HasToolCall() {
 			carried = true
 		}
-		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.Reasoning != "" {
+		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.ReasoningText() != "" {
 			carried = true
-			m.text.WriteString(ch.Delta.Reasoning)
-			m.text.WriteString(ch.Text)
-			m.text.WriteString(ch.Delta.Content)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			m.finish = *ch.FinishReason
@@ -78,7 +80,10 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 		carried = m.vllmCarried(c, at)
 	}
 	if !carried {
-		return
+		return nil
+	}
+	if m.fp != nil {
+		m.fp.Add(generatedText(c), tokens)
 	}
 	if m.chunks == 0 {
 		m.first = at
@@ -88,6 +93,7 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) {
 	}
 	m.last = at
 	m.chunks++
+	return nil
 }
 
 // fill writes the measurement into res. complete says the stream ended
@@ -99,7 +105,7 @@ func (m *measurement) fill(res *probe.Result, complete bool, knownPromptTokens i
 	res.Model, res.OtherModel = m.model, m.otherModel
 	res.FinishReason = m.finish
 	res.Server = m.server
-	res.Text = m.text.String()
+	m.answer.fill(res, m.start)
 	res.Chunks = m.chunks
 	res.ITLs = m.itls
 	res.ITLTokens = m.itlTokens

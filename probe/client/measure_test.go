@@ -30,7 +30,9 @@ func measureEvents(t *testing.T, events []timedEvent, complete bool) *probe.Resu
 		if err := c.Decode([]byte(e.data)); err != nil {
 			t.Fatalf("decode %s: %v", e.data, err)
 		}
-		m.observe(&c, t0.Add(time.Duration(e.ms)*time.Millisecond))
+		if err := m.observe(&c, t0.Add(time.Duration(e.ms)*time.Millisecond)); err != nil {
+			t.Fatalf("observe %s: %v", e.data, err)
+		}
 	}
 	res := &probe.Result{}
 	m.fill(res, complete, 99)
@@ -56,7 +58,7 @@ func TestMeasurement(t *testing.T) {
 		},
 		complete: true,
 		want: probe.Result{
-			TTFT: ms(101), E2EL: ms(170), TPOT: ms(69) / 3, Chunks: 3, PromptTokens: 17, OutputTokens: 4,
+			TTFT: ms(101), TTFA: ms(101), E2EL: ms(170), TPOT: ms(69) / 3, Chunks: 3, PromptTokens: 17, OutputTokens: 4,
 			UsageFromServer: true, FinishReason: "length", Model: "m", Text: "Hello you",
 			ITLs: []time.Duration{ms(29), ms(40)}, ITLTokens: []int{0, 0},
 			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(91), probe.PhaseDecode: ms(69)},
@@ -72,8 +74,9 @@ func TestMeasurement(t *testing.T) {
 		},
 		complete: true,
 		want: probe.Result{
-			TTFT: ms(60), E2EL: ms(90), TPOT: ms(10), Chunks: 3, PromptTokens: 17, OutputTokens: 4,
-			UsageFromServer: true, FinishReason: "stop", Model: "m", Text: "a bc",
+			TTFT: ms(60), TTFA: ms(60), E2EL: ms(90), TPOT: ms(10), Chunks: 3, PromptTokens: 17, OutputTokens: 4,
+			UsageFromServer: true, FinishReason: "stop", Model: "m", Text: "a b", Reasoning: "c",
+			ReasoningTokens: 1, ReasoningEvents: 1,
 			ITLs: []time.Duration{ms(20), ms(10)}, ITLTokens: []int{1, 1},
 			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(50), probe.PhaseDecode: ms(30)},
 		},
@@ -85,7 +88,7 @@ func TestMeasurement(t *testing.T) {
 		},
 		complete: true,
 		want: probe.Result{
-			TTFT: ms(40), E2EL: ms(60), TPOT: ms(20), Chunks: 2, PromptTokens: 99, OutputTokens: 2,
+			TTFT: ms(40), TTFA: ms(40), E2EL: ms(60), TPOT: ms(20), Chunks: 2, PromptTokens: 99, OutputTokens: 2,
 			FinishReason: "length", Model: "m", Text: " x y", Flags: []string{flagNoUsage},
 			ITLs: []time.Duration{ms(20)}, ITLTokens: []int{0},
 			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(30), probe.PhaseDecode: ms(20)},
@@ -98,7 +101,7 @@ func TestMeasurement(t *testing.T) {
 		},
 		complete: true,
 		want: probe.Result{
-			TTFT: ms(40), E2EL: ms(40), Chunks: 1, PromptTokens: 3, OutputTokens: 1, UsageFromServer: true,
+			TTFT: ms(40), TTFA: ms(40), E2EL: ms(40), Chunks: 1, PromptTokens: 3, OutputTokens: 1, UsageFromServer: true,
 			FinishReason: "length", Model: "m", Text: "!", Server: &probe.ServerTiming{QueueTime: 1500 * time.Microsecond, TTFT: ms(20)},
 			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(30), probe.PhaseDecode: 0},
 		},
@@ -112,9 +115,56 @@ func TestMeasurement(t *testing.T) {
 		},
 		complete: true,
 		want: probe.Result{
-			TTFT: ms(30), E2EL: ms(45), TPOT: ms(3), Chunks: 2, PromptTokens: 9, OutputTokens: 6, UsageFromServer: true,
-			FinishReason: "tool_calls", Model: "m", ITLs: []time.Duration{ms(15)}, ITLTokens: []int{0},
+			TTFT: ms(30), TTFA: ms(30), E2EL: ms(45), TPOT: ms(3), Chunks: 2, PromptTokens: 9, OutputTokens: 6, UsageFromServer: true,
+			FinishReason: "tool_calls", Model: "m", ToolCalls: []probe.ToolCall{{Name: "f", Arguments: "{}"}}, ITLs: []time.Duration{ms(15)}, ITLTokens: []int{0},
 			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(20), probe.PhaseDecode: ms(15)},
+		},
+	}, {
+		name: "reasoning first: TTFT at the first reasoning event, TTFA at the first content, usage details count",
+		events: []timedEvent{
+			{50, `{"model":"m","choices":[{"delta":{"role":"assistant","content":""}}]}`},
+			{60, `{"model":"m","choices":[{"delta":{"reasoning":"Let me"}}]}`},
+			{70, `{"model":"m","choices":[{"delta":{"reasoning":" think."}}]}`},
+			{80, `{"model":"m","choices":[{"delta":{"reasoning":" 144"}}]}`},
+			{95, `{"model":"m","choices":[{"delta":{"content":"144"},"finish_reason":"stop"}]}`},
+			{96, `{"model":"m","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":3}}}`},
+		},
+		complete: true,
+		want: probe.Result{
+			TTFT: ms(60), TTFA: ms(95), E2EL: ms(95), TPOT: ms(35) / 3, Chunks: 4, PromptTokens: 17, OutputTokens: 4,
+			UsageFromServer: true, FinishReason: "stop", Model: "m", Text: "144", Reasoning: "Let me think. 144",
+			ReasoningTokens: 3, ReasoningEvents: 3,
+			ITLs: []time.Duration{ms(10), ms(10), ms(15)}, ITLTokens: []int{0, 0, 0},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(50), probe.PhaseDecode: ms(35)},
+		},
+	}, {
+		name: "reasoning only, cut short: TTFT but no TTFA, reasoning_content read, events counted",
+		events: []timedEvent{
+			{60, `{"model":"m","choices":[{"delta":{"reasoning_content":"a"}}]}`},
+			{70, `{"model":"m","choices":[{"delta":{"reasoning_content":"b"}}]}`},
+		},
+		complete: false,
+		want: probe.Result{
+			TTFT: ms(60), Chunks: 2, PromptTokens: 99, OutputTokens: 2, Model: "m", Reasoning: "ab",
+			ReasoningTokens: 2, ReasoningEvents: 2, ITLs: []time.Duration{ms(10)}, ITLTokens: []int{0},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(50)},
+		},
+	}, {
+		name: "two tool calls, fragments interleaved, assembled per index",
+		events: []timedEvent{
+			{40, `{"model":"m","choices":[{"delta":{"reasoning":"call both"}}]}`},
+			{50, `{"model":"m","choices":[{"delta":{"tool_calls":[{"index":1,"id":"call-b","type":"function","function":{"name":"g","arguments":""}}]}}]}`},
+			{55, `{"model":"m","choices":[{"delta":{"tool_calls":[{"index":0,"id":"call-a","type":"function","function":{"name":"f","arguments":"{\"x\""}}]}}]}`},
+			{60, `{"model":"m","choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"[]"}},{"index":0,"id":null,"function":{"name":null,"arguments":":1}"}}]}}]}`},
+			{61, `{"model":"m","choices":[{"delta":{},"finish_reason":"tool_calls"}]}`},
+		},
+		complete: true,
+		want: probe.Result{
+			TTFT: ms(40), TTFA: ms(50), E2EL: ms(60), TPOT: ms(20) / 3, Chunks: 4, PromptTokens: 99, OutputTokens: 4,
+			FinishReason: "tool_calls", Model: "m", Reasoning: "call both", ReasoningTokens: 1, ReasoningEvents: 1,
+			ToolCalls: []probe.ToolCall{{ID: "call-a", Name: "f", Arguments: `{"x":1}`}, {ID: "call-b", Name: "g", Arguments: "[]"}},
+			Flags:     []string{flagNoUsage}, ITLs: []time.Duration{ms(10), ms(5), ms(5)}, ITLTokens: []int{0, 0, 0},
+			Phases: probe.PhaseTimes{probe.PhaseFirstToken: ms(30), probe.PhaseDecode: ms(20)},
 		},
 	}, {
 		name:     "broken stream: no tokens, no flag",
@@ -129,6 +179,22 @@ func TestMeasurement(t *testing.T) {
 				t.Fatalf("got  %+v\nwant %+v", *got, tc.want)
 			}
 		})
+	}
+}
+
+func TestMeasurementMalformedToolCalls(t *testing.T) {
+	for _, data := range []string{
+		`{"model":"m","choices":[{"delta":{"tool_calls":{"index":0}}}]}`,
+		`{"model":"m","choices":[{"delta":{"tool_calls":[{"index":"0"}]}}]}`,
+	} {
+		var c stream.Chunk
+		if err := c.Decode([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		m := &measurement{start: time.Unix(0, 0)}
+		if err := m.observe(&c, time.Unix(1, 0)); err == nil {
+			t.Errorf("observe(%s): no error", data)
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package client sends one probe request and measures it: it builds the
 // completions or chat body, streams the response, times TTFT, ITL, TPOT and
 // E2EL on the client side, and judges the answer into one Result
-// (docs/design.md, "Measurement (client side)").
+// (docs/design.md, "Measurement (client side)"). An embeddings request is
+// one JSON answer, timed by its E2EL (embeddings.go).
 package client
 
 import (
@@ -43,8 +44,8 @@ type Options struct {
 	// value is the prober's own (TimingProbe).
 	Timing Timing
 	// Endpoint is the path requests are posted to, appended to the
-	// target URL; "" = /v1/completions or /v1/chat/completions by the
-	// probe's API.
+	// target URL; "" = /v1/completions, /v1/chat/completions or
+	// /v1/embeddings by the probe's API.
 	Endpoint string
 	// Items, when not empty, replaces the probe's workload: request Seq
 	// n sends Items[(n-1) mod len(Items)].
@@ -108,8 +109,11 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	}
 	r.base = strings.TrimRight(t.URL, "/")
 	r.url = r.base + "/v1/completions"
-	if p.API == config.APIChat {
+	switch p.API {
+	case config.APIChat:
 		r.url = r.base + "/v1/chat/completions"
+	case config.APIEmbeddings:
+		r.url = r.base + embeddingsPath
 	}
 	if o.Endpoint != "" {
 		r.url = r.base + "/" + strings.TrimLeft(o.Endpoint, "/")
@@ -120,6 +124,14 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 			client.CloseIdleConnections()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
+	}
+	if tc := p.Quality.ToolCall; tc != nil && tc.ArgumentsSchema != "" && tc.Schema == nil {
+		c := *tc // the config's check is shared; compile into a copy
+		if c.Schema, err = judge.CompileSchema(c.ArgumentsSchema); err != nil {
+			client.CloseIdleConnections()
+			return nil, fmt.Errorf("probe %q tool_call: %w", p.Name, err)
+		}
+		r.probe.Quality.ToolCall = &c
 	}
 	if len(o.Items) == 0 {
 		r.work, err = workload.New(p, r.countTokens)
@@ -167,6 +179,7 @@ func (r *Requester) Do(ctx context.Context, res *probe.Result) {
 	if res.RequestID == "" {
 		res.RequestID = r.requestID(res.Seq)
 	}
+	res.Embeddings = r.probe.API == config.APIEmbeddings
 	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
 	defer cancel()
 	var item workload.Item

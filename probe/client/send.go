@@ -43,10 +43,10 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept", r.acceptHeader())
 	req.Header.Set("X-Request-Id", res.RequestID)
 
-	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing}
+	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing, fp: r.newHasher()}
 	res.Sent = m.start
 	if !res.Scheduled.IsZero() {
 		res.Lag = res.Sent.Sub(res.Scheduled)
@@ -64,17 +64,33 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, model string, i
 		r.httpError(ctx, res, resp, model)
 		return
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
-		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
-		res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
+	if r.probe.API == config.APIEmbeddings {
+		r.readEmbedding(ctx, res, resp, m, item)
+		return
+	}
+	if !hasContentType(res, resp, "text/event-stream") {
 		return
 	}
 	r.readStream(ctx, res, resp.Body, m, item)
 }
 
+// hasContentType reports whether resp's media type is want, and records a
+// protocol failure in res when it is not.
+func hasContentType(res *probe.Result, resp *http.Response, want string) bool {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == want {
+		return true
+	}
+	res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+	res.Error = truncate(fmt.Sprintf("unexpected content type %q", resp.Header.Get("Content-Type")), maxErrorLen)
+	return false
+}
+
 // requestBody renders the JSON body. request.extra is merged in; it may
 // override sampling fields but never the ones the measurement relies on.
 func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) {
+	if r.probe.API == config.APIEmbeddings {
+		return r.embeddingBody(model, it)
+	}
 	rq := r.probe.Request
 	vllm := r.opts.Timing == TimingVLLMBench
 	b := make(map[string]any, 8+len(rq.Extra))
@@ -91,6 +107,9 @@ func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) 
 		b["max_completion_tokens"] = it.MaxTokens
 	} else {
 		b["max_tokens"] = it.MaxTokens
+	}
+	if it.Seed != nil {
+		b["seed"] = *it.Seed
 	}
 	for k, v := range rq.Extra {
 		b[k] = v
@@ -172,10 +191,15 @@ func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.R
 			res.Error = errorMessage(c.Error)
 			break
 		}
-		m.observe(&c, ev.At)
+		if err := m.observe(&c, ev.At); err != nil {
+			res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
+			res.Error = truncate(err.Error(), maxErrorLen)
+			break
+		}
 	}
 	m.fill(res, done, item.PromptTokens)
 	m.failNoChoices(res, done)
+	m.setFingerprint(res, done, item)
 	if done {
 		_, _ = io.CopyN(io.Discard, lb, maxDrain)
 	}

@@ -1,7 +1,8 @@
 // Package judge turns one measured request into its disposition: SLO
 // violations, quality checks (model, finish reason, output tokens, regex,
-// JSON, JSON schema, per-prompt expectations) and the order in which they
-// decide (docs/design.md, "Dispositions and accounting").
+// JSON, JSON schema, embedding length, per-prompt expectations, tool
+// calls) and the order in which they decide (docs/design.md,
+// "Dispositions and accounting").
 package judge
 
 import (
@@ -24,7 +25,8 @@ import (
 // server_failure, client_timeout or cancelled disposition already set by
 // the requester is kept; SLO violations are still listed for what was
 // measured. Quality checks run only on responses that completed, since a
-// broken stream says nothing about the model's answer. Every failing check
+// broken stream says nothing about the model's answer, and judge the answer
+// (Result.Text, Result.ToolCalls), never the reasoning. Every failing check
 // and SLO is listed even when another disposition wins.
 //
 // expect holds the per-prompt checks (nil for none). The model check
@@ -52,7 +54,9 @@ func Request(p config.Probe, expect *config.Expect, res *probe.Result) {
 
 // sloViolations lists the SLOs whose measured value exceeds its threshold;
 // a zero threshold or an unmeasured value is no violation. A client_timeout
-// is judged at its censored TTFT and E2EL (Result.ObservedTTFT).
+// is judged at its censored TTFT, TTFA and E2EL (Result.ObservedTTFT). A
+// stream that ended without any answer (reasoning only) violates a TTFA
+// objective: its answer never came within it.
 func sloViolations(s config.SLO, res *probe.Result) []string {
 	var out []string
 	check := func(name string, limit, got time.Duration) {
@@ -65,6 +69,11 @@ func sloViolations(s config.SLO, res *probe.Result) []string {
 	check(probe.SLOTTFT, time.Duration(s.TTFT), ttft)
 	check(probe.SLOTPOT, time.Duration(s.TPOT), res.TPOT)
 	check(probe.SLOE2EL, time.Duration(s.E2EL), e2el)
+	if ttfa, ok := res.ObservedTTFA(); ok {
+		check(probe.SLOTTFA, time.Duration(s.TTFA), ttfa)
+	} else if s.TTFA > 0 && res.Disposition == "" {
+		out = append(out, probe.SLOTTFA)
+	}
 	return out
 }
 
@@ -92,10 +101,33 @@ func qualityFailures(q config.Quality, expect *config.Expect, res *probe.Result)
 	if q.JSONSchema != "" && !matchesSchema(q.Schema, res.Text) {
 		out = append(out, probe.CheckJSONSchema)
 	}
+	if q.EmbeddingDim > 0 && (res.EmbeddingDim != q.EmbeddingDim || res.EmbeddingNotFinite > 0) {
+		out = append(out, probe.CheckEmbeddingDim)
+	}
 	if expect != nil && !expectMatches(expect, res.Text) {
 		out = append(out, probe.CheckExpect)
 	}
+	if q.ToolCall != nil && !toolCalled(q.ToolCall, res.ToolCalls) {
+		out = append(out, probe.CheckToolCall)
+	}
 	return out
+}
+
+// toolCalled reports whether one of calls is a call of c.Name whose
+// arguments are JSON satisfying c's schema (any JSON when it has none).
+func toolCalled(c *config.ToolCallCheck, calls []probe.ToolCall) bool {
+	for _, tc := range calls {
+		if tc.Name != c.Name {
+			continue
+		}
+		if c.ArgumentsSchema == "" && json.Valid([]byte(tc.Arguments)) {
+			return true
+		}
+		if c.ArgumentsSchema != "" && matchesSchema(c.Schema, tc.Arguments) {
+			return true
+		}
+	}
+	return false
 }
 
 func expectMatches(e *config.Expect, text string) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -26,15 +27,22 @@ func goodResult() *probe.Result {
 	}
 }
 
-func judgeProbe(t *testing.T) config.Probe {
-	schema := filepath.Join(t.TempDir(), "schema.json")
-	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["answer"],"properties":{"answer":{"type":"integer"}}}`), 0o600); err != nil {
+// writeSchema writes a JSON Schema document to a file and compiles it.
+func writeSchema(t *testing.T, doc string) (string, *jsonschema.Schema) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	compiled, err := CompileSchema(schema)
+	compiled, err := CompileSchema(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, compiled
+}
+
+func judgeProbe(t *testing.T) config.Probe {
+	schema, compiled := writeSchema(t, `{"type":"object","required":["answer"],"properties":{"answer":{"type":"integer"}}}`)
 	return config.Probe{
 		SLO: config.SLO{TTFT: model.Duration(time.Second), TPOT: model.Duration(50 * time.Millisecond), E2EL: model.Duration(5 * time.Second)},
 		Quality: config.Quality{
@@ -101,6 +109,87 @@ func TestJudge(t *testing.T) {
 			}
 			if !slices.Equal(res.QualityFailures, tc.wantChecks) {
 				t.Errorf("quality failures = %v, want %v", res.QualityFailures, tc.wantChecks)
+			}
+		})
+	}
+}
+
+func TestJudgeTTFA(t *testing.T) {
+	p := config.Probe{SLO: config.SLO{TTFA: model.Duration(time.Second)}}
+	tests := []struct {
+		name    string
+		res     probe.Result
+		want    probe.Disposition
+		wantSLO []string
+	}{
+		{"answer within the objective", probe.Result{TTFT: ms(100), TTFA: ms(1000)}, probe.Accepted, nil},
+		{"answer late", probe.Result{TTFT: ms(100), TTFA: ms(1001)}, probe.LatencyFailure, []string{probe.SLOTTFA}},
+		{"reasoning only, finished early: the answer never came", probe.Result{TTFT: ms(100), E2EL: ms(300), ReasoningTokens: 5}, probe.LatencyFailure, []string{probe.SLOTTFA}},
+		{"timeout without answer, censored", probe.Result{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, TTFT: ms(100), Elapsed: 2 * time.Second}, probe.ClientTimeout, []string{probe.SLOTTFA}},
+		{"broken stream without answer: unmeasured", probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonDisconnect, TTFT: ms(100)}, probe.ServerFailure, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tc.res
+			Request(p, nil, &res)
+			if res.Disposition != tc.want || !slices.Equal(res.SLOViolations, tc.wantSLO) {
+				t.Errorf("got %s %v, want %s %v", res.Disposition, res.SLOViolations, tc.want, tc.wantSLO)
+			}
+		})
+	}
+	res := probe.Result{TTFT: ms(100), E2EL: ms(300)}
+	Request(config.Probe{}, nil, &res)
+	if res.Disposition != probe.Accepted {
+		t.Errorf("no ttfa objective: reasoning-only answer judged %s %v", res.Disposition, res.SLOViolations)
+	}
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestJudgeReasoningIgnored(t *testing.T) {
+	p := judgeProbe(t)
+	res := goodResult()
+	res.Reasoning = `not json, no match`
+	Request(p, &config.Expect{Contains: "144"}, res)
+	if res.Disposition != probe.Accepted {
+		t.Errorf("reasoning that breaks every check: %s %v", res.Disposition, res.QualityFailures)
+	}
+	res = goodResult()
+	res.Text, res.Reasoning = "nope", goodResult().Text
+	Request(p, nil, res)
+	if want := []string{probe.CheckRegex, probe.CheckJSON, probe.CheckJSONSchema}; !slices.Equal(res.QualityFailures, want) {
+		t.Errorf("reasoning that passes every check: %v, want %v", res.QualityFailures, want)
+	}
+}
+
+func TestJudgeToolCall(t *testing.T) {
+	schema, compiled := writeSchema(t, `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`)
+	withSchema := &config.ToolCallCheck{Name: "get_weather", ArgumentsSchema: schema, Schema: compiled}
+	anyJSON := &config.ToolCallCheck{Name: "get_weather"}
+	tests := []struct {
+		name  string
+		check *config.ToolCallCheck
+		calls []probe.ToolCall
+		ok    bool
+	}{
+		{"matching call", withSchema, []probe.ToolCall{{Name: "get_weather", Arguments: `{"city":"Paris"}`}}, true},
+		{"second call matches", withSchema, []probe.ToolCall{{Name: "get_time", Arguments: `{}`}, {Name: "get_weather", Arguments: `{"city":"Oslo"}`}}, true},
+		{"arguments break the schema", withSchema, []probe.ToolCall{{Name: "get_weather", Arguments: `{"city":3}`}}, false},
+		{"arguments not JSON", anyJSON, []probe.ToolCall{{Name: "get_weather", Arguments: `{"city":`}}, false},
+		{"any JSON without schema", anyJSON, []probe.ToolCall{{Name: "get_weather", Arguments: `[]`}}, true},
+		{"another function", withSchema, []probe.ToolCall{{Name: "get_time", Arguments: `{"city":"Paris"}`}}, false},
+		{"no call", withSchema, nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &probe.Result{FinishReason: "tool_calls", OutputTokens: 5, ToolCalls: tc.calls}
+			Request(config.Probe{Quality: config.Quality{ToolCall: tc.check}}, nil, res)
+			var want []string
+			if !tc.ok {
+				want = []string{probe.CheckToolCall}
+			}
+			if !slices.Equal(res.QualityFailures, want) {
+				t.Errorf("quality failures = %v, want %v", res.QualityFailures, want)
 			}
 		})
 	}

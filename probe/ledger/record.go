@@ -29,6 +29,7 @@ type Record struct {
 	Flags        []string          `json:"flags"` // slo:<name>, check:<name> and other diagnostics
 	HTTPStatus   int               `json:"http_status"`
 	TTFTS        *float64          `json:"ttft_s"`
+	TTFAS        *float64          `json:"ttfa_s"` // first answer token, after any reasoning
 	TPOTS        *float64          `json:"tpot_s"`
 	E2ELS        *float64          `json:"e2el_s"`
 	ITLMaxS      *float64          `json:"itl_max_s"`
@@ -38,7 +39,15 @@ type Record struct {
 	FinishReason string            `json:"finish_reason"`
 	Model        string            `json:"model"`
 	Server       *ServerRecord     `json:"server"` // null: the server sent no per-request metrics
-	Error        string            `json:"error"`
+	// ReasoningTokens and ToolCalls (the number of calls the answer made)
+	// are present only when not zero.
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
+	ToolCalls       int    `json:"tool_calls,omitempty"`
+	Error           string `json:"error"`
+	// Fingerprint is the output fingerprint of a fingerprint probe's
+	// request whose stream completed (docs/design.md, "Output
+	// fingerprint"); absent otherwise.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Text is present only when the ledger's record_text asks for it.
 	Text *string `json:"text,omitempty"`
 	// Level and Repeat are present only in a capacity run's ledger.
@@ -69,26 +78,29 @@ const (
 // converted to UTC so every line of a ledger reads alike.
 func NewRecord(r *probe.Result, recordText string) Record {
 	rec := Record{
-		Seq:          r.Seq,
-		Target:       r.Target,
-		Probe:        r.Probe,
-		RequestID:    r.RequestID,
-		Scheduled:    r.Scheduled.UTC().Round(0),
-		Disposition:  r.Disposition,
-		Reason:       r.Reason,
-		Flags:        recordFlags(r),
-		HTTPStatus:   r.HTTPStatus,
-		TTFTS:        optSeconds(r.TTFT),
-		TPOTS:        optSeconds(finished(r, r.TPOT)),
-		E2ELS:        optSeconds(finished(r, r.E2EL)),
-		ITLMaxS:      optSeconds(r.ITLMax()),
-		PromptTokens: r.PromptTokens,
-		OutputTokens: r.OutputTokens,
-		Chunks:       r.Chunks,
-		FinishReason: r.FinishReason,
-		Model:        r.Model,
-		Error:        r.Error,
-		RunID:        runID,
+		Seq:             r.Seq,
+		Target:          r.Target,
+		Probe:           r.Probe,
+		RequestID:       r.RequestID,
+		Scheduled:       r.Scheduled.UTC().Round(0),
+		Disposition:     r.Disposition,
+		Reason:          r.Reason,
+		Flags:           recordFlags(r),
+		HTTPStatus:      r.HTTPStatus,
+		TTFTS:           optSeconds(r.TTFT),
+		TTFAS:           optSeconds(r.TTFA),
+		TPOTS:           optSeconds(finished(r, r.TPOT)),
+		E2ELS:           optSeconds(finished(r, r.E2EL)),
+		ITLMaxS:         optSeconds(r.ITLMax()),
+		PromptTokens:    r.PromptTokens,
+		OutputTokens:    r.OutputTokens,
+		Chunks:          r.Chunks,
+		FinishReason:    r.FinishReason,
+		Model:           r.Model,
+		Error:           r.Error,
+		ReasoningTokens: r.ReasoningTokens,
+		ToolCalls:       len(r.ToolCalls),
+		RunID:           runID,
 	}
 	if !r.Sent.IsZero() {
 		sent := r.Sent.UTC().Round(0)
@@ -97,6 +109,9 @@ func NewRecord(r *probe.Result, recordText string) Record {
 	}
 	if r.Server != nil {
 		rec.Server = &ServerRecord{QueueS: r.Server.QueueTime.Seconds(), TTFTS: r.Server.TTFT.Seconds()}
+	}
+	if r.Fingerprint != nil {
+		rec.Fingerprint = r.Fingerprint.Hash
 	}
 	if r.Repeat > 0 {
 		level, repeat := r.Level, r.Repeat

@@ -18,8 +18,8 @@ import (
 // ledgerFields are the ledger fields of docs/design.md, "Ledger", in order.
 var ledgerFields = []string{
 	"seq", "target", "probe", "request_id", "scheduled", "sent", "lag_s", "disposition", "reason", "flags",
-	"http_status", "ttft_s", "tpot_s", "e2el_s", "itl_max_s", "prompt_tokens", "output_tokens", "chunks",
-	"finish_reason", "model", "server", "error",
+	"http_status", "ttft_s", "ttfa_s", "tpot_s", "e2el_s", "itl_max_s", "prompt_tokens", "output_tokens", "chunks",
+	"finish_reason", "model", "server", "reasoning_tokens", "tool_calls", "error",
 }
 
 var testEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -31,17 +31,20 @@ func fullResult() *probe.Result {
 		Scheduled: testEpoch, Sent: testEpoch.Add(1500 * time.Microsecond), Lag: 1500 * time.Microsecond,
 		Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
 		SLOViolations: []string{probe.SLOTTFT}, QualityFailures: []string{probe.CheckRegex}, Flags: []string{"no_usage"},
-		HTTPStatus: 200, TTFT: 1250 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: 2500 * time.Millisecond,
+		HTTPStatus: 200, TTFT: 1250 * time.Millisecond, TTFA: 1750 * time.Millisecond, TPOT: 20 * time.Millisecond, E2EL: 2500 * time.Millisecond,
 		ITLs: []time.Duration{10 * time.Millisecond, 45 * time.Millisecond}, ITLTokens: []int{1, 2},
 		PromptTokens: 128, OutputTokens: 64, Chunks: 63, FinishReason: "length", Model: "llama",
-		Server: &probe.ServerTiming{QueueTime: 250 * time.Millisecond, TTFT: 900 * time.Millisecond},
-		Error:  "", Text: "hello",
+		Server:          &probe.ServerTiming{QueueTime: 250 * time.Millisecond, TTFT: 900 * time.Millisecond},
+		ReasoningTokens: 24, ToolCalls: []probe.ToolCall{{ID: "call-1", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+		Error: "", Text: "hello", Reasoning: "thinking",
 	}
 }
 
 func TestRecordFieldNames(t *testing.T) {
 	capacity := fullResult()
 	capacity.Level, capacity.Repeat = 8, 2
+	fingerprinted := fullResult()
+	fingerprinted.Fingerprint = &probe.OutputFingerprint{Prompt: 1, Hash: "0123456789abcdef"}
 	for _, tc := range []struct {
 		name       string
 		res        *probe.Result
@@ -51,6 +54,9 @@ func TestRecordFieldNames(t *testing.T) {
 		{"without text", fullResult(), config.RecordTextNone, append(slices.Clone(ledgerFields), "run_id")},
 		{"with text", fullResult(), config.RecordTextAll, append(slices.Clone(ledgerFields), "text", "run_id")},
 		{"capacity run", capacity, config.RecordTextNone, append(slices.Clone(ledgerFields), "level", "repeat", "run_id")},
+		{"no reasoning, no tool calls", &probe.Result{}, config.RecordTextNone, append(slices.DeleteFunc(slices.Clone(ledgerFields),
+			func(f string) bool { return f == "reasoning_tokens" || f == "tool_calls" }), "run_id")},
+		{"fingerprint probe", fingerprinted, config.RecordTextAll, append(slices.Clone(ledgerFields), "fingerprint", "text", "run_id")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line, err := json.Marshal(NewRecord(tc.res, tc.recordText))
@@ -81,6 +87,8 @@ func TestRecordGolden(t *testing.T) {
 	accepted := fullResult()
 	accepted.Disposition, accepted.Reason = probe.Accepted, ""
 	accepted.SLOViolations, accepted.QualityFailures, accepted.Flags, accepted.Server = nil, nil, nil, nil
+	fingerprinted := fullResult()
+	fingerprinted.Fingerprint = &probe.OutputFingerprint{Prompt: 1, Hash: "0123456789abcdef", Changed: true}
 	failed := &probe.Result{Seq: 9, Target: "t", Probe: "p", RequestID: "req-9", Scheduled: testEpoch,
 		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: probe.ServerFailure,
 		Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, Error: "http status 503", Text: "overloaded"}
@@ -93,6 +101,7 @@ func TestRecordGolden(t *testing.T) {
 		{accepted, config.RecordTextFailures},
 		{accepted, config.RecordTextAll},
 		{failed, config.RecordTextFailures},
+		{fingerprinted, config.RecordTextNone},
 	}
 	var got bytes.Buffer
 	for _, c := range cases {

@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
+	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 )
 
 // defaultGrace is how long in-flight requests may finish at shutdown or
@@ -90,6 +91,10 @@ type pairState struct {
 	// none); guarded by Engine.mu.
 	resume     time.Time
 	resumeMean float64
+	// fingerprints are the output fingerprint baselines of the pair's
+	// prompts: kept across changes whose prompts answer the same, dropped
+	// when the pair stops (nil: no fingerprint); guarded by Engine.mu.
+	fingerprints *fingerprint.Tracker
 }
 
 // NewEngine returns an Engine with no pairs; Apply starts them.
@@ -203,6 +208,7 @@ func (e *Engine) stopRemoved(pairs []config.Pair) {
 	for _, key := range removed {
 		l := e.loops[key]
 		delete(e.loops, key)
+		l.state.fingerprints = nil
 		e.retire(l, true)
 		e.sink.PairStopped(key)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 )
 
 // loop is the scheduling loop of one configuration of one pair.
@@ -20,6 +21,9 @@ type loop struct {
 	state       *pairState
 	arrivals    *Arrivals
 	maxInFlight int64
+	// fingerprints observes the fingerprints of this loop's requests; nil
+	// when the probe has none.
+	fingerprints *fingerprint.Tracker
 
 	schedCtx   context.Context // ends when the loop must stop scheduling
 	stopSched  context.CancelFunc
@@ -39,13 +43,15 @@ func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop 
 		st = &pairState{}
 		e.states[p.Key] = st
 	}
+	st.fingerprints = fingerprint.NewTracker(p, st.fingerprints, e.logger)
 	l := &loop{
-		pair:        p,
-		sender:      sender,
-		state:       st,
-		arrivals:    NewArrivals(p.Probe.Rate, p.Probe.Burstiness, loopSeed(pairSeed(p.Key, p.Probe), st.seq.Load())),
-		maxInFlight: int64(p.Probe.MaxInFlight),
-		done:        make(chan struct{}),
+		pair:         p,
+		sender:       sender,
+		state:        st,
+		arrivals:     NewArrivals(p.Probe.Rate, p.Probe.Burstiness, loopSeed(pairSeed(p.Key, p.Probe), st.seq.Load())),
+		maxInFlight:  int64(p.Probe.MaxInFlight),
+		fingerprints: st.fingerprints,
+		done:         make(chan struct{}),
 	}
 	first := start.Add(l.arrivals.first())
 	if !st.resume.IsZero() {
@@ -139,6 +145,7 @@ func (e *Engine) fire(l *loop, planned time.Time) {
 		defer e.requests.Done()
 		defer l.reqs.Done()
 		sendSafely(l.reqCtx, e.logger, l.sender, res)
+		l.fingerprints.Observe(res)
 		l.state.inFlight.Add(-1)
 		e.finish(res)
 	}()

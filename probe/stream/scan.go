@@ -50,7 +50,7 @@ func (c *Chunk) decodeFast(data []byte) bool {
 			}
 			c.usageBuf = Usage{}
 			c.Usage = &c.usageBuf
-			return s.usage(&c.usageBuf)
+			return s.usage(c)
 		case "metrics", "error":
 			return s.null()
 		}
@@ -66,7 +66,8 @@ func (c *Chunk) decodeFast(data []byte) bool {
 // matches one case-insensitively, which encoding/json would decode.
 func chunkFieldFold(key []byte) bool {
 	for _, f := range [...]string{"model", "choices", "usage", "metrics", "error", "text", "delta", "finish_reason",
-		"content", "reasoning", "tool_calls", "prompt_tokens", "completion_tokens"} {
+		"content", "reasoning", "reasoning_content", "tool_calls", "prompt_tokens", "completion_tokens",
+		"completion_tokens_details", "reasoning_tokens"} {
 		if bytes.EqualFold(key, []byte(f)) {
 			return true
 		}
@@ -126,6 +127,8 @@ func (s *scanner) choiceField(ch *Choice, key []byte) bool {
 				return s.stringInto(&ch.Delta.Content, nil)
 			case "reasoning":
 				return s.stringInto(&ch.Delta.Reasoning, nil)
+			case "reasoning_content":
+				return s.stringInto(&ch.Delta.ReasoningContent, nil)
 			case "tool_calls":
 				start := s.spaceAt()
 				if !s.skip() {
@@ -141,15 +144,42 @@ func (s *scanner) choiceField(ch *Choice, key []byte) bool {
 	return !chunkFieldFold(key) && s.skip()
 }
 
-func (s *scanner) usage(u *Usage) bool {
+func (s *scanner) usage(c *Chunk) bool {
+	u := &c.usageBuf
+	sawDetails := false // repeated, encoding/json would merge them
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":
 			return s.intInto(&u.PromptTokens)
 		case "completion_tokens":
 			return s.intInto(&u.CompletionTokens)
+		case "completion_tokens_details":
+			if sawDetails {
+				return false
+			}
+			sawDetails = true
+			return s.null() || s.tokensDetails(c)
 		}
 		return !chunkFieldFold(key) && s.skip()
+	})
+}
+
+// tokensDetails reads usage.completion_tokens_details into c.usageBuf.
+func (s *scanner) tokensDetails(c *Chunk) bool {
+	d := &c.usageBuf.CompletionTokensDetails
+	return s.object(func(key []byte) bool {
+		if string(key) != "reasoning_tokens" {
+			return !chunkFieldFold(key) && s.skip()
+		}
+		if s.null() {
+			d.ReasoningTokens = nil
+			return true
+		}
+		if !s.intInto(&c.reasonBuf) {
+			return false
+		}
+		d.ReasoningTokens = &c.reasonBuf
+		return true
 	})
 }
 

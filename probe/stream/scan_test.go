@@ -21,6 +21,11 @@ var chunkSeeds = []struct {
 	{"completions text", `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" 144","logprobs":null,"finish_reason":null,"stop_reason":null}]}`, true},
 	{"reasoning", `{"model":"m","choices":[{"index":0,"delta":{"reasoning":"think"}}]}`, true},
 	{"vLLM 0.23 continuous usage (reference sample)", `{"id":"chatcmpl-a79c","object":"chat.completion.chunk","created":1790211793,"model":"qwen3.5-4b-32k","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":26,"total_tokens":26,"completion_tokens":0}}`, true},
+	{"reasoning_content (older vLLM)", `{"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`, true},
+	{"usage with reasoning tokens", `{"model":"m","choices":[],"usage":{"prompt_tokens":9,"total_tokens":40,"completion_tokens":31,"completion_tokens_details":{"accepted_prediction_tokens":null,"reasoning_tokens":24}}}`, true},
+	{"usage with null details", `{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":31,"completion_tokens_details":null}}`, true},
+	{"usage with null reasoning tokens", `{"choices":[],"usage":{"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":null}}}`, true},
+	{"repeated details", `{"usage":{"completion_tokens_details":{"reasoning_tokens":1},"completion_tokens_details":{}}}`, false},
 	{"abridged sample (not JSON)", `{… "choices":[{"index":0,"delta":{"content":"one"},…}]}`, false},
 	{"tool call delta", `{"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]}}]}`, true},
 	{"empty tool calls", `{"model":"m","choices":[{"index":0,"delta":{"content":"x","tool_calls":[]}}]}`, true},
@@ -68,6 +73,7 @@ func sameChunk(a, b *Chunk) bool {
 	for i := range a.Choices {
 		x, y := &a.Choices[i], &b.Choices[i]
 		if x.Text != y.Text || x.Delta.Content != y.Delta.Content || x.Delta.Reasoning != y.Delta.Reasoning ||
+			x.Delta.ReasoningContent != y.Delta.ReasoningContent ||
 			x.Delta.HasToolCall() != y.Delta.HasToolCall() || !reflect.DeepEqual(x.FinishReason, y.FinishReason) {
 			return false
 		}
@@ -128,4 +134,38 @@ func FuzzChunkDecode(f *testing.F) {
 		checkDecode(t, &c, data)
 		checkDecode(t, &c, data) // again on the reused chunk
 	})
+}
+
+func TestChunkReasoningFields(t *testing.T) {
+	var c Chunk
+	for _, tc := range []struct {
+		name, data   string
+		reasoning    string
+		reasonTokens int // -1: not reported
+	}{
+		{"reasoning", `{"choices":[{"delta":{"reasoning":"a"}}]}`, "a", -1},
+		{"reasoning_content", `{"choices":[{"delta":{"reasoning_content":"b"}}]}`, "b", -1},
+		{"both, reasoning wins", `{"choices":[{"delta":{"reasoning":"c","reasoning_content":"d"}}]}`, "c", -1},
+		{"usage details", `{"choices":[],"usage":{"completion_tokens":31,"completion_tokens_details":{"reasoning_tokens":24}}}`, "", 24},
+		{"usage details escaped (encoding/json)", `{"choices":[],"usage":{"completion_tokens":31,"completion_tokens_details":{"reasoning_tokens":24,"x":"\n"}}}`, "", 24},
+		{"usage without details", `{"choices":[],"usage":{"completion_tokens":31}}`, "", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.Decode([]byte(tc.data)); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Choices) > 0 {
+				if got := c.Choices[0].Delta.ReasoningText(); got != tc.reasoning {
+					t.Errorf("ReasoningText = %q, want %q", got, tc.reasoning)
+				}
+			}
+			got := -1
+			if c.Usage != nil && c.Usage.CompletionTokensDetails.ReasoningTokens != nil {
+				got = *c.Usage.CompletionTokensDetails.ReasoningTokens
+			}
+			if got != tc.reasonTokens {
+				t.Errorf("reasoning tokens = %d, want %d", got, tc.reasonTokens)
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,8 +36,9 @@ also play small end put home read hand port large spell add even land here must 
 
 // randomWorkload generates prompts of a drawn token length, as vLLM's
 // random dataset does: lengths uniform in [floor(L(1-r)), ceil(L(1+r))].
-// Completions prompts are token ids (exact length); chat prompts are words
-// whose count is calibrated once through the target's /tokenize.
+// Completions prompts are token ids (exact length); chat and embeddings
+// prompts are words whose count is calibrated once through the target's
+// /tokenize.
 type randomWorkload struct {
 	api       string
 	cfg       config.RandomWorkload
@@ -45,6 +47,8 @@ type randomWorkload struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// prefixIDs are the shared prefix of completions prompts.
+	prefixIDs []int
 
 	calMu      sync.Mutex
 	calibrated bool
@@ -53,7 +57,7 @@ type randomWorkload struct {
 
 func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
 	seed := uint64(p.Workload.Random.Seed)
-	return &randomWorkload{
+	w := &randomWorkload{
 		api:       p.API,
 		cfg:       *p.Workload.Random,
 		maxTokens: p.Request.MaxTokens,
@@ -61,6 +65,25 @@ func newRandomWorkload(p config.Probe, count TokenCounter) *randomWorkload {
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		perWord:   1,
 	}
+	if !w.sendsText() && w.cfg.PrefixTokens > 0 {
+		w.prefixIDs = randomIDs(w.prefixRand(), w.cfg.PrefixTokens)
+	}
+	return w
+}
+
+// prefixRand returns the generator of the shared prefix: seeded by the
+// workload's seed alone, so every request, worker and run with that seed
+// starts with the same prefix, whatever it draws for the rest.
+func (w *randomWorkload) prefixRand() *rand.Rand {
+	const salt = 0x70726566697831 // "prefix1"
+	seed := uint64(w.cfg.Seed)
+	return rand.New(rand.NewPCG(seed^salt, salt))
+}
+
+// sendsText reports whether the prompts are words, calibrated through the
+// tokenizer, rather than token ids: chat and embeddings requests take text.
+func (w *randomWorkload) sendsText() bool {
+	return w.api == config.APIChat || w.api == config.APIEmbeddings
 }
 
 // drawLen draws a length around l with range ratio r, at least 1.
@@ -74,7 +97,7 @@ func drawLen(rng *rand.Rand, l int, r float64) int {
 
 func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 	var perWord float64
-	if w.api == config.APIChat {
+	if w.sendsText() {
 		perWord = w.calibrate(ctx, model)
 	}
 	w.mu.Lock()
@@ -87,7 +110,7 @@ func (w *randomWorkload) Next(ctx context.Context, model string) Item {
 // first or are asked at all.
 func (w *randomWorkload) ItemAt(ctx context.Context, model string, seq uint64) Item {
 	var perWord float64
-	if w.api == config.APIChat {
+	if w.sendsText() {
 		perWord = w.calibrate(ctx, model)
 	}
 	seed := uint64(w.cfg.Seed)
@@ -102,23 +125,41 @@ func (w *randomWorkload) draw(rng *rand.Rand, perWord float64) Item {
 		outLen = w.maxTokens
 	}
 	in := drawLen(rng, w.cfg.InputTokens, w.cfg.RangeRatio)
-	if w.api == config.APIChat {
+	if w.sendsText() {
 		words := max(1, int(math.Round(float64(in)/perWord)))
 		text := randomText(rng, words)
+		if n := w.cfg.PrefixTokens; n > 0 {
+			// Drawn again for every request: the same words as long as
+			// the calibration holds, and nothing shared to guard.
+			text = randomText(w.prefixRand(), max(1, int(math.Round(float64(n)/perWord)))) + " " + text
+		}
+		if w.api == config.APIEmbeddings {
+			return Item{Prompt: text} // embeddings generate nothing: no limit to draw
+		}
 		return Item{
 			Messages:  []config.Message{{Role: "user", Content: text}},
 			MaxTokens: drawLen(rng, outLen, w.cfg.RangeRatio),
 		}
 	}
-	ids := make([]int, in)
-	for i := range ids {
-		ids[i] = randomTokenLow + rng.IntN(randomTokenHigh-randomTokenLow)
+	// As vLLM's random dataset: the prefix, then input_tokens drawn ones.
+	ids := randomIDs(rng, in)
+	if len(w.prefixIDs) > 0 {
+		ids = append(slices.Clip(w.prefixIDs), ids...)
 	}
 	return Item{
 		Prompt:       ids,
-		PromptTokens: in,
+		PromptTokens: len(ids),
 		MaxTokens:    drawLen(rng, outLen, w.cfg.RangeRatio),
 	}
+}
+
+// randomIDs draws n token ids from rng.
+func randomIDs(rng *rand.Rand, n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = randomTokenLow + rng.IntN(randomTokenHigh-randomTokenLow)
+	}
+	return ids
 }
 
 // randomText returns n random words drawn from rng.

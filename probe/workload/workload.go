@@ -21,6 +21,11 @@ type Item struct {
 	// PromptTokens is the exact prompt length when the workload knows it
 	// (token-id prompts), else 0; used only when the server sends no usage.
 	PromptTokens int
+	// Index is the item's place in the probe's prompts list, which keys
+	// its output fingerprint; 0 for other workloads.
+	Index int
+	// Seed, when set, is sent as the request's seed (config.Prompt.Seed).
+	Seed *int64
 }
 
 // Source hands out the prompts of a probe: the next one, or the one of
@@ -46,6 +51,7 @@ func New(p config.Probe, count TokenCounter) (Source, error) {
 		items := make([]Item, len(w.Prompts))
 		for i := range w.Prompts {
 			items[i] = ItemFor(p, w.Prompts[i].Prompt, w.Prompts[i].Messages)
+			items[i].Index, items[i].Seed = i, w.Prompts[i].Seed
 			if e := &w.Prompts[i].Expect; e.Regex.Regexp != nil || e.Contains != "" {
 				items[i].Expect = e
 			}

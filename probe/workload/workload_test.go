@@ -164,11 +164,11 @@ func TestPromptsWorkload(t *testing.T) {
 	}{
 		{name: "chat", api: config.APIChat, want: []Item{
 			{Messages: []config.Message{{Role: "user", Content: "a"}}, MaxTokens: 64, Expect: &exp},
-			{Messages: []config.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "b"}}, MaxTokens: 64},
+			{Messages: []config.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "b"}}, MaxTokens: 64, Index: 1},
 		}},
 		{name: "completions", api: config.APICompletions, want: []Item{
 			{Prompt: "a", MaxTokens: 64, Expect: &exp},
-			{Prompt: "s\nb", MaxTokens: 64},
+			{Prompt: "s\nb", MaxTokens: 64, Index: 1},
 		}},
 	}
 	for _, tc := range tests {
@@ -308,6 +308,30 @@ func TestPromptsItemAt(t *testing.T) {
 	for seq, want := range map[uint64]string{1: "a", 2: "b", 3: "c", 4: "a", 8: "b"} {
 		if got := w.ItemAt(context.Background(), "m", seq).Prompt; got != want {
 			t.Errorf("seq %d: prompt %v, want %s", seq, got, want)
+		}
+	}
+}
+
+// TestPromptsIndexAndSeed: each item of a prompts list knows its place in
+// the list (the key of its output fingerprint) and its own seed.
+func TestPromptsIndexAndSeed(t *testing.T) {
+	seed := int64(11)
+	p := config.Probe{API: config.APIChat, Workload: config.Workload{Prompts: []config.Prompt{
+		{Messages: []config.Message{{Role: "user", Content: "a"}}},
+		{Messages: []config.Message{{Role: "user", Content: "b"}}, Seed: &seed},
+	}}}
+	w, err := New(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 4; seq++ {
+		it := w.Next(context.Background(), "m")
+		wantIndex := int(seq+1) % 2
+		if it.Index != wantIndex {
+			t.Errorf("request %d: index %d, want %d", seq, it.Index, wantIndex)
+		}
+		if (it.Seed != nil) != (wantIndex == 1) || it.Seed != nil && *it.Seed != seed {
+			t.Errorf("request %d: seed %v, want one only on prompt 1", seq, it.Seed)
 		}
 	}
 }
