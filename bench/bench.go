@@ -107,7 +107,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err := lg.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
-	m := stats.Compute(run, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
+	m := stats.Compute(run, stats.Options{Good: o.Goodput.Rule(), Percentiles: o.MetricPercentiles})
 	printFailures(env.Stdout, run)
 	printResult(env.Stdout, s, m)
 	printLedger(env.Stdout, s, m)

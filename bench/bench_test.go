@@ -34,7 +34,7 @@ func startSim(t *testing.T, mod func(*simulator.Options)) (string, *simulator.Se
 func benchTestOptions(url string) Options {
 	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: backendOpenAI, DatasetName: datasetRandom,
 		RandomInputLen: 16, RandomOutputLen: 4, NumPrompts: 40, RequestRate: 400, Burstiness: 1, Seed: 3,
-		Goodput: goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
+		Goodput: stats.Goodput{TTFT: time.Second, HasTTFT: true}, MetricPercentiles: []float64{50, 99},
 		PercentileMetrics: stats.RequestMetrics, Timeout: 10 * time.Second}
 }
 

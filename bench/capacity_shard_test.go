@@ -53,7 +53,7 @@ func TestShardedCapacity(t *testing.T) {
 	url := saturatingSim(t)
 	w := benchTestOptions(url)
 	w.RandomInputLen, w.RandomOutputLen, w.Timeout = 32, 8, time.Second
-	w.Goodput = goodput{E2EL: 150 * time.Millisecond, hasE2EL: true}
+	w.Goodput = stats.Goodput{E2EL: 150 * time.Millisecond, HasE2EL: true}
 	o := CapacityOptions{Workload: w, Rates: []float64{20, 200}, Repeats: 2, Duration: 500 * time.Millisecond,
 		Warmup: 200 * time.Millisecond, Drain: 300 * time.Millisecond, Burstiness: 1, Seed: 3,
 		Rule: capacity.PassRule{MinAcceptance: 0.9, Percentile: 99}, RuleFromProbe: true}

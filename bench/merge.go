@@ -72,7 +72,7 @@ func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 		parts[i] = sh.file.shardPart
 	}
 	run := mergeRun(parts)
-	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	missing := missingShards(first.shardCount(), shardsOf(shards))
 	fmt.Fprintf(env.Stdout, "Merged %d of %d shards of run %s (start %s)\n", len(shards), first.shardCount(), first.RunID,
 		first.StartAt.UTC().Format(time.RFC3339Nano))

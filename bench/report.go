@@ -26,7 +26,7 @@ type Settings struct {
 	RequestRate       float64
 	Burstiness        float64
 	MaxConcurrency    int // 0 = none
-	Goodput           goodput
+	Goodput           stats.Goodput
 	PercentileMetrics []string
 	Percentiles       []float64
 	LedgerPath        string

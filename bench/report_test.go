@@ -30,7 +30,7 @@ func syntheticRun() *openloop.Run {
 
 func syntheticSettings() Settings {
 	return Settings{Backend: backendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
-		MaxConcurrency: 4, Goodput: goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
+		MaxConcurrency: 4, Goodput: stats.Goodput{TTFT: 150 * time.Millisecond, HasTTFT: true},
 		PercentileMetrics: stats.RequestMetrics, Percentiles: []float64{99, 99.9}}
 }
 
@@ -38,7 +38,7 @@ func syntheticSettings() Settings {
 // was printed by Python with vLLM's own format strings for these figures.
 func TestPrintResultGolden(t *testing.T) {
 	s := syntheticSettings()
-	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	printResult(&buf, s, m)
 	want, err := os.ReadFile("testdata/result_block.golden")
@@ -65,9 +65,9 @@ func line(ls []string, i int) string {
 
 func TestPrintResultOptionalLines(t *testing.T) {
 	s := syntheticSettings()
-	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), goodput{}, []string{stats.MetricTTFT}
+	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), stats.Goodput{}, []string{stats.MetricTTFT}
 	var buf bytes.Buffer
-	printResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}))
+	printResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}))
 	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL", "TTFA"} {
 		t.Run(absent, func(t *testing.T) {
 			if strings.Contains(buf.String(), absent) {
@@ -85,7 +85,7 @@ func TestPrintResultTTFA(t *testing.T) {
 	run := syntheticRun()
 	run.Results[0].TTFA, run.Results[0].ReasoningEvents = 300*time.Millisecond, 12
 	run.Results[1].TTFA, run.Results[1].ReasoningEvents = 500*time.Millisecond, 20
-	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	printResult(&buf, s, m)
 	want := strings.Join([]string{
@@ -115,7 +115,7 @@ func TestPrintResultTTFA(t *testing.T) {
 
 func TestPrintLedger(t *testing.T) {
 	s := syntheticSettings()
-	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	printLedger(&buf, s, m)
 	for _, want := range []string{
@@ -146,7 +146,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := marshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start, nil)
+	b, err := marshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}), run, true, run.Start, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

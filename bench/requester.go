@@ -70,8 +70,8 @@ func benchProbe(o *Options) config.Probe {
 	p := config.Probe{Name: benchProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
 		Timeout: model.Duration(o.Timeout),
 		Request: config.Request{MaxTokens: o.RandomOutputLen, IgnoreEOS: o.IgnoreEOS},
-		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.hasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.hasTPOT, o.Goodput.TPOT),
-			E2EL: judgeSLO(o.Goodput.hasE2EL, o.Goodput.E2EL)},
+		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.HasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.HasTPOT, o.Goodput.TPOT),
+			E2EL: judgeSLO(o.Goodput.HasE2EL, o.Goodput.E2EL)},
 		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
 	if o.chat() {
 		p.API = config.APIChat

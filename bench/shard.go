@@ -105,7 +105,7 @@ func toShardSettings(s Settings) shardSettings {
 	for key, obj := range map[string]struct {
 		has bool
 		d   time.Duration
-	}{"ttft": {s.Goodput.hasTTFT, s.Goodput.TTFT}, "tpot": {s.Goodput.hasTPOT, s.Goodput.TPOT}, "e2el": {s.Goodput.hasE2EL, s.Goodput.E2EL}} {
+	}{"ttft": {s.Goodput.HasTTFT, s.Goodput.TTFT}, "tpot": {s.Goodput.HasTPOT, s.Goodput.TPOT}, "e2el": {s.Goodput.HasE2EL, s.Goodput.E2EL}} {
 		if obj.has {
 			g[key] = float64(obj.d) / float64(time.Millisecond)
 		}

@@ -138,7 +138,7 @@ func TestShardedBench(t *testing.T) {
 				union.End = out.Run.End
 			}
 		}
-		m := stats.Compute(union, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
+		m := stats.Compute(union, stats.Options{Good: o.Goodput.Rule(), Percentiles: o.MetricPercentiles})
 		var wantBlock, gotBlock bytes.Buffer
 		printResult(&wantBlock, merged.Settings, m)
 		printResult(&gotBlock, merged.Settings, merged.Metrics)
