@@ -26,6 +26,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
@@ -59,7 +60,7 @@ func (e *Env) defaults() {
 
 // Outcome is a finished bench run.
 type Outcome struct {
-	Settings   Settings
+	Settings   report.Settings
 	Metrics    stats.Metrics
 	Run        *openloop.Run
 	ResultPath string // "" when not saved
@@ -83,7 +84,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		return nil, err
 	}
 	defer req.Close()
-	s := Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
+	s := report.Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
 		RequestRate: o.RequestRate, Burstiness: o.Burstiness, MaxConcurrency: o.MaxConcurrency,
 		Goodput: o.Goodput, PercentileMetrics: o.PercentileMetrics, Percentiles: o.MetricPercentiles}
 	started := env.Now()
@@ -108,18 +109,18 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
 	m := stats.Compute(run, stats.Options{Good: o.Goodput.Rule(), Percentiles: o.MetricPercentiles})
-	printFailures(env.Stdout, run)
-	printResult(env.Stdout, s, m)
-	printLedger(env.Stdout, s, m)
+	report.PrintFailures(env.Stdout, run)
+	report.PrintResult(env.Stdout, s, m)
+	report.PrintLedger(env.Stdout, s, m)
 	out := &Outcome{Settings: s, Metrics: m, Run: run}
 	if o.SaveResult {
 		var extra map[string]any
 		if o.sharded() {
 			extra = map[string]any{"shard": newShardFile(&o, s, run)}
 		}
-		b, err := marshalResult(s, m, run, o.SaveDetailed, started, extra)
+		b, err := report.Marshal(s, m, run, o.SaveDetailed, started, extra)
 		if err == nil {
-			err = writeFile(resultPath, bytesWriter(b))
+			err = report.WriteFile(resultPath, report.Bytes(b))
 		}
 		if err != nil {
 			return out, fmt.Errorf("save result: %w", err)
@@ -128,7 +129,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	}
 	if o.Plot != "" {
 		title := fmt.Sprintf("%s %s at %s req/s", o.Backend, s.Model, pyfmt.Float(o.RequestRate, 2))
-		if err := writeFile(o.Plot, func(w io.Writer) error { return plot.Run(w, run, title) }); err != nil {
+		if err := report.WriteFile(o.Plot, func(w io.Writer) error { return plot.Run(w, run, title) }); err != nil {
 			return out, fmt.Errorf("--plot %s: %w", o.Plot, err)
 		}
 	}
@@ -151,10 +152,10 @@ func benchPrompts(o *Options) ([]prompt, error) {
 }
 
 // resultFile is where --save-result writes.
-func resultFile(o *Options, s Settings, at time.Time) string {
+func resultFile(o *Options, s report.Settings, at time.Time) string {
 	name := o.ResultFilename
 	if name == "" {
-		name = defaultResultFilename(s, at)
+		name = report.Filename(s, at)
 		if o.sharded() {
 			name = strings.TrimSuffix(name, ".json") + fmt.Sprintf("-shard%dof%d.json", o.Shard.Index, o.Shard.Count)
 		}

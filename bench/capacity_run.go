@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -189,10 +190,10 @@ func writeCapacityFiles(out *CapacityOutcome, settings map[string]any, rule capa
 	if err != nil {
 		return err
 	}
-	if err := writeFile(out.JSONPath, bytesWriter(b)); err != nil {
+	if err := report.WriteFile(out.JSONPath, report.Bytes(b)); err != nil {
 		return fmt.Errorf("write capacity report: %w", err)
 	}
-	err = writeFile(out.SVGPath, func(w io.Writer) error {
+	err = report.WriteFile(out.SVGPath, func(w io.Writer) error {
 		return plot.Capacity(w, out.Search, rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 )
 
 // capacityShardFile is what a worker of a sharded capacity search saves
@@ -120,7 +121,7 @@ func (f *capacityShardFile) add(rate float64, repeat int, measured *openloop.Run
 func writeCapacityShard(path string, f *capacityShardFile) error {
 	b, err := json.Marshal(map[string]any{"capacity_shard": f})
 	if err == nil {
-		err = writeFile(path, bytesWriter(b))
+		err = report.WriteFile(path, report.Bytes(b))
 	}
 	if err != nil {
 		return fmt.Errorf("write shard result: %w", err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
@@ -81,15 +82,15 @@ func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 		skew[i] = shardSkew{shard: sh.file.Shard, path: sh.path, requests: sh.file.Requests}
 	}
 	printSkew(env.Stdout, skew)
-	printFailures(env.Stdout, run)
-	printResult(env.Stdout, s, m)
-	printLedger(env.Stdout, s, m)
+	report.PrintFailures(env.Stdout, run)
+	report.PrintResult(env.Stdout, s, m)
+	report.PrintLedger(env.Stdout, s, m)
 	out := &Outcome{Settings: s, Metrics: m, Run: run}
 	if o.Output != "" {
 		info := map[string]any{"run_id": first.RunID, "results": o.Results, "missing_shards": missing}
-		b, err := marshalResult(s, m, run, false, first.StartAt, map[string]any{"merge": info})
+		b, err := report.Marshal(s, m, run, false, first.StartAt, map[string]any{"merge": info})
 		if err == nil {
-			err = writeFile(o.Output, bytesWriter(b))
+			err = report.WriteFile(o.Output, report.Bytes(b))
 		}
 		if err != nil {
 			return out, fmt.Errorf("--output %s: %w", o.Output, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -94,13 +95,13 @@ type shardRequest struct {
 }
 
 // newShardFile records a worker's run for the merge.
-func newShardFile(o *Options, s Settings, run *openloop.Run) *shardFile {
+func newShardFile(o *Options, s report.Settings, run *openloop.Run) *shardFile {
 	return &shardFile{RunID: runID(o), Shard: shardString(o.Shard), StartAt: run.Start, Settings: toShardSettings(s),
 		shardPart: newShardPart(run)}
 }
 
 // toShardSettings converts s for JSON.
-func toShardSettings(s Settings) shardSettings {
+func toShardSettings(s report.Settings) shardSettings {
 	g := map[string]float64{}
 	for key, obj := range map[string]struct {
 		has bool
@@ -116,8 +117,8 @@ func toShardSettings(s Settings) shardSettings {
 }
 
 // settings converts back; errors name the bad field.
-func (ss shardSettings) settings() (Settings, error) {
-	s := Settings{Backend: ss.Backend, Label: ss.Label, Model: ss.Model, NumPrompts: ss.NumPrompts, MaxConcurrency: ss.MaxConcurrency,
+func (ss shardSettings) settings() (report.Settings, error) {
+	s := report.Settings{Backend: ss.Backend, Label: ss.Label, Model: ss.Model, NumPrompts: ss.NumPrompts, MaxConcurrency: ss.MaxConcurrency,
 		PercentileMetrics: ss.PercentileMetrics, Percentiles: ss.Percentiles}
 	var err error
 	if s.RequestRate, err = strconv.ParseFloat(ss.RequestRate, 64); err != nil {
