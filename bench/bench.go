@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/dataset"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
@@ -139,12 +140,12 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 // benchPrompts loads the dataset file; the random dataset is the probe
 // package's random workload (nil prompts) and forces ignore_eos, as vLLM
 // does for openai-compatible backends.
-func benchPrompts(o *Options) ([]prompt, error) {
+func benchPrompts(o *Options) ([]dataset.Prompt, error) {
 	if o.DatasetName == datasetRandom {
 		o.IgnoreEOS = true
 		return nil, nil
 	}
-	p, err := loadDataset(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
+	p, err := dataset.Load(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --dataset-path: %w", ErrUsage, err)
 	}
@@ -166,7 +167,7 @@ func resultFile(o *Options, s report.Settings, at time.Time) string {
 // prepare finds the model and runs vllm bench serve's ready check, so a
 // server that is down gives one clear error. It returns the Requester of
 // the run.
-func prepare(ctx context.Context, o *Options, prompts []prompt, env Env) (*idSender, error) {
+func prepare(ctx context.Context, o *Options, prompts []dataset.Prompt, env Env) (*idSender, error) {
 	ready, err := newRequester(o, prompts, env)
 	if err != nil {
 		return nil, err
