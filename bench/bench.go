@@ -28,6 +28,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
 	"github.com/vllm-prober/vllm-prober/bench/report"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
@@ -117,7 +118,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if o.SaveResult {
 		var extra map[string]any
 		if o.sharded() {
-			extra = map[string]any{"shard": newShardFile(&o, s, run)}
+			extra = map[string]any{"shard": shard.NewFile(runID(&o), o.Shard, s, run)}
 		}
 		b, err := report.Marshal(s, m, run, o.SaveDetailed, started, extra)
 		if err == nil {
@@ -257,7 +258,7 @@ func runPlanned(ctx context.Context, o *Options, sender schedule.Sender, lg *led
 	mine := o.NumPrompts
 	if o.sharded() {
 		mine = (o.NumPrompts - o.Shard.Index + o.Shard.Count - 1) / o.Shard.Count
-		fmt.Fprintf(env.Stdout, "Shard %s: %d of %d requests, schedule from %s\n", shardString(o.Shard), mine, o.NumPrompts,
+		fmt.Fprintf(env.Stdout, "Shard %s: %d of %d requests, schedule from %s\n", shard.String(o.Shard), mine, o.NumPrompts,
 			o.StartAt.UTC().Format(time.RFC3339Nano))
 	}
 	bar := newProgress(env.Progress, mine, "bench")

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
@@ -163,7 +164,7 @@ func (o *Options) validate() error {
 		{o.Timeout <= 0, fmt.Sprintf("--timeout %v must be positive", o.Timeout)},
 		{len(o.MetricPercentiles) == 0, "--metric-percentiles is empty"},
 		{len(o.PercentileMetrics) == 0, "--percentile-metrics is empty"},
-		{o.sharded() && o.StartAt.IsZero(), fmt.Sprintf("--shard %s needs --start-at, the workers' common start", shardString(o.Shard))},
+		{o.sharded() && o.StartAt.IsZero(), fmt.Sprintf("--shard %s needs --start-at, the workers' common start", shard.String(o.Shard))},
 	}
 	for _, c := range checks {
 		if c.bad {
