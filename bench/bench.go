@@ -1,15 +1,19 @@
 // Package bench runs one-shot benchmarks (`vllm-prober bench`, a Go
-// counterpart of `vllm bench serve`) and capacity searches
-// (`vllm-prober capacity`) on top of the probe package: the same judge,
+// counterpart of `vllm bench serve`), capacity searches
+// (`vllm-prober capacity`) and the merge of sharded ones
+// (`vllm-prober merge`) on top of the probe package: the same judge,
 // dispositions and ledger as the daemon, vLLM's arrival process, and vLLM's
 // printed result block and saved JSON so numbers compare line by line.
 //
 // bench holds the commands: their flags, the server setup and ready check,
-// datasets, the vLLM result block and the files written. Its subpackages
-// hold the parts with a job of their own: bench/openloop sends planned
-// requests open loop, bench/stats computes what a run measured,
-// bench/capacity is the staircase search and its report, and bench/pyfmt
-// prints numbers as Python does.
+// the requests' sender and IDs, and the order in which a run sends,
+// computes, prints and saves. Its subpackages hold the parts with a job of
+// their own: bench/openloop sends planned requests open loop, bench/stats
+// computes what a run measured, bench/report prints and saves it in
+// vLLM's form, bench/dataset reads --dataset-path, bench/shard is what
+// sharded workers save and how merge joins it, bench/capacity is the
+// staircase search and its report, bench/plot draws the SVG reports, and
+// bench/pyfmt prints numbers as Python does.
 package bench
 
 import (
