@@ -100,14 +100,7 @@ func TestPrintResultTTFA(t *testing.T) {
 	if !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("result block ends\n%s\nwant it to end\n%s", buf.String(), want)
 	}
-	b, err := Marshal(s, m, run, false, run.Start, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := marshalMap(t, s, run, false)
 	if out["mean_ttfa_ms"] != 400.0 || out["p99_ttfa_ms"] != 498.0 {
 		t.Errorf("saved TTFA: mean %v p99 %v, want 400 and 498", out["mean_ttfa_ms"], out["p99_ttfa_ms"])
 	}
@@ -146,14 +139,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := Marshal(s, stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}), run, true, run.Start, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := marshalMap(t, s, run, true)
 	want := map[string]any{"date": "20260102-030405", "backend": "openai", "endpoint_type": "openai", "label": nil,
 		"model_id": "org/sim-llama", "num_prompts": 3.0, "request_rate": 3.0, "max_concurrency": 4.0, "completed": 2.0,
 		"failed": 1.0, "request_goodput": 0.5, "p99_ttft_ms": 199.0, "p99.9_itl_ms": 29.98, "mean_e2el_ms": 180.0,
@@ -182,17 +168,24 @@ func TestMarshalResultKeys(t *testing.T) {
 	}
 }
 
-// checkNotDetailed checks the result saved without --save-detailed: every
-// vLLM key but the per-request lists only --save-detailed adds.
-func checkNotDetailed(t *testing.T, s Settings, run *openloop.Run) {
-	b, err := Marshal(s, stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}), run, false, run.Start, nil)
+// marshalMap decodes the result Marshal saves for run.
+func marshalMap(t *testing.T, s Settings, run *openloop.Run, detailed bool) map[string]any {
+	t.Helper()
+	b, err := Marshal(s, stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}), run, detailed, run.Start, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]any
-	if err := json.Unmarshal(b, &got); err != nil {
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// checkNotDetailed checks the result saved without --save-detailed: every
+// vLLM key but the per-request lists only --save-detailed adds.
+func checkNotDetailed(t *testing.T, s Settings, run *openloop.Run) {
+	got := marshalMap(t, s, run, false)
 	for _, k := range vllmResultKeys {
 		detailed := strings.HasSuffix(k, "_lens") || k == "ttfts" || k == "itls" || k == "start_times" || k == "generated_texts" || k == "errors"
 		t.Run("not detailed "+k, func(t *testing.T) {

@@ -93,15 +93,11 @@ func check(prev []id, x id, field string) (id, error) {
 
 // readFile reads the "shard" block of a bench worker's result.
 func readFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var doc struct {
 		Shard *File `json:"shard"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	if err := decode(path, &doc); err != nil {
+		return nil, err
 	}
 	if doc.Shard == nil || doc.Shard.RunID == "" {
 		return nil, fmt.Errorf("%s: not a sharded bench result (no \"shard\" block with a run_id; run bench with --shard I/N)", path)
@@ -112,6 +108,18 @@ func readFile(path string) (*File, error) {
 		}
 	}
 	return doc.Shard, nil
+}
+
+// decode reads the JSON file at path into doc; errors name the file.
+func decode(path string, doc any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, doc); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	return nil
 }
 
 // Join joins the workers' parts of one run into one Run in planned order,

@@ -36,20 +36,17 @@ func ReadCapacityResults(paths []string) ([]Result[*CapacityFile], error) {
 
 // readCapacityFile reads a capacity worker's shard result.
 func readCapacityFile(path string) (*CapacityFile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var doc struct {
 		Shard *CapacityFile `json:"capacity_shard"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	if err := decode(path, &doc); err != nil {
+		return nil, err
 	}
 	f := doc.Shard
 	if f == nil || f.RunID == "" {
 		return nil, fmt.Errorf("%s: not a sharded capacity result (no \"capacity_shard\" block with a run_id; run capacity with --shard I/N)", path)
 	}
+	var err error
 	if f.Header.Burstiness, err = strconv.ParseFloat(f.Burstiness, 64); err != nil {
 		return nil, fmt.Errorf("%s: capacity_shard.burstiness %q: %v", path, f.Burstiness, err)
 	}
