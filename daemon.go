@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +39,7 @@ type daemon struct {
 	tracker *status.Tracker
 	coll    *collector.Collector
 	scraper *server.ServerScraper
+	fleet   *fleet
 	self    *collector.SelfMetrics
 	engine  *schedule.Engine
 	reg     *prometheus.Registry
@@ -59,6 +61,9 @@ type daemonHooks struct {
 	// drained is called at shutdown once every offered request has ended
 	// and reached the engine's sinks (metrics, status, ledger, history).
 	drained func(d *daemon)
+	// newSource builds the replica source of a discovery target; nil =
+	// discovery.New.
+	newSource newReplicaSource
 }
 
 // runDaemon runs until ctx ends, then shuts down gracefully.
@@ -67,7 +72,7 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 	if _, err := safe.Reload(f.configFile); err != nil {
 		return fmt.Errorf("load config: %w", err)
 	}
-	d, err := newDaemon(logger, f, safe)
+	d, err := newDaemon(logger, f, safe, hooks.newSource)
 	if err != nil {
 		return err
 	}
@@ -92,9 +97,11 @@ func runDaemon(ctx context.Context, logger *slog.Logger, f *daemonFlags, hooks d
 		hooks.listening(addrs)
 	}
 
+	d.applyMu.Lock()
 	if err := d.apply(safe.Get()); err != nil {
 		logger.Error("Some probes could not start", "err", err)
 	}
+	d.applyMu.Unlock()
 	close(d.ready)
 	if hooks.started != nil {
 		hooks.started(d)
@@ -147,7 +154,7 @@ func (d *daemon) reloader(ctx context.Context) chan<- struct{} {
 	return reloads
 }
 
-func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*daemon, error) {
+func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig, newSource newReplicaSource) (*daemon, error) {
 	cfg := safe.Get()
 	lg, err := ledger.Open(cfg.Global.Ledger, logger)
 	if err != nil {
@@ -164,6 +171,11 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 		scraper: server.NewServerScraper(server.ScraperOptions{Logger: logger, MaxSeriesPerTarget: f.maxServerSeries, UserAgent: userAgent()}),
 		ready:   make(chan struct{}),
 	}
+	if newSource == nil {
+		newSource = newDiscoverer
+	}
+	discoveryMetrics := collector.NewDiscoveryMetrics()
+	d.fleet = newFleet(logger, newSource, discoveryMetrics, d.replicasChanged)
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(lg.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
 	d.engine = schedule.NewEngine(schedule.EngineOptions{
@@ -177,7 +189,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig) (*d
 	d.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		d.coll, d.scraper, d.self,
+		d.coll, d.scraper, d.self, discoveryMetrics,
 	)
 	return d, nil
 }
@@ -205,13 +217,38 @@ func listen(f *web.FlagConfig) ([]net.Listener, error) {
 	return lns, nil
 }
 
-// apply makes cfg the running configuration. The engine owns the pairs
-// and tells its sinks, the server scraper included (docs/design.md, Pair
-// lifecycle); the scraper's settings apply to whichever targets run, so
-// neither call depends on the other.
+// apply makes cfg the running configuration; d.applyMu is held. The
+// engine owns the pairs and tells its sinks, the server scraper included
+// (docs/design.md, Pair lifecycle); the scraper's settings apply to
+// whichever targets run, so neither call depends on the other. The fleet
+// runs the discovery of cfg's targets, and the pairs are those of its
+// current replicas.
 func (d *daemon) apply(cfg *config.Config) error {
 	d.scraper.Configure(cfg.Global.ServerMetrics)
-	return d.engine.Apply(cfg)
+	d.fleet.configure(cfg, configDir(d.flags.configFile))
+	return d.engine.ApplyPairs(d.fleet.pairs(cfg))
+}
+
+// replicasChanged applies the pairs of a discovery target's new replica
+// set; under d.applyMu, so the last apply always holds the newest sets.
+func (d *daemon) replicasChanged() {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	if d.stopped {
+		return
+	}
+	if err := d.engine.ApplyPairs(d.fleet.pairs(d.safe.Get())); err != nil {
+		d.logger.Error("Some replica probes could not start", "err", err)
+	}
+}
+
+// configDir is the directory relative paths of the config file are taken
+// from, as config.Parse takes them.
+func configDir(file string) string {
+	if dir, err := filepath.Abs(filepath.Dir(file)); err == nil {
+		return dir
+	}
+	return filepath.Dir(file)
 }
 
 // reload re-reads the config file; a failed reload keeps the running one.
@@ -251,6 +288,7 @@ func (d *daemon) shutdown() {
 	d.applyMu.Lock()
 	d.stopped = true
 	d.applyMu.Unlock()
+	d.fleet.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := d.engine.Shutdown(ctx); err != nil {

@@ -62,6 +62,7 @@ func TestCommandLine(t *testing.T) {
 		{"simulate bad fault rate", []string{"simulate", "--fault.http-500=2", "--web.listen-address=127.0.0.1:0"}, 1, []string{"must be in [0, 1]"}},
 		{"config check minimal", []string{"--config.file=deploy/examples/minimal.yml", "--config.check"}, 0, []string{"SUCCESS"}},
 		{"config check full", []string{"--config.file=deploy/examples/full.yml", "--config.check"}, 0, []string{"SUCCESS"}},
+		{"config check reasoning-tools", []string{"--config.file=deploy/examples/reasoning-tools.yml", "--config.check"}, 0, []string{"SUCCESS: 1 targets, 6 probes"}},
 		{"config check missing", []string{"--config.file=no-such.yml", "--config.check"}, 1, []string{"no-such.yml", "FAILED"}},
 		{"missing config", []string{"--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
 		{"config check bad dataset line", []string{"--config.file=testdata/bad-dataset/vllm-prober.yml", "--config.check"}, 1, []string{"FAILED", "prompts.jsonl:2: invalid JSON"}},
@@ -195,8 +196,8 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 		}
 	}
 	waitFor(t, "accepted requests", func() bool {
-		return metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"}`) &&
-			!metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"} 0`)
+		return metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",replica="",target="sim"}`) &&
+			!metricsContain(t, d, `vllm_probe_requests_total{disposition="accepted",probe="chat",replica="",target="sim"} 0`)
 	})
 	for _, m := range []string{"vllm_prober_build_info", "go_goroutines", "vllm_prober_config_last_reload_successful 1"} {
 		if !metricsContain(t, d, m) {
@@ -241,7 +242,7 @@ func TestDaemonEndpointsAndReload(t *testing.T) {
 	t.Run("probe endpoint", func(t *testing.T) {
 		code, body := get(t, http.MethodGet, d.URL("/probe?target=sim&probe=chat"))
 		if code != 200 || !strings.Contains(body, `vllm_probe_success{probe="chat",target="sim"} 1`) ||
-			!strings.Contains(body, `vllm_probe_requests_total{disposition="accepted",probe="chat",target="sim"} 1`) {
+			!strings.Contains(body, `vllm_probe_requests_total{disposition="accepted",probe="chat",replica="",target="sim"} 1`) {
 			t.Errorf("/probe: %d %s", code, body)
 		}
 		for _, q := range []string{"?target=sim", "?target=http://example.com&probe=chat", "?target=sim&probe=nope"} {

@@ -28,11 +28,11 @@ func TestRefusedConnectionIsConnect(t *testing.T) {
 	writeConfig(t, cfgPath, closed, 5, ledgerPath) // no model: discovered
 	d := startDaemon(t, "--config.file="+cfgPath)
 
-	const connect = `vllm_probe_failures_total{probe="chat",reason="connect",target="sim"}`
+	const connect = `vllm_probe_failures_total{probe="chat",reason="connect",replica="",target="sim"}`
 	waitFor(t, "connect failures", func() bool {
 		return metricsContain(t, d, connect) && !metricsContain(t, d, connect+" 0")
 	})
-	if !metricsContain(t, d, `vllm_probe_failures_total{probe="chat",reason="model_discovery",target="sim"} 0`) {
+	if !metricsContain(t, d, `vllm_probe_failures_total{probe="chat",reason="model_discovery",replica="",target="sim"} 0`) {
 		t.Error("model_discovery failures counted for a refused connection")
 	}
 	_, page := get(t, http.MethodGet, d.URL("/"))

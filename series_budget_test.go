@@ -44,11 +44,14 @@ func startInProcessLogged(t *testing.T, cfgPath string, logger *slog.Logger) *da
 	if _, err := safe.Reload(cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDaemon(logger, &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe)
+	d, err := newDaemon(logger, &daemonFlags{configFile: cfgPath, telemetryPath: "/metrics"}, safe, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.apply(safe.Get()); err != nil {
+	d.applyMu.Lock() // discovery updates apply under it too
+	err = d.apply(safe.Get())
+	d.applyMu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	close(d.ready)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -102,7 +103,12 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	recs := d.history.Recent(target, probeName, limit)
+	replica, err := replicaParam(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	recs := ofReplica(replica, limit, func(n int) []ledger.Record { return d.history.Recent(target, probeName, n) })
 	if recs == nil {
 		recs = []ledger.Record{}
 	}
@@ -112,6 +118,11 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 
 func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	target, probeName, err := d.pairParams(r, true)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	replica, err := replicaParam(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -130,7 +141,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(p.Timeout) + wt))
 	}
 	ctx := r.Context()
-	res, err := d.engine.ProbeOnce(ctx, target, probeName)
+	res, err := d.engine.ProbeOnce(ctx, config.PairKey{Target: target, Probe: probeName, Replica: replica})
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, schedule.ErrUnknownPair) {
@@ -157,7 +168,7 @@ func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	page.LedgerReopens = d.ledger.Reopens()
 	for _, t := range cfg.Targets {
-		page.Targets = append(page.Targets, status.TargetState{Name: t.Name, Scrape: d.scraper.State(t.Name)})
+		page.Targets = append(page.Targets, d.targetRows(t)...)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := status.Render(w, page); err != nil {
@@ -172,29 +183,80 @@ func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	stats, recent, ok := d.tracker.Pair(target, probeName)
-	if !ok {
-		// Configured but not (yet) run by the engine: before the first
-		// apply, or a reload in progress.
-		http.Error(w, fmt.Sprintf("probe %q of target %q is not running yet", probeName, target), http.StatusServiceUnavailable)
+	// replica names a discovered replica's pair; the engine's set decides
+	// whether it runs, so an unknown one is "not running".
+	replica, err := replicaParam(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	now, scrape := time.Now(), d.scraper.State(target)
+	stats, recent, ok := d.tracker.Pair(config.PairKey{Target: target, Probe: probeName, Replica: replica})
+	if !ok {
+		// Configured but not (yet) run by the engine: before the first
+		// apply, a reload in progress, or a replica not discovered.
+		http.Error(w, fmt.Sprintf("probe %q of target %q (replica %q) is not running", probeName, target, replica), http.StatusServiceUnavailable)
+		return
+	}
+	now, scrape := time.Now(), d.scraper.State(target, replica)
 	page := status.PairPage{
 		Version:  buildSummary(),
 		Now:      now,
 		Stats:    stats,
 		Recent:   recent,
-		Failures: d.history.LastFailures(target, probeName, 20),
-		Target:   status.TargetState{Name: target, Scrape: scrape},
+		Failures: ofReplica(replica, 20, func(n int) []ledger.Record { return d.history.LastFailures(target, probeName, n) }),
+		Target:   status.TargetState{Name: target, Replica: replica, Scrape: scrape},
 		// Over the client's window; the model is the target's, as its
 		// target_info reports it.
-		ServerTTFT: d.scraper.ServerTTFT(target, scrape.Model, now.Add(-stats.Window), now),
+		ServerTTFT: d.scraper.ServerTTFT(target, replica, scrape.Model, now.Add(-stats.Window), now),
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := status.RenderPair(w, page); err != nil {
 		d.logger.Error("Error rendering pair page", "err", err)
 	}
+}
+
+// targetRows are t's rows on the status page: the target (or its
+// gateway), then each replica it probes; the first row holds the state of
+// its discovery.
+func (d *daemon) targetRows(t config.Target) []status.TargetState {
+	var rows []status.TargetState
+	if t.URL != "" || t.Discovery == nil {
+		rows = append(rows, status.TargetState{Name: t.Name, Scrape: d.scraper.State(t.Name, "")})
+	}
+	for _, addr := range d.fleet.probed(t) {
+		rows = append(rows, status.TargetState{Name: t.Name, Replica: addr, Scrape: d.scraper.State(t.Name, addr)})
+	}
+	if st := d.fleet.state(t.Name); st != nil {
+		if len(rows) == 0 {
+			rows = append(rows, status.TargetState{Name: t.Name})
+		}
+		rows[0].Discovery = st
+	}
+	return rows
+}
+
+// replicaParam returns the request's replica parameter: "" (a static
+// target or a gateway) or a discovered replica's host:port.
+func replicaParam(r *http.Request) (string, error) {
+	replica := r.URL.Query().Get("replica")
+	if replica == "" {
+		return "", nil
+	}
+	if _, _, err := net.SplitHostPort(replica); err != nil || len(replica) > 300 {
+		return "", fmt.Errorf("replica must be a host:port, got %q", truncate(replica, 64))
+	}
+	return replica, nil
+}
+
+// ofReplica returns up to limit records of get, those of one replica's
+// pair when replica is set (the history keeps every replica's own ring,
+// so they are all read, then filtered).
+func ofReplica(replica string, limit int, get func(limit int) []ledger.Record) []ledger.Record {
+	if replica == "" {
+		return get(limit)
+	}
+	recs := slices.DeleteFunc(get(0), func(rec ledger.Record) bool { return rec.Replica != replica })
+	return recs[:min(limit, len(recs))]
 }
 
 // truncate bounds user input echoed in error messages.

@@ -29,7 +29,7 @@ func distinctSLOConfig(n int) (*Collector, *config.Config) {
 	c := New(Options{Now: clock})
 	syncPairs(c, cfg)
 	for _, p := range cfg.Probes {
-		c.Offered("llama", p.Name)
+		c.Offered(config.PairKey{Target: "llama", Probe: p.Name})
 		c.Finished(&probe.Result{
 			Target: "llama", Probe: p.Name, Disposition: probe.Accepted, Sent: fixedNow,
 			TTFT: 150 * time.Millisecond, TPOT: 25 * time.Millisecond, E2EL: 2 * time.Second,

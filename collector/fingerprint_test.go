@@ -32,7 +32,7 @@ func TestCollectorFingerprintChanges(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	compare(header + lines(`vllm_probe_output_fingerprint_changes_total{probe="fp",target="t"} 0`))
+	compare(header + lines(`vllm_probe_output_fingerprint_changes_total{probe="fp",replica="",target="t"} 0`))
 
 	for _, r := range []*probe.Result{
 		{Probe: "fp", Fingerprint: &probe.OutputFingerprint{Hash: "a"}},
@@ -44,7 +44,7 @@ func TestCollectorFingerprintChanges(t *testing.T) {
 		r.Target, r.Disposition = "t", probe.Accepted
 		finish(c, r)
 	}
-	compare(header + lines(`vllm_probe_output_fingerprint_changes_total{probe="fp",target="t"} 2`))
+	compare(header + lines(`vllm_probe_output_fingerprint_changes_total{probe="fp",replica="",target="t"} 2`))
 
 	// A reload that drops the fingerprint drops the series.
 	cfg.Probes = []config.Probe{{Name: "fp", API: config.APIChat, Rate: 1}}

@@ -41,7 +41,7 @@ func BenchmarkFinished(b *testing.B) {
 			Server: &probe.ServerTiming{QueueTime: time.Millisecond, TTFT: 120 * time.Millisecond}, PromptTokens: 128, OutputTokens: 64,
 		}
 		for pb.Next() {
-			c.Offered(target, "chat")
+			c.Offered(config.PairKey{Target: target, Probe: "chat"})
 			c.Finished(r)
 		}
 	})

@@ -25,6 +25,7 @@ package collector
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -41,6 +42,7 @@ import (
 const (
 	labelTarget      = "target"
 	labelProbe       = "probe"
+	labelReplica     = "replica" // "" for a gateway or static target: Prometheus drops it
 	labelDisposition = "disposition"
 	labelReason      = "reason"
 	labelSLO         = "slo"
@@ -72,7 +74,12 @@ type Collector struct {
 	pairs map[pairKey]*pairMetrics
 }
 
-type pairKey struct{ target, probe string }
+type pairKey struct{ target, probe, replica string }
+
+func newPairKey(k config.PairKey) pairKey { return pairKey{k.Target, k.Probe, k.Replica} }
+
+// pairLabels are the label names every per-pair series starts with.
+var pairLabels = []string{labelTarget, labelProbe, labelReplica}
 
 // probeDescs are the fixed descriptors of the counters and the gauge;
 // histogram descriptors come from each pair's own histograms.
@@ -95,8 +102,8 @@ func New(o Options) *Collector {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	pair := []string{labelTarget, labelProbe}
-	with := func(l string) []string { return []string{labelTarget, labelProbe, l} }
+	pair := pairLabels
+	with := func(l string) []string { return append(slices.Clone(pairLabels), l) }
 	return &Collector{
 		logger: o.Logger,
 		now:    o.Now,
@@ -123,9 +130,9 @@ func New(o Options) *Collector {
 // a changed one keeps its counters, and gets new histograms when its SLO
 // thresholds (which its buckets hold) or its histogram selection changed.
 func (c *Collector) PairStarted(p config.Pair) {
-	k := pairKey{p.Key.Target, p.Key.Probe}
-	if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) {
-		c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe)
+	k := newPairKey(p.Key)
+	if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) || !utf8.ValidString(k.replica) {
+		c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe, "replica", k.replica)
 		return
 	}
 	shape := probeShape(p.Probe)
@@ -143,25 +150,25 @@ func (c *Collector) PairStarted(p config.Pair) {
 	c.pairs[k].fingerprinted.Store(p.Probe.Fingerprint != nil)
 }
 
-// PairStopped implements probe.Sink: the pair's series disappear, and the
-// results its requests still in flight deliver are not counted.
+// PairStopped implements probe.Sink: the pair's series disappear (the
+// engine tells it after the pair's last request was counted).
 func (c *Collector) PairStopped(key config.PairKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.pairs, pairKey{key.Target, key.Probe})
+	delete(c.pairs, newPairKey(key))
 }
 
-func (c *Collector) pair(target, probeName string) *pairMetrics {
+func (c *Collector) pair(key config.PairKey) *pairMetrics {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.pairs[pairKey{target, probeName}]
+	return c.pairs[newPairKey(key)]
 }
 
 // Offered implements probe.Sink.
-func (c *Collector) Offered(target, probeName string) {
-	p := c.pair(target, probeName)
+func (c *Collector) Offered(key config.PairKey) {
+	p := c.pair(key)
 	if p == nil {
-		c.warnOnce(msgUnknownPair, target+"\x00"+probeName, "target", target, "probe", probeName)
+		c.warnOnce(msgUnknownPair, key.String(), "target", key.Target, "probe", key.Probe, "replica", key.Replica)
 		return
 	}
 	p.offer()
@@ -172,9 +179,9 @@ func (c *Collector) Finished(r *probe.Result) {
 	if r == nil {
 		return
 	}
-	p := c.pair(r.Target, r.Probe)
+	p := c.pair(r.Key())
 	if p == nil {
-		c.warnOnce(msgUnknownPair, r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
+		c.warnOnce(msgUnknownPair, r.Key().String(), "target", r.Target, "probe", r.Probe, "replica", r.Replica)
 		return
 	}
 	if !r.Scheduled.IsZero() && r.Scheduled.Before(p.created) {
@@ -182,11 +189,11 @@ func (c *Collector) Finished(r *probe.Result) {
 		// removed it and a later one added it again: its offer is not in
 		// this series, so counting it would break offered = sum of
 		// dispositions + in flight. The ledger still has it.
-		c.warnOnce(msgStaleResult, r.Target+"\x00"+r.Probe, "target", r.Target, "probe", r.Probe)
+		c.warnOnce(msgStaleResult, r.Key().String(), "target", r.Target, "probe", r.Probe, "replica", r.Replica)
 		return
 	}
 	for _, bad := range p.count(r) {
-		c.warnOnce("unknown label value", bad, "target", r.Target, "probe", r.Probe, "value", bad)
+		c.warnOnce("unknown label value", bad, "target", r.Target, "probe", r.Probe, "replica", r.Replica, "value", bad)
 	}
 	p.hists.Load().observe(r)
 }

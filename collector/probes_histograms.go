@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,14 +27,14 @@ type pairHistograms struct {
 // histogramDescs returns the descriptors every pair's histograms share:
 // same name, help and label names, hence the same descriptor identity.
 func histogramDescs() []*prometheus.Desc {
-	pair := []string{labelTarget, labelProbe}
+	pair := pairLabels
 	return []*prometheus.Desc{
 		prometheus.NewDesc(metricname.TTFT, metricname.TTFTHelp, pair, nil),
 		prometheus.NewDesc(metricname.ITL, metricname.ITLHelp, pair, nil),
 		prometheus.NewDesc(metricname.TPOT, metricname.TPOTHelp, pair, nil),
 		prometheus.NewDesc(metricname.E2EL, metricname.E2ELHelp, pair, nil),
 		prometheus.NewDesc(metricname.TTFA, metricname.TTFAHelp, pair, nil),
-		prometheus.NewDesc(metricname.HTTPPhase, metricname.HTTPPhaseHelp, []string{labelTarget, labelProbe, labelPhase}, nil),
+		prometheus.NewDesc(metricname.HTTPPhase, metricname.HTTPPhaseHelp, append(slices.Clone(pairLabels), labelPhase), nil),
 		prometheus.NewDesc(metricname.ScheduleLag, metricname.ScheduleLagHelp, pair, nil),
 		prometheus.NewDesc(metricname.ServerTTFT, metricname.ServerTTFTHelp, pair, nil),
 		prometheus.NewDesc(metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, pair, nil),
@@ -86,8 +87,8 @@ func classicBuckets(sel config.HistogramSelection, buckets []float64) []float64 
 // buckets too unless there are none, labelled with the pair (and phase,
 // when given). Label values were checked in PairStarted.
 func newHistogram(k pairKey, name, help string, buckets []float64, phase ...string) prometheus.Histogram {
-	labels := []string{labelTarget, labelProbe}
-	values := []string{k.target, k.probe}
+	labels := slices.Clone(pairLabels)
+	values := []string{k.target, k.probe, k.replica}
 	if len(phase) > 0 {
 		labels = append(labels, labelPhase)
 		values = append(values, phase[0])

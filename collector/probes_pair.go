@@ -123,9 +123,9 @@ func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
 }
 
 func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric) {
-	t, pr := p.key.target, p.key.probe
+	t, pr, rep := p.key.target, p.key.probe, p.key.replica
 	counter := func(desc *prometheus.Desc, v uint64, extra ...string) {
-		m, err := prometheus.NewConstMetricWithCreatedTimestamp(desc, prometheus.CounterValue, float64(v), p.created, append([]string{t, pr}, extra...)...)
+		m, err := prometheus.NewConstMetricWithCreatedTimestamp(desc, prometheus.CounterValue, float64(v), p.created, append([]string{t, pr, rep}, extra...)...)
 		if err == nil {
 			ch <- m
 		}
@@ -156,7 +156,7 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 	if p.fingerprinted.Load() {
 		counter(d.fingerprintChanges, p.fingerprintChanges.Load())
 	}
-	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(inFlight), t, pr); err == nil {
+	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(inFlight), t, pr, rep); err == nil {
 		ch <- m
 	}
 }

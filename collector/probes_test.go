@@ -20,7 +20,7 @@ import (
 
 // finish reports one offered and finished result to c.
 func finish(c *Collector, r *probe.Result) {
-	c.Offered(r.Target, r.Probe)
+	c.Offered(config.PairKey{Target: r.Target, Probe: r.Probe})
 	c.Finished(r)
 }
 
@@ -28,20 +28,20 @@ func TestCollectorPreInitialisesCounters(t *testing.T) {
 	c := New(Options{Now: clock})
 	syncPairs(c, testConfig(map[string][]string{"t1": {"chat"}}, map[string]config.SLO{"chat": {}, "other": {}}))
 	var want strings.Builder
-	writeZeros(&want, "vllm_probe_requests_total", metricname.RequestsHelp, `{disposition=%q,probe="chat",target="t1"}`, probe.Dispositions)
-	writeZeros(&want, "vllm_probe_failures_total", metricname.FailuresHelp, `{probe="chat",reason=%q,target="t1"}`, probe.Reasons)
-	writeZeros(&want, "vllm_probe_slo_violations_total", metricname.SLOViolationsHelp, `{probe="chat",slo=%q,target="t1"}`, probe.SLOs)
-	writeZeros(&want, "vllm_probe_quality_failures_total", metricname.QualityFailuresHelp, `{check=%q,probe="chat",target="t1"}`, probe.Checks)
+	writeZeros(&want, "vllm_probe_requests_total", metricname.RequestsHelp, `{disposition=%q,probe="chat",replica="",target="t1"}`, probe.Dispositions)
+	writeZeros(&want, "vllm_probe_failures_total", metricname.FailuresHelp, `{probe="chat",reason=%q,replica="",target="t1"}`, probe.Reasons)
+	writeZeros(&want, "vllm_probe_slo_violations_total", metricname.SLOViolationsHelp, `{probe="chat",replica="",slo=%q,target="t1"}`, probe.SLOs)
+	writeZeros(&want, "vllm_probe_quality_failures_total", metricname.QualityFailuresHelp, `{check=%q,probe="chat",replica="",target="t1"}`, probe.Checks)
 	want.WriteString(lines(
 		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp,
 		"# TYPE vllm_probe_requests_offered_total counter",
-		`vllm_probe_requests_offered_total{probe="chat",target="t1"} 0`,
+		`vllm_probe_requests_offered_total{probe="chat",replica="",target="t1"} 0`,
 		"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp,
 		"# TYPE vllm_probe_requests_in_flight gauge",
-		`vllm_probe_requests_in_flight{probe="chat",target="t1"} 0`,
+		`vllm_probe_requests_in_flight{probe="chat",replica="",target="t1"} 0`,
 		"# HELP vllm_probe_prompt_tokens_total "+metricname.PromptTokensHelp,
 		"# TYPE vllm_probe_prompt_tokens_total counter",
-		`vllm_probe_prompt_tokens_total{probe="chat",target="t1"} 0`,
+		`vllm_probe_prompt_tokens_total{probe="chat",replica="",target="t1"} 0`,
 	))
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want.String()),
 		metricname.Requests, metricname.Failures, metricname.SLOViolations, metricname.QualityFailures, metricname.RequestsOffered, metricname.RequestsInFlight, metricname.PromptTokens); err != nil {
@@ -68,30 +68,30 @@ func TestCollectorCountsResults(t *testing.T) {
 	}{
 		{"dispositions", metricname.Requests, lines(
 			"# HELP vllm_probe_requests_total "+metricname.RequestsHelp, "# TYPE vllm_probe_requests_total counter",
-			`vllm_probe_requests_total{disposition="accepted",probe="p",target="t"} 1`,
-			`vllm_probe_requests_total{disposition="cancelled",probe="p",target="t"} 1`,
-			`vllm_probe_requests_total{disposition="client_timeout",probe="p",target="t"} 0`,
-			`vllm_probe_requests_total{disposition="latency_failure",probe="p",target="t"} 1`,
-			`vllm_probe_requests_total{disposition="quality_failure",probe="p",target="t"} 1`,
-			`vllm_probe_requests_total{disposition="server_failure",probe="p",target="t"} 1`)},
+			`vllm_probe_requests_total{disposition="accepted",probe="p",replica="",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="cancelled",probe="p",replica="",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="client_timeout",probe="p",replica="",target="t"} 0`,
+			`vllm_probe_requests_total{disposition="latency_failure",probe="p",replica="",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="quality_failure",probe="p",replica="",target="t"} 1`,
+			`vllm_probe_requests_total{disposition="server_failure",probe="p",replica="",target="t"} 1`)},
 		{"offered counts every request, in flight returns to 0", metricname.RequestsOffered, lines(
 			"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
-			`vllm_probe_requests_offered_total{probe="p",target="t"} 6`)},
+			`vllm_probe_requests_offered_total{probe="p",replica="",target="t"} 6`)},
 		{"in flight", metricname.RequestsInFlight, lines(
 			"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
-			`vllm_probe_requests_in_flight{probe="p",target="t"} 0`)},
+			`vllm_probe_requests_in_flight{probe="p",replica="",target="t"} 0`)},
 		{"slo violations", metricname.SLOViolations, lines(
 			"# HELP vllm_probe_slo_violations_total "+metricname.SLOViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter",
-			`vllm_probe_slo_violations_total{probe="p",slo="e2el",target="t"} 1`,
-			`vllm_probe_slo_violations_total{probe="p",slo="tpot",target="t"} 0`,
-			`vllm_probe_slo_violations_total{probe="p",slo="ttfa",target="t"} 1`,
-			`vllm_probe_slo_violations_total{probe="p",slo="ttft",target="t"} 2`)},
+			`vllm_probe_slo_violations_total{probe="p",replica="",slo="e2el",target="t"} 1`,
+			`vllm_probe_slo_violations_total{probe="p",replica="",slo="tpot",target="t"} 0`,
+			`vllm_probe_slo_violations_total{probe="p",replica="",slo="ttfa",target="t"} 1`,
+			`vllm_probe_slo_violations_total{probe="p",replica="",slo="ttft",target="t"} 2`)},
 		{"reasoning tokens", metricname.ReasoningTokens, lines(
 			"# HELP vllm_probe_reasoning_tokens_total "+metricname.ReasoningTokensHelp, "# TYPE vllm_probe_reasoning_tokens_total counter",
-			`vllm_probe_reasoning_tokens_total{probe="p",target="t"} 7`)},
+			`vllm_probe_reasoning_tokens_total{probe="p",replica="",target="t"} 7`)},
 		{"output tokens", metricname.OutputTokens, lines(
 			"# HELP vllm_probe_output_tokens_total "+metricname.OutputTokensHelp, "# TYPE vllm_probe_output_tokens_total counter",
-			`vllm_probe_output_tokens_total{probe="p",target="t"} 12`)},
+			`vllm_probe_output_tokens_total{probe="p",replica="",target="t"} 12`)},
 	}
 	c := New(Options{Now: clock})
 	syncPairs(c, testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}}))
@@ -259,7 +259,7 @@ func TestExemplarLimits(t *testing.T) {
 			if got := exemplar(tc.id)[labelRequestID]; got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
-			h := newHistogram(pairKey{"t", "p"}, metricname.TTFT, metricname.TTFTHelp, ttftBuckets)
+			h := newHistogram(pairKey{"t", "p", ""}, metricname.TTFT, metricname.TTFTHelp, ttftBuckets)
 			observe(h, time.Second, exemplar(tc.id)) // must not panic
 		})
 	}
@@ -278,9 +278,9 @@ func TestCollectorPairChanges(t *testing.T) {
 
 	want := lines(
 		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
-		`vllm_probe_requests_offered_total{probe="change",target="t1"} 1`,
-		`vllm_probe_requests_offered_total{probe="keep",target="t1"} 1`,
-		`vllm_probe_requests_offered_total{probe="keep",target="t2"} 0`,
+		`vllm_probe_requests_offered_total{probe="change",replica="",target="t1"} 1`,
+		`vllm_probe_requests_offered_total{probe="keep",replica="",target="t1"} 1`,
+		`vllm_probe_requests_offered_total{probe="keep",replica="",target="t2"} 0`,
 	)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.RequestsOffered); err != nil {
 		t.Error(err)
@@ -338,5 +338,37 @@ func TestCollectorConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if got := promtext.CounterValue(t, c, metricname.Requests, "disposition", "accepted"); got != 800 {
 		t.Errorf("accepted %v, want 800", got)
+	}
+}
+
+// TestCollectorReplicaLabel: a fleet's gateway and replica pairs are
+// separate series told apart by replica ("" for the gateway), and a
+// result counts only in its own replica's series.
+func TestCollectorReplicaLabel(t *testing.T) {
+	c := New(Options{Now: clock})
+	gw := config.PairKey{Target: "fleet", Probe: "chat"}
+	rep := config.PairKey{Target: "fleet", Probe: "chat", Replica: "10.0.0.1:8000"}
+	for _, k := range []config.PairKey{gw, rep} {
+		c.PairStarted(config.Pair{Key: k, Probe: config.Probe{Name: k.Probe, Histograms: config.LeanHistograms}})
+	}
+	c.Offered(rep)
+	c.Offered(rep)
+	c.Finished(&probe.Result{Target: rep.Target, Probe: rep.Probe, Replica: rep.Replica, Disposition: probe.Accepted})
+	want := lines(
+		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp,
+		"# TYPE vllm_probe_requests_offered_total counter",
+		`vllm_probe_requests_offered_total{probe="chat",replica="",target="fleet"} 0`,
+		`vllm_probe_requests_offered_total{probe="chat",replica="10.0.0.1:8000",target="fleet"} 2`,
+		"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp,
+		"# TYPE vllm_probe_requests_in_flight gauge",
+		`vllm_probe_requests_in_flight{probe="chat",replica="",target="fleet"} 0`,
+		`vllm_probe_requests_in_flight{probe="chat",replica="10.0.0.1:8000",target="fleet"} 1`,
+	)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.RequestsOffered, metricname.RequestsInFlight); err != nil {
+		t.Error(err)
+	}
+	c.PairStopped(rep)
+	if n := testutil.CollectAndCount(c, metricname.RequestsOffered); n != 1 {
+		t.Errorf("%d offered series after the replica stopped, want the gateway's", n)
 	}
 }

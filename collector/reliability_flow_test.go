@@ -51,7 +51,7 @@ func TestCollectorFlowConsistentUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				c.Offered("t", "p")
+				c.Offered(config.PairKey{Target: "t", Probe: "p"})
 				c.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: time.Now()})
 			}
 		}()
@@ -76,7 +76,7 @@ func TestCollectorIgnoresStaleResults(t *testing.T) {
 	with := testConfig(map[string][]string{"t": nil}, map[string]config.SLO{"p": {}})
 	without := testConfig(map[string][]string{"u": nil}, map[string]config.SLO{"p": {}})
 	syncPairs(c, with)
-	c.Offered("t", "p")
+	c.Offered(config.PairKey{Target: "t", Probe: "p"})
 	stale := &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Reason: probe.ReasonRemoved, Scheduled: now.Add(time.Second)}
 	now = now.Add(2 * time.Second)
 	syncPairs(c, without)
@@ -86,7 +86,7 @@ func TestCollectorIgnoresStaleResults(t *testing.T) {
 	if offered, finished, inFlight := flowCounts(t, c); offered != 0 || finished != 0 || inFlight != 0 {
 		t.Errorf("after a stale result: offered %g, finished %g, in flight %g; want all 0", offered, finished, inFlight)
 	}
-	c.Offered("t", "p")
+	c.Offered(config.PairKey{Target: "t", Probe: "p"})
 	c.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: now.Add(time.Second)})
 	if offered, finished, inFlight := flowCounts(t, c); offered != 1 || finished != 1 || inFlight != 0 {
 		t.Errorf("after a current result: offered %g, finished %g, in flight %g; want 1, 1, 0", offered, finished, inFlight)

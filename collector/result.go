@@ -14,7 +14,7 @@ import (
 // request, for /probe: every vllm_probe_* series of the pair (counters at 0
 // or 1, histograms with one observation, buckets from p's SLOs) plus
 // vllm_probe_success and vllm_probe_duration_seconds. The pair's labels are
-// r.Target and r.Probe.
+// r.Target, r.Probe and r.Replica.
 func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	if r == nil {
@@ -22,16 +22,19 @@ func ResultRegistry(r *probe.Result, p config.Probe) *prometheus.Registry {
 	}
 	p.Name = r.Probe
 	c := New(Options{})
-	c.PairStarted(config.Pair{Key: config.PairKey{Target: r.Target, Probe: r.Probe}, Probe: p})
+	c.PairStarted(config.Pair{Key: r.Key(), Probe: p})
 	// The result was scheduled before this throwaway collector existed;
 	// clear Scheduled so the stale-result guard of Finished keeps it.
 	rc := *r
 	rc.Scheduled = time.Time{}
-	c.Offered(rc.Target, rc.Probe)
+	c.Offered(rc.Key())
 	c.Finished(&rc)
 	reg.MustRegister(c)
 
 	labels := prometheus.Labels{labelTarget: r.Target, labelProbe: r.Probe}
+	if r.Replica != "" {
+		labels[labelReplica] = r.Replica
+	}
 	success := prometheus.NewGauge(prometheus.GaugeOpts{Name: metricname.Success, Help: metricname.SuccessHelp, ConstLabels: labels})
 	if r.Disposition == probe.Accepted {
 		success.Set(1)

@@ -39,9 +39,9 @@ func TestResultRegistry(t *testing.T) {
 				"# HELP vllm_probe_duration_seconds "+metricname.DurationHelp, "# TYPE vllm_probe_duration_seconds gauge",
 				`vllm_probe_duration_seconds{probe="p",target="t"} `+tc.duration,
 				"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
-				`vllm_probe_requests_offered_total{probe="p",target="t"} 1`,
+				`vllm_probe_requests_offered_total{probe="p",replica="",target="t"} 1`,
 				"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
-				`vllm_probe_requests_in_flight{probe="p",target="t"} 0`,
+				`vllm_probe_requests_in_flight{probe="p",replica="",target="t"} 0`,
 			)
 			if got := requestsValue(t, reg, string(r.Disposition)); got != 1 {
 				t.Errorf("vllm_probe_requests_total{disposition=%q} = %v, want 1", r.Disposition, got)

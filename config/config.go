@@ -9,6 +9,8 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vllm-prober/vllm-prober/discovery"
 )
 
 // Config is the whole configuration file.
@@ -53,10 +55,16 @@ type ServerMetrics struct {
 	Allow Regexp `yaml:"allow"`
 }
 
-// Target is one OpenAI-compatible server.
+// Target is one OpenAI-compatible server, or a fleet of them: URL is the
+// server (or the fleet's gateway), Discovery finds the fleet's replicas
+// (docs/design.md, Fleets). A target has URL, Discovery or both.
 type Target struct {
 	Name             string                      `yaml:"name"`
 	URL              string                      `yaml:"url"`
+	Discovery        *discovery.Config           `yaml:"discovery,omitempty"`
+	Scheme           string                      `yaml:"scheme,omitempty"`      // of replica URLs: http or https
+	PathPrefix       string                      `yaml:"path_prefix,omitempty"` // of replica URLs: "" or /...
+	MaxReplicas      int                         `yaml:"max_replicas,omitempty"`
 	Model            string                      `yaml:"model"`
 	MetricsPath      string                      `yaml:"metrics_path"`
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client_config"`
@@ -97,10 +105,17 @@ type Probe struct {
 	// all and nil ClassicBuckets means true (HistogramSelection).
 	Histograms     []string `yaml:"histograms"`
 	ClassicBuckets *bool    `yaml:"classic_buckets"`
+	// RateSplit divides Rate across a target's current replicas instead of
+	// sending Rate to each (docs/design.md, Fleets).
+	RateSplit bool `yaml:"rate_split"`
 	// Fingerprint, when set, makes a prompts probe an output drift canary
 	// (docs/design.md, "Output fingerprint"); nil = none.
 	Fingerprint *Fingerprint `yaml:"fingerprint,omitempty"`
-	Line        int          `yaml:"-"`
+	// HistogramsWritten says the file chose Histograms (the probe's key or
+	// global.histograms): replica pairs then keep it instead of the lean
+	// selection.
+	HistogramsWritten bool `yaml:"-"`
+	Line              int  `yaml:"-"`
 }
 
 // Fingerprint configures the output fingerprint of a prompts probe: the

@@ -22,6 +22,13 @@ const DefaultServerMetricsAllow = `vllm:(` +
 	`(external_|gpu_)?prefix_cache_(queries|hits)_total|` +
 	`spec_decode_[a-z_]+_total)`
 
+// Defaults of a discovery target's replica keys, set only on a target with
+// discovery (the keys mean nothing without it).
+const (
+	DefaultReplicaScheme = "http"
+	DefaultMaxReplicas   = 256
+)
+
 // Defaults applied to fields absent from the file. Lists are copied before
 // use, so these values are never aliased by a loaded Config.
 var (

@@ -20,11 +20,17 @@ const fingerprintMaxDepth = 32
 // ones. It walks every field, secrets included (a changed token must
 // restart the pair; the digest never leaves the process), and skips fields
 // that are not configuration: those tagged yaml:"-" (source line numbers)
-// and functions.
-func fingerprint(t Target, p Probe) string {
+// and functions. A discovered replica's labels, when it has any, are part
+// of its pair's configuration too (they go on its target_info series).
+func fingerprint(t Target, p Probe, labels ...map[string]string) string {
 	w := fingerprinter{h: sha256.New()}
 	w.value(reflect.ValueOf(t), 0)
 	w.value(reflect.ValueOf(p), 0)
+	for _, l := range labels {
+		if l != nil {
+			w.value(reflect.ValueOf(l), 0)
+		}
+	}
 	return hex.EncodeToString(w.h.Sum(nil))
 }
 

@@ -29,6 +29,11 @@ var Histograms = []string{
 	HistogramPhases, HistogramScheduleLag, HistogramServer,
 }
 
+// LeanHistograms is the selection of a discovered replica's pairs unless
+// the file chose one (docs/design.md, Series budget): a fleet multiplies
+// every per-pair series by its replicas.
+var LeanHistograms = []string{HistogramTTFT, HistogramE2EL}
+
 // HistogramSelection is the set of histograms a probe exports and whether
 // they carry classic buckets as well as native ones.
 type HistogramSelection struct {
@@ -73,6 +78,7 @@ func (v *validator) histograms(path string, names []string) {
 // does not write, takes the global default, so a loaded Probe always holds
 // its own selection (and its pair's fingerprint changes with it).
 func (v *validator) probeHistograms(p *Probe, g Global, path string) {
+	p.HistogramsWritten = v.p.Written(path+".histograms") || v.p.Written("global.histograms")
 	if v.p.Written(path + ".histograms") {
 		v.histograms(path+".histograms", p.Histograms)
 	} else {

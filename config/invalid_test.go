@@ -19,6 +19,30 @@ var invalidCases = []struct {
 		},
 	},
 	{
+		file: "invalid-discovery.yml",
+		want: []string{
+			`testdata/invalid-discovery.yml:3: targets[0].discovery: set exactly one of dns, file_sd and http_sd (0 set)`,
+			`testdata/invalid-discovery.yml:5: targets[1].discovery: set exactly one of dns, file_sd and http_sd (2 set)`,
+			`testdata/invalid-discovery.yml:11: targets[2].discovery.dns.names: at least one name is required`,
+			`testdata/invalid-discovery.yml:15: targets[3].discovery.dns.port: 0 is not a port from 1 to 65535 (type A records carry no port)`,
+			`testdata/invalid-discovery.yml:18: targets[4].discovery.dns.type: "CNAME" is not one of A, AAAA and SRV`,
+			`testdata/invalid-discovery.yml:21: targets[5].discovery.file_sd.files: at least one file or glob is required`,
+			`testdata/invalid-discovery.yml:24: targets[6].discovery.http_sd.url: "ftp://sd.example/targets": the scheme must be http or https`,
+			`testdata/invalid-discovery.yml:29: targets[7].discovery.http_sd.refresh: must be > 0, got 0s`,
+		},
+	},
+	{
+		file: "invalid-fleet-keys.yml",
+		want: []string{
+			`testdata/invalid-fleet-keys.yml:2: targets[0]: needs url, discovery or both, got neither`,
+			`testdata/invalid-fleet-keys.yml:6: targets[1].scheme: is used only with discovery: add discovery or remove it`,
+			`testdata/invalid-fleet-keys.yml:7: targets[1].max_replicas: is used only with discovery: add discovery or remove it`,
+			`testdata/invalid-fleet-keys.yml:11: targets[2].scheme: must be one of http, https, got "grpc"`,
+			`testdata/invalid-fleet-keys.yml:12: targets[2].path_prefix: must start with / and hold no query or fragment (or be "" for none), got "vllm"`,
+			`testdata/invalid-fleet-keys.yml:13: targets[2].max_replicas: must be >= 1, got 0`,
+		},
+	},
+	{
 		file: "invalid-merge-cycle.yml",
 		want: []string{
 			`testdata/invalid-merge-cycle.yml:6: probes[0]: merge key << refers to a mapping that contains it`,
@@ -38,7 +62,9 @@ var invalidCases = []struct {
 			`testdata/invalid-tool-call.yml:9: probes[0].quality.tool_call: needs api chat (tool calls are a chat feature), got api "completions"`,
 			`testdata/invalid-tool-call.yml:18: probes[1].quality.tool_call.name: must name the function the answer must call, got ""`,
 			`testdata/invalid-tool-call.yml:19: probes[1].quality.tool_call.arguments_schema: cannot read file: no such file or directory, got "missing.schema.json"`,
-			`testdata/invalid-tool-call.yml:27: probes[2].quality.tool_call.arguments_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+			`testdata/invalid-tool-call.yml:28: probes[2].quality.tool_call.arguments_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+			`testdata/invalid-tool-call.yml:36: probes[3].quality.tool_call: needs the function offered in request.extra.tools ([{type: function, function: {name: get_weather, ...}}]), got none`,
+			`testdata/invalid-tool-call.yml:50: probes[4].quality.tool_call.name: must be a function of request.extra.tools (get_time, get_wether), got "get_weather"`,
 		},
 	},
 	{

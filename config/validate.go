@@ -91,11 +91,17 @@ func (v *validator) name(path, name string, seen map[string]int) {
 
 func (v *validator) target(t *Target, path string, seen map[string]int) {
 	v.name(path+".name", t.Name, seen)
-	if u, msg := checkBaseURL(t.URL); msg != "" {
+	switch u, msg := checkBaseURL(t.URL); {
+	case t.URL == "" && t.Discovery != nil:
+		// A fleet without a gateway: only its replicas are probed.
+	case t.URL == "":
+		v.p.Fail(path, "needs url, discovery or both, got neither")
+	case msg != "":
 		v.p.Fail(path+".url", "%s, got %s", msg, strictyaml.Quote(redact.URL(t.URL)))
-	} else {
+	default:
 		t.URL = u
 	}
+	v.fleet(t, path)
 	if t.MetricsPath != "" && !strings.HasPrefix(t.MetricsPath, "/") {
 		v.p.Fail(path+".metrics_path", "must start with / (or be \"\" to disable scraping), got %s", strictyaml.Quote(t.MetricsPath))
 	}

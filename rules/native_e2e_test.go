@@ -94,7 +94,7 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 					{Target: "a", Probe: "lean", Disposition: probe.LatencyFailure, Sent: now, Lag: 1500 * time.Millisecond, TTFT: 1900 * time.Millisecond, E2EL: 2 * time.Second},
 					{Target: "a", Probe: "full", Disposition: probe.Accepted, Sent: now, TTFT: 300 * time.Millisecond, E2EL: time.Second},
 				} {
-					c.Offered(r.Target, r.Probe)
+					c.Offered(config.PairKey{Target: r.Target, Probe: r.Probe})
 					c.Finished(&r)
 				}
 			}

@@ -31,20 +31,46 @@ var templates = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"slo":         func(d model.Duration) string { return FormatMs(time.Duration(d)) },
 	"charts":      func(p PairStats) (template.HTML, error) { return pairCharts(p, smallChart) },
 	"chartsLarge": func(p PairStats) (template.HTML, error) { return pairCharts(p, largeChart) },
-	"pairHref":    func(target, probe string) string { return "pair?" + pairQuery(target, probe) },
-	"resultsHref": func(target, probe string) string { return "api/v1/results?" + pairQuery(target, probe) },
+	"replicaSuffix": func(replica string) string {
+		if replica == "" {
+			return ""
+		}
+		return " @ " + replica
+	},
+	"pairHref": func(target, probe, replica string) string { return "pair?" + pairQuery(target, probe, replica) },
+	"resultsHref": func(target, probe, replica string) string {
+		return "api/v1/results?" + pairQuery(target, probe, replica)
+	},
 }).ParseFS(pageFS, "page.html", "pair.html"))
 
 // pairQuery is the query string naming a pair, relative links keeping the
 // pages usable behind a path prefix.
-func pairQuery(target, probe string) string {
-	return url.Values{"target": {target}, "probe": {probe}}.Encode()
+func pairQuery(target, probe, replica string) string {
+	q := url.Values{"target": {target}, "probe": {probe}}
+	if replica != "" {
+		q.Set("replica", replica)
+	}
+	return q.Encode()
 }
 
-// TargetState is one target's row on the status page.
+// TargetState is one target's row on the status page: a static target, a
+// fleet's gateway (Replica "") or one of its discovered replicas.
 type TargetState struct {
-	Name   string
-	Scrape server.ScrapeState
+	Name    string
+	Replica string
+	Scrape  server.ScrapeState
+	// Discovery is set on the first row of a target with discovery.
+	Discovery *DiscoveryState
+}
+
+// DiscoveryState is what a target's replica discovery last did.
+type DiscoveryState struct {
+	Mechanism string
+	Replicas  int       // replicas probed
+	Dropped   int       // replicas found beyond max_replicas, not probed
+	Updated   time.Time // the last successful refresh; zero before the first
+	Err       string    // the last failed refresh's error; "" when the last refresh succeeded
+	ErrAt     time.Time // when it failed
 }
 
 // Page is everything the status page shows. It holds no configuration

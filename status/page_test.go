@@ -58,7 +58,7 @@ func fullTracker(n int) (*Tracker, *fakeNow) {
 			if s%60 == 0 {
 				r.Disposition, r.Reason, r.Error = probe.ServerFailure, probe.ReasonHTTP5xx, "HTTP 500: <overloaded>"
 			}
-			tr.Offered("t", p)
+			tr.Offered(config.PairKey{Target: "t", Probe: p})
 			tr.Finished(&r)
 		}
 	}
@@ -96,7 +96,7 @@ func TestRenderChartsBounded(t *testing.T) {
 
 func TestRenderPair(t *testing.T) {
 	tr, clock := fullTracker(1)
-	ps, recent, ok := tr.Pair("t", "probe-with-a-long-name-00")
+	ps, recent, ok := tr.Pair(config.PairKey{Target: "t", Probe: "probe-with-a-long-name-00"})
 	if !ok {
 		t.Fatal("pair not found")
 	}
@@ -117,7 +117,7 @@ func TestRenderPair(t *testing.T) {
 	if n := strings.Count(page, "<tr><td class=\"l\">"); n != recentRequests+1 {
 		t.Errorf("%d request and failure rows, want %d recent and 1 failure", n, recentRequests)
 	}
-	if _, _, ok := tr.Pair("t", "nope"); ok {
+	if _, _, ok := tr.Pair(config.PairKey{Target: "t", Probe: "nope"}); ok {
 		t.Error("an unknown pair was found")
 	}
 }
@@ -126,7 +126,7 @@ func TestRenderPair(t *testing.T) {
 // client's, or the reason it is missing does.
 func TestRenderPairServerTTFT(t *testing.T) {
 	tr, clock := fullTracker(1)
-	ps, _, _ := tr.Pair("t", "probe-with-a-long-name-00")
+	ps, _, _ := tr.Pair(config.PairKey{Target: "t", Probe: "probe-with-a-long-name-00"})
 	from := time.Date(2026, 11, 29, 12, 1, 0, 0, time.UTC)
 	tests := []struct {
 		name   string

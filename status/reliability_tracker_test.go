@@ -17,14 +17,14 @@ func TestTrackerIgnoresStaleResults(t *testing.T) {
 	with := &config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}}
 	without := &config.Config{Probes: with.Probes}
 	syncPairs(tr, with)
-	tr.Offered("t", "p")
+	tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 	stale := &probe.Result{Target: "t", Probe: "p", Disposition: probe.Cancelled, Scheduled: now.Add(time.Second)}
 	now = now.Add(2 * time.Second)
 	syncPairs(tr, without)
 	now = now.Add(time.Second)
 	syncPairs(tr, with)
 	tr.Finished(stale)
-	tr.Offered("t", "p")
+	tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 	tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: now.Add(time.Second)})
 	snap := tr.Snapshot()
 	if len(snap) != 1 {
@@ -44,11 +44,11 @@ func TestTrackerForgetsOldSamplesUnwatched(t *testing.T) {
 	syncPairs(tr, &config.Config{Targets: []config.Target{{Name: "t"}}, Probes: []config.Probe{{Name: "p", Rate: 1}}})
 	for range 600 { // 10 minutes at 1/s
 		now = now.Add(time.Second)
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, Scheduled: now,
 			TTFT: time.Millisecond, ITLs: []time.Duration{time.Millisecond, time.Millisecond}})
 	}
-	st := tr.pairs[pairKey{"t", "p"}]
+	st := tr.pairs[pairKey{Target: "t", Probe: "p"}]
 	if len(st.finished) > 61 || len(st.ttft) > 61 || len(st.itl) > 122 {
 		t.Errorf("kept %d finishes, %d TTFT and %d ITL samples for a one-minute window", len(st.finished), len(st.ttft), len(st.itl))
 	}

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"github.com/vllm-prober/vllm-prober/config"
+
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -69,7 +71,7 @@ func TestTimelineGroundTruth(t *testing.T) {
 	syncPairs(tr, trackerConfig("p"))
 	finish := func(at time.Duration, r probe.Result) {
 		clock.t = time.Unix(600*60+30, 0).Add(at)
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		r.Target, r.Probe = "t", "p"
 		tr.Finished(&r)
 	}

@@ -32,7 +32,7 @@ type Tracker struct {
 	order []pairKey
 }
 
-type pairKey struct{ target, probe string }
+type pairKey = config.PairKey
 
 type sample struct {
 	at time.Time
@@ -66,6 +66,7 @@ type finish struct {
 // PairStats is a snapshot of one pair.
 type PairStats struct {
 	Target, Probe string
+	Replica       string // a discovered replica's host:port; "" for a gateway or static target
 	Objective     float64
 	Offered       uint64
 	InFlight      int64
@@ -158,21 +159,21 @@ func NewTracker(o TrackerOptions) *Tracker {
 // after those already tracked; a changed one keeps its state and takes
 // its new objective.
 func (t *Tracker) PairStarted(p config.Pair) {
-	k := pairKey{p.Key.Target, p.Key.Probe}
+	k := p.Key
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.pairs[k]
 	if st == nil {
 		st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}, hour: new(timeline)}
 		t.pairs[k] = st
-		t.order = append(t.order, k)
+		t.order = insertGrouped(t.order, k)
 	}
 	st.objective, st.slo = p.Probe.Objective, p.Probe.SLO
 }
 
 // PairStopped implements probe.Sink: the pair and its state go.
 func (t *Tracker) PairStopped(key config.PairKey) {
-	k := pairKey{key.Target, key.Probe}
+	k := key
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.pairs, k)
@@ -183,10 +184,10 @@ func (t *Tracker) PairStopped(key config.PairKey) {
 func (t *Tracker) Window() time.Duration { return t.opts.Window }
 
 // Offered implements probe.Sink.
-func (t *Tracker) Offered(target, probeName string) {
+func (t *Tracker) Offered(key config.PairKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if st := t.pairs[pairKey{target, probeName}]; st != nil {
+	if st := t.pairs[key]; st != nil {
 		st.offered++
 		st.inFlight++
 	}
@@ -197,7 +198,7 @@ func (t *Tracker) Finished(r *probe.Result) {
 	now := t.opts.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := t.pairs[pairKey{r.Target, r.Probe}]
+	st := t.pairs[r.Key()]
 	if st == nil {
 		return // a pair removed by a reload; the ledger still has it
 	}
@@ -243,7 +244,9 @@ func (t *Tracker) boundedSamples(s []sample) []sample {
 }
 
 // Snapshot returns every pair's statistics in the order the pairs
-// started: config order, with pairs a reload added at the end.
+// started: config order, with pairs a reload added at the end, except
+// that a discovered replica's pair comes right after the other pairs of
+// its target and probe (insertGrouped).
 func (t *Tracker) Snapshot() []PairStats {
 	now := t.opts.Now()
 	since := now.Add(-t.opts.Window)
@@ -258,9 +261,8 @@ func (t *Tracker) Snapshot() []PairStats {
 
 // Pair returns one pair's statistics and its recent requests, newest
 // first; ok is false when the pair is not running.
-func (t *Tracker) Pair(target, probeName string) (ps PairStats, recent []RequestView, ok bool) {
+func (t *Tracker) Pair(k config.PairKey) (ps PairStats, recent []RequestView, ok bool) {
 	now := t.opts.Now()
-	k := pairKey{target, probeName}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.pairs[k]
@@ -275,7 +277,7 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time) PairStats {
 	st := t.pairs[k]
 	st.prune(since)
 	ps := PairStats{
-		Target: k.target, Probe: k.probe, Objective: st.objective,
+		Target: k.Target, Probe: k.Probe, Replica: k.Replica, Objective: st.objective,
 		Offered: st.offered, InFlight: st.inFlight,
 		Dispositions:        maps.Clone(st.dispositions),
 		Window:              t.opts.Window,
@@ -345,4 +347,31 @@ func sampleQuantile(s []sample, q float64) time.Duration {
 	}
 	slices.Sort(vs)
 	return quantile.NearestRank(vs, q)
+}
+
+// insertGrouped adds k to order after the pairs of its target and probe
+// whose replica sorts before it (before the first of them when none does),
+// or at the end for the first of its target and probe: a fleet's rows stay
+// together, the gateway's first, whenever its replicas come and go.
+func insertGrouped(order []pairKey, k pairKey) []pairKey {
+	at, first := -1, -1
+	for i, o := range order {
+		if o.Target != k.Target || o.Probe != k.Probe {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if o.Replica < k.Replica {
+			at = i + 1
+		}
+	}
+	switch {
+	case at >= 0:
+	case first >= 0:
+		at = first
+	default:
+		at = len(order)
+	}
+	return slices.Insert(order, at, k)
 }

@@ -27,7 +27,7 @@ func (l *resultLog) PairStarted(config.Pair) {}
 
 func (l *resultLog) PairStopped(config.PairKey) {}
 
-func (l *resultLog) Offered(string, string) {}
+func (l *resultLog) Offered(config.PairKey) {}
 
 func (l *resultLog) Finished(r *probe.Result) {
 	l.mu.Lock()
@@ -122,7 +122,7 @@ func TestTrackerUnderOverload(t *testing.T) {
 		t.Errorf("last hour: %d cancelled, want %d shed + %d abandoned", got, shed, abandoned)
 	}
 	// Recent requests: the newest ended last; a sent one has its phases.
-	_, recent, ok := tr.Pair("sim", "chat")
+	_, recent, ok := tr.Pair(config.PairKey{Target: "sim", Probe: "chat"})
 	if !ok || len(recent) != 20 {
 		t.Fatalf("recent requests: %d (ok %v), want 20", len(recent), ok)
 	}

@@ -29,8 +29,8 @@ func trackerConfig(probes ...string) *config.Config {
 func syncPairs(tr *Tracker, cfg *config.Config) {
 	pairs := cfg.Pairs()
 	for _, k := range slices.Clone(tr.order) {
-		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == config.PairKey{Target: k.target, Probe: k.probe} }) {
-			tr.PairStopped(config.PairKey{Target: k.target, Probe: k.probe})
+		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == k }) {
+			tr.PairStopped(k)
 		}
 	}
 	for _, p := range pairs {
@@ -43,7 +43,7 @@ func TestTrackerSnapshot(t *testing.T) {
 	tr := NewTracker(TrackerOptions{Window: time.Minute, Now: clock.now})
 	syncPairs(tr, trackerConfig("p"))
 	finish := func(r probe.Result) {
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		r.Target, r.Probe = "t", "p"
 		tr.Finished(&r)
 	}
@@ -56,7 +56,7 @@ func TestTrackerSnapshot(t *testing.T) {
 	finish(probe.Result{Disposition: probe.ServerFailure, Reason: probe.ReasonConnect})
 	finish(probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonInFlightCap}) // shed: stays offered
 	finish(probe.Result{Disposition: probe.Cancelled, Reason: probe.ReasonShutdown})    // abandoned
-	tr.Offered("t", "p")                                                                // still in flight
+	tr.Offered(config.PairKey{Target: "t", Probe: "p"})                                 // still in flight
 
 	ps := tr.Snapshot()[0]
 	tests := []struct {
@@ -128,7 +128,7 @@ func TestTrackerBoundsSamples(t *testing.T) {
 	tr := NewTracker(TrackerOptions{MaxSamples: 10})
 	syncPairs(tr, trackerConfig("p"))
 	for i := range 100 {
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		tr.Finished(&probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, TTFT: time.Duration(i+1) * time.Millisecond,
 			ITLs: []time.Duration{time.Millisecond, time.Millisecond}})
 	}
@@ -158,6 +158,31 @@ func equal(a, b any) bool {
 	return a == b
 }
 
+// TestTrackerGroupsReplicas: replica pairs that start late still show
+// under their target and probe, the gateway's row first, replicas by
+// address.
+func TestTrackerGroupsReplicas(t *testing.T) {
+	tr := NewTracker(TrackerOptions{})
+	for _, k := range []config.PairKey{
+		{Target: "fleet", Probe: "a", Replica: "10.0.0.2:1"},
+		{Target: "static", Probe: "a"},
+		{Target: "fleet", Probe: "b", Replica: "10.0.0.2:1"},
+		{Target: "fleet", Probe: "a"},
+		{Target: "fleet", Probe: "a", Replica: "10.0.0.1:1"},
+		{Target: "fleet", Probe: "a", Replica: "10.0.0.3:1"},
+	} {
+		tr.PairStarted(config.Pair{Key: k})
+	}
+	var got []string
+	for _, ps := range tr.Snapshot() {
+		got = append(got, config.PairKey{Target: ps.Target, Probe: ps.Probe, Replica: ps.Replica}.String())
+	}
+	want := []string{"fleet/a", "fleet/a@10.0.0.1:1", "fleet/a@10.0.0.2:1", "fleet/a@10.0.0.3:1", "static/a", "fleet/b@10.0.0.2:1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}
+
 // TestTrackerTTFA: TTFA percentiles come from the requests that answered
 // and the timeouts censored at the time they were abandoned; a reasoning
 // stream that finished without an answer adds no sample. The status page
@@ -181,7 +206,7 @@ func TestTrackerTTFA(t *testing.T) {
 	if !strings.Contains(sb.String(), "<th>TTFA p99 (ms)</th>") || !strings.Contains(sb.String(), "<td>3000.0</td></tr>") {
 		t.Errorf("status page lacks the TTFA p99 column and value")
 	}
-	ps, recent, _ := tr.Pair("t", "p")
+	ps, recent, _ := tr.Pair(config.PairKey{Target: "t", Probe: "p"})
 	sb.Reset()
 	if err := RenderPair(&sb, PairPage{Now: time.Unix(0, 0), Stats: ps, Recent: recent}); err != nil {
 		t.Fatal(err)
@@ -196,7 +221,7 @@ func TestTrackerTTFA(t *testing.T) {
 // offerAndFinish offers and finishes each result as a request of pair t/p.
 func offerAndFinish(tr *Tracker, results []probe.Result) {
 	for _, r := range results {
-		tr.Offered("t", "p")
+		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		r.Target, r.Probe = "t", "p"
 		tr.Finished(&r)
 	}

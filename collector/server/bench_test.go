@@ -67,7 +67,7 @@ func fill(c *collector.Collector, cfg *config.Config) {
 					Phases: probe.PhaseTimes{probe.PhaseHeaders: ms(5), probe.PhaseFirstToken: ms(140), probe.PhaseDecode: ms(1800)},
 					Server: &probe.ServerTiming{QueueTime: ms(10), TTFT: ms(120)}, PromptTokens: 128, OutputTokens: 64,
 				}
-				c.Offered(t.Name, p.Name)
+				c.Offered(config.PairKey{Target: t.Name, Probe: p.Name})
 				c.Finished(r)
 			}
 		}

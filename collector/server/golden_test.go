@@ -47,10 +47,10 @@ func exampleRegistry(t *testing.T) *prometheus.Registry {
 		{Probe: "completions", Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout},
 	} {
 		r.Target, r.Seq, r.Sent, r.Lag = "llama-8b", uint64(i+1), fixedNow, time.Millisecond
-		c.Offered(r.Target, r.Probe)
+		c.Offered(config.PairKey{Target: r.Target, Probe: r.Probe})
 		c.Finished(&r)
 	}
-	c.Offered("llama-8b", "completions") // one still in flight
+	c.Offered(config.PairKey{Target: "llama-8b", Probe: "completions"}) // one still in flight
 
 	h := newHarness(t, ScraperOptions{})
 	h.Apply(cfg)

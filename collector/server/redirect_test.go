@@ -51,7 +51,7 @@ func TestServerScraperRedirects(t *testing.T) {
 			if (n > 0) != (tc.success == "1") {
 				t.Errorf("%d server series exported", n)
 			}
-			if st := h.State("llama"); tc.success == "0" && !strings.Contains(st.Err, "302") {
+			if st := h.State("llama", ""); tc.success == "0" && !strings.Contains(st.Err, "302") {
 				t.Errorf("scrape error %q does not name the redirect", st.Err)
 			}
 			h.Stop()

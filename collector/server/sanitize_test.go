@@ -71,7 +71,7 @@ func TestTargetInfoLabelsSanitised(t *testing.T) {
 	if !found {
 		t.Fatal("no vllm_probe_target_info labels")
 	}
-	if st := h.State("llama"); len(st.Model) > MaxServerLabelBytes || len(st.ServerVersion) > MaxServerLabelBytes {
+	if st := h.State("llama", ""); len(st.Model) > MaxServerLabelBytes || len(st.ServerVersion) > MaxServerLabelBytes {
 		t.Errorf("status keeps %d and %d bytes", len(st.Model), len(st.ServerVersion))
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/logonce"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
@@ -29,6 +28,7 @@ import (
 // Label names of the scraper's own series and of the target info series.
 const (
 	labelTarget        = "target"
+	labelReplica       = "replica"
 	labelReason        = "reason"
 	labelModel         = "model"
 	labelServerVersion = "server_version"
@@ -80,7 +80,6 @@ type ServerScraper struct {
 	opts   ScraperOptions
 	logger *slog.Logger
 	warned logonce.Set
-	descs  struct{ success, duration, info, dropped *prometheus.Desc }
 
 	// onPublish, when set (tests), is called with s.mu held after every
 	// published scrape.
@@ -88,8 +87,8 @@ type ServerScraper struct {
 
 	mu       sync.RWMutex
 	settings scrapeSettings
-	pairs    map[string]map[string]bool // running probes by target
-	loops    map[string]*targetLoop
+	pairs    map[scrapeKey]map[string]bool // running probes by target and replica
+	loops    map[scrapeKey]*targetLoop
 	running  sync.WaitGroup // every loop goroutine, retired ones included
 	stopped  bool
 }
@@ -102,19 +101,39 @@ type scrapeSettings struct {
 	allow    string
 }
 
+// scrapeKey names one scraped server: a static target or gateway (replica
+// ""), or one discovered replica of a target.
+type scrapeKey struct{ target, replica string }
+
 // loopConfig is everything a target's scrape loop depends on; a loop is
 // restarted only when it changes.
 type loopConfig struct {
-	target config.Target
+	target  config.Target // a replica's: URL is the replica's
+	replica string
+	labels  map[string]string // the replica's discovery labels, for target_info
 	scrapeSettings
+}
+
+// key names the server the loop scrapes.
+func (c loopConfig) key() scrapeKey { return scrapeKey{c.target.Name, c.replica} }
+
+// ownLabels are the label names and values every series of the loop's
+// server gets: target, and replica for a replica.
+func (c loopConfig) ownLabels() (names, values []string) {
+	if c.replica == "" {
+		return []string{labelTarget}, []string{c.target.Name}
+	}
+	return []string{labelTarget, labelReplica}, []string{c.target.Name, c.replica}
 }
 
 // targetLoop is one target's scrape goroutine and what it last published.
 type targetLoop struct {
-	cfg     loopConfig
-	allow   *regexp.Regexp
-	cancel  context.CancelFunc
-	parsing atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
+	cfg        loopConfig
+	descs      loopDescs
+	infoValues []string // the replica's discovery label values, after model and server_version
+	allow      *regexp.Regexp
+	cancel     context.CancelFunc
+	parsing    atomic.Bool // an OpenMetrics parse is running (see decodeOpenMetrics)
 
 	// Guarded by ServerScraper.mu.
 	state    ScrapeState
@@ -154,11 +173,7 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 		o.UserAgent = client.DefaultUserAgent
 	}
 	s := &ServerScraper{opts: o, logger: o.Logger, warned: logonce.Set{Max: 1024}, settings: settingsOf(config.ServerMetrics{}),
-		pairs: map[string]map[string]bool{}, loops: map[string]*targetLoop{}}
-	s.descs.success = prometheus.NewDesc(metricname.ServerScrapeSuccess, metricname.ServerScrapeSuccessHelp, []string{labelTarget}, nil)
-	s.descs.duration = prometheus.NewDesc(metricname.ServerScrapeDuration, metricname.ServerScrapeDurationHelp, []string{labelTarget}, nil)
-	s.descs.info = prometheus.NewDesc(metricname.TargetInfo, metricname.TargetInfoHelp, []string{labelTarget, labelModel, labelServerVersion}, nil)
-	s.descs.dropped = prometheus.NewDesc(metricname.ServerSeriesDropped, metricname.ServerSeriesDroppedHelp, []string{labelTarget, labelReason}, nil)
+		pairs: map[scrapeKey]map[string]bool{}, loops: map[scrapeKey]*targetLoop{}}
 	return s
 }
 
@@ -171,6 +186,7 @@ func (s *ServerScraper) start(w loopConfig) *targetLoop {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, dropped: map[string]float64{}}
+	l.descs, l.infoValues = newLoopDescs(w)
 	if w.target.Model != "" {
 		l.state.Model = w.target.Model
 	}
@@ -200,26 +216,27 @@ func (s *ServerScraper) Stop() {
 	for _, l := range s.loops {
 		l.cancel()
 	}
-	s.loops = map[string]*targetLoop{}
+	s.loops = map[scrapeKey]*targetLoop{}
 	s.mu.Unlock()
 	s.running.Wait()
 }
 
-// State returns the scrape state of target (the zero value when unknown).
-func (s *ServerScraper) State(target string) ScrapeState {
+// State returns the scrape state of target, or of its discovered replica
+// when replica is set (the zero value when unknown).
+func (s *ServerScraper) State(target, replica string) ScrapeState {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if l, ok := s.loops[target]; ok {
+	if l, ok := s.loops[scrapeKey{target, replica}]; ok {
 		return l.state
 	}
 	return ScrapeState{}
 }
 
-// others returns what every target except name exports; s.mu is held.
-func (s *ServerScraper) others(name string) map[string]familyInfo {
+// others returns what every server except key's exports; s.mu is held.
+func (s *ServerScraper) others(key scrapeKey) map[string]familyInfo {
 	out := map[string]familyInfo{}
 	for n, l := range s.loops {
-		if n == name {
+		if n == key {
 			continue
 		}
 		for _, f := range l.families {
@@ -237,19 +254,20 @@ func (s *ServerScraper) Describe(chan<- *prometheus.Desc) {}
 func (s *ServerScraper) Collect(ch chan<- prometheus.Metric) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for name, l := range s.loops {
-		s.collectLoop(ch, name, l)
+	for _, l := range s.loops {
+		s.collectLoop(ch, l)
 	}
 }
 
-func (s *ServerScraper) collectLoop(ch chan<- prometheus.Metric, name string, l *targetLoop) {
+func (s *ServerScraper) collectLoop(ch chan<- prometheus.Metric, l *targetLoop) {
+	_, own := l.cfg.ownLabels()
 	emit := func(desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) {
-		if m, err := prometheus.NewConstMetric(desc, typ, v, labels...); err == nil {
+		if m, err := prometheus.NewConstMetric(desc, typ, v, append(slices.Clone(own), labels...)...); err == nil {
 			ch <- m
 		}
 	}
 	if st := l.state; st.Model != "" || st.ServerVersion != "" {
-		emit(s.descs.info, prometheus.GaugeValue, 1, name, st.Model, st.ServerVersion)
+		emit(l.descs.info, prometheus.GaugeValue, 1, append([]string{st.Model, st.ServerVersion}, l.infoValues...)...)
 	}
 	if l.cfg.target.MetricsPath == "" || l.attempts == 0 {
 		return
@@ -258,10 +276,10 @@ func (s *ServerScraper) collectLoop(ch chan<- prometheus.Metric, name string, l 
 	if l.state.Success {
 		success = 1
 	}
-	emit(s.descs.success, prometheus.GaugeValue, success, name)
-	emit(s.descs.duration, prometheus.GaugeValue, l.state.Duration.Seconds(), name)
+	emit(l.descs.success, prometheus.GaugeValue, success)
+	emit(l.descs.duration, prometheus.GaugeValue, l.state.Duration.Seconds())
 	for _, reason := range dropReasons {
-		emit(s.descs.dropped, prometheus.CounterValue, l.dropped[reason], name, reason)
+		emit(l.descs.dropped, prometheus.CounterValue, l.dropped[reason], reason)
 	}
 	for _, f := range l.families {
 		for _, m := range f.metrics {
@@ -275,8 +293,8 @@ func (s *ServerScraper) collectLoop(ch chan<- prometheus.Metric, name string, l 
 func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name := l.cfg.target.Name
-	if s.loops[name] != l {
+	name, key := l.cfg.target.Name, l.cfg.key()
+	if s.loops[key] != l {
 		return
 	}
 	if s.onPublish != nil {
@@ -298,11 +316,12 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 	if res.err != nil {
 		l.state.Err = redact.Text(res.err.Error()) // shown on the status page
 		if wasUp {
-			s.logger.Warn("server metrics scrape failed", "target", name, "err", res.err)
+			s.logger.Warn("server metrics scrape failed", "target", name, "replica", key.replica, "err", res.err)
 		}
 		return
 	}
-	b := newFamilyBuilder(name, l.allow, s.opts.MaxSeriesPerTarget, s.others(name))
+	names, values := l.cfg.ownLabels()
+	b := newFamilyBuilder(names, values, l.allow, s.opts.MaxSeriesPerTarget, s.others(key))
 	// Sorted, so the series cap and collisions always drop the same series.
 	slices.SortFunc(res.families, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	for _, mf := range res.families {
@@ -311,14 +330,14 @@ func (s *ServerScraper) publish(l *targetLoop, res scrapeResult) {
 	l.families, l.state.Series, l.state.Success = b.out, b.series, true
 	l.recordTTFT(res.end)
 	if !wasUp {
-		s.logger.Warn("server metrics scrape recovered", "target", name)
+		s.logger.Warn("server metrics scrape recovered", "target", name, "replica", key.replica)
 	}
 	for reason, n := range b.dropped {
 		l.dropped[reason] += float64(n)
 	}
 	for _, n := range b.notes {
-		if s.warned.First(name + "\x00" + n.name + "\x00" + n.reason) {
-			s.logger.Warn("dropping scraped server series", "target", name, "metric", n.name, "reason", n.reason)
+		if s.warned.First(name + "\x00" + key.replica + "\x00" + n.name + "\x00" + n.reason) {
+			s.logger.Warn("dropping scraped server series", "target", name, "replica", key.replica, "metric", n.name, "reason", n.reason)
 		}
 	}
 }

@@ -80,20 +80,22 @@ func decodeFamilies(r io.Reader, format expfmt.Format) ([]*dto.MetricFamily, err
 // families the other targets export now, so types and help stay consistent
 // across targets and the registry never sees a collision.
 type familyBuilder struct {
-	target  string
-	allow   *regexp.Regexp
-	limit   int
-	others  map[string]familyInfo
-	own     map[string]familyInfo
-	series  int
-	out     []*family
-	dropped map[string]int
-	notes   []dropNote
+	// own are the labels every series gets: target, and replica for a
+	// discovered replica.
+	ownNames, ownValues []string
+	allow               *regexp.Regexp
+	limit               int
+	others              map[string]familyInfo
+	own                 map[string]familyInfo
+	series              int
+	out                 []*family
+	dropped             map[string]int
+	notes               []dropNote
 }
 
-func newFamilyBuilder(target string, allow *regexp.Regexp, limit int, others map[string]familyInfo) *familyBuilder {
+func newFamilyBuilder(ownNames, ownValues []string, allow *regexp.Regexp, limit int, others map[string]familyInfo) *familyBuilder {
 	return &familyBuilder{
-		target: target, allow: allow, limit: limit, others: others,
+		ownNames: ownNames, ownValues: ownValues, allow: allow, limit: limit, others: others,
 		own: map[string]familyInfo{}, dropped: map[string]int{},
 	}
 }
@@ -198,7 +200,8 @@ func suffixCollision(name string, typ dto.MetricType, exists func(string) (dto.M
 }
 
 // relabel checks one series, renames an existing target label to
-// exported_target, adds target, sorts the labels and drops the timestamp.
+// exported_target (replica likewise), adds target (and replica), sorts the
+// labels and drops the timestamp.
 // It returns a drop reason or "".
 func (b *familyBuilder) relabel(m *dto.Metric, typ dto.MetricType, seen map[string]struct{}) string {
 	if !hasValue(m, typ) {
@@ -213,9 +216,10 @@ func (b *familyBuilder) relabel(m *dto.Metric, typ dto.MetricType, seen map[stri
 		}
 		labels = append(labels, &dto.LabelPair{Name: &n, Value: &v})
 	}
-	renameTarget(labels)
-	target := b.target
-	labels = append(labels, &dto.LabelPair{Name: new(string(labelTarget)), Value: &target})
+	for i, name := range b.ownNames {
+		renameExported(labels, name)
+		labels = append(labels, &dto.LabelPair{Name: &b.ownNames[i], Value: &b.ownValues[i]})
+	}
 	slices.SortFunc(labels, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 	for i := 1; i < len(labels); i++ {
 		if labels[i].GetName() == labels[i-1].GetName() {
@@ -236,18 +240,19 @@ func (b *familyBuilder) relabel(m *dto.Metric, typ dto.MetricType, seen map[stri
 	return ""
 }
 
-// renameTarget moves a scraped target label out of the way, as Prometheus
-// does with honor_labels: false (exported_target, exported_exported_target...).
-func renameTarget(labels []*dto.LabelPair) {
+// renameExported moves a scraped label called name (target, replica) out
+// of the way, as Prometheus does with honor_labels: false
+// (exported_target, exported_exported_target...).
+func renameExported(labels []*dto.LabelPair, name string) {
 	taken := map[string]bool{}
 	for _, lp := range labels {
 		taken[lp.GetName()] = true
 	}
 	for _, lp := range labels {
-		if lp.GetName() != labelTarget {
+		if lp.GetName() != name {
 			continue
 		}
-		n := "exported_" + labelTarget
+		n := "exported_" + name
 		for taken[n] {
 			n = "exported_" + n
 		}

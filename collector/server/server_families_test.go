@@ -53,7 +53,7 @@ func TestFamilyBuilderDrops(t *testing.T) {
 			if others == nil {
 				others = map[string]familyInfo{}
 			}
-			b := newFamilyBuilder("t", regexp.MustCompile(".*"), 100, others)
+			b := newFamilyBuilder([]string{"target"}, []string{"t"}, regexp.MustCompile(".*"), 100, others)
 			b.add(tc.mf)
 			kept := 0
 			for _, f := range b.out {

@@ -46,7 +46,7 @@ func FuzzServerFamilies(f *testing.F) {
 			return
 		}
 		others := map[string]familyInfo{}
-		b := newFamilyBuilder("t", regexp.MustCompile("^(?:.*)$"), 50, others)
+		b := newFamilyBuilder([]string{"target"}, []string{"t"}, regexp.MustCompile("^(?:.*)$"), 50, others)
 		for _, mf := range mfs {
 			b.add(mf)
 		}

@@ -22,7 +22,7 @@ func TestServerScraperFollowsPairs(t *testing.T) {
 	loop := func() *targetLoop {
 		h.mu.RLock()
 		defer h.mu.RUnlock()
-		return h.loops["a"]
+		return h.loops[scrapeKey{target: "a"}]
 	}
 	h.PairStarted(pair("p", 1))
 	h.PairStarted(pair("q", 1))
@@ -53,7 +53,7 @@ func TestServerScraperFollowsPairs(t *testing.T) {
 			}
 		})
 	}
-	if st := h.State("a"); st != (ScrapeState{}) {
+	if st := h.State("a", ""); st != (ScrapeState{}) {
 		t.Errorf("state of a target without pairs: %+v", st)
 	}
 }

@@ -1,9 +1,16 @@
 package server
 
 import (
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -19,8 +26,10 @@ func (s *ServerScraper) Configure(sm config.ServerMetrics) {
 		return
 	}
 	s.settings = set
-	for name, l := range s.loops {
-		s.replace(name, loopConfig{target: l.cfg.target, scrapeSettings: set})
+	for key, l := range s.loops {
+		w := l.cfg
+		w.scrapeSettings = set
+		s.replace(key, w)
 	}
 }
 
@@ -44,55 +53,83 @@ func settingsOf(sm config.ServerMetrics) scrapeSettings {
 	return scrapeSettings{interval: interval, timeout: timeout, allow: allow}
 }
 
-// PairStarted implements probe.Sink: the pair's target is scraped from now
-// on; its loop restarts when the target's settings changed, not when only
-// the probe did.
+// PairStarted implements probe.Sink: the pair's server (its target, or its
+// discovered replica) is scraped from now on; its loop restarts when the
+// server's settings changed, not when only the probe did.
 func (s *ServerScraper) PairStarted(p config.Pair) {
 	t := p.Target
 	t.Probes, t.Line = nil, 0 // the probe list does not affect scraping
+	w := loopConfig{target: t, replica: p.Key.Replica, labels: p.Labels}
+	key := w.key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return
 	}
-	if s.pairs[t.Name] == nil {
-		s.pairs[t.Name] = map[string]bool{}
+	w.scrapeSettings = s.settings
+	if s.pairs[key] == nil {
+		s.pairs[key] = map[string]bool{}
 	}
-	s.pairs[t.Name][p.Key.Probe] = true
-	w := loopConfig{target: t, scrapeSettings: s.settings}
-	if l := s.loops[t.Name]; l != nil && reflect.DeepEqual(l.cfg, w) {
+	s.pairs[key][p.Key.Probe] = true
+	if l := s.loops[key]; l != nil && reflect.DeepEqual(l.cfg, w) {
 		return
 	}
-	s.replace(t.Name, w)
+	s.replace(key, w)
 }
 
-// PairStopped implements probe.Sink: a target whose last pair stopped is
+// PairStopped implements probe.Sink: a server whose last pair stopped is
 // no longer scraped and its series disappear.
-func (s *ServerScraper) PairStopped(key config.PairKey) {
+func (s *ServerScraper) PairStopped(pair config.PairKey) {
+	key := scrapeKey{pair.Target, pair.Replica}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.pairs[key.Target], key.Probe)
-	if len(s.pairs[key.Target]) > 0 {
+	delete(s.pairs[key], pair.Probe)
+	if len(s.pairs[key]) > 0 {
 		return
 	}
-	delete(s.pairs, key.Target)
-	if l := s.loops[key.Target]; l != nil {
+	delete(s.pairs, key)
+	if l := s.loops[key]; l != nil {
 		l.cancel()
-		delete(s.loops, key.Target)
+		delete(s.loops, key)
 	}
 }
 
 // Offered implements probe.Sink: requests are not the scraper's business.
-func (s *ServerScraper) Offered(string, string) {}
+func (s *ServerScraper) Offered(config.PairKey) {}
 
 // Finished implements probe.Sink: requests are not the scraper's business.
 func (s *ServerScraper) Finished(*probe.Result) {}
 
-// replace starts a loop for name with w in place of its running one, whose
+// replace starts a loop for key with w in place of its running one, whose
 // late results publish discards; s.mu is held.
-func (s *ServerScraper) replace(name string, w loopConfig) {
-	if old := s.loops[name]; old != nil {
+func (s *ServerScraper) replace(key scrapeKey, w loopConfig) {
+	if old := s.loops[key]; old != nil {
 		old.cancel()
 	}
-	s.loops[name] = s.start(w)
+	s.loops[key] = s.start(w)
+}
+
+// loopDescs are the descriptors of a loop's own series: labelled with
+// target, and replica for a replica, whose target_info also carries the
+// labels its discovery gave it (docs/design.md, Fleets).
+type loopDescs struct{ success, duration, info, dropped *prometheus.Desc }
+
+func newLoopDescs(c loopConfig) (loopDescs, []string) {
+	own, _ := c.ownLabels()
+	with := func(extra ...string) []string { return append(slices.Clone(own), extra...) }
+	info := with(labelModel, labelServerVersion)
+	var infoValues []string
+	for _, name := range slices.Sorted(maps.Keys(c.labels)) {
+		if slices.Contains(info, name) || !model.LegacyValidation.IsValidLabelName(name) || strings.HasPrefix(name, model.ReservedLabelPrefix) {
+			continue // the prober's own labels win; Prometheus-reserved ones never came from a replica
+		}
+		info = append(info, name)
+		infoValues = append(infoValues, serverLabel(c.labels[name]))
+	}
+	return loopDescs{
+		success:  prometheus.NewDesc(metricname.ServerScrapeSuccess, metricname.ServerScrapeSuccessHelp, with(), nil),
+		duration: prometheus.NewDesc(metricname.ServerScrapeDuration, metricname.ServerScrapeDurationHelp, with(), nil),
+		info:     prometheus.NewDesc(metricname.TargetInfo, metricname.TargetInfoHelp, info, nil),
+		dropped:  prometheus.NewDesc(metricname.ServerSeriesDropped, metricname.ServerSeriesDroppedHelp, with(labelReason), nil),
+	}, infoValues
 }

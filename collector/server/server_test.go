@@ -63,7 +63,7 @@ func TestServerScraperReexports(t *testing.T) {
 			}
 		})
 	}
-	st := h.State("llama")
+	st := h.State("llama", "")
 	if !st.Success || st.Err != "" || st.Model != "meta-llama/Llama-3.1-8B-Instruct" || st.ServerVersion != "0.26.0" || st.Series != 6 || !st.Last.Equal(fixedNow) {
 		t.Errorf("state %+v", st)
 	}
@@ -103,7 +103,7 @@ func TestServerScraperFailureDropsStaleSeries(t *testing.T) {
 			if err := testutil.CollectAndCompare(h, strings.NewReader(want), metricname.ServerScrapeSuccess, "vllm:num_requests_running"); err != nil {
 				t.Error(err)
 			}
-			st := h.State("llama")
+			st := h.State("llama", "")
 			if !strings.Contains(st.Err, tc.errPart) || (tc.errPart == "") != st.Success {
 				t.Errorf("state %+v, want error containing %q", st, tc.errPart)
 			}
@@ -118,7 +118,7 @@ func TestServerScraperFailureDropsStaleSeries(t *testing.T) {
 		if n := testutil.CollectAndCount(h, "vllm:num_requests_running", "vllm:request_success_total", "vllm:time_to_first_token_seconds"); n != 0 {
 			t.Errorf("%d stale server series", n)
 		}
-		if st := h.State("llama"); st.Success {
+		if st := h.State("llama", ""); st.Success {
 			t.Errorf("state %+v", st)
 		}
 	})
@@ -203,14 +203,14 @@ func TestServerScraperOpenMetrics(t *testing.T) {
 	h.wait(t, "om")
 	want := successTotalLines + `vllm:request_success_total{finished_reason="stop",target="om"} 4` + "\n"
 	if err := testutil.CollectAndCompare(h, strings.NewReader(want), "vllm:request_success_total"); err != nil {
-		t.Errorf("%v (state %+v)", err, h.State("om"))
+		t.Errorf("%v (state %+v)", err, h.State("om", ""))
 	}
 
 	t.Run("oversized openmetrics body refused", func(t *testing.T) {
 		big := "# HELP vllm:x " + strings.Repeat("a", maxOpenMetricsBytes) + "\n" + body
 		srv.set(http.StatusOK, "application/openmetrics-text; version=1.0.0; charset=utf-8", big)
 		h.tick(t, "om")
-		if st := h.State("om"); st.Success || !strings.Contains(st.Err, "byte limit") {
+		if st := h.State("om", ""); st.Success || !strings.Contains(st.Err, "byte limit") {
 			t.Errorf("state %+v", st)
 		}
 	})
@@ -250,7 +250,7 @@ func TestServerScraperApply(t *testing.T) {
 	if n := testutil.CollectAndCount(h, "vllm:num_requests_running"); n != 1 {
 		t.Errorf("%d vllm:num_requests_running series, want target a's only", n)
 	}
-	if st := h.State("b"); st != (ScrapeState{}) {
+	if st := h.State("b", ""); st != (ScrapeState{}) {
 		t.Errorf("removed target state %+v", st)
 	}
 	h.Stop()

@@ -123,15 +123,16 @@ type ServerTTFT struct {
 // Family is the scraped histogram the numbers come from.
 func (ServerTTFT) Family() string { return scrapedTTFTName }
 
-// ServerTTFT returns the TTFT of target's model over the scrapes that
+// ServerTTFT returns the TTFT of the model of target (or of its discovered
+// replica, when replica is set) over the scrapes that
 // ended in [since, until]: each bucket's increase between consecutive
 // scrapes (a decrease is a counter reset: the new count is the increase),
 // summed, then interpolated (docs/design.md, Status page).
-func (s *ServerScraper) ServerTTFT(target, model string, since, until time.Time) ServerTTFT {
+func (s *ServerScraper) ServerTTFT(target, replica, model string, since, until time.Time) ServerTTFT {
 	out := ServerTTFT{Model: model}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	l := s.loops[target]
+	l := s.loops[scrapeKey{target, replica}]
 	switch {
 	case l == nil || l.cfg.target.MetricsPath == "":
 		out.Missing = "the target's server metrics are not scraped (no metrics_path)"

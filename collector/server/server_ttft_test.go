@@ -103,7 +103,7 @@ func TestServerTTFTFromSimulator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := h.ServerTTFT(tc.target, tc.model, tc.since, tc.until)
+			got := h.ServerTTFT(tc.target, "", tc.model, tc.since, tc.until)
 			if got.P50, got.P99 = got.P50.Round(time.Microsecond), got.P99.Round(time.Microsecond); got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
@@ -160,7 +160,7 @@ func TestRecordTTFTSumsEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	allow, _ := compileAllow(DefaultAllow)
-	b := newFamilyBuilder("t", allow, DefaultMaxSeriesPerTarget, nil)
+	b := newFamilyBuilder([]string{"target"}, []string{"t"}, allow, DefaultMaxSeriesPerTarget, nil)
 	for _, mf := range mfs {
 		b.add(mf)
 	}

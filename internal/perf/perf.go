@@ -65,7 +65,7 @@ func (c *collector) PairStarted(config.Pair) {}
 
 func (c *collector) PairStopped(config.PairKey) {}
 
-func (c *collector) Offered(string, string) {
+func (c *collector) Offered(config.PairKey) {
 	c.mu.Lock()
 	c.offered++
 	c.mu.Unlock()

@@ -90,7 +90,7 @@ func (h *History) add(r *probe.Result, liveOnly bool) {
 		cut := truncateUTF8(*rec.Text, historyTextBytes)
 		rec.Text = &cut
 	}
-	key := config.PairKey{Target: r.Target, Probe: r.Probe}
+	key := r.Key()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if liveOnly && !h.live[key] {
@@ -152,7 +152,7 @@ func (h *History) PairStopped(key config.PairKey) {
 }
 
 // Offered implements Sink: a request is kept once it has finished.
-func (h *History) Offered(string, string) {}
+func (h *History) Offered(config.PairKey) {}
 
 // Finished implements Sink by adding r if its pair runs.
 func (h *History) Finished(r *probe.Result) { h.add(r, true) }

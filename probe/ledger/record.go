@@ -20,6 +20,7 @@ type Record struct {
 	Seq          uint64            `json:"seq"`
 	Target       string            `json:"target"`
 	Probe        string            `json:"probe"`
+	Replica      string            `json:"replica,omitempty"` // a discovered replica's host:port
 	RequestID    string            `json:"request_id"`
 	Scheduled    time.Time         `json:"scheduled"`
 	Sent         *time.Time        `json:"sent"` // null: never sent
@@ -81,6 +82,7 @@ func NewRecord(r *probe.Result, recordText string) Record {
 		Seq:             r.Seq,
 		Target:          r.Target,
 		Probe:           r.Probe,
+		Replica:         r.Replica,
 		RequestID:       r.RequestID,
 		Scheduled:       r.Scheduled.UTC().Round(0),
 		Disposition:     r.Disposition,
@@ -118,7 +120,7 @@ func NewRecord(r *probe.Result, recordText string) Record {
 		rec.Level, rec.Repeat = &level, &repeat
 	}
 	if recordText == config.RecordTextAll || (recordText == config.RecordTextFailures && r.Disposition != probe.Accepted) {
-		text := r.Text
+		text := r.AnswerText()
 		rec.Text = &text
 	}
 	return rec

@@ -15,7 +15,7 @@ func (l *Ledger) PairStarted(config.Pair) {}
 func (l *Ledger) PairStopped(config.PairKey) {}
 
 // Offered implements Sink: a request is recorded once it has finished.
-func (l *Ledger) Offered(string, string) {}
+func (l *Ledger) Offered(config.PairKey) {}
 
 // Finished implements Sink by writing r's record.
 func (l *Ledger) Finished(r *probe.Result) { l.Write(r) }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -27,9 +28,10 @@ import (
 const defaultGrace = 10 * time.Second
 
 var (
-	// ErrUnknownPair is returned by ProbeOnce for a target or probe the
-	// running configuration does not pair.
-	ErrUnknownPair = errors.New("unknown target or probe")
+	// ErrUnknownPair is returned by ProbeOnce for a pair that does not
+	// run: a target or probe the configuration does not pair, or a replica
+	// not discovered.
+	ErrUnknownPair = errors.New("no such running pair (target, probe and replica)")
 	// errEngineStopped is returned by Apply and ProbeOnce after Shutdown.
 	errEngineStopped = errors.New("engine stopped")
 )
@@ -95,6 +97,9 @@ type pairState struct {
 	// prompts: kept across changes whose prompts answer the same, dropped
 	// when the pair stops (nil: no fingerprint); guarded by Engine.mu.
 	fingerprints *fingerprint.Tracker
+	// draining counts the pair's retired loops whose requests have not all
+	// ended; guarded by Engine.mu.
+	draining int
 }
 
 // NewEngine returns an Engine with no pairs; Apply starts them.
@@ -134,7 +139,17 @@ func NewEngine(o EngineOptions) *Engine {
 	return e
 }
 
-// Apply makes the running pairs those of cfg. Unchanged pairs (same Key
+// Apply makes the running pairs those of cfg's static targets and
+// gateways (config.Config.Pairs), as ApplyPairs does.
+func (e *Engine) Apply(cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("apply config: nil config")
+	}
+	return e.ApplyPairs(cfg.Pairs())
+}
+
+// ApplyPairs makes the running pairs those given (config.Config.PairsWith
+// resolves them with the current replicas). Unchanged pairs (same Key
 // and Fingerprint) keep running with their state (sequence, arrival
 // process); removed and changed pairs stop scheduling and their in-flight
 // requests get the grace period, then end cancelled/removed; new and
@@ -142,12 +157,9 @@ func NewEngine(o EngineOptions) *Engine {
 // (a changed pair keeps its previous configuration running) and is named
 // in the returned joined error. The Sinks hear PairStopped for removed
 // pairs, then PairStarted for started ones in config order, each before
-// the pair's first offer.
-func (e *Engine) Apply(cfg *config.Config) error {
-	if cfg == nil {
-		return errors.New("apply config: nil config")
-	}
-	pairs := cfg.Pairs()
+// the pair's first offer; PairStopped for a removed pair comes once its
+// last request has ended (probe.Sink).
+func (e *Engine) ApplyPairs(pairs []config.Pair) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
@@ -191,8 +203,9 @@ func (e *Engine) Apply(cfg *config.Config) error {
 	return errors.Join(errs...)
 }
 
-// stopRemoved retires the loops of pairs that are not in pairs and tells
-// the Sinks, in name order; e.mu is held.
+// stopRemoved retires the loops of pairs that are not in pairs, in name
+// order; the Sinks hear PairStopped when their requests have ended
+// (drain); e.mu is held.
 func (e *Engine) stopRemoved(pairs []config.Pair) {
 	wanted := make(map[pairKey]bool, len(pairs))
 	for _, p := range pairs {
@@ -210,7 +223,6 @@ func (e *Engine) stopRemoved(pairs []config.Pair) {
 		delete(e.loops, key)
 		l.state.fingerprints = nil
 		e.retire(l, true)
-		e.sink.PairStopped(key)
 	}
 }
 
@@ -225,11 +237,11 @@ func (e *Engine) inFlight(target, probeName string) int {
 	return 0
 }
 
-// ProbeOnce sends one request of a running pair synchronously, for the
-// /probe endpoint. It is not offered, counted, written to the ledger or
-// kept in history. Unknown names give ErrUnknownPair.
-func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*probe.Result, error) {
-	key := pairKey{Target: target, Probe: probeName}
+// ProbeOnce sends one request of a running pair (a static target's, a
+// gateway's or a discovered replica's) synchronously, for the /probe
+// endpoint. It is not offered, counted, written to the ledger or kept in
+// history. A pair that does not run gives ErrUnknownPair.
+func (e *Engine) ProbeOnce(ctx context.Context, key config.PairKey) (*probe.Result, error) {
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -251,7 +263,7 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*prob
 	defer cancel(nil)
 	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
 	defer stop()
-	res := &probe.Result{Target: target, Probe: probeName, Scheduled: e.o.Now()}
+	res := &probe.Result{Target: key.Target, Probe: key.Probe, Replica: key.Replica, Scheduled: e.o.Now()}
 	sendSafely(ctx, e.logger, l.sender, res)
 	return res, nil
 }
@@ -259,7 +271,9 @@ func (e *Engine) ProbeOnce(ctx context.Context, target, probeName string) (*prob
 // Shutdown stops scheduling, lets in-flight requests finish for the grace
 // period (or until ctx ends), then cancels the rest with ErrShutdown and
 // waits for them. After it returns there are no more Sink calls; it stops
-// no pair in the Sinks and closes no Ledger. Later calls wait for the first.
+// no running pair in the Sinks (a removed pair still draining gets its
+// PairStopped before it returns) and closes no Ledger. Later calls wait
+// for the first.
 // ctx only shortens the grace period: Shutdown always waits for every
 // request to end (Senders return promptly once cancelled) and returns nil.
 func (e *Engine) Shutdown(ctx context.Context) error {
@@ -270,11 +284,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 func (e *Engine) shutdown(ctx context.Context) {
 	e.mu.Lock()
 	e.stopped = true
-	loops := make([]*loop, 0, len(e.loops))
-	for key, l := range e.loops {
-		loops = append(loops, l)
-		delete(e.loops, key)
-	}
+	// The loops stay in e.loops: a drain ending now must not take a
+	// running pair for a removed one.
+	loops := slices.Collect(maps.Values(e.loops))
 	e.mu.Unlock()
 	for _, l := range loops {
 		l.stopSched()

@@ -171,7 +171,8 @@ func (l *recSink) PairStarted(config.Pair) {}
 
 func (l *recSink) PairStopped(config.PairKey) {}
 
-func (l *recSink) Offered(target, probeName string) {
+func (l *recSink) Offered(key config.PairKey) {
+	target, probeName := key.Target, key.Probe
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -159,23 +159,28 @@ func TestEngineApplyErrors(t *testing.T) {
 func TestEngineProbeOnce(t *testing.T) {
 	hist := history.New(10)
 	h := newHarness(t, &senderFactory{}, EngineOptions{Sinks: []probe.Sink{hist}})
-	if err := h.engine.Apply(testConfig([]string{"t"}, testProbe("p", 10, 10))); err != nil {
+	pairs := testConfig([]string{"t"}, testProbe("p", 10, 10)).Pairs()
+	replica := pairs[0]
+	replica.Key.Replica = "r:1"
+	if err := h.engine.ApplyPairs(append(pairs, replica)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name, target, probe string
-		wantErr             error
+		name, target, probe, replica string
+		wantErr                      error
 	}{
-		{"known pair", "t", "p", nil},
-		{"unknown probe", "t", "nope", ErrUnknownPair},
-		{"unknown target", "x", "p", ErrUnknownPair},
+		{"known pair", "t", "p", "", nil},
+		{"known replica", "t", "p", "r:1", nil},
+		{"unknown replica", "t", "p", "r:2", ErrUnknownPair},
+		{"unknown probe", "t", "nope", "", ErrUnknownPair},
+		{"unknown target", "x", "p", "", ErrUnknownPair},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := h.engine.ProbeOnce(context.Background(), tc.target, tc.probe)
+			res, err := h.engine.ProbeOnce(context.Background(), pairKey{Target: tc.target, Probe: tc.probe, Replica: tc.replica})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err %v, want %v", err, tc.wantErr)
 			}
-			if err == nil && (res.Disposition != probe.Accepted || res.Target != "t" || res.Probe != "p") {
+			if err == nil && (res.Disposition != probe.Accepted || res.Target != "t" || res.Probe != "p" || res.Replica != tc.replica) {
 				t.Errorf("result %+v", res)
 			}
 		})
@@ -190,7 +195,7 @@ func TestEngineProbeOnce(t *testing.T) {
 		}
 		done := make(chan *probe.Result)
 		go func() {
-			res, _ := h.engine.ProbeOnce(context.Background(), "t", "p")
+			res, _ := h.engine.ProbeOnce(context.Background(), pairKey{Target: "t", Probe: "p"})
 			done <- res
 		}()
 		waitFor(t, "the probe to be sent", func() bool { return h.factory.senders("t", "p")[0].calls.Load() == 1 })

@@ -218,7 +218,7 @@ func TestEngineShutdown(t *testing.T) {
 			if err := h.engine.Apply(testConfig([]string{"t1"}, testProbe("p", 10, 100))); !errors.Is(err, errEngineStopped) {
 				t.Errorf("Apply after Shutdown: %v, want errEngineStopped", err)
 			}
-			if _, err := h.engine.ProbeOnce(context.Background(), "t1", "p"); !errors.Is(err, errEngineStopped) {
+			if _, err := h.engine.ProbeOnce(context.Background(), pairKey{Target: "t1", Probe: "p"}); !errors.Is(err, errEngineStopped) {
 				t.Errorf("ProbeOnce after Shutdown: %v, want errEngineStopped", err)
 			}
 			if err := h.engine.Shutdown(context.Background()); err != nil {

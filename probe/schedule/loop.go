@@ -127,9 +127,10 @@ func (e *Engine) fire(l *loop, planned time.Time) {
 		Seq:       l.state.seq.Add(1),
 		Target:    l.pair.Key.Target,
 		Probe:     l.pair.Key.Probe,
+		Replica:   l.pair.Key.Replica,
 		Scheduled: planned,
 	}
-	e.sink.Offered(res.Target, res.Probe)
+	e.sink.Offered(l.pair.Key)
 	// Only the current loop of a pair adds to its in-flight count, so the
 	// check and the increment cannot race with another fire.
 	if l.state.inFlight.Load() >= l.maxInFlight {
@@ -182,14 +183,17 @@ func (e *Engine) retire(l *loop, removed bool) {
 	if !removed {
 		l.state.resume, l.state.resumeMean = l.next, l.arrivals.mean
 	}
-	e.logger.Info("probe loop stopped", "target", l.pair.Key.Target, "probe", l.pair.Key.Probe,
+	e.logger.Info("probe loop stopped", "target", l.pair.Key.Target, "probe", l.pair.Key.Probe, "replica", l.pair.Key.Replica,
 		"removed", removed, "in_flight", l.state.inFlight.Load())
+	l.state.draining++
 	e.drains.Add(1)
 	go e.drain(l)
 }
 
 // drain waits up to the grace period for a retired loop's requests, then
-// cancels the rest with ErrRemoved, and closes its Sender.
+// cancels the rest with ErrRemoved, and closes its Sender. The last drain
+// of a pair that is no longer running tells the Sinks it stopped: its
+// series go only after its final Finished was counted.
 func (e *Engine) drain(l *loop) {
 	defer e.drains.Done()
 	idle := waitChan(&l.reqs)
@@ -203,4 +207,10 @@ func (e *Engine) drain(l *loop) {
 	l.cancelReqs(probe.ErrRemoved)
 	<-idle
 	l.sender.Close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l.state.draining--
+	if l.state.draining == 0 && e.loops[l.pair.Key] == nil {
+		e.sink.PairStopped(l.pair.Key)
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 )
 
-// pairKey names one (target, probe) pair.
+// pairKey names one (target, probe, replica) pair.
 type pairKey = config.PairKey
 
 // pairSeed derives the arrival seed of one pair from its name and the
@@ -19,6 +19,12 @@ func pairSeed(key pairKey, p config.Probe) int64 {
 	h.Write([]byte{0})
 	h.Write([]byte(key.Probe))
 	h.Write([]byte{0})
+	if key.Replica != "" {
+		// Replicas of one target start apart, not in lockstep; a static
+		// pair keeps the seed it always had.
+		h.Write([]byte(key.Replica))
+		h.Write([]byte{0})
+	}
 	var seed int64
 	if p.Workload.Random != nil {
 		seed = p.Workload.Random.Seed

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -17,27 +20,70 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
-// countingSink counts the engine's calls per pair, across reloads.
+// countingSink counts the engine's calls per pair, across reloads, and
+// when each running pair's current series began: at the PairStarted of a
+// pair not running (a pair removed and added again before its last
+// requests ended was never stopped, and its series continue).
 type countingSink struct {
 	mu       sync.Mutex
 	offered  map[string]int
 	finished map[string]int
+	began    map[string]time.Time
 }
 
-func (c *countingSink) PairStarted(config.Pair) {}
-
-func (c *countingSink) PairStopped(config.PairKey) {}
-
-func (c *countingSink) Offered(target, probeName string) {
+func (c *countingSink) PairStarted(p config.Pair) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.offered[pairName(target, probeName)]++
+	if _, ok := c.began[p.Key.String()]; !ok {
+		c.began[p.Key.String()] = time.Now()
+	}
+}
+
+func (c *countingSink) PairStopped(key config.PairKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.began, key.String())
+}
+
+func (c *countingSink) Offered(key config.PairKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offered[key.String()]++
 }
 
 func (c *countingSink) Finished(r *probe.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.finished[pairName(r.Target, r.Probe)]++
+	c.finished[r.Key().String()]++
+}
+
+// accounting is what checks a run: a ledger file, a collector and a
+// countingSink.
+type accounting struct {
+	path     string
+	lg       *ledger.Ledger
+	coll     *collector.Collector
+	reg      *prometheus.Registry
+	counting *countingSink
+}
+
+func newAccounting(t *testing.T) *accounting {
+	t.Helper()
+	a := &accounting{path: filepath.Join(t.TempDir(), "ledger.jsonl")}
+	var err error
+	if a.lg, err = ledger.Open(config.Ledger{Path: a.path}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.coll, a.reg = newCollectorRegistry()
+	a.counting = &countingSink{offered: map[string]int{}, finished: map[string]int{}, began: map[string]time.Time{}}
+	return a
+}
+
+// sinks are the engine's sinks, extra first. counting comes before the
+// collector: it knows a series began before the collector creates it, so
+// no record of the series is scheduled before.
+func (a *accounting) sinks(extra ...probe.Sink) []probe.Sink {
+	return append(extra, a.counting, a.coll, a.lg)
 }
 
 // accountingWorld is the mutable config and simulator a random run drives.
@@ -91,7 +137,8 @@ func (w *accountingWorld) step() string {
 
 // TestAccountingInvariant drives random faults and reloads (changed rates
 // and timeouts, a target added and removed, unchanged reloads) against the
-// real request path and checks, per (target, probe): every offered request
+// real request path and checks, per (target, probe): a removed pair's
+// series stay until its last request was counted, every offered request
 // finished exactly once with a ledger record (seqs 1..n, no gap, no
 // duplicate), offered = sum of dispositions + in flight in the counters at
 // every step, and the ledger records of the pair's current series equal
@@ -116,29 +163,11 @@ func runAccounting(t *testing.T, seed uint64) {
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	w := &accountingWorld{sim: sim, url: srv.URL, rng: rand.New(rand.NewPCG(seed, 7)), rate: 10, timeout: 400 * time.Millisecond}
 
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	lg, err := ledger.Open(config.Ledger{Path: path}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coll, reg := newCollectorRegistry()
-	counting := &countingSink{offered: map[string]int{}, finished: map[string]int{}}
-	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{coll, counting, lg}, Grace: 300 * time.Millisecond})
+	a := newAccounting(t)
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: a.sinks(), Grace: 300 * time.Millisecond})
+	path, lg, reg, counting := a.path, a.lg, a.reg, a.counting
 
-	addedAt := map[string]time.Time{} // when each pair's current series began
 	apply := func(cfg *config.Config) {
-		now := time.Now()
-		for _, tg := range cfg.Targets {
-			for _, p := range cfg.ProbesFor(tg) {
-				if _, ok := addedAt[pairName(tg.Name, p.Name)]; !ok {
-					addedAt[pairName(tg.Name, p.Name)] = now
-				}
-			}
-		}
-		if !w.withB {
-			delete(addedAt, "b/chat")
-			delete(addedAt, "b/completions")
-		}
 		if err := e.Apply(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +186,7 @@ func runAccounting(t *testing.T, seed uint64) {
 	}
 	recs := schedule.StopAndReadLedger(t, e, lg, path)
 	checkEveryRequestOnce(t, recs, counting)
-	checkCurrentSeries(t, recs, gatherCounts(t, reg), addedAt)
+	checkCurrentSeries(t, recs, gatherCounts(t, reg), counting.began)
 	t.Logf("steps %v: %d requests", steps, len(recs))
 }
 
@@ -167,7 +196,7 @@ func checkEveryRequestOnce(t *testing.T, recs []ledger.Record, c *countingSink) 
 	t.Helper()
 	seqs := map[string][]uint64{}
 	for _, r := range recs {
-		key := pairName(r.Target, r.Probe)
+		key := recordKey(r)
 		seqs[key] = append(seqs[key], r.Seq)
 	}
 	for key, n := range c.offered {
@@ -191,7 +220,7 @@ func checkCurrentSeries(t *testing.T, recs []ledger.Record, counts map[string]*p
 	t.Helper()
 	var current []ledger.Record
 	for _, r := range recs {
-		if at, ok := addedAt[pairName(r.Target, r.Probe)]; ok && !r.Scheduled.Before(at) {
+		if at, ok := addedAt[recordKey(r)]; ok && !r.Scheduled.Before(at) {
 			current = append(current, r)
 		}
 	}

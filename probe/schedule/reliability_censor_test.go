@@ -73,7 +73,7 @@ func TestTimeoutsAreCensored(t *testing.T) {
 			for _, pair := range (&config.Config{Targets: []config.Target{tg}, Probes: []config.Probe{p}}).Pairs() {
 				coll.PairStarted(pair)
 			}
-			coll.Offered("sim", "chat")
+			coll.Offered(config.PairKey{Target: "sim", Probe: "chat"})
 			late := *res // scheduled before this collector's pair existed
 			late.Scheduled = time.Time{}
 			coll.Finished(&late)

@@ -1,7 +1,6 @@
 package schedule_test
 
 import (
-	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -89,7 +88,7 @@ func gatherCounts(t *testing.T, reg *prometheus.Registry) map[string]*pairCounts
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			key := labels["target"] + "/" + labels["probe"]
+			key := config.PairKey{Target: labels["target"], Probe: labels["probe"], Replica: labels["replica"]}.String()
 			pc := out[key]
 			if pc == nil {
 				pc = &pairCounts{dispositions: map[string]float64{}, reasons: map[string]float64{}, checks: map[string]float64{}, slos: map[string]float64{}}
@@ -136,7 +135,7 @@ func checkLedgerMatches(t *testing.T, recs []ledger.Record, counts map[string]*p
 	t.Helper()
 	byDisp, byReason := map[string]map[string]float64{}, map[string]map[string]float64{}
 	for _, r := range recs {
-		key := r.Target + "/" + r.Probe
+		key := recordKey(r)
 		if byDisp[key] == nil {
 			byDisp[key], byReason[key] = map[string]float64{}, map[string]float64{}
 		}
@@ -173,4 +172,7 @@ func newCollectorRegistry() (*collector.Collector, *prometheus.Registry) {
 	return c, reg
 }
 
-func pairName(target, probeName string) string { return fmt.Sprintf("%s/%s", target, probeName) }
+// recordKey names a ledger record's pair as config.PairKey.String does.
+func recordKey(r ledger.Record) string {
+	return config.PairKey{Target: r.Target, Probe: r.Probe, Replica: r.Replica}.String()
+}

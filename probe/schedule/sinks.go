@@ -23,9 +23,9 @@ func (ss sinks) PairStopped(key config.PairKey) {
 }
 
 // Offered implements Sink.
-func (ss sinks) Offered(target, probeName string) {
+func (ss sinks) Offered(key config.PairKey) {
 	for _, s := range ss {
-		s.Offered(target, probeName)
+		s.Offered(key)
 	}
 }
 
