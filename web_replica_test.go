@@ -38,14 +38,7 @@ targets:
   - name: pods
     model: sim-llama
     discovery: {file_sd: {files: [fleet.json], refresh: 1s}}
-probes:
-  - name: chat
-    api: chat
-    rate: 20
-    timeout: 5s
-    workload: {prompts: [{messages: [{role: user, content: hi}]}]}
-    quality: {finish_reasons: [stop, length]}
-`, filepath.Join(dir, "ledger.jsonl"), gateway))
+`+fleetChatProbe, filepath.Join(dir, "ledger.jsonl"), gateway))
 	d := startInProcess(t, cfgPath)
 	srv := httptest.NewServer(d.routes())
 	defer srv.Close()
