@@ -60,7 +60,7 @@ func (c *call) delta(st *streamState, o engine.Output) wire.ChatDelta {
 		tc := wire.DeltaToolCall{Index: 0, Function: wire.DeltaFunction{Arguments: o.Text}}
 		if !st.toolStarted {
 			st.toolStarted = true
-			tc.ID, tc.Type, tc.Function.Name = c.tool.id, "function", c.tool.name
+			tc.ID, tc.Type, tc.Function.Name = c.tool.ID, "function", c.tool.Name
 		}
 		d.ToolCalls = []wire.DeltaToolCall{tc}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/fault"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -37,20 +38,20 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	c := &call{id: "embd-" + s.randomHex(32), model: s.o.Model, created: time.Now().Unix(), sink: engine.NewSink(), plan: s.faults.draw(), rc: rc}
+	c := &call{id: "embd-" + s.randomHex(32), model: s.o.Model, created: time.Now().Unix(), sink: engine.NewSink(), plan: s.faults.Draw(), rc: rc}
 	for i, p := range prompts {
 		c.seqs = append(c.seqs, &engine.Seq{Choice: i, PromptIDs: p.ids, Pooling: true, Sink: c.sink, Arrival: rc.rec.Arrival})
 	}
-	rc.rec.ID, rc.rec.PromptTokens, rc.rec.Faults = c.id, c.promptTokens(), c.plan.kinds()
+	rc.rec.ID, rc.rec.PromptTokens, rc.rec.Faults = c.id, c.promptTokens(), c.plan.Kinds()
 	if s.refuseByFault(w, r, c.plan, rc) {
 		return
 	}
-	if c.plan.wrongModel {
+	if c.plan.WrongModel {
 		c.model = s.o.Model + "-wrong"
 	}
 	s.eng.Submit(c.seqs...)
 	col, ok := s.collect(r, c)
-	if !ok || !s.sleepUntil(r, col.last.Add(c.plan.extraTTFT)) || !s.applyBodyFault(w, r, c) {
+	if !ok || !s.sleepUntil(r, col.last.Add(c.plan.ExtraTTFT)) || !s.applyBodyFault(w, r, c) {
 		return
 	}
 	data := make([]wire.EmbeddingData, len(prompts))
@@ -63,7 +64,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	body := wire.Compact(wire.EmbeddingResponse{Head: c.head("list"), Data: data,
 		Usage: wire.UsageFull{PromptTokens: c.promptTokens(), TotalTokens: c.promptTokens(), PromptTokensDetails: wire.Null}})
-	if c.plan.terminal == faultMalformed {
+	if c.plan.Terminal == fault.KindMalformed {
 		body = body[:len(body)/2]
 	}
 	rc.rec.Status = http.StatusOK

@@ -1,13 +1,16 @@
 package simulator
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/fault"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
+	"github.com/vllm-prober/vllm-prober/simulator/toolcall"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -25,21 +28,21 @@ type call struct {
 	created      int64
 	seqs         []*engine.Seq
 	sink         *engine.Sink
-	plan         faultPlan
+	plan         fault.Plan
 	rc           *recorder
 	// reasoning is the number of reasoning tokens each choice starts with;
 	// reasoningOn tells the usage to report them (a chat request to a
 	// server with --reasoning-tokens).
 	reasoning   int
 	reasoningOn bool
-	tool        *toolCall // the forced tool call, nil for a text answer
+	tool        *toolcall.Call // the forced tool call, nil for a text answer
 }
 
 // finishReason is the finish reason the client sees for the engine's:
 // a "required" tool call that ended normally finishes with tool_calls (a
 // named one with stop, as in vLLM).
 func (c *call) finishReason(engine string) string {
-	if engine == "stop" && c.tool != nil && c.tool.required {
+	if engine == "stop" && c.tool != nil && c.tool.Required {
 		return "tool_calls"
 	}
 	return engine
@@ -76,14 +79,14 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	}
 	c.rc = rc
 	rc.rec.ID, rc.rec.Stream, rc.rec.PromptTokens = c.id, c.stream, c.promptTokens()
-	rc.rec.Faults = c.plan.kinds()
+	rc.rec.Faults = c.plan.Kinds()
 	if s.o.EnableRequestIDHeaders {
 		w.Header().Set("X-Request-Id", requestIDHeader(r, c))
 	}
 	if s.refuseByFault(w, r, c.plan, rc) {
 		return
 	}
-	if c.plan.wrongModel {
+	if c.plan.WrongModel {
 		c.model = s.o.Model + "-wrong"
 	}
 	s.log.Debug("simulator request", "id", c.id, "path", r.URL.Path, "stream", c.stream, "prompt_tokens", c.promptTokens())
@@ -98,18 +101,18 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 // refuseByFault applies the faults that come before a response starts: it
 // delays the headers when planned, then answers an HTTP error fault. It
 // returns true when the request is over (refused or the client left).
-func (s *Server) refuseByFault(w http.ResponseWriter, r *http.Request, p faultPlan, rc *recorder) bool {
-	if !s.sleepCtx(r.Context(), p.slowHeaders) {
+func (s *Server) refuseByFault(w http.ResponseWriter, r *http.Request, p fault.Plan, rc *recorder) bool {
+	if !s.sleepCtx(r.Context(), p.SlowHeaders) {
 		return true
 	}
-	switch p.terminal {
-	case fault500:
+	switch p.Terminal {
+	case fault.KindHTTP500:
 		rc.rec.Status = 500
 		writeError(w, internalError())
-	case fault503:
+	case fault.KindHTTP503:
 		rc.rec.Status = 503
 		writeError(w, statusError(503, "Service Unavailable"))
-	case fault429:
+	case fault.KindHTTP429:
 		rc.rec.Status = 429
 		w.Header().Set("Retry-After", "1")
 		writeError(w, statusError(429, "Too Many Requests"))
@@ -164,11 +167,11 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 		specs[i] = sp
 	}
 	// Faults are drawn for valid requests only, in arrival order.
-	c.plan = s.faults.draw()
+	c.plan = s.faults.Draw()
 	if c.tool == nil {
-		c.plan.badToolCall = false
+		c.plan.BadToolCall = false
 	} else {
-		c.tool.id = "chatcmpl-tool-" + s.randomHex(32)
+		c.tool.ID = "chatcmpl-tool-" + s.randomHex(32)
 	}
 	for i, sp := range specs {
 		c.seqs = append(c.seqs, s.newSeq(c, i, sp, arrival))
@@ -176,12 +179,24 @@ func (s *Server) newCall(r *http.Request, chat bool) (*call, *apiError) {
 	return c, nil
 }
 
+// forcedTool is toolcall.Forced with its refusal as the error vLLM answers.
+func forcedTool(rawTools, rawChoice json.RawMessage) (*toolcall.Call, *apiError) {
+	tc, err := toolcall.Forced(rawTools, rawChoice)
+	switch {
+	case err == nil:
+		return tc, nil
+	case err.Validation:
+		return nil, validationError("%s", err.Message)
+	}
+	return nil, badRequest("tools", "%s", err.Message)
+}
+
 // newSeq builds the engine sequence of one prompt: c.reasoning reasoning
 // tokens, then the answer (text, or the arguments of c's tool call).
 func (s *Server) newSeq(c *call, choice int, sp seqSpec, arrival time.Time) *engine.Seq {
-	ans := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.badAnswer, c.plan.variant)
+	ans := textgen.NewGeneration(s.o.Seed, sp.question, c.plan.BadAnswer, c.plan.Variant)
 	if c.tool != nil {
-		ans = textgen.NewFixedGeneration(toolArguments(c.tool.params, sp.question, c.plan.badToolCall), " ")
+		ans = textgen.NewFixedGeneration(toolcall.Arguments(c.tool.Params, sp.question, c.plan.BadToolCall), " ")
 	}
 	sq := &engine.Seq{Choice: choice, PromptIDs: sp.ids, MaxTokens: sp.maxTokens, Text: ans.Token, Sink: c.sink, Arrival: arrival}
 	r := min(c.reasoning, sp.maxTokens)
@@ -189,7 +204,7 @@ func (s *Server) newSeq(c *call, choice int, sp seqSpec, arrival time.Time) *eng
 		sq.Target, sq.FinishReason = ans.Plan(sp.maxTokens, sp.minTokens, sp.ignoreEOS)
 		return sq
 	}
-	think := textgen.NewReasoning(s.o.Seed, sp.question, c.plan.variant)
+	think := textgen.NewReasoning(s.o.Seed, sp.question, c.plan.Variant)
 	sq.Reasoning = r
 	sq.Text = func(i int) string {
 		if i < r {

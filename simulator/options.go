@@ -17,6 +17,17 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/fault"
+)
+
+// Faults are the fault rates and extra latencies of a Server
+// (simulator/fault).
+type Faults = fault.Config
+
+// Default durations of the timed faults when their duration is left at 0.
+const (
+	DefaultSlowHeadersDelay = fault.DefaultSlowHeadersDelay
+	DefaultStallDuration    = fault.DefaultStallDuration
 )
 
 // Options configures a Server. Start from DefaultOptions.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/fault"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -60,7 +61,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
 		completion += n
 	}
 	c.rc.rec.CompletionTokens = completion
-	if !s.sleepUntil(r, last.Add(c.plan.extraTTFT)) || !s.applyBodyFault(w, r, c) {
+	if !s.sleepUntil(r, last.Add(c.plan.ExtraTTFT)) || !s.applyBodyFault(w, r, c) {
 		return
 	}
 	var m *wire.PerRequestMetrics
@@ -81,7 +82,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
 		body = wire.Compact(wire.CmplResponse{Head: c.head("text_completion"), Choices: choices,
 			ServiceTier: wire.Null, SystemFingerprint: s.fingerprint, Usage: u, KVTransferParams: wire.Null, Metrics: m})
 	}
-	if c.plan.terminal == faultMalformed {
+	if c.plan.Terminal == fault.KindMalformed {
 		body = body[:len(body)/2]
 	}
 	c.rc.rec.Status = http.StatusOK
@@ -94,13 +95,13 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *call) {
 // applyBodyFault applies the faults that break a non-streaming response;
 // false means the response is over.
 func (s *Server) applyBodyFault(w http.ResponseWriter, r *http.Request, c *call) bool {
-	switch c.plan.terminal {
-	case faultStall:
-		return s.sleepCtx(r.Context(), c.plan.stall)
-	case faultDisconnect:
+	switch c.plan.Terminal {
+	case fault.KindStall:
+		return s.sleepCtx(r.Context(), c.plan.Stall)
+	case fault.KindDisconnect:
 		abortConnection(w)
 		return false
-	case faultErrorEvent:
+	case fault.KindErrorEvent:
 		s.met.RequestFailed()
 		c.rc.rec.Status = http.StatusInternalServerError
 		writeError(w, internalError())
@@ -119,7 +120,7 @@ func (s *Server) chatResponse(c *call, col *collected, u wire.UsageFull, m *wire
 		msg.Reasoning = &r
 	}
 	if c.tool != nil && msg.Content != "" {
-		msg.ToolCalls = []wire.ToolCall{{ID: c.tool.id, Type: "function", Function: wire.FunctionCall{Name: c.tool.name, Arguments: msg.Content}}}
+		msg.ToolCalls = []wire.ToolCall{{ID: c.tool.ID, Type: "function", Function: wire.FunctionCall{Name: c.tool.Name, Arguments: msg.Content}}}
 		msg.Content = ""
 	}
 	return wire.ChatResponse{Head: c.head("chat.completion"),

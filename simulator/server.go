@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/fault"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
@@ -32,7 +33,7 @@ type Server struct {
 	met         *engine.Metrics
 	eng         *engine.Engine
 	tok         *textgen.Tokenizer
-	faults      *faultState
+	faults      *fault.State
 	trace       *traceLog
 	handler     http.Handler
 	created     int64
@@ -65,7 +66,7 @@ func New(o Options) (*Server, error) {
 		reg:     reg,
 		met:     engine.NewMetrics(reg, o.Model, o.MaxModelLen, o.Config),
 		tok:     textgen.NewTokenizer(),
-		faults:  newFaultState(o.Faults, o.Seed),
+		faults:  fault.NewState(o.Faults, o.Seed),
 		trace:   newTraceLog(o.TraceLimit),
 		created: time.Now().Unix(),
 		done:    make(chan struct{}),
@@ -142,10 +143,10 @@ func (s *Server) Close() error {
 }
 
 // SetFaults replaces the fault configuration at runtime.
-func (s *Server) SetFaults(f Faults) { s.faults.set(f) }
+func (s *Server) SetFaults(f Faults) { s.faults.Set(f) }
 
 // Faults returns the current fault configuration.
-func (s *Server) Faults() Faults { return s.faults.get() }
+func (s *Server) Faults() Faults { return s.faults.Get() }
 
 // Registry returns the registry behind /metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/simulator/engine"
+	"github.com/vllm-prober/vllm-prober/simulator/fault"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -85,7 +86,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 		for _, o := range c.sink.Take() {
-			delay := c.plan.extraTTFT + time.Duration(st.events)*c.plan.extraITL
+			delay := c.plan.ExtraTTFT + time.Duration(st.events)*c.plan.ExtraITL
 			if !s.sleepUntil(r, o.At.Add(delay)) {
 				s.eng.Abort(c.seqs...)
 				return
@@ -124,20 +125,20 @@ func (s *Server) sleepUntil(r *http.Request, t time.Time) bool {
 // midStreamFault applies the call's mid-stream fault before the event
 // where it is planned; false means the stream is over.
 func (s *Server) midStreamFault(w http.ResponseWriter, r *http.Request, c *call, x *sse) bool {
-	switch c.plan.terminal {
-	case faultStall:
-		return s.sleepCtx(r.Context(), c.plan.stall)
-	case faultDisconnect:
+	switch c.plan.Terminal {
+	case fault.KindStall:
+		return s.sleepCtx(r.Context(), c.plan.Stall)
+	case fault.KindDisconnect:
 		abortConnection(w)
 		c.rc.rec.Status = 0
 		return false
-	case faultErrorEvent:
+	case fault.KindErrorEvent:
 		s.met.RequestFailed()
 		x.addRaw("error", wire.StreamErrorEvent(internalError().info))
 		x.addRaw("done", []byte("data: [DONE]\n\n"))
 		x.flush()
 		return false
-	case faultMalformed:
+	case fault.KindMalformed:
 		x.addRaw("malformed", fmt.Appendf(nil, `data: {"id":"%s","object":"%s","created":%d,"model":"%s","choices":[{"index":0,`+"\n\n",
 			c.id, c.object(), c.created, c.model))
 		return x.flush() == nil
@@ -219,7 +220,7 @@ func (s *Server) endStream(x *sse, c *call, st *streamState) {
 				Choices: []wire.CmplChunkChoice{}, Usage: u, SystemFingerprint: s.fingerprint, Metrics: m}))
 		}
 	}
-	if c.plan.terminal != faultNoDone {
+	if c.plan.Terminal != fault.KindNoDone {
 		x.addRaw("done", []byte("data: [DONE]\n\n"))
 	}
 	x.flush()

@@ -1,4 +1,8 @@
-package simulator
+// Package toolcall answers the tools and tool_choice of a chat request for
+// the simulator: it validates them the way vLLM does, picks the call the
+// answer is forced to make, and builds that call's arguments from the
+// function's JSON schema.
+package toolcall
 
 import (
 	"encoding/json"
@@ -10,6 +14,21 @@ import (
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
+// Error is a refusal of a request's tools or tool_choice, worded as vLLM
+// words it.
+type Error struct {
+	// Validation marks FastAPI's request validation error; otherwise the
+	// refusal is vLLM's BadRequestError for the parameter "tools".
+	Validation bool
+	Message    string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func validationError(format string, args ...any) *Error {
+	return &Error{Validation: true, Message: fmt.Sprintf(format, args...)}
+}
+
 // toolSpec is one entry of a chat request's `tools`.
 type toolSpec struct {
 	Type     string `json:"type"`
@@ -19,19 +38,19 @@ type toolSpec struct {
 	} `json:"function"`
 }
 
-// toolCall is the call a request forces with tool_choice "required" or a
+// Call is the call a request forces with tool_choice "required" or a
 // named function: the simulator answers it with a call of that function.
-type toolCall struct {
-	id       string
-	name     string
-	params   json.RawMessage
-	required bool // tool_choice "required": the finish reason is tool_calls
+type Call struct {
+	ID       string // set by the server that answers the call
+	Name     string
+	Params   json.RawMessage
+	Required bool // tool_choice "required": the finish reason is tool_calls
 }
 
-// forcedTool checks tools and tool_choice the way vLLM's request
+// Forced checks tools and tool_choice the way vLLM's request
 // validation does and returns the call the answer makes, nil when the
 // answer is text (no tools, tool_choice "none" or "auto").
-func forcedTool(rawTools, rawChoice json.RawMessage) (*toolCall, *apiError) {
+func Forced(rawTools, rawChoice json.RawMessage) (*Call, *Error) {
 	var tools []toolSpec
 	if len(rawTools) > 0 && string(rawTools) != "null" {
 		if err := json.Unmarshal(rawTools, &tools); err != nil {
@@ -62,7 +81,7 @@ func forcedTool(rawTools, rawChoice json.RawMessage) (*toolCall, *apiError) {
 		case mode == "auto":
 			return nil, nil
 		case mode == "required":
-			return &toolCall{name: tools[0].Function.Name, params: tools[0].Function.Parameters, required: true}, nil
+			return &Call{Name: tools[0].Function.Name, Params: tools[0].Function.Parameters, Required: true}, nil
 		}
 		return nil, toolValueError(fmt.Sprintf("Invalid value for `tool_choice`: %s! Only named tools, \"none\", \"auto\" or \"required\" are supported.", mode))
 	}
@@ -73,7 +92,7 @@ func forcedTool(rawTools, rawChoice json.RawMessage) (*toolCall, *apiError) {
 }
 
 // namedTool resolves tool_choice {"type": "function", "function": {"name": ...}}.
-func namedTool(tools []toolSpec, rawChoice json.RawMessage) (*toolCall, *apiError) {
+func namedTool(tools []toolSpec, rawChoice json.RawMessage) (*Call, *Error) {
 	const usage = "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`"
 	var choice struct {
 		Function *struct {
@@ -88,7 +107,7 @@ func namedTool(tools []toolSpec, rawChoice json.RawMessage) (*toolCall, *apiErro
 	}
 	for _, t := range tools {
 		if t.Function.Name == *choice.Function.Name {
-			return &toolCall{name: t.Function.Name, params: t.Function.Parameters}, nil
+			return &Call{Name: t.Function.Name, Params: t.Function.Parameters}, nil
 		}
 	}
 	return nil, toolValueError("The tool specified in `tool_choice` does not match any of the specified `tools`")
@@ -98,7 +117,7 @@ func namedTool(tools []toolSpec, rawChoice json.RawMessage) (*toolCall, *apiErro
 // an object, and a schema whose properties, required or enum keys have
 // the wrong JSON type, so arguments are never built from a schema read in
 // part.
-func checkParameters(i int, raw json.RawMessage) *apiError {
+func checkParameters(i int, raw json.RawMessage) *Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
@@ -108,15 +127,15 @@ func checkParameters(i int, raw json.RawMessage) *apiError {
 	}
 	var sc schema
 	if err := json.Unmarshal(raw, &sc); err != nil {
-		return badRequest("tools", "tools[%d].function.parameters is not a usable JSON schema: %s", i, err)
+		return &Error{Message: fmt.Sprintf("tools[%d].function.parameters is not a usable JSON schema: %s", i, err)}
 	}
 	return nil
 }
 
 // toolValueError is a ValueError of vLLM's tool validation, which FastAPI
 // answers as a 400 validation error.
-func toolValueError(msg string) *apiError {
-	return validationError("[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, %s'}]", pyEscape(msg))
+func toolValueError(msg string) *Error {
+	return validationError("[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, %s'}]", strings.ReplaceAll(msg, "'", `\'`))
 }
 
 // schema is the part of a JSON schema the arguments are built from.
@@ -127,12 +146,12 @@ type schema struct {
 	Enum       []json.RawMessage `json:"enum"`
 }
 
-// toolArguments returns the JSON arguments of a call of a function with
+// Arguments returns the JSON arguments of a call of a function with
 // the parameters schema params: every required property gets a value of
 // its type, in the order `required` lists them, formatted the way Python's
 // json.dumps does. seed makes string and number values depend on the
 // prompt. bad drops the closing brace, so the arguments are not JSON.
-func toolArguments(params json.RawMessage, seed string, bad bool) string {
+func Arguments(params json.RawMessage, seed string, bad bool) string {
 	var sc schema
 	if len(params) > 0 {
 		// checkParameters refused the schemas that do not decode.

@@ -1,4 +1,7 @@
-package simulator
+// Package fault holds the simulator's fault configuration (the body of
+// POST /sim/faults) and draws, from seeded random sources, the faults of
+// each request.
+package fault
 
 import (
 	"bytes"
@@ -16,11 +19,11 @@ const (
 	DefaultStallDuration    = 120 * time.Second
 )
 
-// Faults holds the rate (probability in [0, 1], drawn per request) of each
+// Config holds the rate (probability in [0, 1], drawn per request) of each
 // fault kind and the extra latencies added to every request. Its JSON form
 // is the body of POST /sim/faults; durations are Go duration strings
 // ("250ms") or numbers of seconds.
-type Faults struct {
+type Config struct {
 	// HTTP500, HTTP503 and HTTP429 answer before streaming with that status
 	// and a vLLM error body.
 	HTTP500 float64 `json:"http_500"`
@@ -57,7 +60,7 @@ type Faults struct {
 	ExtraITL  time.Duration `json:"extra_itl"`
 }
 
-// faultsWire is the JSON form of Faults with durations as raw values.
+// faultsWire is the JSON form of Config with durations as raw values.
 type faultsWire struct {
 	HTTP500          float64         `json:"http_500"`
 	HTTP503          float64         `json:"http_503"`
@@ -79,7 +82,7 @@ type faultsWire struct {
 }
 
 // MarshalJSON writes durations as Go duration strings.
-func (f Faults) MarshalJSON() ([]byte, error) {
+func (f Config) MarshalJSON() ([]byte, error) {
 	d := func(v time.Duration) json.RawMessage { return json.RawMessage(`"` + v.String() + `"`) }
 	return json.Marshal(faultsWire{
 		HTTP500: f.HTTP500, HTTP503: f.HTTP503, HTTP429: f.HTTP429,
@@ -92,15 +95,15 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// UnmarshalJSON reads Faults strictly: unknown keys are errors.
-func (f *Faults) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON reads Config strictly: unknown keys are errors.
+func (f *Config) UnmarshalJSON(b []byte) error {
 	var w faultsWire
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("decode faults: %w", err)
 	}
-	out := Faults{
+	out := Config{
 		HTTP500: w.HTTP500, HTTP503: w.HTTP503, HTTP429: w.HTTP429,
 		SlowHeaders: w.SlowHeaders, Stall: w.Stall, Disconnect: w.Disconnect,
 		ErrorEvent: w.ErrorEvent, MalformedEvent: w.MalformedEvent, NoDone: w.NoDone,
@@ -148,9 +151,9 @@ func parseJSONDuration(raw json.RawMessage) (time.Duration, error) {
 
 // Validate reports rates outside [0, 1], negative durations and a
 // negative output variant.
-func (f Faults) Validate() error {
+func (f Config) Validate() error {
 	var errs []error
-	for _, r := range append(f.rates(), kindRate{faultBadToolCall, f.BadToolCall}) {
+	for _, r := range append(f.rates(), kindRate{KindBadToolCall, f.BadToolCall}) {
 		if !(r.rate >= 0 && r.rate <= 1) {
 			errs = append(errs, fmt.Errorf("fault %s rate %g: must be in [0, 1]", r.kind, r.rate))
 		}
@@ -166,129 +169,129 @@ func (f Faults) Validate() error {
 	return errors.Join(errs...)
 }
 
-// faultKind names one fault; it is also what the trace records.
-type faultKind string
+// Kind names one fault; it is also what the trace records.
+type Kind string
 
 // Fault kinds, in the order they are drawn for each request.
 const (
-	faultNone        faultKind = ""
-	fault500         faultKind = "http_500"
-	fault503         faultKind = "http_503"
-	fault429         faultKind = "http_429"
-	faultSlowHeaders faultKind = "slow_headers"
-	faultStall       faultKind = "stall"
-	faultDisconnect  faultKind = "disconnect"
-	faultErrorEvent  faultKind = "error_event"
-	faultMalformed   faultKind = "malformed_event"
-	faultNoDone      faultKind = "no_done"
-	faultWrongModel  faultKind = "wrong_model"
-	faultBadAnswer   faultKind = "bad_answer"
-	faultBadToolCall faultKind = "bad_tool_call"
+	KindNone        Kind = ""
+	KindHTTP500     Kind = "http_500"
+	KindHTTP503     Kind = "http_503"
+	KindHTTP429     Kind = "http_429"
+	KindSlowHeaders Kind = "slow_headers"
+	KindStall       Kind = "stall"
+	KindDisconnect  Kind = "disconnect"
+	KindErrorEvent  Kind = "error_event"
+	KindMalformed   Kind = "malformed_event"
+	KindNoDone      Kind = "no_done"
+	KindWrongModel  Kind = "wrong_model"
+	KindBadAnswer   Kind = "bad_answer"
+	KindBadToolCall Kind = "bad_tool_call"
 )
 
 type kindRate struct {
-	kind faultKind
+	kind Kind
 	rate float64
 }
 
-func (f Faults) rates() []kindRate {
+func (f Config) rates() []kindRate {
 	return []kindRate{
-		{fault500, f.HTTP500}, {fault503, f.HTTP503}, {fault429, f.HTTP429},
-		{faultSlowHeaders, f.SlowHeaders}, {faultStall, f.Stall}, {faultDisconnect, f.Disconnect},
-		{faultErrorEvent, f.ErrorEvent}, {faultMalformed, f.MalformedEvent}, {faultNoDone, f.NoDone},
-		{faultWrongModel, f.WrongModel}, {faultBadAnswer, f.BadAnswer},
+		{KindHTTP500, f.HTTP500}, {KindHTTP503, f.HTTP503}, {KindHTTP429, f.HTTP429},
+		{KindSlowHeaders, f.SlowHeaders}, {KindStall, f.Stall}, {KindDisconnect, f.Disconnect},
+		{KindErrorEvent, f.ErrorEvent}, {KindMalformed, f.MalformedEvent}, {KindNoDone, f.NoDone},
+		{KindWrongModel, f.WrongModel}, {KindBadAnswer, f.BadAnswer},
 	}
 }
 
-// faultPlan is what happens to one request. At most one fault that ends or
+// Plan is what happens to one request. At most one fault that ends or
 // breaks the response applies (the first drawn), while wrong_model,
 // bad_answer and slow_headers combine with it.
-type faultPlan struct {
-	terminal    faultKind // http_*, stall, disconnect, error_event, malformed_event, no_done
-	slowHeaders time.Duration
-	stall       time.Duration
-	wrongModel  bool
-	badAnswer   bool
-	badToolCall bool
-	variant     int // output variant
-	extraTTFT   time.Duration
-	extraITL    time.Duration
+type Plan struct {
+	Terminal    Kind // http_*, stall, disconnect, error_event, malformed_event, no_done
+	SlowHeaders time.Duration
+	Stall       time.Duration
+	WrongModel  bool
+	BadAnswer   bool
+	BadToolCall bool
+	Variant     int // output variant
+	ExtraTTFT   time.Duration
+	ExtraITL    time.Duration
 }
 
-// kinds lists the faults of the plan for the trace.
-func (p faultPlan) kinds() []string {
+// Kinds lists the faults of the plan for the trace.
+func (p Plan) Kinds() []string {
 	var out []string
-	if p.terminal != faultNone {
-		out = append(out, string(p.terminal))
+	if p.Terminal != KindNone {
+		out = append(out, string(p.Terminal))
 	}
-	if p.slowHeaders > 0 {
-		out = append(out, string(faultSlowHeaders))
+	if p.SlowHeaders > 0 {
+		out = append(out, string(KindSlowHeaders))
 	}
-	if p.wrongModel {
-		out = append(out, string(faultWrongModel))
+	if p.WrongModel {
+		out = append(out, string(KindWrongModel))
 	}
-	if p.badAnswer {
-		out = append(out, string(faultBadAnswer))
+	if p.BadAnswer {
+		out = append(out, string(KindBadAnswer))
 	}
-	if p.badToolCall {
-		out = append(out, string(faultBadToolCall))
+	if p.BadToolCall {
+		out = append(out, string(KindBadToolCall))
 	}
 	return out
 }
 
-// faultState is the runtime-changeable fault configuration with its seeded
+// State is the runtime-changeable fault configuration with its seeded
 // random sources.
-type faultState struct {
+type State struct {
 	mu      sync.Mutex
-	f       Faults
+	f       Config
 	rng     *rand.Rand
 	toolRNG *rand.Rand // bad_tool_call only
 }
 
-func newFaultState(f Faults, seed int64) *faultState {
-	return &faultState{f: f, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17)), toolRNG: rand.New(rand.NewPCG(uint64(seed), 0x7001))}
+func NewState(f Config, seed int64) *State {
+	return &State{f: f, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17)), toolRNG: rand.New(rand.NewPCG(uint64(seed), 0x7001))}
 }
 
-func (s *faultState) get() Faults {
+func (s *State) Get() Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.f
 }
 
-func (s *faultState) set(f Faults) {
+func (s *State) Set(f Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.f = f
 }
 
-// draw decides the faults of one request. Every kind consumes one draw in
+// Draw decides the faults of one request. Every kind consumes one draw in
 // a fixed order, so the sequence of plans depends only on the seed and the
 // request order.
-func (s *faultState) draw() faultPlan {
+func (s *State) Draw() Plan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := faultPlan{extraTTFT: s.f.ExtraTTFT, extraITL: s.f.ExtraITL, variant: s.f.OutputVariant,
-		badToolCall: s.toolRNG.Float64() < s.f.BadToolCall}
+	p := Plan{ExtraTTFT: s.f.ExtraTTFT, ExtraITL: s.f.ExtraITL, Variant: s.f.OutputVariant,
+		BadToolCall: s.toolRNG.Float64() < s.f.BadToolCall}
 	for _, kr := range s.f.rates() {
 		hit := s.rng.Float64() < kr.rate
 		if !hit {
 			continue
 		}
 		switch kr.kind {
-		case faultSlowHeaders:
-			p.slowHeaders = orDefault(s.f.SlowHeadersDelay, DefaultSlowHeadersDelay)
-		case faultWrongModel:
-			p.wrongModel = true
-		case faultBadAnswer:
-			p.badAnswer = true
+		case KindSlowHeaders:
+			p.SlowHeaders = orDefault(s.f.SlowHeadersDelay, DefaultSlowHeadersDelay)
+		case KindWrongModel:
+			p.WrongModel = true
+		case KindBadAnswer:
+			p.BadAnswer = true
 		default:
-			if p.terminal == faultNone {
-				p.terminal = kr.kind
+			if p.Terminal == KindNone {
+				p.Terminal = kr.kind
 			}
 		}
 	}
-	if p.terminal == faultStall {
-		p.stall = orDefault(s.f.StallDuration, DefaultStallDuration)
+	if p.Terminal == KindStall {
+		p.Stall = orDefault(s.f.StallDuration, DefaultStallDuration)
 	}
 	return p
 }
