@@ -187,6 +187,10 @@ func TestToolChoiceValidation(t *testing.T) {
 			if resp.StatusCode != 400 || e.Error.Type != tc.typ || !strings.Contains(e.Error.Message, tc.msg) {
 				t.Errorf("status %d body %s, want 400 %s with %q", resp.StatusCode, b, tc.typ, tc.msg)
 			}
+			// vLLM names the parameter of its BadRequestError only.
+			if gotParam, wantParam := e.Error.Param != nil, tc.typ == badRequest; gotParam != wantParam || (gotParam && *e.Error.Param != "tools") {
+				t.Errorf("body %s: param, want \"tools\" for a %s only", b, badRequest)
+			}
 		})
 	}
 }
