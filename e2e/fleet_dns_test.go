@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,9 @@ func TestFleetDNS(t *testing.T) {
     metrics_path: ""
     discovery: {dns: {names: [srv.fleet.test], type: SRV, refresh: 1s}}
 `, aPort)+fleetProbe)
+	if code, out := daemontest.Run(t, binary, "--config.file="+cfg, "--discovery.dns-server=no-port"); code != 2 || !strings.Contains(out, "--discovery.dns-server") {
+		t.Errorf("--discovery.dns-server=no-port: exit %d, want 2 naming the flag:\n%s", code, out)
+	}
 	p := daemontest.Start(t, binary, "--config.file="+cfg, "--discovery.dns-server="+dnsAddr)
 	w := watchFleet(t, p)
 
