@@ -7,13 +7,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/dnstest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -34,10 +32,9 @@ func TestFleetDNS(t *testing.T) {
 	}
 	aPort := startSimPair(t)
 
-	z := &dnsZone{records: map[string][]dns.RR{}}
-	z.set("a.fleet.test.", aRecord("a.fleet.test.", "127.0.0.1"))
-	z.set("srv.fleet.test.", srvRecord("srv.fleet.test.", ports[0]), srvRecord("srv.fleet.test.", ports[1]))
-	dnsAddr := z.serve(t)
+	z, dnsAddr, _ := dnstest.Start(t)
+	z.Set(t, "a.fleet.test.", aRecord("a.fleet.test.", "127.0.0.1"))
+	z.Set(t, "srv.fleet.test.", srvRecord("srv.fleet.test.", ports[0]), srvRecord("srv.fleet.test.", ports[1]))
 
 	dir := t.TempDir()
 	cfg := relWrite(t, dir, "c.yml", fmt.Sprintf(`targets:
@@ -61,12 +58,12 @@ func TestFleetDNS(t *testing.T) {
 	w.waitProbed(t, 20*time.Second, "by-a", []string{a1})
 	w.waitProbed(t, 20*time.Second, "by-srv", []string{local(ports[0]), local(ports[1])})
 
-	z.set("a.fleet.test.", aRecord("a.fleet.test.", "127.0.0.1"), aRecord("a.fleet.test.", "127.0.0.2"))
-	z.set("srv.fleet.test.", srvRecord("srv.fleet.test.", ports[1]), srvRecord("srv.fleet.test.", ports[2]))
+	z.Set(t, "a.fleet.test.", aRecord("a.fleet.test.", "127.0.0.1"), aRecord("a.fleet.test.", "127.0.0.2"))
+	z.Set(t, "srv.fleet.test.", srvRecord("srv.fleet.test.", ports[1]), srvRecord("srv.fleet.test.", ports[2]))
 	w.waitProbed(t, 10*time.Second, "by-a", []string{a1, a2})
 	w.waitProbed(t, 10*time.Second, "by-srv", []string{local(ports[1]), local(ports[2])})
 
-	z.set("a.fleet.test.", aRecord("a.fleet.test.", "127.0.0.2"))
+	z.Set(t, "a.fleet.test.", aRecord("a.fleet.test.", "127.0.0.2"))
 	w.waitProbed(t, 10*time.Second, "by-a", []string{a2})
 	for _, id := range []pairID{{"by-a", "chat", a2}, {"by-srv", "chat", local(ports[1])}, {"by-srv", "chat", local(ports[2])}} {
 		daemontest.WaitFor(t, 10*time.Second, fmt.Sprintf("an accepted request of %s", id), func() bool {
@@ -102,64 +99,12 @@ func startSimPair(t *testing.T) int {
 	return 0
 }
 
-// dnsZone answers A and SRV questions from its records, NXDOMAIN for a
-// name it does not hold.
-type dnsZone struct {
-	mu      sync.Mutex
-	records map[string][]dns.RR
-}
+// aRecord is an A record of name in zone file syntax.
+func aRecord(name, ip string) string { return fmt.Sprintf("%s 1 IN A %s", name, ip) }
 
-func (z *dnsZone) set(name string, rrs ...dns.RR) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.records[name] = rrs
-}
-
-func (z *dnsZone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	m := new(dns.Msg)
-	m.SetReply(req)
-	for _, q := range req.Question {
-		rrs, ok := z.records[q.Name]
-		if !ok {
-			m.Rcode = dns.RcodeNameError
-		}
-		for _, rr := range rrs {
-			if rr.Header().Rrtype == q.Qtype {
-				m.Answer = append(m.Answer, rr)
-			}
-		}
-	}
-	_ = w.WriteMsg(m)
-}
-
-// serve answers on UDP and TCP at one 127.0.0.1 port until the test ends
-// and returns its host:port.
-func (z *dnsZone) serve(t *testing.T) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := pc.LocalAddr().String()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*dns.Server{{PacketConn: pc, Handler: z}, {Listener: ln, Handler: z}} {
-		go func() { _ = s.ActivateAndServe() }()
-		t.Cleanup(func() { _ = s.Shutdown() })
-	}
-	return addr
-}
-
-func aRecord(name, ip string) dns.RR {
-	return &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: net.ParseIP(ip).To4()}
-}
-
-// srvRecord points name at localhost: Go's resolver refuses an IP as an
-// SRV target, and the prober resolves the target name when it connects.
-func srvRecord(name string, port uint16) dns.RR {
-	return &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: 1}, Target: "localhost.", Port: port, Weight: 1}
+// srvRecord points name at localhost in zone file syntax: Go's resolver
+// refuses an IP as an SRV target, and the prober resolves the target name
+// when it connects.
+func srvRecord(name string, port uint16) string {
+	return fmt.Sprintf("%s 1 IN SRV 0 1 %d localhost.", name, port)
 }

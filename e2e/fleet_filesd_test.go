@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -125,21 +123,8 @@ func checkLedgerAgainstCounts(t *testing.T, recs map[pairID][]ledger.Record, w *
 }
 
 // writeTargetGroups replaces dir/fleet.json with one target group of
-// addrs, by rename so the watcher never reads half a file.
+// addrs.
 func writeTargetGroups(t *testing.T, dir string, addrs []string) {
 	t.Helper()
-	if addrs == nil {
-		addrs = []string{}
-	}
-	b, err := json.Marshal([]map[string]any{{"targets": addrs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "fleet.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "fleet.json")); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.WriteFileSD(t, filepath.Join(dir, "fleet.json"), addrs, nil)
 }
