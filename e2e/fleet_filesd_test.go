@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -81,7 +82,8 @@ func waitGone(t *testing.T, w *fleetWatch, id pairID) {
 // checkLedgerAgainstCounts: per replica, the ledger holds seqs 1..n once
 // each, n equals the pair's last offered count, and its records by
 // disposition equal the last disposition counters plus what was still in
-// flight (which finished and was recorded after the last scrape).
+// flight (which finished and was recorded after the last scrape), and
+// none was cancelled by the removal or the shutdown.
 func checkLedgerAgainstCounts(t *testing.T, recs map[pairID][]ledger.Record, w *fleetWatch, addrs []string) {
 	t.Helper()
 	for _, a := range addrs {
@@ -105,6 +107,9 @@ func checkLedgerAgainstCounts(t *testing.T, recs map[pairID][]ledger.Record, w *
 		byDisp := map[string]float64{}
 		for _, r := range rs {
 			byDisp[string(r.Disposition)]++
+			if r.Reason == probe.ReasonRemoved || r.Reason == probe.ReasonShutdown {
+				t.Errorf("%s: request %d cancelled (%s): it should have finished within the grace period", id, r.Seq, r.Reason)
+			}
 		}
 		var counted float64
 		for d, n := range last.byDisposition {
