@@ -82,8 +82,9 @@ func waitGone(t *testing.T, w *fleetWatch, id pairID) {
 // checkLedgerAgainstCounts: per replica, the ledger holds seqs 1..n once
 // each, n equals the pair's last offered count, and its records by
 // disposition equal the last disposition counters plus what was still in
-// flight (which finished and was recorded after the last scrape), and
-// none was cancelled by the removal or the shutdown.
+// flight (which finished and was recorded after the last scrape), none
+// was cancelled by the removal or the shutdown, and the last one ended
+// before the pair's series went.
 func checkLedgerAgainstCounts(t *testing.T, recs map[pairID][]ledger.Record, w *fleetWatch, addrs []string) {
 	t.Helper()
 	for _, a := range addrs {
@@ -105,11 +106,20 @@ func checkLedgerAgainstCounts(t *testing.T, recs map[pairID][]ledger.Record, w *
 			t.Errorf("%s: %d ledger records, last offered %g", id, len(rs), last.offered)
 		}
 		byDisp := map[string]float64{}
+		var lastEnd time.Time
 		for _, r := range rs {
 			byDisp[string(r.Disposition)]++
+			if r.Sent != nil && r.E2ELS != nil {
+				if end := r.Sent.Add(time.Duration(*r.E2ELS * float64(time.Second))); end.After(lastEnd) {
+					lastEnd = end
+				}
+			}
 			if r.Reason == probe.ReasonRemoved || r.Reason == probe.ReasonShutdown {
 				t.Errorf("%s: request %d cancelled (%s): it should have finished within the grace period", id, r.Seq, r.Reason)
 			}
+		}
+		if gone := w.gone(id); gone.IsZero() || lastEnd.After(gone) {
+			t.Errorf("%s: its last request ended at %s, its series were gone by %s: they must go only after it", id, lastEnd.Format(time.StampMilli), gone.Format(time.StampMilli))
 		}
 		var counted float64
 		for d, n := range last.byDisposition {

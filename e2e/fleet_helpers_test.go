@@ -79,6 +79,7 @@ type fleetWatch struct {
 	errs    []string
 	current map[pairID]pairCount // pairs in the last scrape
 	last    map[pairID]pairCount // every pair ever seen, as last seen
+	goneAt  map[pairID]time.Time // when a scrape first lacked a pair seen before
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -91,7 +92,7 @@ type pairCount struct {
 
 func watchFleet(t *testing.T, p *daemontest.Proc) *fleetWatch {
 	t.Helper()
-	w := &fleetWatch{url: p.URL("/metrics"), last: map[pairID]pairCount{}, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &fleetWatch{url: p.URL("/metrics"), last: map[pairID]pairCount{}, goneAt: map[pairID]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	t.Cleanup(w.halt)
 	return w
@@ -118,6 +119,7 @@ func (w *fleetWatch) scrape() {
 	if err != nil {
 		return
 	}
+	fetched := time.Now()
 	cur := map[pairID]pairCount{}
 	get := func(m *dto.Metric) (pairID, pairCount) {
 		l := promtext.Labels(m)
@@ -155,6 +157,12 @@ func (w *fleetWatch) scrape() {
 			w.errs = append(w.errs, fmt.Sprintf("scrape %d, %s: offered %g, dispositions %g + in flight %g", w.scrapes, id, c.offered, sum, c.inFlight))
 		}
 		w.last[id] = c
+		delete(w.goneAt, id)
+	}
+	for id := range w.last {
+		if _, there := cur[id]; !there && w.goneAt[id].IsZero() {
+			w.goneAt[id] = fetched
+		}
 	}
 	w.current = cur
 }
@@ -210,6 +218,14 @@ func (w *fleetWatch) final(id pairID) pairCount {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last[id]
+}
+
+// gone returns when a scrape first lacked id after it had been seen; zero
+// while it is there.
+func (w *fleetWatch) gone(id pairID) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.goneAt[id]
 }
 
 // waitProbed waits until exactly addrs of target are probed and returns
