@@ -24,17 +24,20 @@ import (
 )
 
 // fleetProbe is the probe every fleet test runs: a steady open-loop chat
-// at 10 requests per second per replica, with room for every request a
-// slow replica holds in flight.
+// at 10 requests per second per replica with constant gaps, with room for
+// every request a slow replica holds in flight, judged against a 99%
+// objective.
 const fleetProbe = `probes:
   - name: chat
     api: chat
     rate: 10
-    timeout: 10s
+    burstiness: inf
     max_in_flight: 64
+    timeout: 10s
     request: {max_tokens: 16}
     workload: {prompts: [{messages: [{role: user, content: hi}]}]}
     quality: {finish_reasons: [stop, length]}
+    objective: 0.99
 `
 
 // startFleetSims starts n simulators on 127.0.0.1, each with the faults f,
