@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 
@@ -30,6 +31,10 @@ type daemonFlags struct {
 	maxServerSeries int
 	// webLimits bound the web server's connections (webserver.go).
 	webLimits webLimits
+	// dnsServer is the host:port of the DNS server dns discovery asks
+	// instead of the system's; "" = the system's. Hidden: it exists for
+	// the end-to-end tests, which serve their own records.
+	dnsServer string
 }
 
 func daemonCommand(app *kingpin.Application) action {
@@ -39,6 +44,8 @@ func daemonCommand(app *kingpin.Application) action {
 	cmd.Flag("config.check", "Validate the configuration file, print what is wrong and exit 0 (valid) or 1.").BoolVar(&f.configCheck)
 	cmd.Flag("server-metrics.max-series-per-target", "Most server series re-exported per target; past it series are dropped and counted in vllm_prober_server_series_dropped_total.").
 		Default(strconv.Itoa(server.DefaultMaxSeriesPerTarget)).IntVar(&f.maxServerSeries)
+	cmd.Flag("discovery.dns-server", "host:port of the only DNS server dns discovery asks, instead of the system's (for tests).").
+		Hidden().StringVar(&f.dnsServer)
 	addWebFlags(cmd, f, ":9478")
 	return func(ctx context.Context, logger *slog.Logger) int {
 		if f.configCheck {
@@ -51,6 +58,12 @@ func daemonCommand(app *kingpin.Application) action {
 		if f.webLimits.maxConnections < 1 {
 			logger.Error("Invalid flag", "flag", "--web.max-connections", "value", f.webLimits.maxConnections, "err", "must be at least 1")
 			return 2
+		}
+		if f.dnsServer != "" {
+			if _, _, err := net.SplitHostPort(f.dnsServer); err != nil {
+				logger.Error("Invalid flag", "flag", "--discovery.dns-server", "value", f.dnsServer, "err", err)
+				return 2
+			}
 		}
 		if err := runDaemon(ctx, logger, f, daemonHooks{}); err != nil {
 			logger.Error("Daemon failed", "err", err)

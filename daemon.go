@@ -172,7 +172,7 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig, new
 		ready:   make(chan struct{}),
 	}
 	if newSource == nil {
-		newSource = newDiscoverer
+		newSource = newDiscoverer(f.dnsServer)
 	}
 	discoveryMetrics := collector.NewDiscoveryMetrics()
 	d.fleet = newFleet(logger, newSource, discoveryMetrics, d.replicasChanged)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
 	"reflect"
 	"slices"
 	"sync"
@@ -227,7 +228,18 @@ func (f *fleet) stop() {
 	f.running.Wait()
 }
 
-// newDiscoverer is the production newReplicaSource.
-func newDiscoverer(c discovery.Config, baseDir string, logger *slog.Logger) (replicaSource, error) {
-	return discovery.New(c, discovery.Options{BaseDir: baseDir, Logger: logger})
+// newDiscoverer returns the production newReplicaSource; dnsServer, when
+// not "", is the host:port of the only DNS server dns discovery asks (the
+// hidden flag --discovery.dns-server, for tests), else the system's.
+func newDiscoverer(dnsServer string) newReplicaSource {
+	var resolver *net.Resolver
+	if dnsServer != "" {
+		resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, dnsServer)
+		}}
+	}
+	return func(c discovery.Config, baseDir string, logger *slog.Logger) (replicaSource, error) {
+		return discovery.New(c, discovery.Options{BaseDir: baseDir, Logger: logger, Resolver: resolver})
+	}
 }

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
@@ -94,20 +95,10 @@ func startReplicas(t *testing.T, n int) []string {
 }
 
 // writeFileSD replaces dir/fleet.json with one group of addrs, labelled
-// zone=a, in one rename so the watcher never reads half a file.
+// zone=a.
 func writeFileSD(t *testing.T, dir string, addrs []string) {
 	t.Helper()
-	b, err := json.Marshal([]map[string]any{{"targets": addrs, "labels": map[string]string{"zone": "a"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "fleet.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "fleet.json")); err != nil {
-		t.Fatal(err)
-	}
+	daemontest.WriteFileSD(t, filepath.Join(dir, "fleet.json"), addrs, map[string]string{"zone": "a"})
 }
 
 // waitReplicas waits until exactly the replicas addrs have accepted

@@ -1,104 +1,31 @@
 package discovery
 
 import (
-	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/internal/dnstest"
 )
 
-// zone is what the test DNS server answers: records by name (fully
-// qualified, lower case), SERVFAIL for the names in servfail, nothing at
-// all for the names in silent, NXDOMAIN for any other name.
-type zone struct {
-	mu       sync.Mutex
-	records  map[string][]dns.RR
-	servfail map[string]bool
-	silent   map[string]bool
-}
-
-// set replaces the records of name, given in zone file syntax.
-func (z *zone) set(t *testing.T, name string, rrs ...string) {
+// startDNS serves a zone on 127.0.0.1, whose name slow.test. never
+// answers, and returns it with a resolver that asks only it.
+func startDNS(t *testing.T) (*dnstest.Zone, *net.Resolver) {
 	t.Helper()
-	var parsed []dns.RR
-	for _, s := range rrs {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parsed = append(parsed, rr)
-	}
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.records[name] = parsed
-	delete(z.servfail, name)
-}
-
-// fail makes name answer SERVFAIL.
-func (z *zone) fail(name string) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.servfail[name] = true
-}
-
-func (z *zone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	m := new(dns.Msg)
-	m.SetReply(req)
-	m.Authoritative = true
-	for _, q := range req.Question {
-		if z.silent[q.Name] {
-			return
-		}
-		rrs, known := z.records[q.Name]
-		switch {
-		case z.servfail[q.Name]:
-			m.Rcode = dns.RcodeServerFailure
-		case !known:
-			m.Rcode = dns.RcodeNameError
-		}
-		for _, rr := range rrs {
-			if rr.Header().Rrtype == q.Qtype {
-				m.Answer = append(m.Answer, rr)
-			}
-		}
-	}
-	_ = w.WriteMsg(m)
-}
-
-// startDNS serves a zone on 127.0.0.1 and returns it with a resolver that
-// asks only it.
-func startDNS(t *testing.T) (*zone, *net.Resolver) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	z := &zone{records: map[string][]dns.RR{}, servfail: map[string]bool{}, silent: map[string]bool{"slow.test.": true}}
-	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: z, NotifyStartedFunc: func() { close(started) }}
-	go func() { _ = srv.ActivateAndServe() }()
-	<-started
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
+	z, _, r := dnstest.Start(t)
+	z.Silence("slow.test.")
 	return z, r
 }
 
 func TestDNSLookup(t *testing.T) {
 	z, r := startDNS(t)
-	z.set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.2", "vllm.test. 5 IN A 10.0.0.1",
+	z.Set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.2", "vllm.test. 5 IN A 10.0.0.1",
 		"vllm.test. 5 IN AAAA fd00::2", "vllm.test. 5 IN AAAA fd00::1")
-	z.set(t, "other.test.", "other.test. 5 IN A 10.0.0.3", "other.test. 5 IN A 10.0.0.1")
-	z.set(t, "empty.test.")
-	z.set(t, "_http._tcp.vllm.test.",
+	z.Set(t, "other.test.", "other.test. 5 IN A 10.0.0.3", "other.test. 5 IN A 10.0.0.1")
+	z.Set(t, "empty.test.")
+	z.Set(t, "_http._tcp.vllm.test.",
 		"_http._tcp.vllm.test. 5 IN SRV 0 0 8001 vllm-1.vllm.test.",
 		"_http._tcp.vllm.test. 5 IN SRV 0 0 8000 vllm-0.vllm.test.",
 		"_http._tcp.vllm.test. 5 IN SRV 0 0 8000 .")
@@ -141,8 +68,8 @@ func TestDNSLookup(t *testing.T) {
 // last set, and that changed answers are reported.
 func TestDNSChanges(t *testing.T) {
 	z, r := startDNS(t)
-	z.set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.1")
-	z.set(t, "other.test.", "other.test. 5 IN A 10.0.0.5")
+	z.Set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.1")
+	z.Set(t, "other.test.", "other.test. 5 IN A 10.0.0.5")
 	c := DNSConfig{Names: []string{"vllm.test.", "other.test."}, Port: 8000, Refresh: model.Duration(50 * time.Millisecond)}
 	d, err := New(Config{DNS: &c}, Options{Resolver: r})
 	if err != nil {
@@ -151,20 +78,20 @@ func TestDNSChanges(t *testing.T) {
 	run := start(t, d)
 	run.wantUpdate(replicas("10.0.0.1:8000", "10.0.0.5:8000"), false)
 
-	z.set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.1", "vllm.test. 5 IN A 10.0.0.2")
+	z.Set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.1", "vllm.test. 5 IN A 10.0.0.2")
 	run.wantUpdate(replicas("10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.5:8000"), false)
 
-	z.fail("other.test.")
+	z.Fail("other.test.")
 	run.wantFail("dns: A records of other.test.: lookup other.test. on ", ": server misbehaving")
 	// The set is what it was before the failure, so answering it again
 	// reports nothing: the next update is the next change.
-	z.set(t, "other.test.", "other.test. 5 IN A 10.0.0.5")
+	z.Set(t, "other.test.", "other.test. 5 IN A 10.0.0.5")
 	time.Sleep(200 * time.Millisecond)
-	z.set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.2")
+	z.Set(t, "vllm.test.", "vllm.test. 5 IN A 10.0.0.2")
 	run.wantUpdate(replicas("10.0.0.2:8000", "10.0.0.5:8000"), true)
 
-	z.set(t, "vllm.test.")
-	z.set(t, "other.test.")
+	z.Set(t, "vllm.test.")
+	z.Set(t, "other.test.")
 	run.wantUpdate(replicas(), false)
 }
 
