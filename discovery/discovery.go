@@ -45,7 +45,9 @@ type source interface {
 // watcher is a source that also notices changes between refreshes: watch
 // calls changed for each one until ctx ends.
 type watcher interface {
-	watch(ctx context.Context, changed func())
+	// watch sets its watches up, calls watching, then calls changed after
+	// each change until ctx ends.
+	watch(ctx context.Context, watching, changed func())
 }
 
 // ConfigError is an invalid discovery block, as New reports it. The
@@ -123,14 +125,24 @@ func (d *Discoverer) Run(ctx context.Context, update func([]Replica), fail func(
 	defer wg.Wait()
 	changed := make(chan struct{}, 1) // changes that come during a refresh make one more
 	if w, ok := d.src.(watcher); ok {
+		// The first refresh waits for the watches, so a change made just
+		// after it is seen, not left to the refresh interval.
+		ready := make(chan struct{})
+		watching := sync.OnceFunc(func() { close(ready) })
 		wg.Go(func() {
-			w.watch(ctx, func() {
+			defer watching()
+			w.watch(ctx, watching, func() {
 				select {
 				case changed <- struct{}{}:
 				default:
 				}
 			})
 		})
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
 	}
 	tick := time.NewTicker(d.refresh)
 	defer tick.Stop()

@@ -103,9 +103,10 @@ func (s *fileSource) files() []string {
 
 // watch watches the directories of the globs, as Prometheus' file_sd does
 // (a file replaced by a rename keeps no watch of its own), and calls
-// changed once a change in them has settled. A directory that
+// changed once a change in them has settled; it calls watching once the
+// directories are watched. A directory that
 // cannot be watched is logged and left to the refresh interval.
-func (s *fileSource) watch(ctx context.Context, changed func()) {
+func (s *fileSource) watch(ctx context.Context, watching, changed func()) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		s.logger.Warn("Cannot watch file_sd files, reading them every refresh only", "err", err)
@@ -117,6 +118,7 @@ func (s *fileSource) watch(ctx context.Context, changed func()) {
 			s.logger.Warn("Cannot watch a file_sd directory, reading it every refresh only", "dir", dir, "err", err)
 		}
 	}
+	watching()
 	quiet := time.NewTimer(settle)
 	quiet.Stop()
 	defer quiet.Stop()
