@@ -28,6 +28,7 @@ type FleetOptions struct {
 	Warmup, Duration          time.Duration
 	ScrapeEvery               time.Duration // /metrics scrapes while measuring (0 = never)
 	Fetches                   int           // timed /metrics and status page fetches after measuring
+	NoServerMetrics           bool          // metrics_path "": the replicas' /metrics are not scraped
 }
 
 // FleetResult is what the daemon used probing a fleet, and how fast it
@@ -134,6 +135,9 @@ func fleetConfig(dir string, addrs []string, o FleetOptions) (string, error) {
 			return "", fmt.Errorf("write %s: %w", file, err)
 		}
 		fmt.Fprintf(&b, "  - name: fleet-%02d\n    model: sim-llama\n    discovery: {file_sd: {files: [%q]}}\n", i, file)
+		if o.NoServerMetrics {
+			b.WriteString("    metrics_path: \"\"\n")
+		}
 	}
 	writeProbes(&b, o.Probes, o.Rate)
 	return b.String(), nil

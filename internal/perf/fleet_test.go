@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +15,39 @@ import (
 // TestFleetConfig checks that the fleet run's configuration loads and that
 // its file_sd files make every replica address a pair with every probe.
 func TestFleetConfig(t *testing.T) {
+	for _, noServer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no server metrics %v", noServer), func(t *testing.T) {
+			cfg := loadFleetConfig(t, FleetOptions{Targets: 2, Replicas: 3, Probes: 2, Rate: 0.1, NoServerMetrics: noServer})
+			replicas := map[string][]discovery.Replica{}
+			for _, tg := range cfg.Targets {
+				replicas[tg.Name] = discoverOnce(t, *tg.Discovery)
+				if (tg.MetricsPath == "") != noServer {
+					t.Errorf("target %s: metrics_path %q", tg.Name, tg.MetricsPath)
+				}
+			}
+			pairs := cfg.PairsWith(replicas)
+			var urls []string
+			for _, p := range pairs {
+				if p.Key.Replica == "" || p.Probe.Rate != 0.1 {
+					t.Errorf("pair %s: rate %g", p.Key, p.Probe.Rate)
+				}
+				urls = append(urls, p.Target.URL)
+			}
+			slices.Sort(urls)
+			if urls = slices.Compact(urls); len(pairs) != 12 || len(urls) != 6 {
+				t.Errorf("%d pairs over %d replica URLs %q, want 12 over 6", len(pairs), len(urls), urls)
+			}
+		})
+	}
+}
+
+// loadFleetConfig writes the fleet run's config for six replica addresses
+// and loads it.
+func loadFleetConfig(t *testing.T, o FleetOptions) *config.Config {
+	t.Helper()
 	dir := t.TempDir()
 	addrs := []string{"127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003", "127.0.0.1:1004", "127.0.0.1:1005", "127.0.0.1:1006"}
-	text, err := fleetConfig(dir, addrs, FleetOptions{Targets: 2, Replicas: 3, Probes: 2, Rate: 0.1})
+	text, err := fleetConfig(dir, addrs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,22 +59,7 @@ func TestFleetConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	replicas := map[string][]discovery.Replica{}
-	for _, tg := range cfg.Targets {
-		replicas[tg.Name] = discoverOnce(t, *tg.Discovery)
-	}
-	var urls []string
-	for _, p := range cfg.PairsWith(replicas) {
-		if p.Key.Replica == "" || p.Probe.Rate != 0.1 {
-			t.Errorf("pair %s: rate %g", p.Key, p.Probe.Rate)
-		}
-		urls = append(urls, p.Target.URL)
-	}
-	slices.Sort(urls)
-	urls = slices.Compact(urls)
-	if len(cfg.PairsWith(replicas)) != 12 || len(urls) != len(addrs) {
-		t.Errorf("%d pairs over %d replica URLs %q, want 12 over %d", len(cfg.PairsWith(replicas)), len(urls), urls, len(addrs))
-	}
+	return cfg
 }
 
 // discoverOnce returns the first set c's discoverer reports.
