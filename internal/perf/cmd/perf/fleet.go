@@ -35,11 +35,11 @@ func runFleet(ctx context.Context, o options) ([]row, error) {
 			name, r.Replicas, r.Pairs, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks,
 			r.CorePercent, mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes, r.Series, r.SeriesPerPair, r.ServerSeries, r.Metrics, r.StatusBytes, r.Status)
 		rows = append(rows,
-			row{"5 fleet", name + " (daemon process)", fmt.Sprintf("%.1f%% core, RSS %.1f MiB (%d pairs, %.0f requests in %s)",
+			row{"3 fleet", name + " (daemon process)", fmt.Sprintf("%.1f%% core, RSS %.1f MiB (%d pairs, %.0f requests in %s)",
 				r.CorePercent, mib(r.RSS), r.Pairs, r.Requests, r.Duration.Round(time.Second)), "≤ 1 core", meets(r.CorePercent <= 100)},
-			row{"5 fleet", name + ", /metrics", fmt.Sprintf("p50 %s, p99 %s; %.0f KB, %d series (%.1f per replica pair, %d of server metrics)",
+			row{"3 fleet", name + ", /metrics", fmt.Sprintf("p50 %s, p99 %s; %.0f KB, %d series (%.1f per replica pair, %d of server metrics)",
 				msStr(r.Metrics.P50), msStr(r.Metrics.P99), float64(r.ScrapeBytes)/1e3, r.Series, r.SeriesPerPair, r.ServerSeries), "", ""},
-			row{"5 fleet", name + ", status page", fmt.Sprintf("p50 %s, p99 %s; %.0f KB",
+			row{"3 fleet", name + ", status page", fmt.Sprintf("p50 %s, p99 %s; %.0f KB",
 				msStr(r.Status.P50), msStr(r.Status.P99), float64(r.StatusBytes)/1e3), "", ""})
 	}
 	return rows, nil

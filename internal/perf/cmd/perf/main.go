@@ -3,7 +3,7 @@
 // simulator's ground truth, open-loop schedule accuracy, the daemon's CPU
 // and memory cost, its cost probing a 400-pair fleet, the /metrics scrape cost and the hot paths.
 //
-//	go run ./internal/perf/cmd/perf            # everything, ~9 minutes
+//	go run ./internal/perf/cmd/perf            # everything, ~13 minutes
 //	go run ./internal/perf/cmd/perf -only cost # one part
 //	go run ./internal/perf/cmd/perf -only schedule.workers # bench as worker processes only
 package main
