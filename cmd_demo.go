@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -60,22 +62,40 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 	if f.faults {
 		opts.Faults = demoFaults()
 	}
-	sim, err := simulator.New(opts)
-	if err != nil {
-		return fmt.Errorf("start simulator: %w", err)
+	// The first simulator is the static target sim and, with a second,
+	// a replica of the file_sd target fleet.
+	var simURLs, replicas []string
+	for i := range 2 {
+		o := opts
+		o.Seed += int64(i)
+		sim, err := simulator.New(o)
+		if err != nil {
+			return fmt.Errorf("start simulator: %w", err)
+		}
+		u, err := sim.Start("127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start simulator: %w", err)
+		}
+		defer sim.Close()
+		simURLs = append(simURLs, u)
+		replicas = append(replicas, strings.TrimPrefix(u, "http://"))
 	}
-	simURL, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("start simulator: %w", err)
-	}
-	defer sim.Close()
+	simURL := simURLs[0]
 
 	dir, err := os.MkdirTemp("", "vllm-prober-demo-")
 	if err != nil {
 		return fmt.Errorf("demo directory: %w", err)
 	}
+	sdPath := filepath.Join(dir, "fleet.json")
+	sd, err := json.Marshal([]map[string]any{{"targets": replicas, "labels": map[string]string{"zone": "demo"}}})
+	if err != nil {
+		return fmt.Errorf("write demo file_sd: %w", err)
+	}
+	if err := os.WriteFile(sdPath, sd, 0o600); err != nil {
+		return fmt.Errorf("write demo file_sd: %w", err)
+	}
 	cfgPath := filepath.Join(dir, "vllm-prober.yml")
-	if err := os.WriteFile(cfgPath, []byte(demoConfig(simURL, dir, f.seed)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(demoConfig(simURL, sdPath, dir, f.seed)), 0o600); err != nil {
 		return fmt.Errorf("write demo config: %w", err)
 	}
 	f.daemon.configFile = cfgPath
@@ -85,6 +105,7 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 	hooks := daemonHooks{
 		listening: func(addrs []net.Addr) {
 			fmt.Fprintf(out, "vllm-prober demo\n  simulator:   %s (model %s)\n", simURL, opts.Model)
+			fmt.Fprintf(out, "  fleet:       %s, file_sd %s\n", strings.Join(replicas, ", "), sdPath)
 			for _, a := range addrs {
 				fmt.Fprintf(out, "  status page: http://%s/\n  metrics:     http://%s%s\n", a, a, f.daemon.telemetryPath)
 			}
@@ -168,7 +189,7 @@ func writeSummary(out io.Writer, now time.Time, pairs []status.PairStats) {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
-			p.Target, p.Probe, p.Offered, p.InFlight, p.AcceptedSinceStart, failed, p.Completed, p.Goodput,
+			pairTarget(p), p.Probe, p.Offered, p.InFlight, p.AcceptedSinceStart, failed, p.Completed, p.Goodput,
 			status.FormatPct(p.Acceptance), status.FormatMs(p.TTFTP50), status.FormatMs(p.TTFTP99),
 			status.FormatMs(p.ITLP50), status.FormatMs(p.ITLP99))
 	}
@@ -188,7 +209,7 @@ func writeFinal(out io.Writer, pairs []status.PairStats) {
 	}
 	fmt.Fprint(tw, "\tabandoned\tacceptance\t\n")
 	for _, p := range pairs {
-		fmt.Fprintf(tw, "%s\t%s\t%d", p.Target, p.Probe, p.Offered)
+		fmt.Fprintf(tw, "%s\t%s\t%d", pairTarget(p), p.Probe, p.Offered)
 		for _, d := range probe.Dispositions {
 			fmt.Fprintf(tw, "\t%d", p.Dispositions[d])
 		}
@@ -197,9 +218,20 @@ func writeFinal(out io.Writer, pairs []status.PairStats) {
 	tw.Flush()
 }
 
+// pairTarget is a pair's target column in the demo's tables: the target,
+// and for a replica "@host:port" (config.PairKey's form), one word.
+func pairTarget(p status.PairStats) string {
+	if p.Replica == "" {
+		return p.Target
+	}
+	return p.Target + "@" + p.Replica
+}
+
 // demoConfig is the built-in config: a chat probe with a quality check and
-// a completions probe, fast enough that numbers move within seconds.
-func demoConfig(simURL, dir string, seed int64) string {
+// a completions probe, fast enough that numbers move within seconds, on the
+// simulator at simURL, and the chat probe on each replica of a fleet the
+// file_sd file sdPath lists.
+func demoConfig(simURL, sdPath, dir string, seed int64) string {
 	return fmt.Sprintf(`# Built-in demo config, written by vllm-prober demo.
 global:
   ledger: {path: %q, record_text: failures}
@@ -207,6 +239,9 @@ global:
 targets:
   - name: sim
     url: %s
+  - name: fleet
+    discovery: {file_sd: {files: [%q]}}
+    probes: [chat-arithmetic]
 probes:
   - name: chat-arithmetic
     api: chat
@@ -233,7 +268,7 @@ probes:
       random: {input_tokens: 256, output_tokens: 64, range_ratio: 0.2, seed: %d}
     slo: {ttft: 1s, tpot: 100ms, e2el: 10s}
     objective: 0.99
-`, filepath.Join(dir, "ledger.jsonl"), simURL, seed)
+`, filepath.Join(dir, "ledger.jsonl"), simURL, sdPath, seed)
 }
 
 // demoFaults is the mix --faults turns on: a few percent of each failure a

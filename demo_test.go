@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +30,8 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// sumBy sums a family's values per (target, probe).
+// sumBy sums a family's values per pair, "target/probe" or
+// "target@replica/probe" (the demo's tables' form).
 func sumBy(f *dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
 	if f == nil {
@@ -37,10 +39,22 @@ func sumBy(f *dto.MetricFamily) map[string]float64 {
 	}
 	for _, m := range f.GetMetric() {
 		l := promtext.Labels(m)
-		out[l["target"]+"/"+l["probe"]] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		out[demoPair(l["target"], l["replica"], l["probe"])] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 	}
 	return out
 }
+
+// demoPair names a pair as the demo's tables do.
+func demoPair(target, replica, probeName string) string {
+	if replica != "" {
+		target += "@" + replica
+	}
+	return target + "/" + probeName
+}
+
+// demoPairs is the demo's pairs: two on the static target sim, one per
+// replica of the file_sd target fleet.
+const demoPairs = 4
 
 func TestDemo(t *testing.T) {
 	metricsURL, head, sc := daemontest.StartDemo(t, binary, "--duration=20s", "--summary.interval=1s")
@@ -72,16 +86,22 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	offered, done, inFlight := sumBy(fams["vllm_probe_requests_offered_total"]), sumBy(fams["vllm_probe_requests_total"]), sumBy(fams["vllm_probe_requests_in_flight"])
-	if len(offered) != 2 {
-		t.Errorf("offered for %d pairs, want 2: %v", len(offered), offered)
+	if len(offered) != demoPairs {
+		t.Errorf("offered for %d pairs, want %d: %v", len(offered), demoPairs, offered)
+	}
+	if got := fams["vllm_prober_discovery_replicas"]; got == nil || got.GetMetric()[0].GetGauge().GetValue() != 2 {
+		t.Errorf("vllm_prober_discovery_replicas is not 2: %v", got)
+	}
+	if !strings.Contains(out.String(), "fleet@") {
+		t.Errorf("summary lacks the fleet's replica rows:\n%s", out.String())
 	}
 	for pair, o := range offered {
 		if o == 0 || o != done[pair]+inFlight[pair] {
 			t.Errorf("%s: offered %v != finished %v + in flight %v", pair, o, done[pair], inFlight[pair])
 		}
 	}
-	if got := fams["vllm_probe_server_scrape_success"]; got == nil || got.GetMetric()[0].GetGauge().GetValue() != 1 {
-		t.Errorf("vllm_probe_server_scrape_success is not 1: %v", got)
+	if got := fams["vllm_probe_server_scrape_success"]; got == nil || len(got.GetMetric()) != 3 || slices.ContainsFunc(got.GetMetric(), func(m *dto.Metric) bool { return m.GetGauge().GetValue() != 1 }) {
+		t.Errorf("vllm_probe_server_scrape_success is not 1 for sim and both replicas: %v", got)
 	}
 	var serverSeries int
 	for name, f := range fams {
@@ -90,11 +110,7 @@ func TestDemo(t *testing.T) {
 		}
 		for _, m := range f.GetMetric() {
 			serverSeries++
-			var ok bool
-			for _, l := range m.GetLabel() {
-				ok = ok || (l.GetName() == "target" && l.GetValue() == "sim")
-			}
-			if !ok {
+			if l := promtext.Labels(m); !(l["target"] == "sim" && l["replica"] == "" || l["target"] == "fleet" && l["replica"] != "") {
 				t.Errorf("%s series without target label: %v", name, m.GetLabel())
 			}
 		}
@@ -159,7 +175,7 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 	}
 	hand := map[string]map[string]int{}
 	for _, r := range recs {
-		pair := r.Target + "/" + r.Probe
+		pair := demoPair(r.Target, r.Replica, r.Probe)
 		if hand[pair] == nil {
 			hand[pair] = map[string]int{}
 		}
@@ -169,8 +185,8 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 			hand[pair]["abandoned"]++
 		}
 	}
-	if len(table) != 2 || len(hand) != 2 {
-		t.Fatalf("final table has pairs %v, ledger %v; want the demo's 2", table, hand)
+	if len(table) != demoPairs || len(hand) != demoPairs {
+		t.Fatalf("final table has pairs %v, ledger %v; want the demo's %d", table, hand, demoPairs)
 	}
 	var notAccepted int
 	for pair, cols := range table {

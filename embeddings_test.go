@@ -11,7 +11,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
@@ -58,13 +57,8 @@ func TestEmbeddingsAgainstSimulator(t *testing.T) {
 		n := countsBy(gatherByName(t, d)[metricname.Requests], "probe")
 		return n["embed"] >= 20 && n["embed-512"] >= 20
 	})
-	d.shutdown()
-	d.closeLedger()
+	recs := stopAndReadLedger(t, d, path)
 	fams := gatherByName(t, d)
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %v, %d torn lines", err, torn)
-	}
 
 	// The hand count: per probe, disposition and flags.
 	count := map[string]int{}

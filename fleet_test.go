@@ -41,14 +41,7 @@ targets:
   - name: fleet
     model: sim-llama
     discovery: {file_sd: {files: [fleet.json], refresh: 1s}}
-probes:
-  - name: chat
-    api: chat
-    rate: 10
-    timeout: 5s
-    workload: {prompts: [{messages: [{role: user, content: hi}]}]}
-    quality: {finish_reasons: [stop, length]}
-`, ledgerPath))
+`+fleetChatProbe, ledgerPath))
 	d := startInProcess(t, cfgPath)
 
 	waitReplicas(t, d, addrs[:1])
@@ -74,6 +67,17 @@ probes:
 		t.Errorf("replica %s: offered %g, ledger records %d", addrs[2], offered, n)
 	}
 }
+
+// fleetChatProbe is the probes of the fleet tests' configs: one chat
+// probe, "chat", at 10/s.
+const fleetChatProbe = `probes:
+  - name: chat
+    api: chat
+    rate: 10
+    timeout: 5s
+    workload: {prompts: [{messages: [{role: user, content: hi}]}]}
+    quality: {finish_reasons: [stop, length]}
+`
 
 // startReplicas starts n simulators and returns their host:port.
 func startReplicas(t *testing.T, n int) []string {

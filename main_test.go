@@ -62,6 +62,7 @@ func TestCommandLine(t *testing.T) {
 		{"simulate bad fault rate", []string{"simulate", "--fault.http-500=2", "--web.listen-address=127.0.0.1:0"}, 1, []string{"must be in [0, 1]"}},
 		{"config check minimal", []string{"--config.file=deploy/examples/minimal.yml", "--config.check"}, 0, []string{"SUCCESS"}},
 		{"config check full", []string{"--config.file=deploy/examples/full.yml", "--config.check"}, 0, []string{"SUCCESS"}},
+		{"config check reasoning-tools", []string{"--config.file=deploy/examples/reasoning-tools.yml", "--config.check"}, 0, []string{"SUCCESS: 1 targets, 6 probes"}},
 		{"config check missing", []string{"--config.file=no-such.yml", "--config.check"}, 1, []string{"no-such.yml", "FAILED"}},
 		{"missing config", []string{"--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
 		{"config check bad dataset line", []string{"--config.file=testdata/bad-dataset/vllm-prober.yml", "--config.check"}, 1, []string{"FAILED", "prompts.jsonl:2: invalid JSON"}},

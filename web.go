@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe/history"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/schedule"
 	"github.com/vllm-prober/vllm-prober/status"
@@ -103,12 +104,14 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	replica, err := replicaParam(r)
+	// No replica: the static target's or gateway's records only, as
+	// before fleets; replica=* adds every replica's (docs/design.md, Fleets).
+	replica, err := replicaParam(r, true)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	recs := ofReplica(replica, limit, func(n int) []ledger.Record { return d.history.Recent(target, probeName, n) })
+	recs := d.history.RecentOf(history.Match{Target: target, Probe: probeName, Replica: replica}, limit)
 	if recs == nil {
 		recs = []ledger.Record{}
 	}
@@ -122,7 +125,7 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	replica, err := replicaParam(r)
+	replica, err := replicaParam(r, false)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -185,9 +188,14 @@ func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
 	}
 	// replica names a discovered replica's pair; the engine's set decides
 	// whether it runs, so an unknown one is "not running".
-	replica, err := replicaParam(r)
+	replica, err := replicaParam(r, false)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	tg, _ := d.safe.Get().Target(target)
+	if replica == "" && tg.URL == "" {
+		http.Error(w, fmt.Sprintf("target %q has no gateway (url), only replicas: add replica=host:port, one of %v", target, d.fleet.probed(tg)), http.StatusBadRequest)
 		return
 	}
 	stats, recent, ok := d.tracker.Pair(config.PairKey{Target: target, Probe: probeName, Replica: replica})
@@ -203,8 +211,10 @@ func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
 		Now:      now,
 		Stats:    stats,
 		Recent:   recent,
-		Failures: ofReplica(replica, 20, func(n int) []ledger.Record { return d.history.LastFailures(target, probeName, n) }),
+		Failures: d.history.LastFailuresOf(history.Match{Target: target, Probe: probeName, Replica: replica}, 20),
 		Target:   status.TargetState{Name: target, Replica: replica, Scrape: scrape},
+		// A gateway's page links its replicas' pages.
+		Replicas: d.gatewayReplicas(tg, replica),
 		// Over the client's window; the model is the target's, as its
 		// target_info reports it.
 		ServerTTFT: d.scraper.ServerTTFT(target, replica, scrape.Model, now.Add(-stats.Window), now),
@@ -235,28 +245,31 @@ func (d *daemon) targetRows(t config.Target) []status.TargetState {
 	return rows
 }
 
-// replicaParam returns the request's replica parameter: "" (a static
-// target or a gateway) or a discovered replica's host:port.
-func replicaParam(r *http.Request) (string, error) {
-	replica := r.URL.Query().Get("replica")
-	if replica == "" {
-		return "", nil
+// gatewayReplicas returns the replicas probed behind t's gateway when
+// replica is "" (the gateway's pair), none for a replica's pair.
+func (d *daemon) gatewayReplicas(t config.Target, replica string) []string {
+	if replica != "" {
+		return nil
 	}
-	if _, _, err := net.SplitHostPort(replica); err != nil || len(replica) > 300 {
-		return "", fmt.Errorf("replica must be a host:port, got %q", truncate(replica, 64))
-	}
-	return replica, nil
+	return d.fleet.probed(t)
 }
 
-// ofReplica returns up to limit records of get, those of one replica's
-// pair when replica is set (the history keeps every replica's own ring,
-// so they are all read, then filtered).
-func ofReplica(replica string, limit int, get func(limit int) []ledger.Record) []ledger.Record {
-	if replica == "" {
-		return get(limit)
+// replicaParam returns the request's replica parameter: "" (a static
+// target or a gateway), a discovered replica's host:port, or, when any,
+// history.AnyReplica ("*": every pair of the target and probe).
+func replicaParam(r *http.Request, orAny bool) (string, error) {
+	replica := r.URL.Query().Get("replica")
+	if replica == "" || orAny && replica == history.AnyReplica {
+		return replica, nil
 	}
-	recs := slices.DeleteFunc(get(0), func(rec ledger.Record) bool { return rec.Replica != replica })
-	return recs[:min(limit, len(recs))]
+	if _, _, err := net.SplitHostPort(replica); err != nil || len(replica) > 300 {
+		want := "a host:port"
+		if orAny {
+			want += " or *"
+		}
+		return "", fmt.Errorf("replica must be %s, got %q", want, truncate(replica, 64))
+	}
+	return replica, nil
 }
 
 // truncate bounds user input echoed in error messages.

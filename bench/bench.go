@@ -1,15 +1,19 @@
 // Package bench runs one-shot benchmarks (`vllm-prober bench`, a Go
-// counterpart of `vllm bench serve`) and capacity searches
-// (`vllm-prober capacity`) on top of the probe package: the same judge,
+// counterpart of `vllm bench serve`), capacity searches
+// (`vllm-prober capacity`) and the merge of sharded ones
+// (`vllm-prober merge`) on top of the probe package: the same judge,
 // dispositions and ledger as the daemon, vLLM's arrival process, and vLLM's
 // printed result block and saved JSON so numbers compare line by line.
 //
 // bench holds the commands: their flags, the server setup and ready check,
-// datasets, the vLLM result block and the files written. Its subpackages
-// hold the parts with a job of their own: bench/openloop sends planned
-// requests open loop, bench/stats computes what a run measured,
-// bench/capacity is the staircase search and its report, and bench/pyfmt
-// prints numbers as Python does.
+// the requests' sender and IDs, and the order in which a run sends,
+// computes, prints and saves. Its subpackages hold the parts with a job of
+// their own: bench/openloop sends planned requests open loop, bench/stats
+// computes what a run measured, bench/report prints and saves it in
+// vLLM's form, bench/dataset reads --dataset-path, bench/shard is what
+// sharded workers save and how merge joins it, bench/capacity is the
+// staircase search and its report, bench/plot draws the SVG reports, and
+// bench/pyfmt prints numbers as Python does.
 package bench
 
 import (
@@ -23,9 +27,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/dataset"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/report"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
@@ -59,7 +66,7 @@ func (e *Env) defaults() {
 
 // Outcome is a finished bench run.
 type Outcome struct {
-	Settings   Settings
+	Settings   report.Settings
 	Metrics    stats.Metrics
 	Run        *openloop.Run
 	ResultPath string // "" when not saved
@@ -83,7 +90,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 		return nil, err
 	}
 	defer req.Close()
-	s := Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
+	s := report.Settings{Backend: o.Backend, Label: o.Label, Model: o.Model, NumPrompts: o.NumPrompts,
 		RequestRate: o.RequestRate, Burstiness: o.Burstiness, MaxConcurrency: o.MaxConcurrency,
 		Goodput: o.Goodput, PercentileMetrics: o.PercentileMetrics, Percentiles: o.MetricPercentiles}
 	started := env.Now()
@@ -107,19 +114,19 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	if err := lg.Close(); err != nil {
 		env.Logger.Warn("ledger incomplete", "path", o.LedgerPath, "err", err)
 	}
-	m := stats.Compute(run, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
-	printFailures(env.Stdout, run)
-	printResult(env.Stdout, s, m)
-	printLedger(env.Stdout, s, m)
+	m := stats.Compute(run, stats.Options{Good: o.Goodput.Rule(), Percentiles: o.MetricPercentiles})
+	report.PrintFailures(env.Stdout, run)
+	report.PrintResult(env.Stdout, s, m)
+	report.PrintLedger(env.Stdout, s, m)
 	out := &Outcome{Settings: s, Metrics: m, Run: run}
 	if o.SaveResult {
 		var extra map[string]any
 		if o.sharded() {
-			extra = map[string]any{"shard": newShardFile(&o, s, run)}
+			extra = map[string]any{"shard": shard.NewFile(runID(&o), o.Shard, s, run)}
 		}
-		b, err := marshalResult(s, m, run, o.SaveDetailed, started, extra)
+		b, err := report.Marshal(s, m, run, o.SaveDetailed, started, extra)
 		if err == nil {
-			err = writeFile(resultPath, bytesWriter(b))
+			err = report.WriteFile(resultPath, report.Bytes(b))
 		}
 		if err != nil {
 			return out, fmt.Errorf("save result: %w", err)
@@ -128,7 +135,7 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 	}
 	if o.Plot != "" {
 		title := fmt.Sprintf("%s %s at %s req/s", o.Backend, s.Model, pyfmt.Float(o.RequestRate, 2))
-		if err := writeFile(o.Plot, func(w io.Writer) error { return plot.Run(w, run, title) }); err != nil {
+		if err := report.WriteFile(o.Plot, func(w io.Writer) error { return plot.Run(w, run, title) }); err != nil {
 			return out, fmt.Errorf("--plot %s: %w", o.Plot, err)
 		}
 	}
@@ -138,12 +145,12 @@ func Bench(ctx context.Context, o Options, env Env) (*Outcome, error) {
 // benchPrompts loads the dataset file; the random dataset is the probe
 // package's random workload (nil prompts) and forces ignore_eos, as vLLM
 // does for openai-compatible backends.
-func benchPrompts(o *Options) ([]prompt, error) {
+func benchPrompts(o *Options) ([]dataset.Prompt, error) {
 	if o.DatasetName == datasetRandom {
 		o.IgnoreEOS = true
 		return nil, nil
 	}
-	p, err := loadDataset(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
+	p, err := dataset.Load(o.DatasetPath, o.NumPrompts, o.RandomOutputLen, o.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --dataset-path: %w", ErrUsage, err)
 	}
@@ -151,10 +158,10 @@ func benchPrompts(o *Options) ([]prompt, error) {
 }
 
 // resultFile is where --save-result writes.
-func resultFile(o *Options, s Settings, at time.Time) string {
+func resultFile(o *Options, s report.Settings, at time.Time) string {
 	name := o.ResultFilename
 	if name == "" {
-		name = defaultResultFilename(s, at)
+		name = report.Filename(s, at)
 		if o.sharded() {
 			name = strings.TrimSuffix(name, ".json") + fmt.Sprintf("-shard%dof%d.json", o.Shard.Index, o.Shard.Count)
 		}
@@ -165,7 +172,7 @@ func resultFile(o *Options, s Settings, at time.Time) string {
 // prepare finds the model and runs vllm bench serve's ready check, so a
 // server that is down gives one clear error. It returns the Requester of
 // the run.
-func prepare(ctx context.Context, o *Options, prompts []prompt, env Env) (*idSender, error) {
+func prepare(ctx context.Context, o *Options, prompts []dataset.Prompt, env Env) (*idSender, error) {
 	ready, err := newRequester(o, prompts, env)
 	if err != nil {
 		return nil, err
@@ -255,7 +262,7 @@ func runPlanned(ctx context.Context, o *Options, sender schedule.Sender, lg *led
 	mine := o.NumPrompts
 	if o.sharded() {
 		mine = (o.NumPrompts - o.Shard.Index + o.Shard.Count - 1) / o.Shard.Count
-		fmt.Fprintf(env.Stdout, "Shard %s: %d of %d requests, schedule from %s\n", shardString(o.Shard), mine, o.NumPrompts,
+		fmt.Fprintf(env.Stdout, "Shard %s: %d of %d requests, schedule from %s\n", shard.String(o.Shard), mine, o.NumPrompts,
 			o.StartAt.UTC().Format(time.RFC3339Nano))
 	}
 	bar := newProgress(env.Progress, mine, "bench")

@@ -5,16 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -34,7 +37,7 @@ func startSim(t *testing.T, mod func(*simulator.Options)) (string, *simulator.Se
 func benchTestOptions(url string) Options {
 	return Options{BaseURL: url, Endpoint: "/v1/completions", Backend: backendOpenAI, DatasetName: datasetRandom,
 		RandomInputLen: 16, RandomOutputLen: 4, NumPrompts: 40, RequestRate: 400, Burstiness: 1, Seed: 3,
-		Goodput: goodput{TTFT: time.Second, hasTTFT: true}, MetricPercentiles: []float64{50, 99},
+		Goodput: stats.Goodput{TTFT: time.Second, HasTTFT: true}, MetricPercentiles: []float64{50, 99},
 		PercentileMetrics: stats.RequestMetrics, Timeout: 10 * time.Second}
 }
 
@@ -141,14 +144,30 @@ func checkSavedJSON(t *testing.T, out *Outcome) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	keys := append([]string{"mean_e2el_ms", "p50_ttft_ms", "offered", "dispositions", "acceptance_ratio", "goodput", "ledger"}, vllmResultKeys...)
-	for _, k := range keys {
-		detailed := strings.HasSuffix(k, "_lens") || k == "ttfts" || k == "itls" || k == "start_times" || k == "generated_texts" || k == "errors"
+	// The saved result is report.Marshal's without --save-detailed (its
+	// vLLM keys are checked in bench/report), with the prober's keys.
+	b, err = report.Marshal(out.Settings, out.Metrics, out.Run, false, out.Run.Start, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mean_e2el_ms", "p50_ttft_ms", "offered", "dispositions", "acceptance_ratio", "goodput", "ledger"} {
+		if _, ok := want[k]; !ok {
+			t.Errorf("report.Marshal lacks the prober's key %q", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		t.Run("json "+k, func(t *testing.T) {
-			if _, ok := got[k]; ok == detailed {
-				t.Errorf("key %q present=%v, want %v (detailed keys only with --save-detailed)", k, ok, !detailed)
+			if _, ok := got[k]; !ok {
+				t.Errorf("saved result lacks key %q", k)
 			}
 		})
+	}
+	if len(got) != len(want) {
+		t.Errorf("saved result has %d keys, report.Marshal without --save-detailed %d", len(got), len(want))
 	}
 	if filepath.Dir(out.Settings.LedgerPath) != filepath.Dir(out.ResultPath) {
 		t.Errorf("ledger %s not beside the result %s", out.Settings.LedgerPath, out.ResultPath)

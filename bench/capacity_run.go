@@ -14,6 +14,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/plot"
 	"github.com/vllm-prober/vllm-prober/bench/pyfmt"
+	"github.com/vllm-prober/vllm-prober/bench/report"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -78,7 +80,7 @@ func (o *CapacityOptions) validate() error {
 	case o.Config == nil && !(o.Burstiness > 0):
 		return usageErr("--burstiness %v must be positive (or inf)", o.Burstiness)
 	case o.Workload.sharded() && o.Workload.StartAt.IsZero():
-		return usageErr("--shard %s needs --start-at, the workers' common start", shardString(o.Workload.Shard))
+		return usageErr("--shard %s needs --start-at, the workers' common start", shard.String(o.Workload.Shard))
 	}
 	return nil
 }
@@ -119,8 +121,8 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Timeout: setup.timeout, ReadyCheck: o.Workload.ReadyCheckTimeout, Warmup: o.Warmup, Duration: o.Duration, Drain: o.Drain,
 		Repeats: o.Repeats, Order: o.Order, Rule: o.Rule.String()}
 	capacity.PrintHeader(env.Stdout, header)
-	shard := fixedStaircase(env.Stdout, &o, header)
-	if shard != nil {
+	part := fixedStaircase(env.Stdout, &o, header)
+	if part != nil {
 		out.ShardPath = base + ".shard.json"
 	}
 	bar := newProgress(env.Progress, -1, "capacity")
@@ -130,7 +132,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		Duration: o.Duration, Warmup: o.Warmup, Drain: o.Drain, Seed: o.Seed, Ledger: lg, Now: env.Now,
 		Percentiles: levelPercentiles(o.Rule),
 		OnFinish:    func(*probe.Result) { bar.Add(1) }, OnLedger: func(*probe.Result) { written.Add(1) },
-		Start: w.StartAt, Shard: w.Shard, OnRun: shard.add})
+		Start: w.StartAt, Shard: w.Shard, OnRun: part.Add})
 	search, err := capacity.Run(ctx, capacity.Options{Rates: o.Rates, Repeats: o.Repeats, Resolution: o.Resolution, Rule: o.Rule,
 		Order: o.Order, Seed: o.Seed, Fixed: !w.StartAt.IsZero(),
 		OnRepeat: func(r capacity.Repeat) {
@@ -145,7 +147,7 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 	out.Search = search
 	if search != nil && len(search.Repeats) > 0 {
 		capacity.PrintTable(env.Stdout, search, o.Rule)
-		if shard == nil {
+		if part == nil {
 			capacity.PrintVerdict(env.Stdout, search)
 		} else {
 			fmt.Fprintf(env.Stdout, "This worker's share of each run only: merge the %d shard results for the search's table and verdict.\n",
@@ -156,11 +158,11 @@ func Capacity(ctx context.Context, o CapacityOptions, env Env) (*CapacityOutcome
 		}
 		fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\nLedger: %s (%d requests)\n", out.JSONPath, out.SVGPath, out.LedgerOf, written.Load())
 	}
-	if shard != nil && len(shard.Runs) > 0 {
-		if werr := writeCapacityShard(out.ShardPath, shard); werr != nil {
+	if part != nil && len(part.Runs) > 0 {
+		if werr := shard.WriteCapacity(out.ShardPath, part); werr != nil {
 			return out, errors.Join(err, werr)
 		}
-		fmt.Fprintf(env.Stdout, "Shard result: %s (%d runs)\n", out.ShardPath, len(shard.Runs))
+		fmt.Fprintf(env.Stdout, "Shard result: %s (%d runs)\n", out.ShardPath, len(part.Runs))
 	}
 	return out, err
 }
@@ -189,10 +191,10 @@ func writeCapacityFiles(out *CapacityOutcome, settings map[string]any, rule capa
 	if err != nil {
 		return err
 	}
-	if err := writeFile(out.JSONPath, bytesWriter(b)); err != nil {
+	if err := report.WriteFile(out.JSONPath, report.Bytes(b)); err != nil {
 		return fmt.Errorf("write capacity report: %w", err)
 	}
-	err = writeFile(out.SVGPath, func(w io.Writer) error {
+	err = report.WriteFile(out.SVGPath, func(w io.Writer) error {
 		return plot.Capacity(w, out.Search, rule, fmt.Sprintf("Capacity of %s / %s", h.Target, h.Probe))
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/internal/svgchart/svgtest"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -53,7 +54,7 @@ func TestShardedCapacity(t *testing.T) {
 	url := saturatingSim(t)
 	w := benchTestOptions(url)
 	w.RandomInputLen, w.RandomOutputLen, w.Timeout = 32, 8, time.Second
-	w.Goodput = goodput{E2EL: 150 * time.Millisecond, hasE2EL: true}
+	w.Goodput = stats.Goodput{E2EL: 150 * time.Millisecond, HasE2EL: true}
 	o := CapacityOptions{Workload: w, Rates: []float64{20, 200}, Repeats: 2, Duration: 500 * time.Millisecond,
 		Warmup: 200 * time.Millisecond, Drain: 300 * time.Millisecond, Burstiness: 1, Seed: 3,
 		Rule: capacity.PassRule{MinAcceptance: 0.9, Percentile: 99}, RuleFromProbe: true}
@@ -158,16 +159,18 @@ func TestShardedCapacity(t *testing.T) {
 		}
 	})
 	t.Run("table and verdict are the union's computed as one run", func(t *testing.T) {
-		files := make([]*capacityShardFile, n)
-		for i, p := range paths {
-			if files[i], err = readCapacityShardFile(p); err != nil {
-				t.Fatal(err)
-			}
+		results, err := shard.ReadCapacityResults(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := make([]*shard.CapacityFile, n)
+		for i, r := range results {
+			files[i] = r.File
 		}
 		level := func(_ context.Context, rate float64, repeat int) (stats.Metrics, error) {
 			var union *openloop.Run
 			for _, f := range files {
-				i := slices.IndexFunc(f.Runs, func(r capacityShardRun) bool { return r.Rate == rate && r.Repeat == repeat })
+				i := slices.IndexFunc(f.Runs, func(r shard.CapacityRun) bool { return r.Rate == rate && r.Repeat == repeat })
 				p := f.Runs[i]
 				if union == nil {
 					union = &openloop.Run{Start: p.Start, Span: p.SpanNS, Timeout: p.TimeoutNS}
@@ -250,22 +253,22 @@ func TestCapacityShardFileRoundTrip(t *testing.T) {
 	o.Workload.StartAt, o.Workload.Shard = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), openloop.Shard{Index: 1, Count: 2}
 	f := fixedStaircase(&bytes.Buffer{}, &o, capacity.Header{Burstiness: math.Inf(1), Seed: 4, Rule: o.Rule.String()})
 	path := filepath.Join(t.TempDir(), "s.shard.json")
-	if err := writeCapacityShard(path, f); err != nil {
+	if err := shard.WriteCapacity(path, f); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readCapacityShardFile(path)
+	results, err := shard.ReadCapacityResults([]string{path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !math.IsInf(got.Header.Burstiness, 1) || got.Header.Seed != 4 || got.Rule != o.Rule || got.Shard != "1/2" ||
-		!slices.Equal(got.Percentiles, []float64{50, 99.9}) || !isCapacityShard(path) {
+	if got := results[0].File; !math.IsInf(got.Header.Burstiness, 1) || got.Header.Seed != 4 || got.Rule != o.Rule || got.Shard != "1/2" ||
+		!slices.Equal(got.Percentiles, []float64{50, 99.9}) || !shard.IsCapacity(path) {
 		t.Errorf("read back %+v", got)
 	}
 	b, _ := os.ReadFile(path)
 	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"burstiness":"+Inf"`), []byte(`"burstiness":"x"`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readCapacityShardFile(path); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "capacity_shard.burstiness") {
+	if _, err := Merge(context.Background(), MergeOptions{Results: []string{path}}, Env{}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "capacity_shard.burstiness") {
 		t.Errorf("bad burstiness: %v, want a usage error naming the field", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
 	"github.com/vllm-prober/vllm-prober/bench/plot"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/svgchart/svgtest"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -55,7 +56,7 @@ func TestCapacityStableAcrossSeeds(t *testing.T) {
 	for _, seed := range []int64{1, 2} {
 		url := slowSaturatingSim(t, slow)
 		w := benchTestOptions(url)
-		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, goodput{E2EL: slow * 150 * time.Millisecond, hasE2EL: true}
+		w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, stats.Goodput{E2EL: slow * 150 * time.Millisecond, HasE2EL: true}
 		dir := t.TempDir()
 		var stdout bytes.Buffer
 		out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: stairs, Repeats: 2,
@@ -217,7 +218,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	})
 	sim.SetFaults(simulator.Faults{Stall: 0.15, StallDuration: 5 * time.Second, HTTP500: 0.1})
 	w := benchTestOptions(url)
-	w.Timeout, w.Goodput = 300*time.Millisecond, goodput{TTFT: 100 * time.Millisecond, hasTTFT: true}
+	w.Timeout, w.Goodput = 300*time.Millisecond, stats.Goodput{TTFT: 100 * time.Millisecond, HasTTFT: true}
 	dir := t.TempDir()
 	var stdout bytes.Buffer
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{150}, Repeats: 1,
@@ -291,7 +292,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 func TestCapacityNotSteady(t *testing.T) {
 	const slow = capacitySlow
 	w := benchTestOptions(slowSaturatingSim(t, slow))
-	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, goodput{}
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, stats.Goodput{}
 	var stdout bytes.Buffer
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20 / slow, 400 / slow}, Repeats: 1,
 		Order: capacity.OrderAscending, Resolution: 1000, Duration: slow * 600 * time.Millisecond, Burstiness: 1, Seed: 1,
@@ -329,7 +330,7 @@ func TestCapacityNotSteady(t *testing.T) {
 // instead of following the offered 400 req/s.
 func TestCapacityChartPlateau(t *testing.T) {
 	w := benchTestOptions(saturatingSim(t))
-	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, goodput{}
+	w.RandomInputLen, w.RandomOutputLen, w.Goodput = 32, 8, stats.Goodput{}
 	out, err := Capacity(context.Background(), CapacityOptions{Workload: w, Rates: []float64{20, 400}, Repeats: 1, Order: capacity.OrderAscending,
 		Resolution: 1000, Duration: 500 * time.Millisecond, Burstiness: 1, Seed: 2, OutputDir: t.TempDir(), Stamp: "p",
 		Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}}, Env{})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/judge"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
@@ -63,12 +64,12 @@ func TestBenchFlagsGoodput(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want goodput
+		want stats.Goodput
 	}{
-		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
-		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, hasTTFT: true, hasE2EL: true}},
-		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, hasTTFT: true, hasTPOT: true}},
-		{"zero is an objective", []string{"--goodput", "ttft:0"}, goodput{hasTTFT: true}},
+		{"one value", []string{"--goodput", "ttft:300 tpot:50"}, stats.Goodput{TTFT: 300 * time.Millisecond, TPOT: 50 * time.Millisecond, HasTTFT: true, HasTPOT: true}},
+		{"vllm nargs", []string{"--goodput", "ttft:300", "e2el:2000.5"}, stats.Goodput{TTFT: 300 * time.Millisecond, E2EL: 2000500 * time.Microsecond, HasTTFT: true, HasE2EL: true}},
+		{"repeated", []string{"--goodput", "tpot:5", "--goodput", "ttft:1"}, stats.Goodput{TTFT: time.Millisecond, TPOT: 5 * time.Millisecond, HasTTFT: true, HasTPOT: true}},
+		{"zero is an objective", []string{"--goodput", "ttft:0"}, stats.Goodput{HasTTFT: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,21 +1,18 @@
 package bench
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/capacity"
+	"github.com/vllm-prober/vllm-prober/bench/report"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
-	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
@@ -32,13 +29,6 @@ type MergeOptions struct {
 	Wait time.Duration
 }
 
-// shardOf is one worker's result as merge reads it.
-type shardOf struct {
-	path  string
-	file  *shardFile
-	shard openloop.Shard
-}
-
 // Merge recomputes a sharded run's numbers from its workers' saved
 // results (a sharded capacity search's: mergeCapacity): it joins every worker's requests into the run's one schedule
 // and computes vLLM's block and the prober's from them, as one process
@@ -50,7 +40,7 @@ func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 	if err := awaitResults(ctx, o, env); err != nil {
 		return nil, err
 	}
-	if len(o.Results) > 0 && isCapacityShard(o.Results[0]) {
+	if len(o.Results) > 0 && shard.IsCapacity(o.Results[0]) {
 		c, err := mergeCapacity(ctx, o, env)
 		out := &Outcome{}
 		if c != nil {
@@ -58,38 +48,36 @@ func Merge(ctx context.Context, o MergeOptions, env Env) (*Outcome, error) {
 		}
 		return out, err
 	}
-	shards, err := readShards(o.Results)
+	shards, err := shard.ReadResults(o.Results)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	first := shards[0].file
-	s, err := first.Settings.settings()
+	first, count := shards[0].File, shards[0].Shard.Count
+	s, err := first.Settings.Report()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: shard.settings: %w", ErrUsage, shards[0].path, err)
+		return nil, fmt.Errorf("%w: %s: shard.settings: %w", ErrUsage, shards[0].Path, err)
 	}
-	parts := make([]shardPart, len(shards))
+	parts := make([]shard.Part, len(shards))
+	skew := make([]shard.Skew, len(shards))
 	for i, sh := range shards {
-		parts[i] = sh.file.shardPart
+		parts[i] = sh.File.Part
+		skew[i] = shard.Skew{Shard: sh.File.Shard, Path: sh.Path, Requests: sh.File.Requests}
 	}
-	run := mergeRun(parts)
-	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
-	missing := missingShards(first.shardCount(), shardsOf(shards))
-	fmt.Fprintf(env.Stdout, "Merged %d of %d shards of run %s (start %s)\n", len(shards), first.shardCount(), first.RunID,
+	run := shard.Join(parts)
+	m := stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
+	missing := shard.Missing(shards)
+	fmt.Fprintf(env.Stdout, "Merged %d of %d shards of run %s (start %s)\n", len(shards), count, first.RunID,
 		first.StartAt.UTC().Format(time.RFC3339Nano))
-	skew := make([]shardSkew, len(shards))
-	for i, sh := range shards {
-		skew[i] = shardSkew{shard: sh.file.Shard, path: sh.path, requests: sh.file.Requests}
-	}
-	printSkew(env.Stdout, skew)
-	printFailures(env.Stdout, run)
-	printResult(env.Stdout, s, m)
-	printLedger(env.Stdout, s, m)
+	shard.PrintSkew(env.Stdout, skew)
+	report.PrintFailures(env.Stdout, run)
+	report.PrintResult(env.Stdout, s, m)
+	report.PrintLedger(env.Stdout, s, m)
 	out := &Outcome{Settings: s, Metrics: m, Run: run}
 	if o.Output != "" {
 		info := map[string]any{"run_id": first.RunID, "results": o.Results, "missing_shards": missing}
-		b, err := marshalResult(s, m, run, false, first.StartAt, map[string]any{"merge": info})
+		b, err := report.Marshal(s, m, run, false, first.StartAt, map[string]any{"merge": info})
 		if err == nil {
-			err = writeFile(o.Output, bytesWriter(b))
+			err = report.WriteFile(o.Output, report.Bytes(b))
 		}
 		if err != nil {
 			return out, fmt.Errorf("--output %s: %w", o.Output, err)
@@ -115,7 +103,7 @@ func awaitResults(ctx context.Context, o MergeOptions, env Env) error {
 			}
 		}
 		if len(absent) == 0 || !env.Now().Before(deadline) {
-			return nil // readShards names a result still absent
+			return nil // shard.ReadResults names a result still absent
 		}
 		if !logged {
 			env.Logger.Info("waiting for results", "absent", len(absent), "first", absent[0], "wait", o.Wait)
@@ -126,162 +114,67 @@ func awaitResults(ctx context.Context, o MergeOptions, env Env) error {
 	}
 }
 
-// readShards reads the workers' results and checks they are shards of one
-// run, each given once.
-func readShards(paths []string) ([]shardOf, error) {
-	if len(paths) == 0 {
-		return nil, usageErr("no results to merge")
-	}
-	var out []shardOf
-	var ids []shardID
-	for _, p := range paths {
-		f, err := readShardFile(p)
-		if err != nil {
-			return nil, err
-		}
-		id, err := checkShard(ids, shardID{path: p, runID: f.RunID, shard: f.Shard}, "shard.shard")
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-		out = append(out, shardOf{path: p, file: f, shard: id.parsed})
-	}
-	return out, nil
+// runKey names one repeat of one level.
+type runKey struct {
+	rate   float64
+	repeat int // from 0
 }
 
-// shardID is how a saved shard result names its run and its part.
-type shardID struct {
-	path, runID, shard string // shard as I/N
-	parsed             openloop.Shard
-}
-
-// checkShard parses id's shard (field names it for the error) and checks
-// it joins the shards read before it: the same run, the same shard
-// count, not one of them.
-func checkShard(prev []shardID, id shardID, field string) (shardID, error) {
-	sh, err := parseShard(id.shard)
-	if err != nil {
-		return id, fmt.Errorf("%s: %s: %w", id.path, field, err)
-	}
-	id.parsed = sh
-	if len(prev) == 0 {
-		return id, nil
-	}
-	if first := prev[0]; id.runID != first.runID {
-		return id, usageErr("%s is of run %s, %s of run %s: refusing to merge shards of different runs",
-			id.path, id.runID, first.path, first.runID)
-	} else if sh.Count != first.parsed.Count {
-		return id, usageErr("%s is shard %s, %s is shard %s: the shard counts differ", id.path, id.shard, first.path, first.shard)
-	}
-	for _, o := range prev {
-		if o.parsed == sh {
-			return id, usageErr("%s and %s are both shard %s of run %s", o.path, id.path, id.shard, id.runID)
-		}
-	}
-	return id, nil
-}
-
-// readShardFile reads the "shard" block of a worker's result.
-func readShardFile(path string) (*shardFile, error) {
-	b, err := os.ReadFile(path)
+// mergeCapacity recomputes a sharded capacity search from its workers'
+// shard results: every run's metrics from the union of the workers'
+// requests in it, then the pass rule on each, the verdict, the table, the
+// JSON report and the chart, as one process running the same fixed
+// staircase computes them; never from the workers' own percentiles.
+// o.Output names the JSON report; the chart goes beside it (.svg).
+func mergeCapacity(ctx context.Context, o MergeOptions, env Env) (*CapacityOutcome, error) {
+	shards, err := shard.ReadCapacityResults(o.Results)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	var doc struct {
-		Shard *shardFile `json:"shard"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, usageErr("%s: %v", path, err)
-	}
-	if doc.Shard == nil || doc.Shard.RunID == "" {
-		return nil, usageErr("%s: not a sharded bench result (no \"shard\" block with a run_id; run bench with --shard I/N)", path)
-	}
-	for i, r := range doc.Shard.Requests {
-		if r.Result == nil {
-			return nil, usageErr("%s: shard.requests[%d] has no result", path, i)
-		}
-	}
-	return doc.Shard, nil
-}
-
-// shardCount is N of the file's I/N.
-func (f *shardFile) shardCount() int {
-	s, _ := parseShard(f.Shard) // checked by readShards
-	return s.Count
-}
-
-// mergeRun joins the workers' parts of one run into one Run in planned
-// order, as one process running the whole schedule would have recorded it.
-func mergeRun(parts []shardPart) *openloop.Run {
-	run := &openloop.Run{Start: parts[0].Start, Span: parts[0].SpanNS, Timeout: parts[0].TimeoutNS}
-	var reqs []shardRequest
-	for _, p := range parts {
-		reqs = append(reqs, p.Requests...)
-		if p.End.After(run.End) {
-			run.End = p.End
-		}
-		if p.Interrupted && p.Stopped.After(run.Stopped) {
-			run.Interrupted, run.Stopped = true, p.Stopped
-		}
-	}
-	slices.SortFunc(reqs, func(a, b shardRequest) int { return cmp.Compare(a.Result.Seq, b.Result.Seq) })
-	for _, r := range reqs {
-		run.Results, run.Ended, run.Queued = append(run.Results, r.Result), append(run.Ended, r.Ended), append(run.Queued, r.QueuedNS)
-	}
-	return run
-}
-
-// missingShards names the shards of n not given, as I/N.
-func missingShards(n int, given []openloop.Shard) []string {
-	var missing []string
-	for i := range n {
-		if !slices.ContainsFunc(given, func(s openloop.Shard) bool { return s.Index == i }) {
-			missing = append(missing, shardString(openloop.Shard{Index: i, Count: n}))
-		}
-	}
-	return missing
-}
-
-// shardsOf lists the shards given.
-func shardsOf(shards []shardOf) []openloop.Shard {
-	out := make([]openloop.Shard, len(shards))
+	first, count := shards[0].File, shards[0].Shard.Count
+	skew := make([]shard.Skew, len(shards))
+	parts := map[runKey][]shard.Part{}
 	for i, sh := range shards {
-		out[i] = sh.shard
+		skew[i] = shard.Skew{Shard: sh.File.Shard, Path: sh.Path}
+		for _, run := range sh.File.Runs {
+			k := runKey{run.Rate, run.Repeat}
+			parts[k] = append(parts[k], run.Part)
+			skew[i].Requests = append(skew[i].Requests, run.Requests...)
+		}
 	}
-	return out
-}
-
-// shardSkew is what printSkew reports of one worker: its shard (I/N),
-// its result and the requests it offered.
-type shardSkew struct {
-	shard, path string
-	requests    []shardRequest
-}
-
-// printSkew prints each worker's send lag (send time minus planned time,
-// on its own clock) and the spread of their medians: the send-time skew
-// between workers the results show. An offset between the machines'
-// clocks is invisible to their own timestamps; only synchronised clocks
-// (NTP) rule it out.
-func printSkew(w io.Writer, shards []shardSkew) {
-	var medians []float64
-	for _, sh := range shards {
-		var lags []float64
-		for _, r := range sh.requests {
-			if !r.Result.Sent.IsZero() {
-				lags = append(lags, stats.Milliseconds(r.Result.Lag))
+	missing := shard.Missing(shards)
+	capacity.PrintHeader(env.Stdout, first.Header)
+	fmt.Fprintf(env.Stdout, "Merged %d of %d shards of capacity search %s (start %s)\n", len(shards), count, first.RunID,
+		first.StartAt.UTC().Format(time.RFC3339Nano))
+	shard.PrintSkew(env.Stdout, skew)
+	level := func(_ context.Context, rate float64, repeat int) (stats.Metrics, error) {
+		p := parts[runKey{rate, repeat}]
+		if len(p) < len(shards) {
+			return stats.Metrics{}, fmt.Errorf("%d of the %d shard results given have no such run: their workers stopped before it",
+				len(shards)-len(p), len(shards))
+		}
+		return stats.Compute(shard.Join(p), stats.Options{Percentiles: first.Percentiles}), nil
+	}
+	search, err := capacity.Run(ctx, capacity.Options{Rates: first.Rates, Repeats: first.Repeats, Resolution: first.Resolution,
+		Rule: first.Rule, Order: first.Order, Seed: first.Seed, Fixed: true}, level)
+	out := &CapacityOutcome{Search: search}
+	if search != nil && len(search.Repeats) > 0 {
+		capacity.PrintTable(env.Stdout, search, first.Rule)
+		capacity.PrintVerdict(env.Stdout, search)
+		if o.Output != "" {
+			out.JSONPath, out.SVGPath = o.Output, strings.TrimSuffix(o.Output, ".json")+".svg"
+			if werr := writeCapacityFiles(out, first.Settings, first.Rule, first.Header); werr != nil {
+				return out, fmt.Errorf("--output %s: %w", o.Output, werr)
 			}
+			fmt.Fprintf(env.Stdout, "Report: %s\nChart: %s\n", out.JSONPath, out.SVGPath)
 		}
-		slices.Sort(lags)
-		p50, p99 := quantile.NearestRank(lags, 0.5), quantile.NearestRank(lags, 0.99)
-		if len(lags) > 0 {
-			medians = append(medians, p50)
-		}
-		fmt.Fprintf(w, "Shard %s (%s): %d requests, %d sent, send lag p50 %.3f ms, p99 %.3f ms\n",
-			sh.shard, sh.path, len(sh.requests), len(lags), p50, p99)
 	}
-	if len(medians) > 1 {
-		fmt.Fprintf(w, "Send-time skew between workers (spread of median send lag): %.3f ms\n", slices.Max(medians)-slices.Min(medians))
+	if err != nil {
+		return out, err
 	}
-	fmt.Fprintln(w, "Clock offset between machines is not visible in their own timestamps: keep the workers' clocks synchronised (NTP).")
+	if len(missing) > 0 {
+		return out, fmt.Errorf("%w %s of capacity search %s: each run above has only the other shards' requests",
+			ErrMissingShards, strings.Join(missing, ", "), first.RunID)
+	}
+	return out, nil
 }

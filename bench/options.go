@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 )
 
@@ -38,33 +38,6 @@ const (
 	datasetCustom   = "custom" // JSONL of {"prompt"} or {"messages"} lines
 )
 
-// goodput holds the per-request objectives of --goodput. An objective
-// counts when it was given, whatever its value: ttft:0 is an objective no
-// request meets, as in vLLM.
-type goodput struct {
-	TTFT, TPOT, E2EL          time.Duration
-	hasTTFT, hasTPOT, hasE2EL bool
-}
-
-// IsSet reports whether any objective was given.
-func (g goodput) IsSet() bool { return g.hasTTFT || g.hasTPOT || g.hasE2EL }
-
-// Good reports whether a request's measurement meets every objective
-// given, as vLLM checks it (objective >= value; TPOT is 0 for one output
-// token).
-func (g goodput) Good(ttft, tpot, e2el time.Duration) bool {
-	ok := func(has bool, slo, v time.Duration) bool { return !has || v <= slo }
-	return ok(g.hasTTFT, g.TTFT, ttft) && ok(g.hasTPOT, g.TPOT, tpot) && ok(g.hasE2EL, g.E2EL, e2el)
-}
-
-// rule returns Good as stats.Compute takes it: nil when no objective was given.
-func (g goodput) rule() func(ttft, tpot, e2el time.Duration) bool {
-	if !g.IsSet() {
-		return nil
-	}
-	return g.Good
-}
-
 // judgeSLO is an objective as the probe's judge takes it, where 0 means
 // none: an objective of 0 given to --goodput becomes the least duration,
 // which every measured latency exceeds.
@@ -75,33 +48,11 @@ func judgeSLO(has bool, d time.Duration) model.Duration {
 	return model.Duration(d)
 }
 
-// parseGoodput parses vLLM's --goodput values: KEY:VALUE pairs separated by
-// spaces (or given as several values), keys ttft, tpot or e2el, values in
-// milliseconds, not negative.
-func parseGoodput(values []string) (goodput, error) {
-	var g goodput
-	for _, v := range values {
-		for _, pair := range strings.Fields(v) {
-			key, val, ok := strings.Cut(pair, ":")
-			ms, err := strconv.ParseFloat(val, 64)
-			if !ok || err != nil || math.IsNaN(ms) || math.IsInf(ms, 0) {
-				return goodput{}, usageErr("--goodput %q: want KEY:VALUE with a number of milliseconds, e.g. ttft:300", pair)
-			}
-			if ms < 0 {
-				return goodput{}, usageErr("--goodput %q: the objective must not be negative", pair)
-			}
-			d := time.Duration(ms * float64(time.Millisecond))
-			switch key {
-			case stats.MetricTTFT:
-				g.TTFT, g.hasTTFT = d, true
-			case stats.MetricTPOT:
-				g.TPOT, g.hasTPOT = d, true
-			case stats.MetricE2EL:
-				g.E2EL, g.hasE2EL = d, true
-			default:
-				return goodput{}, usageErr("--goodput %q: the key must be one of ttft, tpot, e2el", pair)
-			}
-		}
+// parseGoodput parses --goodput (stats.ParseGoodput); errors wrap ErrUsage.
+func parseGoodput(values []string) (stats.Goodput, error) {
+	g, err := stats.ParseGoodput(values)
+	if err != nil {
+		return g, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return g, nil
 }
@@ -166,7 +117,7 @@ type Options struct {
 	StartAt    time.Time
 	NumWarmups int
 
-	Goodput           goodput
+	Goodput           stats.Goodput
 	MetricPercentiles []float64
 	PercentileMetrics []string
 
@@ -213,7 +164,7 @@ func (o *Options) validate() error {
 		{o.Timeout <= 0, fmt.Sprintf("--timeout %v must be positive", o.Timeout)},
 		{len(o.MetricPercentiles) == 0, "--metric-percentiles is empty"},
 		{len(o.PercentileMetrics) == 0, "--percentile-metrics is empty"},
-		{o.sharded() && o.StartAt.IsZero(), fmt.Sprintf("--shard %s needs --start-at, the workers' common start", shardString(o.Shard))},
+		{o.sharded() && o.StartAt.IsZero(), fmt.Sprintf("--shard %s needs --start-at, the workers' common start", shard.String(o.Shard))},
 	}
 	for _, c := range checks {
 		if c.bad {

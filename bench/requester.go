@@ -10,6 +10,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/bench/dataset"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
@@ -22,11 +23,11 @@ import (
 // the random workload of the flags (prompts nil), request i sending its
 // item i whichever shard sends it, or the dataset's prompts, request i
 // sending prompts[i-1].
-func newRequester(o *Options, prompts []prompt, env Env) (*idSender, error) {
+func newRequester(o *Options, prompts []dataset.Prompt, env Env) (*idSender, error) {
 	p := benchProbe(o)
 	items := make([]workload.Item, len(prompts))
 	for i, pr := range prompts {
-		items[i] = pr.item(p)
+		items[i] = pr.Item(p)
 	}
 	r, err := client.New(benchTarget(o), p, client.Options{Logger: env.Logger, Now: env.Now,
 		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, Items: items, ByIndex: true, MaxBodyBytes: maxBenchBody})
@@ -70,8 +71,8 @@ func benchProbe(o *Options) config.Probe {
 	p := config.Probe{Name: benchProbeName, API: config.APICompletions, Rate: o.RequestRate, Burstiness: o.Burstiness,
 		Timeout: model.Duration(o.Timeout),
 		Request: config.Request{MaxTokens: o.RandomOutputLen, IgnoreEOS: o.IgnoreEOS},
-		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.hasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.hasTPOT, o.Goodput.TPOT),
-			E2EL: judgeSLO(o.Goodput.hasE2EL, o.Goodput.E2EL)},
+		SLO: config.SLO{TTFT: judgeSLO(o.Goodput.HasTTFT, o.Goodput.TTFT), TPOT: judgeSLO(o.Goodput.HasTPOT, o.Goodput.TPOT),
+			E2EL: judgeSLO(o.Goodput.HasE2EL, o.Goodput.E2EL)},
 		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}}
 	if o.chat() {
 		p.API = config.APIChat

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/dataset"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -54,7 +55,7 @@ func TestBenchRequester(t *testing.T) {
 		name     string
 		backend  string
 		endpoint string
-		prompts  []prompt
+		prompts  []dataset.Prompt
 		check    func(t *testing.T, b map[string]any)
 	}{
 		{name: "random completions as token ids", backend: backendOpenAI, endpoint: "/v1/completions",
@@ -72,7 +73,7 @@ func TestBenchRequester(t *testing.T) {
 				}
 			}},
 		{name: "dataset chat prompt as a content part", backend: backendOpenAIChat, endpoint: "/v1/chat/completions",
-			prompts: []prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
+			prompts: []dataset.Prompt{{Text: "x", MaxTokens: 9}, {Text: "y", MaxTokens: 5}, {Text: "z", MaxTokens: 7}},
 			check: func(t *testing.T, b map[string]any) {
 				want := "[map[content:[map[text:y type:text]] role:user]]"
 				if got := fmt.Sprint(b["messages"]); got != want || b["max_completion_tokens"] != 5.0 {

@@ -4,31 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
-	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/bench/shard"
 )
 
-// parseShard parses --shard I/N: this worker's index I in [0, N) of N
-// workers. "" is the whole schedule.
+// parseShard parses --shard I/N (shard.Parse); errors wrap ErrUsage.
 func parseShard(s string) (openloop.Shard, error) {
-	if s == "" {
-		return openloop.Shard{}, nil
+	sh, err := shard.Parse(s)
+	if err != nil {
+		return sh, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	is, ns, ok := strings.Cut(s, "/")
-	i, errI := strconv.Atoi(is)
-	n, errN := strconv.Atoi(ns)
-	if !ok || errI != nil || errN != nil || n < 1 || i < 0 || i >= n {
-		return openloop.Shard{}, usageErr("--shard %q: want I/N with 0 <= I < N, e.g. 0/4", s)
-	}
-	return openloop.Shard{Index: i, Count: n}, nil
+	return sh, nil
 }
-
-// shardString renders s as --shard takes it.
-func shardString(s openloop.Shard) string { return fmt.Sprintf("%d/%d", s.Index, max(s.Count, 1)) }
 
 // parseStartAt parses --start-at, an RFC 3339 time; "" is none.
 func parseStartAt(s string) (time.Time, error) {
@@ -58,80 +47,4 @@ func runID(o *Options) string {
 		o.DatasetName, o.DatasetPath, o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio,
 		o.BaseURL, o.Endpoint, o.Backend, o.Model, o.MaxConcurrency, o.RandomPrefixLen)
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// shardFile is what a sharded worker adds to its saved result under
-// "shard": the run it belongs to, its part, and every request it offered
-// with what the merge needs to recompute the run's numbers (the ledger
-// keeps no inter-token latencies).
-type shardFile struct {
-	RunID    string        `json:"run_id"`
-	Shard    string        `json:"shard"` // I/N
-	StartAt  time.Time     `json:"start_at"`
-	Settings shardSettings `json:"settings"`
-	shardPart
-}
-
-// shardSettings are the run's Settings in a form JSON keeps.
-type shardSettings struct {
-	Backend           string             `json:"backend"`
-	Label             string             `json:"label"`
-	Model             string             `json:"model"`
-	NumPrompts        int                `json:"num_prompts"`
-	RequestRate       string             `json:"request_rate"` // strconv, so inf survives
-	Burstiness        string             `json:"burstiness"`
-	MaxConcurrency    int                `json:"max_concurrency"`
-	Goodput           map[string]float64 `json:"goodput_ms"`
-	PercentileMetrics []string           `json:"percentile_metrics"`
-	Percentiles       []float64          `json:"percentiles"`
-}
-
-// shardRequest is one offered request of a shard.
-type shardRequest struct {
-	Result   *probe.Result `json:"result"`
-	Ended    time.Time     `json:"ended"`
-	QueuedNS time.Duration `json:"queued_ns"`
-}
-
-// newShardFile records a worker's run for the merge.
-func newShardFile(o *Options, s Settings, run *openloop.Run) *shardFile {
-	return &shardFile{RunID: runID(o), Shard: shardString(o.Shard), StartAt: run.Start, Settings: toShardSettings(s),
-		shardPart: newShardPart(run)}
-}
-
-// toShardSettings converts s for JSON.
-func toShardSettings(s Settings) shardSettings {
-	g := map[string]float64{}
-	for key, obj := range map[string]struct {
-		has bool
-		d   time.Duration
-	}{"ttft": {s.Goodput.hasTTFT, s.Goodput.TTFT}, "tpot": {s.Goodput.hasTPOT, s.Goodput.TPOT}, "e2el": {s.Goodput.hasE2EL, s.Goodput.E2EL}} {
-		if obj.has {
-			g[key] = float64(obj.d) / float64(time.Millisecond)
-		}
-	}
-	return shardSettings{Backend: s.Backend, Label: s.Label, Model: s.Model, NumPrompts: s.NumPrompts,
-		RequestRate: strconv.FormatFloat(s.RequestRate, 'g', -1, 64), Burstiness: strconv.FormatFloat(s.Burstiness, 'g', -1, 64),
-		MaxConcurrency: s.MaxConcurrency, Goodput: g, PercentileMetrics: s.PercentileMetrics, Percentiles: s.Percentiles}
-}
-
-// settings converts back; errors name the bad field.
-func (ss shardSettings) settings() (Settings, error) {
-	s := Settings{Backend: ss.Backend, Label: ss.Label, Model: ss.Model, NumPrompts: ss.NumPrompts, MaxConcurrency: ss.MaxConcurrency,
-		PercentileMetrics: ss.PercentileMetrics, Percentiles: ss.Percentiles}
-	var err error
-	if s.RequestRate, err = strconv.ParseFloat(ss.RequestRate, 64); err != nil {
-		return s, fmt.Errorf("request_rate %q: %w", ss.RequestRate, err)
-	}
-	if s.Burstiness, err = strconv.ParseFloat(ss.Burstiness, 64); err != nil {
-		return s, fmt.Errorf("burstiness %q: %w", ss.Burstiness, err)
-	}
-	var pairs []string
-	for key, ms := range ss.Goodput {
-		pairs = append(pairs, key+":"+strconv.FormatFloat(ms, 'g', -1, 64))
-	}
-	if s.Goodput, err = parseGoodput(pairs); err != nil {
-		return s, fmt.Errorf("goodput_ms: %w", err)
-	}
-	return s, nil
 }

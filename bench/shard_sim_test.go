@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -138,10 +139,10 @@ func TestShardedBench(t *testing.T) {
 				union.End = out.Run.End
 			}
 		}
-		m := stats.Compute(union, stats.Options{Good: o.Goodput.rule(), Percentiles: o.MetricPercentiles})
+		m := stats.Compute(union, stats.Options{Good: o.Goodput.Rule(), Percentiles: o.MetricPercentiles})
 		var wantBlock, gotBlock bytes.Buffer
-		printResult(&wantBlock, merged.Settings, m)
-		printResult(&gotBlock, merged.Settings, merged.Metrics)
+		report.PrintResult(&wantBlock, merged.Settings, m)
+		report.PrintResult(&gotBlock, merged.Settings, merged.Metrics)
 		if gotBlock.String() != wantBlock.String() || !strings.Contains(stdout.String(), wantBlock.String()) {
 			t.Errorf("merged block:\n%s\nwant (the workers' requests as one run):\n%s", gotBlock.String(), wantBlock.String())
 		}
@@ -178,7 +179,7 @@ func TestShardedBench(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.AfterFunc(1500*time.Millisecond, func() { _ = writeFile(late, bytesWriter(b)) })
+		time.AfterFunc(1500*time.Millisecond, func() { _ = report.WriteFile(late, report.Bytes(b)) })
 		merged, err := Merge(context.Background(), MergeOptions{Results: []string{paths[0], late, paths[2]}, Wait: time.Minute}, Env{})
 		if err != nil || merged.Metrics.Offered != o.NumPrompts {
 			t.Fatalf("merge with --wait: %v", err)

@@ -62,7 +62,9 @@ var invalidCases = []struct {
 			`testdata/invalid-tool-call.yml:9: probes[0].quality.tool_call: needs api chat (tool calls are a chat feature), got api "completions"`,
 			`testdata/invalid-tool-call.yml:18: probes[1].quality.tool_call.name: must name the function the answer must call, got ""`,
 			`testdata/invalid-tool-call.yml:19: probes[1].quality.tool_call.arguments_schema: cannot read file: no such file or directory, got "missing.schema.json"`,
-			`testdata/invalid-tool-call.yml:27: probes[2].quality.tool_call.arguments_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+			`testdata/invalid-tool-call.yml:28: probes[2].quality.tool_call.arguments_schema: invalid JSON Schema: "file://bad.schema.json#" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#' - at '': 'allOf' failed - at '/type': 'anyOf' failed - at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string' - at '/type': got number, want array, got "bad.schema.json"`,
+			`testdata/invalid-tool-call.yml:36: probes[3].quality.tool_call: needs the function offered in request.extra.tools ([{type: function, function: {name: get_weather, ...}}]), got none`,
+			`testdata/invalid-tool-call.yml:50: probes[4].quality.tool_call.name: must be a function of request.extra.tools (get_time, get_wether), got "get_weather"`,
 		},
 	},
 	{

@@ -40,8 +40,21 @@ func mustParse(t *testing.T, doc string) *Config {
 	return cfg
 }
 
+// TestLoadExamples loads every config in deploy/examples, so an example
+// added there is checked without being listed here.
 func TestLoadExamples(t *testing.T) {
-	for _, name := range []string{"minimal.yml", "full.yml"} {
+	paths, err := filepath.Glob(filepath.Join("..", "deploy", "examples", "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range paths {
+		names = append(names, filepath.Base(p))
+	}
+	if want := []string{"full.yml", "minimal.yml", "reasoning-tools.yml"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("examples %v, want %v", names, want)
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := Load(filepath.Join("..", "deploy", "examples", name))
 			if err != nil {
@@ -54,15 +67,23 @@ func TestLoadExamples(t *testing.T) {
 	}
 }
 
-func TestFullExampleValues(t *testing.T) {
-	cfg, err := Load(filepath.Join("..", "deploy", "examples", "full.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// loadExample loads deploy/examples/name and returns it with the absolute
+// directory its relative paths resolve against.
+func loadExample(t *testing.T, name string) (*Config, string) {
+	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "deploy", "examples"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := Load(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
+}
+
+func TestFullExampleValues(t *testing.T) {
+	cfg, dir := loadExample(t, "full.yml")
 	tg, _ := cfg.Target("llama-8b")
 	file, _ := cfg.Probe("completions-file")
 	js, _ := cfg.Probe("chat-json")

@@ -28,12 +28,14 @@ probes:
   - name: tools
     api: chat
     rate: 0.2
+    request: {extra: {tools: [{type: function, function: {name: get_weather}}], tool_choice: required}}
     quality:
       tool_call: {name: get_weather, arguments_schema: args.json}
     workload: {random: {input_tokens: 8, output_tokens: 8}}
   - name: tools-strict
     api: chat
     rate: 0.2
+    request: {extra: {tools: [{type: function, function: {name: get_weather}}]}}
     quality:
       finish_reasons: [tool_calls]
       tool_call: {name: get_weather}
@@ -67,6 +69,39 @@ probes:
 	for i := range cfg.Probes {
 		if fingerprint(again.Targets[0], again.Probes[i]) != fingerprint(cfg.Targets[0], cfg.Probes[i]) {
 			t.Errorf("probe %s changed through Config.String", cfg.Probes[i].Name)
+		}
+	}
+}
+
+// TestReasoningToolsExample: deploy/examples/reasoning-tools.yml sets one
+// probe per feature as its comments say.
+func TestReasoningToolsExample(t *testing.T) {
+	cfg, dir := loadExample(t, "reasoning-tools.yml")
+	probe := func(name string) Probe {
+		p, ok := cfg.Probe(name)
+		if !ok {
+			t.Fatalf("no probe %s", name)
+		}
+		return p
+	}
+	tools, prefix := probe("chat-tools"), probe("chat-prefix")
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"slo.ttfa", time.Duration(probe("chat-reasoning").SLO.TTFA), 2 * time.Second},
+		{"tool_call name", tools.Quality.ToolCall.Name, "get_weather"},
+		{"arguments schema resolved", tools.Quality.ToolCall.ArgumentsSchema, filepath.Join(dir, "weather.schema.json")},
+		{"arguments schema compiled", tools.Quality.ToolCall.Schema != nil, true},
+		{"tool_calls accepted", tools.Quality.FinishReasons, []string{"stop", "length", "tool_calls"}},
+		{"embedding_dim", probe("embeddings").Quality.EmbeddingDim, 384},
+		{"fingerprint", *probe("canary").Fingerprint, Fingerprint{Tokens: 16, Confirm: 3}},
+		{"prefix tokens", prefix.Workload.Random.PrefixTokens, 256},
+		{"cache-busting", probe("chat-cache-busting").Workload.Random.PrefixTokens, 0},
+	}
+	for _, tc := range tests {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
 }

@@ -208,11 +208,16 @@ func (v *validator) toolCall(p *Probe, qpath string) {
 		return
 	}
 	path := qpath + ".tool_call"
-	if p.API != APIChat {
+	names := toolNames(p.Request.Extra["tools"])
+	switch {
+	case p.API != APIChat:
 		v.p.Fail(path, "needs api chat (tool calls are a chat feature), got api %s", strictyaml.Quote(p.API))
-	}
-	if tc.Name == "" {
+	case tc.Name == "":
 		v.p.Fail(path+".name", "must name the function the answer must call, got \"\"")
+	case len(names) == 0:
+		v.p.Fail(path, "needs the function offered in request.extra.tools ([{type: function, function: {name: %s, ...}}]), got none", tc.Name)
+	case !slices.Contains(names, tc.Name):
+		v.p.Fail(path+".name", "must be a function of request.extra.tools (%s), got %s", strings.Join(names, ", "), strictyaml.Quote(tc.Name))
 	}
 	if !v.p.Written(qpath+".finish_reasons") && !slices.Contains(p.Quality.FinishReasons, "tool_calls") {
 		p.Quality.FinishReasons = append(slices.Clone(p.Quality.FinishReasons), "tool_calls")
@@ -223,6 +228,22 @@ func (v *validator) toolCall(p *Probe, qpath string) {
 	if abs, schema, ok := v.schema(path+".arguments_schema", tc.ArgumentsSchema); ok {
 		tc.ArgumentsSchema, tc.Schema = abs, schema
 	}
+}
+
+// toolNames returns the function names of request.extra.tools in the
+// OpenAI format; a server offered none of them never calls one, so a
+// tool_call check naming a function not among them could never pass.
+func toolNames(tools any) []string {
+	list, _ := tools.([]any)
+	var names []string
+	for _, t := range list {
+		tool, _ := t.(map[string]any)
+		fn, _ := tool["function"].(map[string]any)
+		if name, ok := fn["name"].(string); ok && name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // schema reads and compiles the JSON Schema file name (relative to the

@@ -23,6 +23,9 @@ func TestAccountingPanelsMatchRules(t *testing.T) {
 		"Goodput/A":                             rules.GoodputExpr(m, "$__rate_interval"),
 		"Offered vs completed/A":                rules.OfferedExpr(m, "$__rate_interval"),
 		"Offered vs completed/B":                rules.CompletedExpr(m, "$__rate_interval"),
+		"Replicas: acceptance and TTFT p99/A":   rules.ReplicaAcceptanceExpr(m+`,replica!=""`, "$__range"),
+		"Gateway vs replicas acceptance/A":      rules.AcceptanceExpr(m+`,replica=""`, "$__rate_interval"),
+		"Gateway vs replicas acceptance/B":      rules.AcceptanceExpr(m+`,replica!=""`, "$__rate_interval"),
 	}
 	qs, err := Queries()
 	if err != nil {

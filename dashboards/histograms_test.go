@@ -45,3 +45,32 @@ func TestPanelsFollowHistogramSelection(t *testing.T) {
 		t.Errorf("only %d probe histogram reads checked", checked)
 	}
 }
+
+// TestReasoningAndFleetPanels: the latency dashboard shows TTFA beside
+// TTFT and the reasoning token rate; the overview has a per-replica table
+// of acceptance and TTFT p99 grouped by target and replica, and gateway
+// and replica acceptance on one panel.
+func TestReasoningAndFleetPanels(t *testing.T) {
+	qs, err := Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ dashboard, panel, contains string }{
+		{"latency.json", "Time to first answer token vs first token", metricname.TTFA + "_bucket{"},
+		{"latency.json", "Time to first answer token vs first token", metricname.TTFT + "_bucket{"},
+		{"latency.json", "Reasoning tokens", "rate(" + metricname.ReasoningTokens + "{"},
+		{"overview.json", "Replicas: acceptance and TTFT p99", "sum by (target, probe, replica)"},
+		{"overview.json", "Replicas: acceptance and TTFT p99", "sum by (target, probe, replica, le) (rate(" + metricname.TTFT + "_bucket{"},
+		{"overview.json", "Gateway vs replicas acceptance", `replica=""`},
+		{"overview.json", "Gateway vs replicas acceptance", `replica!=""`},
+	}
+	for _, w := range want {
+		found := false
+		for _, q := range qs {
+			found = found || q.Dashboard == w.dashboard && q.Panel == w.panel && strings.Contains(q.Expr, w.contains)
+		}
+		if !found {
+			t.Errorf("%s: no query of panel %q contains %q", w.dashboard, w.panel, w.contains)
+		}
+	}
+}

@@ -37,7 +37,7 @@ go version -m "$bin" | grep -q 'CGO_ENABLED=0' || { echo "binary was not built w
 go version -m "$bin" | grep -q -- '-trimpath=true' || { echo "binary was not built with -trimpath" >&2; exit 1; }
 
 step "shipped prober configs (vllm-prober --config.check)"
-for f in deploy/docker/vllm-prober.yml deploy/compose/vllm-prober.yml; do
+for f in deploy/docker/vllm-prober.yml deploy/compose/vllm-prober.yml deploy/examples/*.yml; do
   "$bin" run --config.check --config.file="$f"
 done
 

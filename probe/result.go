@@ -19,6 +19,7 @@ package probe
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -337,4 +338,19 @@ func (r *Result) ITLMax() time.Duration {
 		m = max(m, d)
 	}
 	return m
+}
+
+// AnswerText is the answer as the ledger records it: Text, then each tool
+// call as name(arguments) on a line of its own, so a request that failed
+// the tool_call check shows the call it was judged on.
+func (r *Result) AnswerText() string {
+	var b strings.Builder
+	b.WriteString(r.Text)
+	for i, c := range r.ToolCalls {
+		if i > 0 || r.Text != "" {
+			b.WriteByte('\n')
+		}
+		b.WriteString(c.Name + "(" + c.Arguments + ")")
+	}
+	return b.String()
 }

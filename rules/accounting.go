@@ -44,10 +44,24 @@ func oneOf(label string, values []string) string {
 	return fmt.Sprintf("%s=~%q", label, strings.Join(values, "|"))
 }
 
+// Aggregations of the rates: per (target, probe), the whole pair, and
+// per replica, where a gateway's or static target's series (no replica
+// label) stay one series of their own.
+const (
+	byPair    = "target, probe"
+	byReplica = "target, probe, replica"
+)
+
+// rateBy is the per-second rate of metric over window, summed by the
+// labels of by.
+func rateBy(by, metric, matchers, extra, window string) string {
+	return fmt.Sprintf("sum by (%s) (rate(%s%s[%s]))", by, metric, selector(matchers, extra), window)
+}
+
 // pairRate is the per-second rate of metric over window, summed per
 // (target, probe).
 func pairRate(metric, matchers, extra, window string) string {
-	return fmt.Sprintf("sum by (target, probe) (rate(%s%s[%s]))", metric, selector(matchers, extra), window)
+	return rateBy(byPair, metric, matchers, extra, window)
 }
 
 // OfferedExpr is the PromQL of offered requests per second over window,
@@ -73,15 +87,27 @@ func CompletedExpr(matchers, window string) string {
 // countedExpr is the acceptance denominator per second: every terminal
 // disposition except the requests the prober abandoned. Requests shed at
 // max_in_flight stay in it.
-func countedExpr(matchers, window string) string {
-	return "(\n  " + pairRate(metricname.Requests, matchers, "", window) +
-		"\n  -\n  " + pairRate(metricname.Failures, matchers, oneOf("reason", abandonedReasons), window) + "\n)"
+func countedExpr(by, matchers, window string) string {
+	return "(\n  " + rateBy(by, metricname.Requests, matchers, "", window) +
+		"\n  -\n  " + rateBy(by, metricname.Failures, matchers, oneOf("reason", abandonedReasons), window) + "\n)"
 }
 
 // AcceptanceExpr is the PromQL of the acceptance ratio: accepted requests
 // divided by every terminal disposition except the abandoned ones.
 func AcceptanceExpr(matchers, window string) string {
-	return GoodputExpr(matchers, window) + "\n/\n" + countedExpr(matchers, window)
+	return acceptanceBy(byPair, matchers, window)
+}
+
+// ReplicaAcceptanceExpr is AcceptanceExpr per (target, probe, replica):
+// each discovered replica's series apart, and a gateway's or static
+// target's series (no replica label) as one series.
+func ReplicaAcceptanceExpr(matchers, window string) string {
+	return acceptanceBy(byReplica, matchers, window)
+}
+
+// acceptanceBy is the acceptance ratio summed by the labels of by.
+func acceptanceBy(by, matchers, window string) string {
+	return rateBy(by, metricname.Requests, matchers, `disposition="accepted"`, window) + "\n/\n" + countedExpr(by, matchers, window)
 }
 
 // ShedExpr is the PromQL of the share of offered requests cancelled

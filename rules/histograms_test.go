@@ -117,3 +117,82 @@ func TestGenerateNoScheduleLag(t *testing.T) {
 		}
 	}
 }
+
+// reasoningConfig has a reasoning probe with TTFT and TTFA SLOs whose
+// histograms select both.
+func reasoningConfig() *config.Config {
+	p := testProbe("think", 1, 0.99, config.SLO{TTFT: sec(time.Second), TTFA: sec(8 * time.Second)})
+	p.Histograms = []string{config.HistogramTTFT, config.HistogramTTFA, config.HistogramE2EL}
+	return oneProbe(p)
+}
+
+// TestGenerateTTFASelection: slo.ttfa gets a p99 alert on the TTFA
+// histogram only when the probe's histograms select ttfa; otherwise the
+// alert is dropped with a warning, as for the other SLOs.
+func TestGenerateTTFASelection(t *testing.T) {
+	slo := config.SLO{TTFA: sec(4 * time.Second)}
+	selected := testProbe("think", 1, 0.99, slo)
+	selected.Histograms = []string{config.HistogramTTFA}
+	unselected := testProbe("think", 1, 0.99, slo)
+	unselected.Histograms = []string{config.HistogramTTFT}
+	cases := []struct {
+		name    string
+		probe   config.Probe
+		expr    string
+		warning string
+	}{
+		{"selected", selected, `histogram_quantile(0.99, sum by (target, probe, le) (rate(vllm_probe_time_to_first_answer_token_seconds_bucket{job="vllm-prober",target="llama",probe="think"}[10m])))` + "\n> 4", ""},
+		{"left out", unselected, "", `target "llama" probe "think" p99 ttfa: dropped: the probe's histograms leave out ttfa (vllm_probe_time_to_first_answer_token_seconds), so there is no p99 to judge; add ttfa to them to get the alert`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rf, warnings, err := Generate(oneProbe(tc.probe), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exprs []string
+			for _, r := range alerts(rf, AlertLatencyHigh) {
+				if r.Labels["slo"] != "ttfa" {
+					t.Errorf("latency alert for slo %q, want only ttfa", r.Labels["slo"])
+				}
+				exprs = append(exprs, r.Expr)
+			}
+			if tc.expr == "" && len(exprs) != 0 || tc.expr != "" && (len(exprs) != 1 || exprs[0] != tc.expr) {
+				t.Errorf("latency alerts:\n%s\nwant:\n%s", strings.Join(exprs, "\n"), tc.expr)
+			}
+			var got []string
+			for _, w := range warnings {
+				if strings.HasPrefix(w.Alert, "p99") {
+					got = append(got, w.String())
+				}
+			}
+			if tc.warning == "" && len(got) != 0 || tc.warning != "" && (len(got) != 1 || got[0] != tc.warning) {
+				t.Errorf("warnings %q, want %q", got, tc.warning)
+			}
+		})
+	}
+}
+
+// TestTestsLatencyCoversTTFA: the generated latency scenario breaks every
+// SLO of its pair, TTFA included, and expects each p99 alert.
+func TestTestsLatencyCoversTTFA(t *testing.T) {
+	tf, err := Tests(reasoningConfig(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range tf.Tests {
+		if g.Name != "latency: llama/think p99 ttft, ttfa above its SLO" {
+			continue
+		}
+		var got []string
+		for _, a := range g.AlertRuleTests[0].ExpAlerts {
+			got = append(got, a.ExpLabels["slo"]+" "+a.ExpAnnotations["summary"])
+		}
+		want := []string{"ttft llama/think p99 TTFT is 1.99s, above its 1s SLO", "ttfa llama/think p99 TTFA is 15.92s, above its 8s SLO"}
+		if !slices.Equal(got, want) {
+			t.Errorf("expected alerts %q, want %q", got, want)
+		}
+		return
+	}
+	t.Fatal("no latency scenario for ttft and ttfa")
+}

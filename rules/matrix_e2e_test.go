@@ -41,7 +41,7 @@ func TestAlertMatrix(t *testing.T) {
 	for _, c := range cells {
 		want := c.want
 		dir := t.TempDir()
-		cfg := matrixConfig(c.sc.rate, c.obj)
+		cfg := matrixScenarioConfig(c.sc, c.obj)
 		rf, warnings, err := Generate(cfg, Options{})
 		if err != nil {
 			t.Fatal(err)

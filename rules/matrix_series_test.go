@@ -78,18 +78,24 @@ const (
 	matrixDense  = time.Hour
 )
 
-// matrixTraffic is the scenario's counters at objective, one increment
-// per step: whole requests only, since a fractional counter's running
+// matrixTraffic is the scenario's counters at objective for its series
+// set i (0 the pair's own, i > 0 replica i), one increment per step:
+// whole requests only, since a fractional counter's running
 // sum, rounded, can step back by 1e-9, which Prometheus reads as a
 // counter reset. A rate below one request per step sends a request at
 // the steps where the running count passes a whole number.
-func matrixTraffic(sc matrixScenario, objective float64) (*matrixSeries, int) {
+func matrixTraffic(sc matrixScenario, objective float64, i int) (*matrixSeries, int) {
 	budget := roundF(1 - objective)
 	per := sc.rate * sc.step.Seconds()
 	ms := &matrixSeries{values: map[string][]float64{}}
-	rng := rand.New(rand.NewPCG(uint64(objective*1e6), uint64(len(sc.name))))
+	rng := rand.New(rand.NewPCG(uint64(objective*1e6), uint64(len(sc.name))+uint64(i)<<32))
 	phases := append([]matrixPhase{{d: sc.warm, out: mAccepted}}, sc.phases(budget)...)
 	phases = append(phases, matrixPhase{d: sc.tail, out: mAccepted})
+	if sc.oneReplica && i != 1 {
+		for j := range phases {
+			phases[j].out = mAccepted
+		}
+	}
 	s, sent := 1, 0.0
 	for _, ph := range phases {
 		cum, left := 0.0, ph.count
@@ -147,11 +153,38 @@ func (ms *matrixSeries) step(s int, n, bad float64, out matrixOutcome) {
 // the probe's traffic and the measurement expressions, whose expected
 // values are want.
 func matrixGroup(sc matrixScenario, objective float64, want matrixResult) (TestGroup, int) {
-	ms, steps := matrixTraffic(sc, objective)
+	var ss []InputSeries
+	var steps int
+	for i := range sc.replicas + 1 {
+		replica := ""
+		if i > 0 {
+			replica = testReplicas[i-1]
+		}
+		var set []InputSeries
+		set, steps = matrixSeriesSet(sc, objective, i, replica)
+		ss = append(ss, set...)
+	}
+	ss = append(ss,
+		InputSeries{Series: `up{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
+		InputSeries{Series: metricname.ConfigLastReloadSuccessful + `{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
+	)
+	end := time.Duration(steps) * sc.step
+	g := TestGroup{Name: fmt.Sprintf("%s at %s%%", sc.name, fmtF(objective*100)), Interval: fmtDur(sc.step), InputSeries: ss}
+	g.ExprTests = matrixExprs(sc, end, want)
+	return g, steps
+}
+
+// matrixSeriesSet renders series set i of the scenario (see
+// matrixTraffic), labelled with replica when it is not "".
+func matrixSeriesSet(sc matrixScenario, objective float64, i int, replica string) ([]InputSeries, int) {
+	ms, steps := matrixTraffic(sc, objective, i)
 	denseFrom := int((sc.warm - matrixDense) / sc.step)
 	sparseEvery := int(matrixSparse / sc.step)
 	present := func(i int) bool { return i >= denseFrom || i%sparseEvery == 0 }
 	labels := `job="vllm-prober",instance="prober:9478",target="llama",probe="chat"`
+	if replica != "" {
+		labels += fmt.Sprintf(",replica=%q", replica)
+	}
 	var ss []InputSeries
 	in := func(series, key string) {
 		ss = append(ss, InputSeries{Series: series, Values: ms.render(key, steps, present)})
@@ -169,14 +202,7 @@ func matrixGroup(sc matrixScenario, objective float64, want matrixResult) (TestG
 		in(fmt.Sprintf("%s_bucket{%s,le=%q}", metricname.TTFT, labels, le), "le"+le)
 	}
 	in(fmt.Sprintf("%s_bucket{%s,le=\"+Inf\"}", metricname.TTFT, labels), "le2")
-	ss = append(ss,
-		InputSeries{Series: `up{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
-		InputSeries{Series: metricname.ConfigLastReloadSuccessful + `{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
-	)
-	end := time.Duration(steps) * sc.step
-	g := TestGroup{Name: fmt.Sprintf("%s at %s%%", sc.name, fmtF(objective*100)), Interval: fmtDur(sc.step), InputSeries: ss}
-	g.ExprTests = matrixExprs(sc, end, want)
-	return g, steps
+	return ss, steps
 }
 
 // matrixResult is one cell of the table: times from the start of the
@@ -242,7 +268,7 @@ func parseResults(want string) ([]matrixResult, error) {
 func (sc matrixScenario) firing(sev string) string {
 	var m []string
 	if sc.alert != "" {
-		m = append(m, fmt.Sprintf("alertname=%q", sc.alert))
+		m = append(m, fmt.Sprintf("alertname=~%q", sc.alert))
 	}
 	m = append(m, `alertstate="firing"`)
 	if sev != "" {

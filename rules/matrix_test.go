@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/discovery"
 )
 
 // The alert matrix: outages of each kind, at real time scale, against the
@@ -62,9 +63,16 @@ type matrixScenario struct {
 	tail time.Duration
 	// goal says what the scenario must show, for the table.
 	goal string
-	// alert, when set, is the only alert measured (else every alert of
-	// the severity counts).
+	// alert, when set, is the only alert measured (a regular expression
+	// of alert names; else every alert of the severity counts).
 	alert string
+	// replicas, when set, makes the probe's target discover that many
+	// replicas besides its url: each replica and the gateway get the
+	// scenario's traffic at rate, drawn with a seed of their own.
+	replicas int
+	// oneReplica applies the phases to the first replica only; the
+	// gateway and the other replicas stay healthy.
+	oneReplica bool
 	// pagesOnly evaluates only the page alerts and the recording rules
 	// they read (see alertRules), for runs of 30 days; the ticket is then
 	// not measured.
@@ -131,6 +139,18 @@ var matrixScenarios = []matrixScenario{
 		want: "never 12h16m 6m 0 1 | never 12h16m 6m 0 1 | never 12h18m 10m 0 1"},
 	noise("healthy, random failures at half the budget, 30d", 1, "never - never 0 - | never - never 0 - | never - never 0 -"),
 	noise("low rate 0.05/s, random failures at half the budget, 30d", 0.05, "never - never 0 - | never - never 0 - | never - never 0 -"),
+	func() matrixScenario {
+		sc := noise("fleet: gateway and 4 replicas at 1/s each, random failures at half the budget, 30d: "+AlertReplicaFailing+" and "+AlertGatewayFailing,
+			1, "never - never 0 - | never - never 0 - | never - never 0 -")
+		sc.alert, sc.replicas = AlertReplicaFailing+"|"+AlertGatewayFailing, 4
+		return sc
+	}(),
+	func() matrixScenario {
+		sc := outage("fleet: 1 of 4 replicas at 1/s fails every request: "+AlertReplicaFailing+" alone", "page ≤ 2m", 1, mHTTP5xx, 1, 30*time.Minute,
+			"2m - 10m 1 - | 1m - 10m 1 - | 1m - 10m 1 -")
+		sc.alert, sc.replicas, sc.oneReplica, sc.pagesOnly = AlertReplicaFailing, 4, true, true
+		return sc
+	}(),
 	outage("low rate 0.05/s, 100% errors", "page, later than at 1/s", 0.05, mHTTP5xx, 1, time.Hour, "3m 30m 10m 1 1 | 2m 23m 20m 1 1 | 1m never 45m 1 0"),
 	func() matrixScenario {
 		sc := outage("low rate 0.05/s, 100% errors: "+AlertTargetDown+" alone", "page ≤ 10m", 0.05, mHTTP5xx, 1, time.Hour, "5m never 1m 1 0 | 5m never 1m 1 0 | 5m never 1m 1 0")
@@ -148,6 +168,17 @@ const matrixSLO = time.Second
 
 func matrixConfig(rate, objective float64) *config.Config {
 	return oneProbe(testProbe("chat", rate, objective, config.SLO{TTFT: sec(matrixSLO)}))
+}
+
+// matrixScenarioConfig is matrixConfig for sc: with replicas, the target
+// has a url and discovery.
+func matrixScenarioConfig(sc matrixScenario, objective float64) *config.Config {
+	cfg := matrixConfig(sc.rate, objective)
+	if sc.replicas > 0 {
+		cfg.Targets[0].URL = "http://gateway:8000"
+		cfg.Targets[0].Discovery = &discovery.Config{FileSD: &discovery.FileSDConfig{Files: []string{"replicas.json"}}}
+	}
+	return cfg
 }
 
 // matrixTable renders the scenarios' want as the Markdown table of
@@ -329,5 +360,44 @@ func TestMatrixParseResults(t *testing.T) {
 		if _, err := parseResults(bad); err == nil {
 			t.Errorf("parseResults(%q): no error", bad)
 		}
+	}
+}
+
+// TestMatrixFleetScenarios: a fleet row evaluates the fleet pages on a
+// gateway and its replicas, each series set drawn with its own seed, and
+// with oneReplica only the first replica fails.
+func TestMatrixFleetScenarios(t *testing.T) {
+	n := 0
+	for _, sc := range matrixScenarios {
+		if sc.replicas == 0 {
+			continue
+		}
+		n++
+		rf, _, err := Generate(matrixScenarioConfig(sc, 0.99), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs := matrixRules(sc, rf); len(alerts(rs, AlertReplicaFailing)) != 3 || len(alerts(rs, AlertGatewayFailing)) != 3 {
+			t.Errorf("%s: %d replica and %d gateway pages evaluated, want 3 each", sc.name, len(alerts(rs, AlertReplicaFailing)), len(alerts(rs, AlertGatewayFailing)))
+		}
+		offered := map[string]string{}
+		for i := range sc.replicas + 1 {
+			ms, _ := matrixTraffic(sc, 0.99, i)
+			offered[fmt.Sprint(ms.values["server_failure"])] += fmt.Sprint(i)
+		}
+		switch {
+		case sc.oneReplica && len(offered) != 2:
+			t.Errorf("%s: %d distinct failure patterns, want the failing replica's and the healthy one", sc.name, len(offered))
+		case !sc.oneReplica && len(offered) != sc.replicas+1:
+			t.Errorf("%s: %d distinct failure patterns over %d series sets, want one each", sc.name, len(offered), sc.replicas+1)
+		}
+		g, _ := matrixGroup(sc, 0.99, matrixResult{})
+		perSet := (len(g.InputSeries) - 2) / (sc.replicas + 1) // less up and the reload gauge
+		if got := strings.Count(fmt.Sprint(g.InputSeries), `replica="`); got != sc.replicas*perSet {
+			t.Errorf("%s: %d series with a replica label, want %d", sc.name, got, sc.replicas*perSet)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d fleet rows, want 2", n)
 	}
 }

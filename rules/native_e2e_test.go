@@ -64,10 +64,6 @@ func promQuery(base, query, label string) (map[string]float64, error) {
 // classic buckets. Ground truth: every lean request has a TTFT of 1.9s
 // and a schedule lag of 1.5s, every full one a TTFT of 0.3s.
 func TestNativeOnlyRulesInPrometheus(t *testing.T) {
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus not installed: %v", err)
-	}
 	off := false
 	lean := testProbe("lean", 10, 0.99, config.SLO{TTFT: sec(time.Second)})
 	lean.Histograms, lean.ClassicBuckets = []string{config.HistogramTTFT, config.HistogramScheduleLag}, &off
@@ -107,37 +103,7 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	b, err := Marshal(rf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yml]\n"+
-		"scrape_configs:\n  - job_name: vllm-prober\n    static_configs: [{targets: [%q]}]\n", srv.Listener.Addr().String())
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(promCfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	cmd := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr, "--enable-feature=native-histograms")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := "http://" + addr
+	base := runPrometheus(t, dir, rf, srv.Listener.Addr().String(), "--enable-feature=native-histograms")
 
 	latency, ok := alertExpr(rf, AlertLatencyHigh, "lean")
 	if !ok {
@@ -174,6 +140,47 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 	if got, err := promQuery(base, `count by (job) ({__name__=~"vllm_probe_.*_bucket"})`, "job"); err != nil || len(got) != 0 {
 		t.Errorf("classic bucket series stored: %v (err %v)", got, err)
 	}
+}
+
+// runPrometheus writes rf and a configuration that scrapes target every
+// second as job vllm-prober into dir, starts Prometheus there with flags,
+// stops it at cleanup and returns its base URL.
+func runPrometheus(t *testing.T, dir string, rf *RuleFile, target string, flags ...string) string {
+	t.Helper()
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("prometheus not installed: %v", err)
+	}
+	b, err := Marshal(rf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yml]\n"+
+		"scrape_configs:\n  - job_name: vllm-prober\n    static_configs: [{targets: [%q]}]\n", target)
+	for name, content := range map[string][]byte{"rules.yml": b, "prometheus.yml": []byte(promCfg)} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	cmd := exec.Command(promBin, append([]string{"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "tsdb"), "--web.listen-address=" + addr}, flags...)...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return "http://" + addr
 }
 
 // alertExpr returns the expression of the alert for probe ("" = any).

@@ -83,7 +83,7 @@ type burnPlan struct {
 
 // latencyPlan is one p99 latency alert of a pair.
 type latencyPlan struct {
-	SLO       string // ttft | tpot | e2el
+	SLO       string // ttft | ttfa | tpot | e2el
 	Threshold time.Duration
 	Window    time.Duration
 	Note      string
@@ -98,6 +98,13 @@ type pairPlan struct {
 	Latency       []latencyPlan
 	CountWindow   time.Duration // window of the not-completing and in-flight cap alerts
 	Hist          config.HistogramSelection
+	// Fingerprint: the probe watches its output fingerprint
+	// (VLLMProbeOutputChanged).
+	Fingerprint bool
+	// Replicas: the target discovers replicas, each probed as its own
+	// series (VLLMProbeReplicaFailing); Gateway: it has a url too, whose
+	// series sit in front of them (VLLMProbeGatewayFailing).
+	Replicas, Gateway bool
 }
 
 // targetPlan is what is decided for one target: the window of
@@ -140,7 +147,10 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 	for _, t := range cfg.Targets {
 		tp := targetPlan{Name: t.Name}
 		for _, pr := range cfg.ProbesFor(t) {
-			p.pairs = append(p.pairs, p.planPair(t.Name, pr))
+			pp := p.planPair(t.Name, pr)
+			pp.Replicas = t.Discovery != nil
+			pp.Gateway = pp.Replicas && t.URL != ""
+			p.pairs = append(p.pairs, pp)
 			tp.Rate += pr.Rate
 		}
 		if tp.Rate > 0 {
@@ -160,7 +170,7 @@ func (p *plan) scale(d time.Duration) time.Duration {
 }
 
 func (p *plan) planPair(target string, pr config.Probe) pairPlan {
-	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection()}
+	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection(), Fingerprint: pr.Fingerprint != nil}
 	for _, bp := range burnPairs {
 		if b, ok := p.planBurn(&pp, bp); ok {
 			pp.Burns = p.addBurn(&pp, pp.Burns, b)
@@ -169,7 +179,7 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 	slos := []struct {
 		name string
 		d    model.Duration
-	}{{"ttft", pr.SLO.TTFT}, {"tpot", pr.SLO.TPOT}, {"e2el", pr.SLO.E2EL}}
+	}{{"ttft", pr.SLO.TTFT}, {"ttfa", pr.SLO.TTFA}, {"tpot", pr.SLO.TPOT}, {"e2el", pr.SLO.E2EL}}
 	for _, s := range slos {
 		if s.d <= 0 {
 			continue

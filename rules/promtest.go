@@ -94,7 +94,8 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 	}
 	optional(tb.scheduleLag, tb.ttftGap)
 	tf.Tests = append(tf.Tests, tb.scrapeFailing())
-	optional(tb.fastBurn, tb.overload, tb.slowBurn, tb.latency)
+	optional(tb.fastBurn, tb.overload, tb.slowBurn, tb.latency, tb.outputChanged, tb.healthyFleet)
+	tf.Tests = append(tf.Tests, tb.fleetScenarios()...)
 	return tf, nil
 }
 
@@ -215,7 +216,7 @@ func (tb *testBuilder) targets() []string {
 var allAlerts = []string{
 	AlertFastBurn, AlertSlowBurn, AlertLatencyHigh, AlertNotCompleting, AlertTargetDown, AlertScrapeFailing,
 	AlertScheduleLag, AlertClientTTFTAboveServer, AlertInFlightCap, AlertProberAbsent, AlertProberDown,
-	AlertReloadFailed, AlertLedgerErrors,
+	AlertReloadFailed, AlertLedgerErrors, AlertOutputChanged, AlertReplicaFailing, AlertGatewayFailing,
 }
 
 // healthy: every pair accepts every request, the prober and the server
@@ -230,7 +231,7 @@ func (tb *testBuilder) healthy() TestGroup {
 			}
 		}
 	}
-	ss := tb.base(steps, nil)
+	ss := append(tb.base(steps, nil), tb.fingerprintSeries(steps)...)
 	for _, t := range tb.targets() {
 		ss = append(ss, tb.scrapeSeries(t, 1, steps))
 		if pp, ok := tb.firstFed(config.HistogramTTFT, t); ok {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -35,6 +36,12 @@ func (tb *testBuilder) burn(pp pairPlan, tr traffic, at int, w time.Duration, le
 // burnTest expects every burn alert of burns whose both windows have been
 // above the factor for its whole for: at the end of tr.
 func (tb *testBuilder) burnTest(pp pairPlan, alert string, burns []burnPlan, tr traffic, forD time.Duration, leave ...string) AlertTest {
+	return tb.seriesBurnTest(pp, alert, nil, burns, tr, forD, leave...)
+}
+
+// seriesBurnTest is burnTest of an alert whose labels add extra to the
+// pair's (a fleet alert's replica).
+func (tb *testBuilder) seriesBurnTest(pp pairPlan, alert string, extra map[string]string, burns []burnPlan, tr traffic, forD time.Duration, leave ...string) AlertTest {
 	end := tr.steps()
 	test := AlertTest{EvalTime: tb.at(end), Alertname: alert, ExpAlerts: []ExpAlert{}}
 	for _, b := range burns {
@@ -48,6 +55,7 @@ func (tb *testBuilder) burnTest(pp pairPlan, alert string, burns []burnPlan, tr 
 		}
 		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short)}
 		r, _ := tb.find(alert, labels)
+		maps.Copy(labels, extra)
 		value := fmt.Sprintf("%.1f", tb.burn(pp, tr, end, b.Long, leave))
 		test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, value))
 	}
@@ -78,8 +86,11 @@ func (tb *testBuilder) fastBurn() (TestGroup, bool) {
 	forD := tb.p.forTime(tb.p.o.PageFor)
 	tr := tb.burnTraffic(pp, pages, outHTTP5xx, 1, forD)
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
+	// Its series have no replica label, as a static target's: the fleet
+	// alerts stay quiet.
 	return tb.group(fmt.Sprintf("fast burn: %s/%s fails every request", pp.Target, pp.Probe), ss,
-		tb.burnTest(pp, AlertFastBurn, pages, tr, forD)), true
+		tb.burnTest(pp, AlertFastBurn, pages, tr, forD),
+		tb.quiet(AlertReplicaFailing, tr.steps()), tb.quiet(AlertGatewayFailing, tr.steps())), true
 }
 
 // overload: the first pair with a page alert sheds a share of its
@@ -267,21 +278,31 @@ func (tb *testBuilder) histogram(pp pairPlan, l latencyPlan, slow bool, steps in
 	return ss
 }
 
+// latency: every latency SLO of the first pair with p99 alerts is
+// exceeded by every request; each of its alerts fires.
 func (tb *testBuilder) latency() (TestGroup, bool) {
-	pp, l, ok := tb.firstLatency()
+	pp, _, ok := tb.firstLatency()
 	if !ok {
 		return TestGroup{}, false
 	}
-	steps := tb.steps(l.Window+tb.p.scale(tb.p.o.LatencyFor)) + 2
-	ss := append(tb.base(steps, nil), tb.histogram(pp, l, true, steps)...)
-	// histogram_quantile interpolates rank 0.99 inside the (slo, 2*slo] bucket.
-	slo := l.Threshold.Seconds()
-	rate := float64(requestsPerStep*tb.steps(l.Window)) / l.Window.Seconds()
-	v := slo + (2*slo-slo)*(0.99*rate/rate)
-	labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "slo": l.SLO}
-	r, _ := tb.find(AlertLatencyHigh, labels)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertLatencyHigh, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(v))}}
-	return tb.group(fmt.Sprintf("latency: %s/%s p99 %s above its SLO", pp.Target, pp.Probe, l.SLO), ss, test), true
+	steps := 0
+	for _, l := range pp.Latency {
+		steps = max(steps, tb.steps(l.Window+tb.p.scale(tb.p.o.LatencyFor))+2)
+	}
+	ss := tb.base(steps, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertLatencyHigh}
+	var slos []string
+	for _, l := range pp.Latency {
+		ss = append(ss, tb.histogram(pp, l, true, steps)...)
+		// histogram_quantile interpolates rank 0.99 inside the (slo, 2*slo] bucket.
+		slo := l.Threshold.Seconds()
+		v := slo + (2*slo-slo)*0.99
+		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "slo": l.SLO}
+		r, _ := tb.find(AlertLatencyHigh, labels)
+		test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, humanizeDuration(v)))
+		slos = append(slos, l.SLO)
+	}
+	return tb.group(fmt.Sprintf("latency: %s/%s p99 %s above its SLO", pp.Target, pp.Probe, strings.Join(slos, ", ")), ss, test), true
 }
 
 // ttftBuckets are the bucket bounds of the TTFT test histograms.

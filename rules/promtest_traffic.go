@@ -121,7 +121,16 @@ func share(c map[string]float64, out string) float64 {
 // disposition and the failure reasons the rules read, plus any reason tr
 // uses.
 func (tb *testBuilder) trafficSeries(pp pairPlan, tr traffic) []InputSeries {
+	return tb.replicaTraffic(pp, "", tr)
+}
+
+// replicaTraffic is trafficSeries of one replica of pp; replica "" is
+// the pair's own series (a gateway or static target: no replica label).
+func (tb *testBuilder) replicaTraffic(pp pairPlan, replica string, tr traffic) []InputSeries {
 	l := fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe)
+	if replica != "" {
+		l += fmt.Sprintf(",replica=%q", replica)
+	}
 	reasons := append(append(append([]string{}, abandonedReasons...), completedFailureReasons...), reasonInFlightCap)
 	var extra []string
 	for _, ph := range tr {

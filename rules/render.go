@@ -168,6 +168,7 @@ func budgetLasts(factor float64) string {
 
 var sloMetric = map[string]string{
 	"ttft": metricname.TTFT,
+	"ttfa": metricname.TTFA,
 	"tpot": metricname.TPOT,
 	"e2el": metricname.E2EL,
 }

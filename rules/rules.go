@@ -28,6 +28,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -160,9 +161,12 @@ func Generate(cfg *config.Config, o Options) (*RuleFile, []Warning, error) {
 	// Alerts share a group with the recording rules they read, so they see
 	// this evaluation's values (groups are evaluated independently).
 	rf := &RuleFile{Groups: []RuleGroup{
-		{Name: "vllm-prober.slo", Rules: append(p.recordingRules(), p.burnAlerts()...)},
+		{Name: "vllm-prober.slo", Rules: slices.Concat(p.recordingRules(), p.fleetRecordingRules(), p.burnAlerts(), p.fleetAlerts())},
 		{Name: "vllm-prober.latency", Rules: p.latencyAlerts()},
 		{Name: "vllm-prober.health", Rules: append(p.ttftRecordingRules(), p.healthAlerts()...)},
 	}}
+	if drift := p.outputChangedAlerts(); len(drift) > 0 {
+		rf.Groups = append(rf.Groups, RuleGroup{Name: "vllm-prober.output", Rules: drift})
+	}
 	return rf, p.warnings, nil
 }

@@ -23,6 +23,7 @@ func TestGenerateLatency(t *testing.T) {
 		{"every SLO at 0.2/s", 0.2, slo, []string{"ttft=10m>1", "tpot=10m>0.1", "e2el=10m>20"}, false},
 		{"only the configured SLO", 0.2, config.SLO{TPOT: sec(50 * time.Millisecond)}, []string{"tpot=10m>0.05"}, false},
 		{"no SLO, no alert", 0.2, config.SLO{}, nil, false},
+		{"ttfa beside ttft", 0.2, config.SLO{TTFT: sec(time.Second), TTFA: sec(5 * time.Second)}, []string{"ttft=10m>1", "ttfa=10m>5"}, false},
 		{"0.02/s widens to hold 100 requests", 0.02, config.SLO{TTFT: sec(time.Second)}, []string{"ttft=1h25m>1"}, true},
 		{"0.001/s drops the alert", 0.001, config.SLO{TTFT: sec(time.Second)}, nil, true},
 	}
@@ -269,6 +270,8 @@ func TestTestsCoverEveryAlert(t *testing.T) {
 	}{
 		{"full example", full, Options{}},
 		{"one probe, e2e windows", oneProbe(testProbe("chat", 10, 0.99, config.SLO{TTFT: sec(2 * time.Second)})), Options{WindowScale: 1.0 / 60}},
+		{"fleet and fingerprint", fleetConfig(), Options{}},
+		{"fleet and fingerprint, e2e windows", fleetConfig(), Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,7 +292,17 @@ func TestTestsCoverEveryAlert(t *testing.T) {
 					exprs[strings.SplitN(g.Name, ":", 2)[0]] = true
 				}
 			}
+			rf, _, err := Generate(tc.cfg, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, a := range allAlerts {
+				if len(alerts(rf, a)) == 0 {
+					if tc.name == "fleet and fingerprint" {
+						t.Errorf("%s is not generated for the fleet config", a)
+					}
+					continue
+				}
 				if !firing[a] || !quiet[a] {
 					t.Errorf("%s: firing scenario %v, quiet scenario %v", a, firing[a], quiet[a])
 				}

@@ -77,6 +77,9 @@ func TestPromtoolPassesGeneratedRules(t *testing.T) {
 		{"low rates and strict objectives", lowRate, Options{Job: "probes"}},
 		{"low rates, e2e windows", lowRate, Options{WindowScale: 1.0 / 60}},
 		{"lean and native-only histograms", leanConfig(), Options{}},
+		{"reasoning: ttft and ttfa SLOs", reasoningConfig(), Options{}},
+		{"fleet and fingerprint", fleetConfig(), Options{}},
+		{"fleet and fingerprint, e2e windows", fleetConfig(), Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,15 +113,17 @@ func TestAmtoolRoutesEveryAlert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, _, err := Generate(full, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	routes := map[string]string{} // alertname/severity -> receiver
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Alert != "" {
-				routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{SeverityPage: "page", SeverityTicket: "ticket"}[r.Labels["severity"]]
+	for _, cfg := range []*config.Config{full, fleetConfig()} {
+		rf, _, err := Generate(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != "" {
+					routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{SeverityPage: "page", SeverityTicket: "ticket"}[r.Labels["severity"]]
+				}
 			}
 		}
 	}

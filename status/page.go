@@ -118,6 +118,9 @@ type PairPage struct {
 	Failures []ledger.Record
 	// Target is the pair's target's server scrape state.
 	Target TargetState
+	// Replicas are the replicas probed behind the pair's gateway (the
+	// pair is the gateway's), each a link to its own pair's page.
+	Replicas []string
 	// ServerTTFT is the server's TTFT of the pair's model over the
 	// window of Stats, from its scraped histogram, shown next to the
 	// client's TTFT.

@@ -1,7 +1,8 @@
 // Package stats computes what a bench or capacity run measured: vLLM's
 // BenchmarkMetrics (numpy's linear percentiles over the completed
 // requests) and the prober's offered, completed, goodput and acceptance
-// figures with timeouts counted at the timeout.
+// figures with timeouts counted at the timeout. Goodput holds the
+// per-request objectives of vLLM's --goodput that decide a request good.
 package stats
 
 import (

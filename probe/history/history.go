@@ -117,17 +117,46 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
+// AnyReplica is the Match.Replica of every pair of a target and probe: its
+// gateway's or static pair and each replica's.
+const AnyReplica = "*"
+
+// Match selects pairs: Target and Probe "" match any; Replica "" matches
+// only a static target's or gateway's pair, AnyReplica any pair, and a
+// host:port that replica's pair.
+type Match struct {
+	Target, Probe, Replica string
+}
+
+func (m Match) matches(k config.PairKey) bool {
+	return (m.Target == "" || k.Target == m.Target) && (m.Probe == "" || k.Probe == m.Probe) &&
+		(m.Replica == AnyReplica || k.Replica == m.Replica)
+}
+
 // Recent returns up to limit records, newest first, of the pairs matching
-// target and probe ("" matches any); limit <= 0 returns all kept.
+// target and probe ("" matches any), replicas included; limit <= 0 returns
+// all kept.
 func (h *History) Recent(target, probeName string, limit int) []ledger.Record {
-	return h.collect(target, probeName, limit, func(p *pairHistory) *ring { return &p.recent })
+	return h.RecentOf(Match{target, probeName, AnyReplica}, limit)
+}
+
+// RecentOf returns up to limit records, newest first, of the pairs m
+// matches; limit <= 0 returns all kept.
+func (h *History) RecentOf(m Match, limit int) []ledger.Record {
+	return h.collect(m, limit, func(p *pairHistory) *ring { return &p.recent })
 }
 
 // LastFailures returns up to n records that were not accepted, newest
-// first, of the pairs matching target and probe ("" matches any); n <= 0
-// returns all kept.
+// first, of the pairs matching target and probe ("" matches any), replicas
+// included; n <= 0 returns all kept.
 func (h *History) LastFailures(target, probeName string, n int) []ledger.Record {
-	return h.collect(target, probeName, n, func(p *pairHistory) *ring { return &p.failures })
+	return h.LastFailuresOf(Match{target, probeName, AnyReplica}, n)
+}
+
+// LastFailuresOf returns up to n records that were not accepted, newest
+// first, of the pairs m matches; n <= 0 returns all kept.
+func (h *History) LastFailuresOf(m Match, n int) []ledger.Record {
+	return h.collect(m, n, func(p *pairHistory) *ring { return &p.failures })
 }
 
 // PairStarted implements Sink.
@@ -157,14 +186,14 @@ func (h *History) Offered(config.PairKey) {}
 // Finished implements Sink by adding r if its pair runs.
 func (h *History) Finished(r *probe.Result) { h.add(r, true) }
 
-func (h *History) collect(target, probeName string, limit int, which func(*pairHistory) *ring) []ledger.Record {
+func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []ledger.Record {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	var entries []historyEntry
 	for key, p := range h.pairs {
-		if (target == "" || key.Target == target) && (probeName == "" || key.Probe == probeName) {
+		if m.matches(key) {
 			entries = append(entries, which(p).buf...)
 		}
 	}

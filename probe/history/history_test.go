@@ -159,3 +159,41 @@ func TestHistorySink(t *testing.T) {
 		t.Errorf("records of the re-added pair = %+v, want seq 4 only", got)
 	}
 }
+
+// TestHistoryReplicaMatch: a fleet's gateway pair and two replica pairs of
+// one target and probe; Replica "" selects the gateway's records only,
+// AnyReplica all three pairs', a host:port that replica's.
+func TestHistoryReplicaMatch(t *testing.T) {
+	h := New(10)
+	add := func(seq int, replica string, d probe.Disposition) {
+		r := histResult("fleet", "chat", seq, d)
+		r.Replica = replica
+		h.Add(r)
+	}
+	add(1, "", probe.Accepted)
+	add(2, "10.0.0.1:8000", probe.ServerFailure)
+	add(3, "", probe.ServerFailure)
+	add(4, "10.0.0.2:8000", probe.Accepted)
+	add(5, "10.0.0.1:8000", probe.Accepted)
+	h.Add(histResult("static", "chat", 6, probe.ServerFailure))
+	for _, tc := range []struct {
+		name string
+		got  []ledger.Record
+		want []uint64
+	}{
+		{"gateway only", h.RecentOf(Match{"fleet", "chat", ""}, 0), []uint64{3, 1}},
+		{"gateway limited", h.RecentOf(Match{"fleet", "chat", ""}, 1), []uint64{3}},
+		{"every replica and the gateway", h.RecentOf(Match{"fleet", "chat", AnyReplica}, 0), []uint64{5, 4, 3, 2, 1}},
+		{"one replica", h.RecentOf(Match{"fleet", "chat", "10.0.0.1:8000"}, 0), []uint64{5, 2}},
+		{"gateway failures", h.LastFailuresOf(Match{"fleet", "chat", ""}, 0), []uint64{3}},
+		{"replica failures", h.LastFailuresOf(Match{"fleet", "chat", "10.0.0.1:8000"}, 0), []uint64{2}},
+		{"any target without replicas", h.RecentOf(Match{"", "chat", ""}, 0), []uint64{6, 3, 1}},
+		{"Recent takes every replica", h.Recent("fleet", "chat", 0), []uint64{5, 4, 3, 2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recSeqs(tc.got); !slices.Equal(got, tc.want) {
+				t.Errorf("seqs %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -120,7 +120,7 @@ func NewRecord(r *probe.Result, recordText string) Record {
 		rec.Level, rec.Repeat = &level, &repeat
 	}
 	if recordText == config.RecordTextAll || (recordText == config.RecordTextFailures && r.Disposition != probe.Accepted) {
-		text := r.Text
+		text := r.AnswerText()
 		rec.Text = &text
 	}
 	return rec

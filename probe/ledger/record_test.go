@@ -92,6 +92,13 @@ func TestRecordGolden(t *testing.T) {
 	failed := &probe.Result{Seq: 9, Target: "t", Probe: "p", RequestID: "req-9", Scheduled: testEpoch,
 		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: probe.ServerFailure,
 		Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, Error: "http status 503", Text: "overloaded"}
+	// A failed tool call's record shows the calls judged, after the text.
+	badCall := &probe.Result{Seq: 10, Target: "t", Probe: "tools", RequestID: "req-10", Scheduled: testEpoch,
+		Sent: testEpoch.Add(time.Millisecond), Lag: time.Millisecond, Disposition: probe.QualityFailure,
+		Reason: probe.ReasonQuality, QualityFailures: []string{probe.CheckToolCall}, HTTPStatus: 200,
+		FinishReason: "tool_calls", Text: "Checking.", ToolCalls: []probe.ToolCall{
+			{ID: "call-1", Name: "get_weather", Arguments: `{"city": "Paris"}`},
+			{ID: "call-2", Name: "get_time", Arguments: `{"city": `}}}
 	cases := []struct {
 		res        *probe.Result
 		recordText string
@@ -102,6 +109,7 @@ func TestRecordGolden(t *testing.T) {
 		{accepted, config.RecordTextAll},
 		{failed, config.RecordTextFailures},
 		{fingerprinted, config.RecordTextNone},
+		{badCall, config.RecordTextFailures},
 	}
 	var got bytes.Buffer
 	for _, c := range cases {

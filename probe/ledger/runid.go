@@ -9,8 +9,10 @@ import (
 var runID = newRunID()
 
 // RunID returns the random id of this process, carried by every ledger
-// record as run_id. Within one run_id, seq of a (target, probe) pair counts
-// from 1 without gaps, so a reader can tell records lost from a restart.
+// record as run_id. Within one run_id, seq of a pair counts from 1 without
+// gaps (a replica pair that returns after the engine forgot its state starts
+// higher: docs/design.md, Fleets), so a reader can tell records lost from a
+// restart.
 func RunID() string { return runID }
 
 // newRunID returns 16 random hex digits.

@@ -5,6 +5,7 @@
 package schedule
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -23,9 +24,14 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 )
 
-// defaultGrace is how long in-flight requests may finish at shutdown or
-// removal before they are cancelled.
-const defaultGrace = 10 * time.Second
+const (
+	// defaultGrace is how long in-flight requests may finish at shutdown
+	// or removal before they are cancelled.
+	defaultGrace = 10 * time.Second
+	// defaultKeptStopped is how many stopped pairs keep their state by
+	// default (EngineOptions.KeptStopped).
+	defaultKeptStopped = 1024
+)
 
 var (
 	// ErrUnknownPair is returned by ProbeOnce for a pair that does not
@@ -60,6 +66,10 @@ type EngineOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error // nil = a real timer
 	// NewRequester builds the Sender of a pair; nil = client.New.
 	NewRequester func(config.Target, config.Probe) (Sender, error)
+	// KeptStopped is how many stopped pairs (removed, drained) keep their
+	// state, so that one coming back continues its seq; the state of the
+	// one stopped longest ago goes beyond it; 0 = 1024.
+	KeptStopped int
 }
 
 // Engine runs one open-loop scheduling loop per configured (target, probe)
@@ -74,10 +84,17 @@ type Engine struct {
 	root     context.Context // parent of every request; cancelled at shutdown
 	stopRoot context.CancelCauseFunc
 
-	mu      sync.Mutex
-	loops   map[pairKey]*loop
-	states  map[pairKey]*pairState // outlive loops: seq continues across changes
-	stopped bool
+	mu     sync.Mutex
+	loops  map[pairKey]*loop
+	states map[pairKey]*pairState // outlive loops: seq continues across changes
+	// stoppedKeys are the stopped pairs whose state is kept, the one
+	// stopped longest ago first (KeptStopped bounds them).
+	stoppedKeys *list.List
+	// seqFloor is the highest seq of a pair whose state was forgotten: a
+	// pair's state created later starts there, so a pair that comes back
+	// after its state went never repeats a seq within this run.
+	seqFloor uint64
+	stopped  bool
 
 	requests     sync.WaitGroup // in-flight requests of every loop, old ones included
 	drains       sync.WaitGroup // retired loops finishing their requests
@@ -100,6 +117,9 @@ type pairState struct {
 	// draining counts the pair's retired loops whose requests have not all
 	// ended; guarded by Engine.mu.
 	draining int
+	// stoppedAt is the pair's element in Engine.stoppedKeys while it is
+	// stopped (nil: running or draining); guarded by Engine.mu.
+	stoppedAt *list.Element
 }
 
 // NewEngine returns an Engine with no pairs; Apply starts them.
@@ -112,6 +132,9 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.KeptStopped <= 0 {
+		o.KeptStopped = defaultKeptStopped
 	}
 	if o.Sleep == nil {
 		// A plain runtime timer made sends 0.5 ms late at the median
@@ -129,11 +152,12 @@ func NewEngine(o EngineOptions) *Engine {
 		}
 	}
 	e := &Engine{
-		o:      o,
-		sink:   sinks(o.Sinks),
-		logger: o.Logger,
-		loops:  map[pairKey]*loop{},
-		states: map[pairKey]*pairState{},
+		o:           o,
+		sink:        sinks(o.Sinks),
+		logger:      o.Logger,
+		loops:       map[pairKey]*loop{},
+		states:      map[pairKey]*pairState{},
+		stoppedKeys: list.New(),
 	}
 	e.root, e.stopRoot = context.WithCancelCause(context.Background())
 	return e

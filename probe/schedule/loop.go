@@ -38,11 +38,7 @@ type loop struct {
 
 // startLoop starts scheduling one pair; e.mu is held.
 func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop {
-	st := e.states[p.Key]
-	if st == nil {
-		st = &pairState{}
-		e.states[p.Key] = st
-	}
+	st := e.pairState(p.Key)
 	st.fingerprints = fingerprint.NewTracker(p, st.fingerprints, e.logger)
 	l := &loop{
 		pair:         p,
@@ -212,5 +208,6 @@ func (e *Engine) drain(l *loop) {
 	l.state.draining--
 	if l.state.draining == 0 && e.loops[l.pair.Key] == nil {
 		e.sink.PairStopped(l.pair.Key)
+		e.keepStopped(l.pair.Key, l.state)
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package dataset
 
 import (
 	"os"
@@ -28,16 +28,16 @@ func TestLoadDataset(t *testing.T) {
 		path    string
 		n       int
 		wantErr string
-		check   func(t *testing.T, ps []prompt)
+		check   func(t *testing.T, ps []Prompt)
 	}{
-		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []prompt) {
+		{name: "sharegpt", path: sharegpt, n: 3, check: func(t *testing.T, ps []Prompt) {
 			for _, p := range ps {
 				if p.Text != "hello there" || p.MaxTokens != 3 {
 					t.Errorf("prompt %+v: want the first turn, output = reply words, the short record skipped", p)
 				}
 			}
 		}},
-		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []prompt) {
+		{name: "jsonl", path: jsonl, n: 2, check: func(t *testing.T, ps []Prompt) {
 			if len(ps) != 2 || (ps[0].Text == "") == (ps[1].Text == "") || ps[0].MaxTokens != 64 {
 				t.Errorf("prompts %+v: want one prompt and one messages record, output length 64", ps)
 			}
@@ -53,7 +53,7 @@ func TestLoadDataset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := loadDataset(tt.path, tt.n, 64, 0)
+			ps, err := Load(tt.path, tt.n, 64, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -61,7 +61,7 @@ func TestLoadDataset(t *testing.T) {
 				return
 			}
 			if err != nil || len(ps) != tt.n {
-				t.Fatalf("loadDataset = %d prompts, %v; want %d", len(ps), err, tt.n)
+				t.Fatalf("Load = %d prompts, %v; want %d", len(ps), err, tt.n)
 			}
 			tt.check(t, ps)
 		})

@@ -1,4 +1,9 @@
-package bench
+// Package dataset reads the prompt files of bench's --dataset-path: a
+// ShareGPT JSON array, or JSON Lines of prompts, messages or ShareGPT
+// records, sampled as vllm bench serve samples them. Each Prompt becomes
+// the workload item a request sends (Prompt.Item); the random dataset is
+// the probe package's random workload and needs no file.
+package dataset
 
 import (
 	"bytes"
@@ -11,19 +16,19 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
-// loadDataset reads n prompts from a dataset file: a ShareGPT JSON array,
+// Load reads n prompts from a dataset file: a ShareGPT JSON array,
 // or JSON Lines of {"prompt"}, {"messages"} or ShareGPT records (the probe
 // package's dataset format, parsed by workload.DecodeDataset). ShareGPT
 // records use their first turn as the prompt and the word count of the
 // second as the output length; other records get outputLen. Entries are
 // shuffled with seed (as vLLM samples them) and reused when the file holds
 // fewer than n. Errors name the file and line.
-func loadDataset(path string, n, outputLen int, seed int64) ([]prompt, error) {
+func Load(path string, n, outputLen int, seed int64) ([]Prompt, error) {
 	data, err := fileread.Read(path, fileread.BenchDatasetLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
-	var prompts []prompt
+	var prompts []Prompt
 	add := func(r *workload.DatasetRecord) error {
 		if p, ok := recordPrompt(r, outputLen); ok {
 			prompts = append(prompts, p)
@@ -43,7 +48,7 @@ func loadDataset(path string, n, outputLen int, seed int64) ([]prompt, error) {
 	}
 	s := uint64(seed)
 	rand.New(rand.NewPCG(s, s)).Shuffle(len(prompts), func(i, j int) { prompts[i], prompts[j] = prompts[j], prompts[i] })
-	out := make([]prompt, n)
+	out := make([]Prompt, n)
 	for i := range out {
 		out[i] = prompts[i%len(prompts)]
 	}
@@ -69,15 +74,15 @@ func decodeShareGPT(data []byte, path string, fn func(*workload.DatasetRecord) e
 
 // recordPrompt converts a checked record; ok is false for ShareGPT records
 // too short to use (vLLM skips them too).
-func recordPrompt(r *workload.DatasetRecord, outputLen int) (prompt, bool) {
+func recordPrompt(r *workload.DatasetRecord, outputLen int) (Prompt, bool) {
 	switch {
 	case r.Prompt != nil:
-		return prompt{Text: *r.Prompt, MaxTokens: outputLen}, true
+		return Prompt{Text: *r.Prompt, MaxTokens: outputLen}, true
 	case len(r.Messages) > 0:
-		return prompt{Messages: r.Messages, MaxTokens: outputLen}, true
+		return Prompt{Messages: r.Messages, MaxTokens: outputLen}, true
 	case len(r.Conversations) < 2:
-		return prompt{}, false
+		return Prompt{}, false
 	}
 	in, reply := r.Conversations[0].Value, len(strings.Fields(r.Conversations[1].Value))
-	return prompt{Text: in, MaxTokens: reply}, strings.TrimSpace(in) != "" && reply > 0
+	return Prompt{Text: in, MaxTokens: reply}, strings.TrimSpace(in) != "" && reply > 0
 }

@@ -1,13 +1,13 @@
-package bench
+package dataset
 
 import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
-// prompt is one dataset entry: a request's input chosen by bench instead of
+// Prompt is one dataset entry: a request's input chosen by bench instead of
 // the probe's workload, request i sending the run's prompt i-1.
-type prompt struct {
+type Prompt struct {
 	// Text is the completions prompt, or the chat user message when
 	// Messages is empty.
 	Text string
@@ -19,8 +19,8 @@ type prompt struct {
 	MaxTokens int
 }
 
-// item converts the prompt for probe p.
-func (pr prompt) item(p config.Probe) workload.Item {
+// Item converts the prompt for probe p.
+func (pr Prompt) Item(p config.Probe) workload.Item {
 	it := workload.ItemFor(p, pr.Text, pr.Messages)
 	if pr.MaxTokens > 0 {
 		it.MaxTokens = pr.MaxTokens

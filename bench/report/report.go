@@ -1,4 +1,11 @@
-package bench
+// Package report is what a bench run prints and saves, in vllm bench
+// serve's form so the numbers compare line by line: vLLM's "Serving
+// Benchmark Result" block, the prober's ledger block below it, the saved
+// result's JSON and file name, and the writing of a report file whole
+// (WriteFile), which every file bench, capacity and merge write goes
+// through. It reads a run and its statistics; it knows nothing of how the
+// requests were sent.
+package report
 
 import (
 	"encoding/json"
@@ -26,7 +33,7 @@ type Settings struct {
 	RequestRate       float64
 	Burstiness        float64
 	MaxConcurrency    int // 0 = none
-	Goodput           goodput
+	Goodput           stats.Goodput
 	PercentileMetrics []string
 	Percentiles       []float64
 	LedgerPath        string
@@ -90,9 +97,9 @@ func lineFloat(w io.Writer, label string, v float64) {
 	fmt.Fprintf(w, "%-40s %-10s\n", label, pyfmt.Float(v, 2))
 }
 
-// printFailures prints up to 10 failed requests' errors, as vLLM does
+// PrintFailures prints up to 10 failed requests' errors, as vLLM does
 // before its result block.
-func printFailures(w io.Writer, run *openloop.Run) {
+func PrintFailures(w io.Writer, run *openloop.Run) {
 	var failed []*probe.Result
 	for _, r := range run.Results {
 		if !stats.Completed(r) {
@@ -108,8 +115,8 @@ func printFailures(w io.Writer, run *openloop.Run) {
 	}
 }
 
-// printResult prints vLLM's "Serving Benchmark Result" block line for line.
-func printResult(w io.Writer, s Settings, m stats.Metrics) {
+// PrintResult prints vLLM's "Serving Benchmark Result" block line for line.
+func PrintResult(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, center(" Serving Benchmark Result ", '=', 50))
 	lineInt(w, "Successful requests:", m.Completed)
 	lineInt(w, "Failed requests:", m.Failed)
@@ -142,11 +149,11 @@ func printResult(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, strings.Repeat("=", 50))
 }
 
-// printLedger prints the prober's additions below vLLM's block: offered
+// PrintLedger prints the prober's additions below vLLM's block: offered
 // load, completed throughput and goodput over the wall-clock window,
 // acceptance, the latencies with timeouts counted at the timeout, and the
 // disposition mix that accounts for every offered request.
-func printLedger(w io.Writer, s Settings, m stats.Metrics) {
+func PrintLedger(w io.Writer, s Settings, m stats.Metrics) {
 	fmt.Fprintln(w, center(" Prober Ledger ", '=', 50))
 	lineInt(w, "Offered requests:", m.Offered)
 	if m.Abandoned > 0 {
@@ -206,9 +213,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// defaultResultFilename is vLLM's name for a saved result:
+// Filename is vLLM's name for a saved result:
 // {label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json.
-func defaultResultFilename(s Settings, at time.Time) string {
+func Filename(s Settings, at time.Time) string {
 	label := s.Label
 	if label == "" {
 		label = s.Backend
@@ -220,9 +227,9 @@ func defaultResultFilename(s Settings, at time.Time) string {
 	return name + "-" + path.Base(s.Model) + "-" + at.Format("20060102-150405") + ".json"
 }
 
-// marshalResult renders the saved JSON: vLLM's keys, then the prober's.
+// Marshal renders the saved JSON: vLLM's keys, then the prober's.
 // extra adds keys of the sharded runs: a worker's "shard", a merge's "merge".
-func marshalResult(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time, extra map[string]any) ([]byte, error) {
+func Marshal(s Settings, m stats.Metrics, run *openloop.Run, detailed bool, at time.Time, extra map[string]any) ([]byte, error) {
 	out := vllmKeys(s, m, at)
 	for _, name := range printed(s, m) {
 		d := m.Dists[name]

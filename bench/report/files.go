@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 )
 
-// writeFile writes a report file whole or not at all: it writes a
+// WriteFile writes a report file whole or not at all: it writes a
 // temporary file beside path, then renames it, making the directory when
 // missing (as vLLM does for --result-dir).
-func writeFile(path string, write func(io.Writer) error) error {
+func WriteFile(path string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return err
 }
 
-// bytesWriter adapts a byte slice to writeFile.
-func bytesWriter(b []byte) func(io.Writer) error {
+// Bytes adapts a byte slice to WriteFile.
+func Bytes(b []byte) func(io.Writer) error {
 	return func(w io.Writer) error { _, err := w.Write(b); return err }
 }

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -29,8 +29,8 @@ func syntheticRun() *openloop.Run {
 }
 
 func syntheticSettings() Settings {
-	return Settings{Backend: backendOpenAI, Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
-		MaxConcurrency: 4, Goodput: goodput{TTFT: 150 * time.Millisecond, hasTTFT: true},
+	return Settings{Backend: "openai", Model: "org/sim-llama", NumPrompts: 3, RequestRate: 3, Burstiness: 1,
+		MaxConcurrency: 4, Goodput: stats.Goodput{TTFT: 150 * time.Millisecond, HasTTFT: true},
 		PercentileMetrics: stats.RequestMetrics, Percentiles: []float64{99, 99.9}}
 }
 
@@ -38,9 +38,9 @@ func syntheticSettings() Settings {
 // was printed by Python with vLLM's own format strings for these figures.
 func TestPrintResultGolden(t *testing.T) {
 	s := syntheticSettings()
-	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
-	printResult(&buf, s, m)
+	PrintResult(&buf, s, m)
 	want, err := os.ReadFile("testdata/result_block.golden")
 	if err != nil {
 		t.Fatal(err)
@@ -65,9 +65,9 @@ func line(ls []string, i int) string {
 
 func TestPrintResultOptionalLines(t *testing.T) {
 	s := syntheticSettings()
-	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), goodput{}, []string{stats.MetricTTFT}
+	s.MaxConcurrency, s.RequestRate, s.Goodput, s.PercentileMetrics = 0, math.Inf(1), stats.Goodput{}, []string{stats.MetricTTFT}
 	var buf bytes.Buffer
-	printResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}))
+	PrintResult(&buf, s, stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}))
 	for _, absent := range []string{"Maximum request concurrency:", "Request rate configured", "Request goodput", "TPOT", "ITL", "E2EL", "TTFA"} {
 		t.Run(absent, func(t *testing.T) {
 			if strings.Contains(buf.String(), absent) {
@@ -85,9 +85,9 @@ func TestPrintResultTTFA(t *testing.T) {
 	run := syntheticRun()
 	run.Results[0].TTFA, run.Results[0].ReasoningEvents = 300*time.Millisecond, 12
 	run.Results[1].TTFA, run.Results[1].ReasoningEvents = 500*time.Millisecond, 20
-	m := stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
-	printResult(&buf, s, m)
+	PrintResult(&buf, s, m)
 	want := strings.Join([]string{
 		"------------Time to First Answer Token------------",
 		"Mean TTFA (ms):                          400.00    ",
@@ -100,14 +100,7 @@ func TestPrintResultTTFA(t *testing.T) {
 	if !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("result block ends\n%s\nwant it to end\n%s", buf.String(), want)
 	}
-	b, err := marshalResult(s, m, run, false, run.Start, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := marshalMap(t, s, run, false)
 	if out["mean_ttfa_ms"] != 400.0 || out["p99_ttfa_ms"] != 498.0 {
 		t.Errorf("saved TTFA: mean %v p99 %v, want 400 and 498", out["mean_ttfa_ms"], out["p99_ttfa_ms"])
 	}
@@ -115,9 +108,9 @@ func TestPrintResultTTFA(t *testing.T) {
 
 func TestPrintLedger(t *testing.T) {
 	s := syntheticSettings()
-	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles})
+	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
-	printLedger(&buf, s, m)
+	PrintLedger(&buf, s, m)
 	for _, want := range []string{
 		"Offered requests:                        3         ",
 		"Offered load (req/s):                    3.00      ",
@@ -146,14 +139,7 @@ func TestPrintLedger(t *testing.T) {
 func TestMarshalResultKeys(t *testing.T) {
 	s := syntheticSettings()
 	run := syntheticRun()
-	b, err := marshalResult(s, stats.Compute(run, stats.Options{Good: s.Goodput.rule(), Percentiles: s.Percentiles}), run, true, run.Start, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := marshalMap(t, s, run, true)
 	want := map[string]any{"date": "20260102-030405", "backend": "openai", "endpoint_type": "openai", "label": nil,
 		"model_id": "org/sim-llama", "num_prompts": 3.0, "request_rate": 3.0, "max_concurrency": 4.0, "completed": 2.0,
 		"failed": 1.0, "request_goodput": 0.5, "p99_ttft_ms": 199.0, "p99.9_itl_ms": 29.98, "mean_e2el_ms": 180.0,
@@ -164,6 +150,7 @@ func TestMarshalResultKeys(t *testing.T) {
 			t.Errorf("saved JSON lacks vLLM key %q", k)
 		}
 	}
+	checkNotDetailed(t, s, run)
 	for k, v := range want {
 		t.Run(k, func(t *testing.T) {
 			g, ok := got[k]
@@ -176,6 +163,34 @@ func TestMarshalResultKeys(t *testing.T) {
 			}
 			if !ok || g != v {
 				t.Errorf("%s = %v, want %v", k, g, v)
+			}
+		})
+	}
+}
+
+// marshalMap decodes the result Marshal saves for run.
+func marshalMap(t *testing.T, s Settings, run *openloop.Run, detailed bool) map[string]any {
+	t.Helper()
+	b, err := Marshal(s, stats.Compute(run, stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles}), run, detailed, run.Start, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkNotDetailed checks the result saved without --save-detailed: every
+// vLLM key but the per-request lists only --save-detailed adds.
+func checkNotDetailed(t *testing.T, s Settings, run *openloop.Run) {
+	got := marshalMap(t, s, run, false)
+	for _, k := range vllmResultKeys {
+		detailed := strings.HasSuffix(k, "_lens") || k == "ttfts" || k == "itls" || k == "start_times" || k == "generated_texts" || k == "errors"
+		t.Run("not detailed "+k, func(t *testing.T) {
+			if _, ok := got[k]; ok == detailed {
+				t.Errorf("key %q present=%v, want %v (detailed keys only with --save-detailed)", k, ok, !detailed)
 			}
 		})
 	}
@@ -203,7 +218,7 @@ func TestDefaultResultFilename(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := defaultResultFilename(tt.s, at); got != tt.want {
+			if got := Filename(tt.s, at); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

@@ -1,0 +1,194 @@
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+)
+
+// A target with `discovery:` probes each replica as its own pair, whose
+// series carry the replica's host:port in the label `replica`; with a
+// `url` too, the gateway's series (no replica label) sit in front of
+// them (docs/design.md, Fleets). The fleet alerts tell which of them
+// burns the error budget: one replica while most pass
+// (VLLMProbeReplicaFailing), or the gateway while every replica passes
+// (VLLMProbeGatewayFailing). docs/alerts.md, "Fleets", says which alert
+// fires for which fault.
+
+// Alert names of the fleet alerts.
+const (
+	AlertReplicaFailing = "VLLMProbeReplicaFailing"
+	AlertGatewayFailing = "VLLMProbeGatewayFailing"
+)
+
+// Recorded series name prefixes of the fleet alerts, per (target, probe,
+// replica); the window is appended. A gateway's series have no replica
+// label and stay a series of their own.
+const (
+	RecordReplicaOffered    = "target_probe_replica:vllm_probe_requests_offered:rate"
+	RecordReplicaAcceptance = "target_probe_replica:vllm_probe_acceptance:ratio_rate"
+)
+
+// fleetMinRequests is how many requests the short window of a replica
+// (or gateway) must hold before a fleet alert judges it. The windows are
+// planned for the probe's rate, which each replica gets; with rate_split
+// a replica gets a share of it, and a window of a few requests would page
+// on one failure.
+const fleetMinRequests = minCountWindow
+
+// Selectors of a pair's replica series and of its gateway series.
+const (
+	replicaSeries = `replica!=""`
+	gatewaySeries = `replica=""`
+)
+
+// fleetWindows are the windows the fleet alerts read: the page windows of
+// every pair of a target with discovery.
+func (p *plan) fleetWindows() []time.Duration {
+	set := map[time.Duration]bool{}
+	for _, pp := range p.pairs {
+		for _, b := range pp.Burns {
+			if pp.Replicas && b.Severity == SeverityPage {
+				set[b.Long], set[b.Short] = true, true
+			}
+		}
+	}
+	var ws []time.Duration
+	for w := range set {
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
+	return ws
+}
+
+// fleetRecordingRules record offered requests and acceptance per
+// (target, probe, replica) over the fleet windows.
+func (p *plan) fleetRecordingRules() []Rule {
+	var rs []Rule
+	job := p.jobMatcher()
+	for _, wd := range p.fleetWindows() {
+		w := fmtDur(wd)
+		rs = append(rs,
+			Rule{Record: RecordReplicaOffered + w, Expr: rateBy(byReplica, metricname.RequestsOffered, job, "", w)},
+			Rule{Record: RecordReplicaAcceptance + w, Expr: ReplicaAcceptanceExpr(job, w)},
+		)
+	}
+	return rs
+}
+
+// fleetSel selects pp's series of one kind (replicaSeries or gatewaySeries).
+func fleetSel(pp pairPlan, kind string) string {
+	return fmt.Sprintf("{target=%q,probe=%q,%s}", pp.Target, pp.Probe, kind)
+}
+
+// seriesBurn is the burn rate of each series of sel over window w.
+func seriesBurn(pp pairPlan, sel string, w time.Duration) string {
+	return fmt.Sprintf("(1 - %s%s%s) / %s", RecordReplicaAcceptance, fmtDur(w), sel, fmtF(1-pp.Objective))
+}
+
+// seriesOffered is how many requests each series of sel offered over w.
+func seriesOffered(sel string, w time.Duration) string {
+	return fmt.Sprintf("%s%s%s * %s", RecordReplicaOffered, fmtDur(w), sel, fmtF(w.Seconds()))
+}
+
+// seriesBurning: each series of sel burns above b's factor over both of
+// its windows, the long window holds heldRatio times the requests of the
+// short one (as the pair's burn alerts require) and the short one at
+// least fleetMinRequests.
+func seriesBurning(pp pairPlan, b burnPlan, sel string) string {
+	f := fmtF(b.Factor)
+	return fmt.Sprintf("%s > %s\nand\n%s > %s\nand\n%s >= %s * %s\nand\n%s >= %d",
+		seriesBurn(pp, sel, b.Long), f, seriesBurn(pp, sel, b.Short), f,
+		seriesOffered(sel, b.Long), fmtF(heldRatio), seriesOffered(sel, b.Short),
+		seriesOffered(sel, b.Short), fleetMinRequests)
+}
+
+// passingReplicas counts pp's replicas whose burn over b's long window is
+// below b's factor; replicasExpr counts them all.
+func passingReplicas(pp pairPlan, b burnPlan) string {
+	return fmt.Sprintf("count by (target, probe) (%s < %s)", seriesBurn(pp, fleetSel(pp, replicaSeries), b.Long), fmtF(b.Factor))
+}
+
+func replicasExpr(pp pairPlan, b burnPlan) string {
+	return fmt.Sprintf("count by (target, probe) (%s%s%s)", RecordReplicaOffered, fmtDur(b.Long), fleetSel(pp, replicaSeries))
+}
+
+// fleetAlerts are, per pair of a target with discovery and page burn
+// pair, VLLMProbeReplicaFailing and, when the target has a url,
+// VLLMProbeGatewayFailing.
+func (p *plan) fleetAlerts() []Rule {
+	var rs []Rule
+	for _, pp := range p.pairs {
+		if !pp.Replicas {
+			continue
+		}
+		for _, b := range pp.Burns {
+			if b.Severity != SeverityPage {
+				continue
+			}
+			rs = append(rs, p.replicaFailing(pp, b))
+			if pp.Gateway {
+				rs = append(rs, p.gatewayFailing(pp, b))
+			}
+		}
+	}
+	return rs
+}
+
+// fleetRule is a page of pp over b's windows; $value is the burn over the
+// long window, the first operand of expr.
+func (p *plan) fleetRule(alert string, pp pairPlan, b burnPlan, expr, summary, description string) Rule {
+	r := Rule{
+		Alert: alert,
+		Expr:  expr,
+		For:   p.forDur(p.o.PageFor),
+		Labels: map[string]string{
+			"severity": SeverityPage, "target": pp.Target, "probe": pp.Probe,
+			"long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short),
+		},
+		Annotations: map[string]string{"summary": summary, "description": description, "runbook_url": p.runbook(alert)},
+	}
+	if b.Note != "" {
+		r.Annotations["low_traffic"] = b.Note
+	}
+	return r
+}
+
+// fleetText is what a fleet alert says: whose series burn (who, in
+// the summary; whom, in the description), what the other series do
+// (while) and what that means (cause).
+type fleetText struct{ who, whom, while, cause string }
+
+// fleetAlert pages when the series of kind burn over b's windows and
+// the count of passing replicas compares with the count of all replicas
+// (times share) as cmp says.
+func (p *plan) fleetAlert(alert string, pp pairPlan, b burnPlan, kind, cmp, share string, txt fleetText) Rule {
+	expr := fmt.Sprintf("%s\nand on (target, probe)\n(\n%s\n%s\n%s%s\n)",
+		seriesBurning(pp, b, fleetSel(pp, kind)), passingReplicas(pp, b), cmp, replicasExpr(pp, b), share)
+	obj, f, long := fmtF(pp.Objective*100), fmtF(b.Factor), fmtDur(b.Long)
+	return p.fleetRule(alert, pp, b, expr,
+		fmt.Sprintf("%s of %s/%s burns its %s%% acceptance error budget %sx too fast over %s while %s", txt.who, pp.Target, pp.Probe, obj, valueFmt, long, txt.while),
+		fmt.Sprintf("Probe %s against %s of target %s burned its %s%% acceptance objective's error budget %sx faster than sustainable over the last %s, and more than %sx over the last %s, "+
+			"while %s (below %sx over %s). %s", pp.Probe, txt.whom, pp.Target, obj, valueFmt, long, f, fmtDur(b.Short), txt.while, f, long, txt.cause))
+}
+
+// replicaFailing: a replica burns the budget while more than half of the
+// pair's replicas are below the factor; when half or more fail, the fault
+// is the model's or the fleet's, not one engine's, and the pair's own
+// burn alerts judge it.
+func (p *plan) replicaFailing(pp pairPlan, b burnPlan) Rule {
+	return p.fleetAlert(AlertReplicaFailing, pp, b, replicaSeries, ">", " / 2", fleetText{
+		who: "Replica {{ $labels.replica }}", whom: "replica {{ $labels.replica }}", while: "most replicas pass",
+		cause: "One engine is sick (crashed, out of memory, bad node or GPU): drain or restart it; the others serve."})
+}
+
+// gatewayFailing: the gateway's series burn the budget while every
+// replica behind it is below the factor. A static target has no replica
+// series, so the count is empty and the alert cannot fire.
+func (p *plan) gatewayFailing(pp pairPlan, b burnPlan) Rule {
+	return p.fleetAlert(AlertGatewayFailing, pp, b, gatewaySeries, "==", "", fleetText{
+		who: "The gateway", whom: "the url (gateway)", while: "every replica passes",
+		cause: "The engines serve: the router, ingress or load balancer in front of them fails."})
+}

@@ -1,0 +1,172 @@
+package rules
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+)
+
+// testReplicas are the replicas of the fleet scenarios: four, so one
+// failing is a minority and three passing a majority.
+var testReplicas = []string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000", "10.0.0.4:8000"}
+
+// fleetScale multiplies the requests per step of the fleet scenarios, so
+// that even a one-step short window holds fleetMinRequests.
+const fleetScale = 5
+
+// times is tr with k times the requests per step.
+func (tr traffic) times(k float64) traffic {
+	out := make(traffic, len(tr))
+	for i, ph := range tr {
+		ends := maps.Clone(ph.ends)
+		for o := range ends {
+			ends[o] *= k
+		}
+		out[i] = phase{ph.steps, ends}
+	}
+	return out
+}
+
+// firstFleet returns the first pair of a target with discovery and its
+// page burn pairs.
+func (tb *testBuilder) firstFleet() (pairPlan, []burnPlan, bool) {
+	for _, pp := range tb.p.pairs {
+		var pages []burnPlan
+		for _, b := range pp.Burns {
+			if b.Severity == SeverityPage {
+				pages = append(pages, b)
+			}
+		}
+		if pp.Replicas && len(pages) > 0 {
+			return pp, pages, true
+		}
+	}
+	return pairPlan{}, nil, false
+}
+
+// fleetSeries are every other pair healthy, pp's gateway (when it has
+// one) with traffic gateway and its replicas with the traffic of each.
+func (tb *testBuilder) fleetSeries(pp pairPlan, gateway traffic, replicas []traffic) []InputSeries {
+	ss := tb.base(gateway.steps(), &pp)
+	if pp.Gateway {
+		ss = append(ss, tb.trafficSeries(pp, gateway)...)
+	}
+	for i, tr := range replicas {
+		ss = append(ss, tb.replicaTraffic(pp, testReplicas[i], tr)...)
+	}
+	return ss
+}
+
+func (tb *testBuilder) quiet(alert string, at int) AlertTest {
+	return AlertTest{EvalTime: tb.at(at), Alertname: alert, ExpAlerts: []ExpAlert{}}
+}
+
+// fleetScenarios are the fleet alerts' scenarios on the first pair of a
+// target with discovery: one replica failing (VLLMProbeReplicaFailing
+// names it), the gateway failing in front of passing replicas
+// (VLLMProbeGatewayFailing), and the neighbouring cases where neither may
+// fire: every replica and the gateway failing, a single failed request,
+// a healthy fleet.
+func (tb *testBuilder) fleetScenarios() []TestGroup {
+	pp, pages, ok := tb.firstFleet()
+	if !ok {
+		return nil
+	}
+	forD := tb.p.forTime(tb.p.o.PageFor)
+	fail := tb.burnTraffic(pp, pages, outHTTP5xx, 1, forD).times(fleetScale)
+	end := fail.steps()
+	ok200 := healthyTraffic(end).times(fleetScale)
+	name := func(what string) string { return fmt.Sprintf("fleet: %s/%s %s", pp.Target, pp.Probe, what) }
+	gs := []TestGroup{
+		tb.group(name("replica "+testReplicas[0]+" fails every request, the others pass"),
+			tb.fleetSeries(pp, ok200, []traffic{fail, ok200, ok200, ok200}),
+			tb.seriesBurnTest(pp, AlertReplicaFailing, map[string]string{"replica": testReplicas[0]}, pages, fail, forD),
+			tb.quiet(AlertGatewayFailing, end)),
+		tb.group(name("every replica and the gateway fail"),
+			tb.fleetSeries(pp, fail, []traffic{fail, fail, fail, fail}),
+			tb.quiet(AlertReplicaFailing, end), tb.quiet(AlertGatewayFailing, end),
+			tb.burnTest(pp, AlertFastBurn, pages, fail, forD)),
+		tb.group(name("half the replicas fail: not a minority"),
+			tb.fleetSeries(pp, ok200, []traffic{fail, fail, ok200, ok200}),
+			tb.quiet(AlertReplicaFailing, end), tb.quiet(AlertGatewayFailing, end)),
+		tb.flakyReplica(pp, pages),
+	}
+	if pp.Gateway {
+		gs = append(gs, tb.group(name("gateway fails every request, every replica passes"),
+			tb.fleetSeries(pp, fail, []traffic{ok200, ok200, ok200, ok200}),
+			tb.seriesBurnTest(pp, AlertGatewayFailing, nil, pages, fail, forD),
+			tb.quiet(AlertReplicaFailing, end)))
+	}
+	return gs
+}
+
+// flakyReplica: the fleet is healthy but for one failed request of one
+// replica; neither fleet alert fires while it is in any window, nor on
+// the healthy fleet before it.
+func (tb *testBuilder) flakyReplica(pp pairPlan, pages []burnPlan) TestGroup {
+	h := 0
+	for _, b := range pages {
+		h = max(h, tb.steps(b.Long))
+	}
+	n := float64(requestsPerStep * fleetScale)
+	ok200 := healthyTraffic(h).times(fleetScale)
+	flaky := traffic{ok200[0], {1, map[string]float64{outAccepted: n - 1, outHTTP5xx: 1}}, ok200[0]}
+	tail := healthyTraffic(flaky.steps()).times(fleetScale)
+	g := tb.group(fmt.Sprintf("fleet: %s/%s healthy but for one failed request of %s", pp.Target, pp.Probe, testReplicas[1]),
+		tb.fleetSeries(pp, tail, []traffic{tail, flaky, tail, tail}))
+	for _, at := range []int{h, h + 1, h + 2, flaky.steps()} {
+		g.AlertRuleTests = append(g.AlertRuleTests, tb.quiet(AlertReplicaFailing, at), tb.quiet(AlertGatewayFailing, at))
+	}
+	return g
+}
+
+// outputChanged: the first probe with a fingerprint counts one confirmed
+// change of its output; the ticket fires and names the pair.
+func (tb *testBuilder) outputChanged() (TestGroup, bool) {
+	for _, pp := range tb.p.pairs {
+		if !pp.Fingerprint {
+			continue
+		}
+		steps := tb.healthSteps(0)
+		ss := append(tb.base(steps, nil),
+			tb.series(metricname.OutputFingerprintChanges, fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe),
+				counter(segment{0, 1}, segment{1, 1}, segment{0, steps - 1})))
+		labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
+		r, _ := tb.find(AlertOutputChanged, labels)
+		test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertOutputChanged, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
+		return tb.group(fmt.Sprintf("output changed: %s/%s answers its fixed prompt differently", pp.Target, pp.Probe), ss,
+			tb.quiet(AlertOutputChanged, 1), test), true
+	}
+	return TestGroup{}, false
+}
+
+// fingerprintSeries are the fingerprint change counters of every probe
+// with a fingerprint, at 0: the healthy scenario shows the ticket quiet.
+func (tb *testBuilder) fingerprintSeries(steps int) []InputSeries {
+	var ss []InputSeries
+	for _, pp := range tb.p.pairs {
+		if pp.Fingerprint {
+			ss = append(ss, tb.series(metricname.OutputFingerprintChanges, fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), counter(segment{0, steps})))
+		}
+	}
+	return ss
+}
+
+// healthyFleet: every pair of every target with discovery has a healthy
+// gateway (when it has a url) and four healthy replicas.
+func (tb *testBuilder) healthyFleet() (TestGroup, bool) {
+	pp, pages, ok := tb.firstFleet()
+	if !ok {
+		return TestGroup{}, false
+	}
+	steps := 0
+	for _, b := range pages {
+		steps = max(steps, tb.steps(b.Long+b.Short))
+	}
+	ok200 := healthyTraffic(steps).times(fleetScale)
+	g := tb.group(fmt.Sprintf("fleet: %s/%s gateway and replicas healthy", pp.Target, pp.Probe),
+		tb.fleetSeries(pp, ok200, []traffic{ok200, ok200, ok200, ok200}),
+		tb.quiet(AlertReplicaFailing, steps), tb.quiet(AlertGatewayFailing, steps), tb.quiet(AlertFastBurn, steps))
+	return g, true
+}
