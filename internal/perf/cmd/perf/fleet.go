@@ -12,12 +12,7 @@ import (
 // probes (400 replica pairs) at 0.1 requests/s per pair, then times its
 // /metrics and status page; once scraping every replica's /metrics (the
 // default) and once with metrics_path "".
-func runFleet(ctx context.Context, o options) ([]row, error) {
-	bin, cleanup, err := binaryFor(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
+func runFleet(ctx context.Context, o options, bin string) ([]row, error) {
 	var rows []row
 	for _, noServer := range []bool{false, true} {
 		r, err := perf.Fleet(ctx, perf.FleetOptions{Binary: bin, Targets: 5, Replicas: 40, Probes: 2, Rate: 0.1,

@@ -70,7 +70,7 @@ func run() int {
 		name string
 		fn   func(context.Context, options) ([]row, error)
 	}{
-		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", runCost}, {"fleet", runFleet},
+		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", withBinary(runCost)}, {"fleet", withBinary(runFleet)},
 		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
 	}
 	failed := false
