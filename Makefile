@@ -70,7 +70,7 @@ fuzz:
 	done
 
 # bench runs the prober's own benchmarks (internal/perf: fidelity, schedule
-# lag, daemon cost, scrape cost, hot paths; ~7 minutes) and prints the
+# lag, daemon cost, a 400-pair fleet, scrape cost, hot paths; ~13 minutes) and prints the
 # summary table of docs/BENCHMARKS.md. PERF_FLAGS="-scale 0.2" is quicker,
 # PERF_FLAGS="-only cost" runs one part.
 PERF_FLAGS ?=

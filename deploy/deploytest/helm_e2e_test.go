@@ -25,6 +25,7 @@ type helmCase struct {
 	rules    bool            // renders a PrometheusRule from ci/<name>-rules.yml
 	shards   int             // prober Deployments expected, each with a share of the targets
 	benchJob bool            // renders the sharded bench's Jobs (checkBenchJob)
+	fleet    bool            // holds a DNS fleet target naming deploy/kubernetes/vllm-headless
 }
 
 var helmCases = []helmCase{
@@ -33,6 +34,7 @@ var helmCases = []helmCase{
 	{name: "central-created-secret", args: []string{"--set", "auth.enabled=true", "--set", "auth.apiKeys.vllm=k", "--set", "targets[0].name=vllm", "--set", "targets[0].url=http://vllm.llm.svc:8000", "--set", "targets[0].apiKeySecretKey=vllm", "--set", "targets[1].name=other", "--set", "targets[1].url=http://other.llm.svc:8000"}},
 	{name: "sidecar", values: "sidecar-values.yaml", sidecar: true, rules: true},
 	{name: "central", values: "central-values.yaml", external: map[string]bool{"vllm-api-keys": true}, rules: true},
+	{name: "central-fleet", values: "central-fleet-values.yaml", fleet: true},
 	{name: "central-sharded", values: "central-values.yaml", args: []string{"--set", "shards=2", "--set", "prometheusRule.enabled=false"}, external: map[string]bool{"vllm-api-keys": true}, shards: 2},
 	{name: "bench-job", values: "bench-job-values.yaml", benchJob: true},
 	{name: "bench-job-existing-claim", args: []string{"--set", "benchJob.enabled=true", "--set", "benchJob.startAt=2026-01-02T15:04:05Z", "--set", "benchJob.persistence.existingClaim=results"}},
@@ -87,6 +89,9 @@ func TestHelmChart(t *testing.T) {
 			}
 			if c.shards > 0 {
 				checkShards(t, cfgs, c.shards, 3)
+			}
+			if c.fleet {
+				checkFleetConfigs(t, cfgs)
 			}
 			if c.benchJob {
 				for _, err := range checkBenchJob(m) {
@@ -152,6 +157,7 @@ func TestHelmChartRejects(t *testing.T) {
 		{"rules without rule file", []string{"--set", "prometheusRule.enabled=true"}},
 		{"rules not a rule file", []string{"--set", "prometheusRule.enabled=true", "--set", "prometheusRule.rules=a: b"}},
 		{"no probes", []string{"--set", "probes=null"}},
+		{"target without url or discovery", []string{"--set", "targets[0].name=a"}},
 		{"empty shard", []string{"--set", "shards=2"}},
 		{"zero shards", []string{"--set", "shards=0"}},
 		{"bench job without a start", []string{"--set", "benchJob.enabled=true"}},

@@ -146,9 +146,15 @@ func TestSidecarManifests(t *testing.T) {
 	}
 }
 
-func TestCentralManifests(t *testing.T) {
+// centralFiles lists the central example's resource files.
+func centralFiles(t *testing.T) []string {
+	t.Helper()
 	_, files := readKustomization(t, filepath.Join(kubeDir, "central"))
-	m := decodeFiles(t, files...)
+	return files
+}
+
+func TestCentralManifests(t *testing.T) {
+	m := decodeFiles(t, centralFiles(t)...)
 	if len(m.deployments) != 1 || len(m.serviceMonitors) != 1 || len(m.services) != 1 {
 		t.Fatalf("want one Deployment, Service and ServiceMonitor, got %d, %d and %d",
 			len(m.deployments), len(m.services), len(m.serviceMonitors))
@@ -165,17 +171,106 @@ func TestCentralManifests(t *testing.T) {
 	}
 }
 
-// checkCentralTargets requires several targets, each a Service address.
+// checkCentralTargets requires several targets, each a Service address or
+// a fleet found by DNS (checkDNSTarget).
 func checkCentralTargets(targets []config.Target) []error {
 	var errs []error
 	if len(targets) < 2 {
 		errs = append(errs, fmt.Errorf("central config lists %d targets, want several", len(targets)))
 	}
 	for _, tg := range targets {
+		if tg.Discovery != nil {
+			errs = append(errs, checkDNSTarget(tg)...)
+			continue
+		}
 		u, err := url.Parse(tg.URL)
 		if err != nil || u.Port() == "" || !strings.Contains(u.Hostname(), ".svc") {
 			errs = append(errs, fmt.Errorf("target %s: %q is not a Service address with a port", tg.Name, tg.URL))
 		}
 	}
 	return errs
+}
+
+// checkDNSTarget requires a fleet target of the examples to find its
+// replicas by DNS (no RBAC needed) under cluster Service names with a port.
+func checkDNSTarget(tg config.Target) []error {
+	dns := tg.Discovery.DNS
+	if dns == nil {
+		return []error{fmt.Errorf("target %s: discovery is %s, the examples use dns", tg.Name, tg.Discovery.Mechanism())}
+	}
+	var errs []error
+	if dns.Port == 0 {
+		errs = append(errs, fmt.Errorf("target %s: discovery.dns has no port", tg.Name))
+	}
+	for _, n := range dns.Names {
+		if !strings.HasSuffix(n, ".svc.cluster.local") {
+			errs = append(errs, fmt.Errorf("target %s: %q is not a cluster Service name", tg.Name, n))
+		}
+	}
+	return errs
+}
+
+// TestFleetHeadlessService checks the central example's DNS fleet target
+// against the headless Service it names.
+func TestFleetHeadlessService(t *testing.T) {
+	cfgs, errs := checkManifests(t, decodeFiles(t, centralFiles(t)...), false, nil)
+	for _, err := range errs {
+		t.Fatal(err)
+	}
+	checkFleetConfigs(t, cfgs)
+}
+
+// checkFleetConfigs requires a DNS fleet target in cfgs whose names are
+// headless Services of deploy/kubernetes/vllm-headless (one A record per
+// pod) serving the target's port.
+func checkFleetConfigs(t *testing.T, cfgs []*config.Config) {
+	t.Helper()
+	_, files := readKustomization(t, filepath.Join(kubeDir, "vllm-headless"))
+	services := decodeFiles(t, files...).services
+	var fleets int
+	for _, cfg := range cfgs {
+		for _, tg := range cfg.Targets {
+			if tg.Discovery == nil {
+				continue
+			}
+			fleets++
+			for _, err := range checkDNSTarget(tg) {
+				t.Error(err)
+			}
+			if tg.Discovery.DNS == nil {
+				continue
+			}
+			for _, n := range tg.Discovery.DNS.Names {
+				if err := checkHeadless(services, n, tg.Discovery.DNS.Port); err != nil {
+					t.Errorf("target %s: %v", tg.Name, err)
+				}
+			}
+		}
+	}
+	if fleets == 0 {
+		t.Error("no target with discovery")
+	}
+}
+
+// checkHeadless requires a headless Service called name (svc.ns.svc.cluster.local)
+// serving port among services.
+func checkHeadless(services []*corev1.Service, name string, port int) error {
+	for _, s := range services {
+		if name != s.Name+"."+s.Namespace+".svc.cluster.local" {
+			continue
+		}
+		if s.Spec.ClusterIP != corev1.ClusterIPNone {
+			return fmt.Errorf("service %s: clusterIP %q, want None (headless)", s.Name, s.Spec.ClusterIP)
+		}
+		if len(s.Spec.Selector) == 0 {
+			return fmt.Errorf("service %s: no selector, so no pod records", s.Name)
+		}
+		for _, p := range s.Spec.Ports {
+			if int(p.Port) == port && p.TargetPort.IntValue() == port {
+				return nil
+			}
+		}
+		return fmt.Errorf("service %s: no port %d to the pods' %d", s.Name, port, port)
+	}
+	return fmt.Errorf("no headless Service named %s in deploy/kubernetes/vllm-headless", name)
 }

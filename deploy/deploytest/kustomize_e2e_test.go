@@ -51,3 +51,18 @@ func kustomizeBuild(t *testing.T, dir string) *manifests {
 	}
 	return m
 }
+
+// TestKustomizeHeadlessService checks that `kustomize build` keeps the
+// headless Service of a fleet in its own namespace, the one its DNS name
+// in the central example holds.
+func TestKustomizeHeadlessService(t *testing.T) {
+	m := kustomizeBuild(t, filepath.Join(kubeDir, "vllm-headless"))
+	for _, s := range m.services {
+		if s.Namespace != "vllm" || s.Spec.ClusterIP != "None" {
+			t.Errorf("service %s: namespace %q clusterIP %q, want vllm and None", s.Name, s.Namespace, s.Spec.ClusterIP)
+		}
+	}
+	if len(m.services) != 1 {
+		t.Errorf("%d services, want 1", len(m.services))
+	}
+}

@@ -65,13 +65,9 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	}
 	defer sim.stop()
 	out.SimPID = sim.cmd.Process.Pid
-	cfgPath := filepath.Join(dir, "prober.yml")
-	if err := os.WriteFile(cfgPath, []byte(costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts)), 0o600); err != nil {
-		return out, fmt.Errorf("write config: %w", err)
-	}
-	d, err := startProcess(ctx, opts.Binary, daemonAddress, "run", "--config.file="+cfgPath, "--web.listen-address=127.0.0.1:0")
+	d, err := startDaemon(ctx, opts.Binary, dir, costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts))
 	if err != nil {
-		return out, fmt.Errorf("daemon: %w", err)
+		return out, err
 	}
 	defer d.stop()
 	out.DaemonPID = d.cmd.Process.Pid
@@ -137,16 +133,34 @@ func costConfig(url, ledger string, o CostOptions) string {
 	for i := range o.Targets {
 		fmt.Fprintf(&b, "  - name: sim-%02d\n    url: %s\n    model: sim-llama\n", i, url)
 	}
+	writeProbes(&b, o.Probes, o.Rate)
+	return b.String()
+}
+
+// startDaemon writes cfg to dir and runs the daemon on it.
+func startDaemon(ctx context.Context, binary, dir, cfg string) (*process, error) {
+	cfgPath := filepath.Join(dir, "prober.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, fmt.Errorf("write config: %w", err)
+	}
+	d, err := startProcess(ctx, binary, daemonAddress, "run", "--config.file="+cfgPath, "--web.listen-address=127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	return d, nil
+}
+
+// writeProbes writes the config's probes section: n probes at rate.
+func writeProbes(b *strings.Builder, n int, rate float64) {
 	b.WriteString("probes:\n")
 	kinds := []string{
 		"api: chat\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {ignore_eos: true}",
 		"api: completions\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {ignore_eos: true}",
 		"api: chat\n    workload: {prompts: [{messages: [{role: user, content: \"What is 12*12? Digits only.\"}], expect: {regex: '\\b144\\b'}}]}",
 	}
-	for i := range o.Probes {
-		fmt.Fprintf(&b, "  - name: probe-%d\n    rate: %g\n    %s\n    slo: {ttft: 1s, tpot: 100ms, e2el: 10s}\n", i, o.Rate, kinds[i%len(kinds)])
+	for i := range n {
+		fmt.Fprintf(b, "  - name: probe-%d\n    rate: %g\n    %s\n    slo: {ttft: 1s, tpot: 100ms, e2el: 10s}\n", i, rate, kinds[i%len(kinds)])
 	}
-	return b.String()
 }
 
 // requestsTotal scrapes url and returns the sum of

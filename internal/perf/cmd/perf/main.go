@@ -1,9 +1,9 @@
 // Command perf runs the prober's own benchmarks (internal/perf) and prints
 // the summary table of docs/BENCHMARKS.md: measurement fidelity against the
 // simulator's ground truth, open-loop schedule accuracy, the daemon's CPU
-// and memory cost, the /metrics scrape cost and the hot paths.
+// and memory cost, its cost probing a 400-pair fleet, the /metrics scrape cost and the hot paths.
 //
-//	go run ./internal/perf/cmd/perf            # everything, ~4 minutes
+//	go run ./internal/perf/cmd/perf            # everything, ~13 minutes
 //	go run ./internal/perf/cmd/perf -only cost # one part
 //	go run ./internal/perf/cmd/perf -only schedule.workers # bench as worker processes only
 package main
@@ -27,21 +27,23 @@ func main() { os.Exit(run()) }
 
 // options are the command-line flags.
 type options struct {
-	only       map[string]bool
-	scale      float64
-	binary     string
-	costWarmup time.Duration
-	costTime   time.Duration
-	moduleDir  string
+	only        map[string]bool
+	scale       float64
+	binary      string
+	costWarmup  time.Duration
+	costTime    time.Duration
+	fleetWarmup time.Duration
+	moduleDir   string
 }
 
 func run() int {
 	var o options
-	only := flag.String("only", "fidelity,schedule,cost,scrape,hotpaths", "Comma-separated parts to run.")
+	only := flag.String("only", "fidelity,schedule,cost,fleet,scrape,hotpaths", "Comma-separated parts to run.")
 	flag.Float64Var(&o.scale, "scale", 1, "Multiplier of every run's duration (0.2 for a quick look).")
 	flag.StringVar(&o.binary, "binary", "", "vllm-prober binary for the cost run (default: build one).")
 	flag.DurationVar(&o.costWarmup, "cost.warmup", 10*time.Second, "Daemon warm-up before the cost is measured.")
 	flag.DurationVar(&o.costTime, "cost.duration", 60*time.Second, "How long the cost is measured per case.")
+	flag.DurationVar(&o.fleetWarmup, "fleet.warmup", 60*time.Second, "Daemon warm-up before the fleet's cost is measured (every pair sends and every replica is scraped).")
 	flag.StringVar(&o.moduleDir, "dir", ".", "The module's root directory.")
 	cpuProfile := flag.String("cpuprofile", "", "Write a CPU profile of the in-process runs (fidelity, schedule) to this file.")
 	flag.Parse()
@@ -68,7 +70,7 @@ func run() int {
 		name string
 		fn   func(context.Context, options) ([]row, error)
 	}{
-		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", runCost},
+		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", withBinary(runCost)}, {"fleet", withBinary(runFleet)},
 		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
 	}
 	failed := false

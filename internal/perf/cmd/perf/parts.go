@@ -125,13 +125,21 @@ func benchScheduleRows(ctx context.Context, o options) []row {
 	return rows
 }
 
-// runCost measures the daemon in the sidecar and the 10×3 cases.
-func runCost(ctx context.Context, o options) ([]row, error) {
-	bin, cleanup, err := binaryFor(ctx, o)
-	if err != nil {
-		return nil, err
+// withBinary turns a part that runs the daemon binary into a step: it
+// gets -binary or one built for it.
+func withBinary(run func(ctx context.Context, o options, bin string) ([]row, error)) func(context.Context, options) ([]row, error) {
+	return func(ctx context.Context, o options) ([]row, error) {
+		bin, cleanup, err := binaryFor(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		return run(ctx, o, bin)
 	}
-	defer cleanup()
+}
+
+// runCost measures the daemon in the sidecar and the 10×3 cases.
+func runCost(ctx context.Context, o options, bin string) ([]row, error) {
 	var rows []row
 	// The idle case (one request per ~3 hours) is the fixed cost: the
 	// runtime, server-metrics scrapes and /metrics scrapes.

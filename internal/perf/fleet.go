@@ -1,0 +1,235 @@
+package perf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// FleetOptions configures Fleet.
+type FleetOptions struct {
+	Binary                    string // the vllm-prober binary
+	Targets, Replicas, Probes int    // Replicas per target
+	Rate                      float64
+	Warmup, Duration          time.Duration
+	ScrapeEvery               time.Duration // /metrics scrapes while measuring (0 = never)
+	Fetches                   int           // timed /metrics and status page fetches after measuring
+	NoServerMetrics           bool          // metrics_path "": the replicas' /metrics are not scraped
+}
+
+// FleetResult is what the daemon used probing a fleet, and how fast it
+// answered /metrics and its status page afterwards.
+type FleetResult struct {
+	CostResult
+	Replicas, Pairs int // replica pairs seen in /metrics
+	Series          int // every sample line of /metrics
+	// SeriesPerPair is the vllm_probe_* series of replica pairs (label
+	// replica set) per replica pair; histograms count one series per
+	// bucket plus _sum and _count, as Prometheus stores them.
+	SeriesPerPair float64
+	// ServerSeries are the replicas' re-exported server metrics: series
+	// with a replica label outside vllm_probe_*.
+	ServerSeries int
+	Metrics      Stats // time to fetch and read /metrics
+	Status       Stats // time to fetch and read the status page
+	StatusBytes  int
+}
+
+// Fleet runs opts.Targets fleet targets of opts.Replicas replicas each,
+// found by file_sd (one file per target listing its replicas' addresses),
+// with opts.Probes probes at opts.Rate requests/s per replica pair. The
+// replicas are one in-process simulator (one engine, so they share its
+// batch) listening on Targets × Replicas loopback ports: every replica has
+// its own address, connections and /metrics scrape, which is what the
+// prober's cost depends on. The daemon is a process of opts.Binary,
+// measured as Cost measures it; then opts.Fetches sequential fetches of
+// /metrics and of the status page are timed.
+func Fleet(ctx context.Context, opts FleetOptions) (FleetResult, error) {
+	out := FleetResult{CostResult: CostResult{Name: fmt.Sprintf("%d×%d replicas×%d @ %g/s", opts.Targets, opts.Replicas, opts.Probes, opts.Rate),
+		Targets: opts.Targets, Probes: opts.Probes, Rate: opts.Rate}}
+	dir, err := os.MkdirTemp("", "vllm-prober-fleet-")
+	if err != nil {
+		return out, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	addrs, stop, err := startReplicas(opts.Targets * opts.Replicas)
+	if err != nil {
+		return out, err
+	}
+	defer stop()
+	cfg, err := fleetConfig(dir, addrs, opts)
+	if err != nil {
+		return out, err
+	}
+	d, err := startDaemon(ctx, opts.Binary, dir, cfg)
+	if err != nil {
+		return out, err
+	}
+	defer d.stop()
+	out.DaemonPID = d.cmd.Process.Pid
+	base := "http://" + d.addr
+	if err := measure(ctx, &out.CostResult, base+"/metrics", CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery}); err != nil {
+		return out, err
+	}
+	return out, timeFetches(&out, base, opts.Fetches)
+}
+
+// startReplicas serves one simulator on n loopback ports and returns their
+// addresses and the function that stops it.
+func startReplicas(n int) ([]string, func(), error) {
+	o := simulator.DefaultOptions()
+	o.Seed, o.Jitter, o.MaxNumSeqs, o.DecodePerSeq = 1, 0, 1024, 20*time.Microsecond
+	sim, err := simulator.New(o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("simulator: %w", err)
+	}
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	stop := func() {
+		srv.Close()
+		sim.Close()
+	}
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("replica listener: %w", err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(os.Stderr, "replica %s: %v\n", ln.Addr(), err)
+			}
+		}()
+	}
+	return addrs, stop, nil
+}
+
+// fleetConfig writes one file_sd file per target to dir and returns the
+// daemon's config. The histograms are the default: lean for replicas.
+func fleetConfig(dir string, addrs []string, o FleetOptions) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n  ledger: {path: %q}\ntargets:\n", filepath.Join(dir, "ledger.jsonl"))
+	for i := range o.Targets {
+		file := filepath.Join(dir, fmt.Sprintf("fleet-%02d.json", i))
+		groups := []map[string]any{{"targets": addrs[i*o.Replicas : (i+1)*o.Replicas], "labels": map[string]string{"zone": "perf"}}}
+		data, err := json.Marshal(groups)
+		if err != nil {
+			return "", fmt.Errorf("encode %s: %w", file, err)
+		}
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			return "", fmt.Errorf("write %s: %w", file, err)
+		}
+		fmt.Fprintf(&b, "  - name: fleet-%02d\n    model: sim-llama\n    discovery: {file_sd: {files: [%q]}}\n", i, file)
+		if o.NoServerMetrics {
+			b.WriteString("    metrics_path: \"\"\n")
+		}
+	}
+	writeProbes(&b, o.Probes, o.Rate)
+	return b.String(), nil
+}
+
+// timeFetches times n fetches of /metrics and of the status page and
+// counts the series of the last /metrics answer.
+func timeFetches(out *FleetResult, base string, n int) error {
+	var metrics, status []time.Duration
+	var body []byte
+	for range n {
+		b, took, err := fetch(base + "/metrics")
+		if err != nil {
+			return err
+		}
+		metrics, body = append(metrics, took), b
+		b, took, err = fetch(base + "/")
+		if err != nil {
+			return err
+		}
+		status, out.StatusBytes = append(status, took), len(b)
+	}
+	out.Metrics, out.Status = Summarize(metrics), Summarize(status)
+	return countSeries(out, body)
+}
+
+// fetch GETs url and reads the whole answer.
+func fetch(url string) ([]byte, time.Duration, error) {
+	start := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, 0, fmt.Errorf("fetch %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("fetch %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("fetch %s: %s", url, resp.Status)
+	}
+	return body, time.Since(start), nil
+}
+
+// countSeries fills Series, ServerSeries, Pairs, Replicas and
+// SeriesPerPair from an exposition.
+func countSeries(out *FleetResult, body []byte) error {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		return fmt.Errorf("parse /metrics: %w", err)
+	}
+	pairs, replicas := map[string]bool{}, map[string]bool{}
+	replicaSeries := 0
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			n := 1
+			switch {
+			case m.GetHistogram() != nil:
+				n = len(m.GetHistogram().GetBucket()) + 2
+			case m.GetSummary() != nil:
+				n = len(m.GetSummary().GetQuantile()) + 2
+			}
+			out.Series += n
+			l := labelMap(m.GetLabel())
+			if l["replica"] == "" {
+				continue
+			}
+			if !strings.HasPrefix(name, "vllm_probe_") {
+				out.ServerSeries += n
+				continue
+			}
+			replicas[l["target"]+"/"+l["replica"]] = true
+			if l["probe"] != "" {
+				pairs[l["target"]+"/"+l["probe"]+"/"+l["replica"]] = true
+				replicaSeries += n
+			}
+		}
+	}
+	out.Pairs, out.Replicas = len(pairs), len(replicas)
+	if out.Pairs == 0 {
+		return errors.New("/metrics holds no replica pair")
+	}
+	out.SeriesPerPair = float64(replicaSeries) / float64(out.Pairs)
+	return nil
+}
+
+// labelMap returns a series' labels by name.
+func labelMap(pairs []*dto.LabelPair) map[string]string {
+	l := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}

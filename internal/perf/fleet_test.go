@@ -1,0 +1,109 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/discovery"
+)
+
+// TestFleetConfig checks that the fleet run's configuration loads and that
+// its file_sd files make every replica address a pair with every probe.
+func TestFleetConfig(t *testing.T) {
+	for _, noServer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no server metrics %v", noServer), func(t *testing.T) {
+			cfg := loadFleetConfig(t, FleetOptions{Targets: 2, Replicas: 3, Probes: 2, Rate: 0.1, NoServerMetrics: noServer})
+			replicas := map[string][]discovery.Replica{}
+			for _, tg := range cfg.Targets {
+				replicas[tg.Name] = discoverOnce(t, *tg.Discovery)
+				if (tg.MetricsPath == "") != noServer {
+					t.Errorf("target %s: metrics_path %q", tg.Name, tg.MetricsPath)
+				}
+			}
+			pairs := cfg.PairsWith(replicas)
+			var urls []string
+			for _, p := range pairs {
+				if p.Key.Replica == "" || p.Probe.Rate != 0.1 {
+					t.Errorf("pair %s: rate %g", p.Key, p.Probe.Rate)
+				}
+				urls = append(urls, p.Target.URL)
+			}
+			slices.Sort(urls)
+			if urls = slices.Compact(urls); len(pairs) != 12 || len(urls) != 6 {
+				t.Errorf("%d pairs over %d replica URLs %q, want 12 over 6", len(pairs), len(urls), urls)
+			}
+		})
+	}
+}
+
+// loadFleetConfig writes the fleet run's config for six replica addresses
+// and loads it.
+func loadFleetConfig(t *testing.T, o FleetOptions) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	addrs := []string{"127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003", "127.0.0.1:1004", "127.0.0.1:1005", "127.0.0.1:1006"}
+	text, err := fleetConfig(dir, addrs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "prober.yml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	return cfg
+}
+
+// discoverOnce returns the first set c's discoverer reports.
+func discoverOnce(t *testing.T, c discovery.Config) []discovery.Replica {
+	t.Helper()
+	d, err := discovery.New(c, discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var got []discovery.Replica
+	d.Run(ctx, func(r []discovery.Replica) { got = r; cancel() }, func(err error) { t.Error(err); cancel() })
+	return got
+}
+
+// TestCountSeries counts a hand-written exposition: a histogram is one
+// series per bucket (+Inf included) plus _sum and _count, and only
+// vllm_probe_* series of a replica pair count per pair.
+func TestCountSeries(t *testing.T) {
+	body := `# TYPE vllm_probe_ttft_seconds histogram
+vllm_probe_ttft_seconds_bucket{target="a",probe="p",replica="r1",le="0.1"} 1
+vllm_probe_ttft_seconds_bucket{target="a",probe="p",replica="r1",le="+Inf"} 2
+vllm_probe_ttft_seconds_sum{target="a",probe="p",replica="r1"} 0.3
+vllm_probe_ttft_seconds_count{target="a",probe="p",replica="r1"} 2
+vllm_probe_ttft_seconds_bucket{target="a",probe="p",replica="",le="0.1"} 1
+vllm_probe_ttft_seconds_bucket{target="a",probe="p",replica="",le="+Inf"} 2
+vllm_probe_ttft_seconds_sum{target="a",probe="p",replica=""} 0.3
+vllm_probe_ttft_seconds_count{target="a",probe="p",replica=""} 2
+# TYPE vllm_probe_requests_total counter
+vllm_probe_requests_total{target="a",probe="p",replica="r1"} 2
+vllm_probe_requests_total{target="a",probe="q",replica="r2"} 1
+# TYPE vllm_probe_target_info gauge
+vllm_probe_target_info{target="a",replica="r3"} 1
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{target="a",replica="r1"} 0
+`
+	var out FleetResult
+	if err := countSeries(&out, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	// Replica pair series: r1/p 4+1, r2/q 1.
+	if out.Series != 12 || out.Pairs != 2 || out.Replicas != 3 || out.SeriesPerPair != 3 || out.ServerSeries != 1 {
+		t.Errorf("series %d, pairs %d, replicas %d, per pair %g, server %d; want 12, 2, 3, 3, 1",
+			out.Series, out.Pairs, out.Replicas, out.SeriesPerPair, out.ServerSeries)
+	}
+}
