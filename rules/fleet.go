@@ -37,7 +37,10 @@ const (
 // (or gateway) must hold before a fleet alert judges it. The windows are
 // planned for the probe's rate, which each replica gets; with rate_split
 // a replica gets a share of it, and a window of a few requests would page
-// on one failure.
+// on one failure. The windows are not re-planned for the share: this
+// guard alone decides, so a fleet small enough to fill the short window
+// pages as fast as a single server (docs/alerts.md, "Replica windows and
+// rate_split").
 const fleetMinRequests = minCountWindow
 
 // Selectors of a pair's replica series and of its gateway series.
