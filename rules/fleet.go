@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
@@ -35,7 +37,10 @@ const (
 // (or gateway) must hold before a fleet alert judges it. The windows are
 // planned for the probe's rate, which each replica gets; with rate_split
 // a replica gets a share of it, and a window of a few requests would page
-// on one failure.
+// on one failure. The windows are not re-planned for the share: this
+// guard alone decides, so a fleet small enough to fill the short window
+// pages as fast as a single server (docs/alerts.md, "Replica windows and
+// rate_split").
 const fleetMinRequests = minCountWindow
 
 // Selectors of a pair's replica series and of its gateway series.
@@ -43,6 +48,38 @@ const (
 	replicaSeries = `replica!=""`
 	gatewaySeries = `replica=""`
 )
+
+// pairMatchers select the series of pp that its target-level alerts
+// read: a target with a url and discovery is judged by its gateway's
+// series, the path users take (its replicas have the fleet alerts); a
+// target with discovery only by all its replicas together.
+func pairMatchers(pp pairPlan) string {
+	m := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+	if pp.Gateway {
+		m += "," + gatewaySeries
+	}
+	return m
+}
+
+// targetExpr is expr (OfferedExpr, AcceptanceExpr, ...) per (target,
+// probe) over window w, for the series pairMatchers selects: when a
+// target has a gateway, the other targets' sums or its gateway's. The
+// two sides hold different targets, so `or` joins them. Without
+// gateways it is expr over every series of the job.
+func (p *plan) targetExpr(expr func(matchers, window string) string, w string) string {
+	job := p.jobMatcher()
+	if len(p.gateways) == 0 {
+		return expr(job, w)
+	}
+	quoted := make([]string, len(p.gateways))
+	for i, g := range p.gateways {
+		quoted[i] = regexp.QuoteMeta(g)
+	}
+	gws := strings.Join(quoted, "|")
+	return fmt.Sprintf("(\n%s\n)\nor\n(\n%s\n)",
+		expr(fmt.Sprintf("%s,target!~%q", job, gws), w),
+		expr(fmt.Sprintf("%s,target=~%q,%s", job, gws, gatewaySeries), w))
+}
 
 // fleetWindows are the windows the fleet alerts read: the page windows of
 // every pair of a target with discovery.

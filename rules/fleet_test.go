@@ -102,3 +102,32 @@ func TestGenerateNoFleetNoExtraRules(t *testing.T) {
 		t.Errorf("%d groups, want 3", len(rf.Groups))
 	}
 }
+
+// TestGenerateFleetTargetLevelSeries: the target-level records and
+// alerts of a target with a gateway read only its gateway's series
+// (replica=""); those of a target with discovery only and of a static
+// target read every series of the pair.
+func TestGenerateFleetTargetLevelSeries(t *testing.T) {
+	rf, _, err := Generate(fleetConfig(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := records(rf)[RecordAcceptance+"5m"]
+	for _, want := range []string{`{job="vllm-prober",target!~"fleet"`, `{job="vllm-prober",target=~"fleet",replica="",disposition="accepted"}`, "\nor\n"} {
+		if !strings.Contains(acc.Expr, want) {
+			t.Errorf("acceptance record lacks %q:\n%s", want, acc.Expr)
+		}
+	}
+	for _, alert := range []string{AlertLatencyHigh, AlertTargetDown, AlertNotCompleting, AlertInFlightCap} {
+		rs := alerts(rf, alert)
+		if len(rs) != 3 {
+			t.Fatalf("%d %s alerts, want one per target", len(rs), alert)
+		}
+		for _, r := range rs {
+			gw := strings.Contains(r.Expr, `replica=""`)
+			if want := r.Labels["target"] == "fleet"; gw != want {
+				t.Errorf("%s of %s reads only the gateway's series: %v, want %v\n%s", alert, r.Labels["target"], gw, want, r.Expr)
+			}
+		}
+	}
+}

@@ -96,7 +96,7 @@ func (p *plan) notCompletingAlerts() []Rule {
 	o := p.o
 	for _, pp := range p.pairs {
 		w := fmtDur(pp.CountWindow)
-		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+		ps := pairMatchers(pp)
 		r := p.healthRule(AlertNotCompleting, SeverityTicket,
 			fmt.Sprintf("sum by (target, probe) (rate("+metricname.RequestsOffered+"%s[%s])) > 0\nunless\nsum by (target, probe) (rate("+metricname.Requests+"%s[%s])) > 0",
 				p.sel(ps), w, p.sel(ps+`,disposition!="cancelled"`), w), o.HealthFor,
@@ -142,6 +142,9 @@ func (p *plan) targetDownAlerts() []Rule {
 	for _, tp := range p.targets {
 		w := fmtDur(tp.Window)
 		ts := fmt.Sprintf("target=%q", tp.Name)
+		if tp.Gateway {
+			ts += "," + gatewaySeries
+		}
 		ended := p.sel(ts + `,disposition!="cancelled"`)
 		r := p.healthRule(AlertTargetDown, SeverityPage,
 			fmt.Sprintf("sum by (target) (rate(%[1]s%[2]s[%[3]s]))\n/\nsum by (target) (rate(%[1]s%[4]s[%[3]s]))\n>= %[5]s\nand\nsum by (target) (increase(%[1]s%[4]s[%[3]s])) >= %[6]d",
@@ -166,7 +169,7 @@ func (p *plan) inFlightCapAlerts() []Rule {
 	for _, pp := range p.pairs {
 		w := fmtDur(pp.CountWindow)
 		forD := p.inFlightCapFor(pp.CountWindow)
-		ps := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+		ps := pairMatchers(pp)
 		r := p.healthRule(AlertInFlightCap, SeverityTicket,
 			fmt.Sprintf("%s\n> %s", ShedExpr(p.jobMatcher()+","+ps, w), fmtF(inFlightCapRatio)), 0,
 			fmt.Sprintf("%s/%s sheds %s of its requests at max_in_flight", pp.Target, pp.Probe, percentFmt),

@@ -113,12 +113,17 @@ type targetPlan struct {
 	Name   string
 	Rate   float64 // requests per second over all the target's probes
 	Window time.Duration
+	// Gateway: the target has a url and discovery; its target-level
+	// alerts read only the gateway's series (gatewaySeries).
+	Gateway bool
 }
 
 type plan struct {
-	o        Options
-	gran     time.Duration // every window is a multiple of it
-	windows  []time.Duration
+	o       Options
+	gran    time.Duration // every window is a multiple of it
+	windows []time.Duration
+	// gateways are the targets with a url and discovery, in config order.
+	gateways []string
 	pairs    []pairPlan
 	targets  []targetPlan
 	warnings []Warning
@@ -145,7 +150,10 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 		}
 	}
 	for _, t := range cfg.Targets {
-		tp := targetPlan{Name: t.Name}
+		tp := targetPlan{Name: t.Name, Gateway: t.Discovery != nil && t.URL != ""}
+		if tp.Gateway {
+			p.gateways = append(p.gateways, t.Name)
+		}
 		for _, pr := range cfg.ProbesFor(t) {
 			pp := p.planPair(t.Name, pr)
 			pp.Replicas = t.Discovery != nil

@@ -78,11 +78,17 @@ func (tb *testBuilder) fleetScenarios() []TestGroup {
 	end := fail.steps()
 	ok200 := healthyTraffic(end).times(fleetScale)
 	name := func(what string) string { return fmt.Sprintf("fleet: %s/%s %s", pp.Target, pp.Probe, what) }
+	oneFails := tb.group(name("replica "+testReplicas[0]+" fails every request, the others pass"),
+		tb.fleetSeries(pp, ok200, []traffic{fail, ok200, ok200, ok200}),
+		tb.seriesBurnTest(pp, AlertReplicaFailing, map[string]string{"replica": testReplicas[0]}, pages, fail, forD),
+		tb.quiet(AlertGatewayFailing, end))
+	if pp.Gateway {
+		// The users' path, the gateway, passes: the target's burn reads
+		// only its series and stays quiet (one page, not two).
+		oneFails.AlertRuleTests = append(oneFails.AlertRuleTests, tb.quiet(AlertFastBurn, end))
+	}
 	gs := []TestGroup{
-		tb.group(name("replica "+testReplicas[0]+" fails every request, the others pass"),
-			tb.fleetSeries(pp, ok200, []traffic{fail, ok200, ok200, ok200}),
-			tb.seriesBurnTest(pp, AlertReplicaFailing, map[string]string{"replica": testReplicas[0]}, pages, fail, forD),
-			tb.quiet(AlertGatewayFailing, end)),
+		oneFails,
 		tb.group(name("every replica and the gateway fail"),
 			tb.fleetSeries(pp, fail, []traffic{fail, fail, fail, fail}),
 			tb.quiet(AlertReplicaFailing, end), tb.quiet(AlertGatewayFailing, end),
@@ -96,6 +102,7 @@ func (tb *testBuilder) fleetScenarios() []TestGroup {
 		gs = append(gs, tb.group(name("gateway fails every request, every replica passes"),
 			tb.fleetSeries(pp, fail, []traffic{ok200, ok200, ok200, ok200}),
 			tb.seriesBurnTest(pp, AlertGatewayFailing, nil, pages, fail, forD),
+			tb.burnTest(pp, AlertFastBurn, pages, fail, forD),
 			tb.quiet(AlertReplicaFailing, end)))
 	}
 	return gs

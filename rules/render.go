@@ -42,14 +42,13 @@ func pairSel(pp pairPlan) string {
 
 func (p *plan) recordingRules() []Rule {
 	var rs []Rule
-	job := p.jobMatcher()
 	for _, wd := range p.windows {
 		w := fmtDur(wd)
 		rs = append(rs,
-			Rule{Record: RecordOffered + w, Expr: OfferedExpr(job, w)},
-			Rule{Record: RecordCompleted + w, Expr: CompletedExpr(job, w)},
-			Rule{Record: RecordGoodput + w, Expr: GoodputExpr(job, w)},
-			Rule{Record: RecordAcceptance + w, Expr: AcceptanceExpr(job, w)},
+			Rule{Record: RecordOffered + w, Expr: p.targetExpr(OfferedExpr, w)},
+			Rule{Record: RecordCompleted + w, Expr: p.targetExpr(CompletedExpr, w)},
+			Rule{Record: RecordGoodput + w, Expr: p.targetExpr(GoodputExpr, w)},
+			Rule{Record: RecordAcceptance + w, Expr: p.targetExpr(AcceptanceExpr, w)},
 		)
 	}
 	for _, pp := range p.pairs {
@@ -177,7 +176,7 @@ func (p *plan) latencyAlerts() []Rule {
 	var rs []Rule
 	for _, pp := range p.pairs {
 		for _, l := range pp.Latency {
-			extra := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
+			extra := pairMatchers(pp)
 			forms := histogramForms{classic: pp.Hist.Classic, native: !pp.Hist.Classic}
 			r := Rule{
 				Alert: AlertLatencyHigh,
