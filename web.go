@@ -120,12 +120,7 @@ func (d *daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
-	target, probeName, err := d.pairParams(r, true)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	replica, err := replicaParam(r, false)
+	key, err := d.pairKeyParams(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -138,13 +133,13 @@ func (d *daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := d.safe.Get()
-	p, _ := cfg.Probe(probeName)
+	p, _ := cfg.Probe(key.Probe)
 	if wt := d.flags.webLimits.writeTimeout; wt > 0 {
 		// The request may take the probe's timeout before anything is written.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(p.Timeout) + wt))
 	}
 	ctx := r.Context()
-	res, err := d.engine.ProbeOnce(ctx, config.PairKey{Target: target, Probe: probeName, Replica: replica})
+	res, err := d.engine.ProbeOnce(ctx, key)
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, schedule.ErrUnknownPair) {
@@ -181,24 +176,20 @@ func (d *daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 
 // handlePair serves the detail page of one (target, probe) pair.
 func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
-	target, probeName, err := d.pairParams(r, true)
+	// The replica names a discovered replica's pair; the engine's set
+	// decides whether it runs, so an unknown one is "not running".
+	key, err := d.pairKeyParams(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	// replica names a discovered replica's pair; the engine's set decides
-	// whether it runs, so an unknown one is "not running".
-	replica, err := replicaParam(r, false)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
+	target, probeName, replica := key.Target, key.Probe, key.Replica
 	tg, _ := d.safe.Get().Target(target)
 	if replica == "" && tg.URL == "" {
 		http.Error(w, fmt.Sprintf("target %q has no gateway (url), only replicas: add replica=host:port, one of %v", target, d.fleet.probed(tg)), http.StatusBadRequest)
 		return
 	}
-	stats, recent, ok := d.tracker.Pair(config.PairKey{Target: target, Probe: probeName, Replica: replica})
+	stats, recent, ok := d.tracker.Pair(key)
 	if !ok {
 		// Configured but not (yet) run by the engine: before the first
 		// apply, a reload in progress, or a replica not discovered.
@@ -252,6 +243,21 @@ func (d *daemon) gatewayReplicas(t config.Target, replica string) []string {
 		return nil
 	}
 	return d.fleet.probed(t)
+}
+
+// pairKeyParams reads the one pair that target=, probe= (both required,
+// as pairParams checks them) and replica= (a host:port, or "" for a
+// static target or a gateway) name.
+func (d *daemon) pairKeyParams(r *http.Request) (config.PairKey, error) {
+	target, probeName, err := d.pairParams(r, true)
+	if err != nil {
+		return config.PairKey{}, err
+	}
+	replica, err := replicaParam(r, false)
+	if err != nil {
+		return config.PairKey{}, err
+	}
+	return config.PairKey{Target: target, Probe: probeName, Replica: replica}, nil
 }
 
 // replicaParam returns the request's replica parameter: "" (a static
