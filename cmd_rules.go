@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
 
 // rulesCommand registers `rules`: Prometheus rules (or their promtool unit
@@ -68,7 +69,7 @@ func renderRules(cfg *config.Config, o rules.Options, tests bool, logger *slog.L
 	if !tests {
 		return rules.Marshal(rf, warnings)
 	}
-	tf, err := rules.Tests(cfg, o)
+	tf, err := promtest.Generate(cfg, o)
 	if err != nil {
 		return nil, err
 	}

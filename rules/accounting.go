@@ -5,28 +5,8 @@ import (
 	"strings"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
-
-// The accounting of probe/result.go in label values. rules must not import
-// probe (it is generated from the config alone), so the reason lists are
-// spelled here; accounting_test.go compares them with probe's.
-var (
-	// abandonedReasons are the cancelled reasons for which the prober gave
-	// a request up for its own reasons (probe.Result.Abandoned): only these
-	// leave the acceptance denominator. in_flight_cap is not one of them.
-	abandonedReasons = []string{"shutdown", "removed"}
-	// completedDispositions are the dispositions of a response the server
-	// completed, useful or not (probe.Result.ServerCompleted).
-	completedDispositions = []string{"accepted", "latency_failure", "quality_failure"}
-	// completedFailureReasons are the server_failure reasons for which the
-	// server answered and ended the response itself
-	// (probe.CompletedFailureReasons).
-	completedFailureReasons = []string{"http_4xx", "http_429", "http_5xx", "redirect", "stream_error", "protocol", "no_done"}
-)
-
-// reasonInFlightCap is the cancelled reason of a request shed because
-// max_in_flight requests were outstanding (probe.ReasonInFlightCap).
-const reasonInFlightCap = "in_flight_cap"
 
 // selector joins label matchers into a PromQL selector; empty ones are
 // left out.
@@ -80,8 +60,8 @@ func GoodputExpr(matchers, window string) string {
 // server completed (accepted, latency_failure, quality_failure, and
 // server_failure with a completed reason) per second.
 func CompletedExpr(matchers, window string) string {
-	return pairRate(metricname.Requests, matchers, oneOf("disposition", completedDispositions), window) +
-		"\n+\n" + pairRate(metricname.Failures, matchers, oneOf("reason", completedFailureReasons), window)
+	return pairRate(metricname.Requests, matchers, oneOf("disposition", plan.CompletedDispositions), window) +
+		"\n+\n" + pairRate(metricname.Failures, matchers, oneOf("reason", plan.CompletedFailureReasons), window)
 }
 
 // countedExpr is the acceptance denominator per second: every terminal
@@ -89,7 +69,7 @@ func CompletedExpr(matchers, window string) string {
 // max_in_flight stay in it.
 func countedExpr(by, matchers, window string) string {
 	return "(\n  " + rateBy(by, metricname.Requests, matchers, "", window) +
-		"\n  -\n  " + rateBy(by, metricname.Failures, matchers, oneOf("reason", abandonedReasons), window) + "\n)"
+		"\n  -\n  " + rateBy(by, metricname.Failures, matchers, oneOf("reason", plan.AbandonedReasons), window) + "\n)"
 }
 
 // AcceptanceExpr is the PromQL of the acceptance ratio: accepted requests
@@ -113,6 +93,6 @@ func acceptanceBy(by, matchers, window string) string {
 // ShedExpr is the PromQL of the share of offered requests cancelled
 // because max_in_flight requests were outstanding.
 func ShedExpr(matchers, window string) string {
-	return pairRate(metricname.Failures, matchers, fmt.Sprintf("reason=%q", reasonInFlightCap), window) +
+	return pairRate(metricname.Failures, matchers, fmt.Sprintf("reason=%q", plan.ReasonInFlightCap), window) +
 		"\n/\n" + OfferedExpr(matchers, window)
 }

@@ -1,4 +1,4 @@
-package rules
+package rules_test
 
 import (
 	"bytes"
@@ -8,32 +8,32 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
+	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the checked-in deploy/prometheus files from deploy/examples/full.yml")
 
-const (
-	exampleConfig = "../deploy/examples/full.yml"
-	deployDir     = "../deploy/prometheus"
-)
+const deployDir = "../deploy/prometheus"
 
 // render returns what `vllm-prober rules` writes for cfg with default
 // options: the rule file and (with --tests) its promtool tests.
-func render(t *testing.T, cfg *config.Config) (rules, tests []byte) {
+func render(t *testing.T, cfg *config.Config) (ruleFile, testFile []byte) {
 	t.Helper()
-	rf, warnings, err := Generate(cfg, Options{})
+	rf, warnings, err := rules.Generate(cfg, rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := Marshal(rf, warnings)
+	rb, err := rules.Marshal(rf, warnings)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf, err := Tests(cfg, Options{})
+	tf, err := promtest.Generate(cfg, rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Marshal(tf, nil)
+	tb, err := rules.Marshal(tf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func render(t *testing.T, cfg *config.Config) (rules, tests []byte) {
 // the rule file and its promtool tests.
 func checkedIn(t *testing.T) map[string][]byte {
 	t.Helper()
-	cfg, err := config.Load(exampleConfig)
+	cfg, err := config.Load(rulestest.ExampleConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

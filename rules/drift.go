@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // AlertOutputChanged is the ticket raised when a probe's deterministic
@@ -21,10 +22,10 @@ const outputChangedWindow = time.Hour
 // outputChangedAlerts are, per pair of a probe with `fingerprint:`, a
 // ticket when its output fingerprint changed; one alert per replica when
 // the target discovers them.
-func (p *plan) outputChangedAlerts() []Rule {
+func (p builder) outputChangedAlerts() []Rule {
 	var rs []Rule
-	w := fmtDur(p.scale(outputChangedWindow))
-	for _, pp := range p.pairs {
+	w := plan.FmtDur(p.Scale(outputChangedWindow))
+	for _, pp := range p.Pairs {
 		if !pp.Fingerprint {
 			continue
 		}

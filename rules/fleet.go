@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // A target with `discovery:` probes each replica as its own pair, whose
@@ -41,7 +42,7 @@ const (
 // guard alone decides, so a fleet small enough to fill the short window
 // pages as fast as a single server (docs/alerts.md, "Replica windows and
 // rate_split").
-const fleetMinRequests = minCountWindow
+const fleetMinRequests = plan.MinCountWindow
 
 // Selectors of a pair's replica series and of its gateway series.
 const (
@@ -53,7 +54,7 @@ const (
 // read: a target with a url and discovery is judged by its gateway's
 // series, the path users take (its replicas have the fleet alerts); a
 // target with discovery only by all its replicas together.
-func pairMatchers(pp pairPlan) string {
+func pairMatchers(pp plan.Pair) string {
 	m := fmt.Sprintf("target=%q,probe=%q", pp.Target, pp.Probe)
 	if pp.Gateway {
 		m += "," + gatewaySeries
@@ -66,13 +67,13 @@ func pairMatchers(pp pairPlan) string {
 // target has a gateway, the other targets' sums or its gateway's. The
 // two sides hold different targets, so `or` joins them. Without
 // gateways it is expr over every series of the job.
-func (p *plan) targetExpr(expr func(matchers, window string) string, w string) string {
+func (p builder) targetExpr(expr func(matchers, window string) string, w string) string {
 	job := p.jobMatcher()
-	if len(p.gateways) == 0 {
+	if len(p.Gateways) == 0 {
 		return expr(job, w)
 	}
-	quoted := make([]string, len(p.gateways))
-	for i, g := range p.gateways {
+	quoted := make([]string, len(p.Gateways))
+	for i, g := range p.Gateways {
 		quoted[i] = regexp.QuoteMeta(g)
 	}
 	gws := strings.Join(quoted, "|")
@@ -83,9 +84,9 @@ func (p *plan) targetExpr(expr func(matchers, window string) string, w string) s
 
 // fleetWindows are the windows the fleet alerts read: the page windows of
 // every pair of a target with discovery.
-func (p *plan) fleetWindows() []time.Duration {
+func (p builder) fleetWindows() []time.Duration {
 	set := map[time.Duration]bool{}
-	for _, pp := range p.pairs {
+	for _, pp := range p.Pairs {
 		for _, b := range pp.Burns {
 			if pp.Replicas && b.Severity == SeverityPage {
 				set[b.Long], set[b.Short] = true, true
@@ -102,11 +103,11 @@ func (p *plan) fleetWindows() []time.Duration {
 
 // fleetRecordingRules record offered requests and acceptance per
 // (target, probe, replica) over the fleet windows.
-func (p *plan) fleetRecordingRules() []Rule {
+func (p builder) fleetRecordingRules() []Rule {
 	var rs []Rule
 	job := p.jobMatcher()
 	for _, wd := range p.fleetWindows() {
-		w := fmtDur(wd)
+		w := plan.FmtDur(wd)
 		rs = append(rs,
 			Rule{Record: RecordReplicaOffered + w, Expr: rateBy(byReplica, metricname.RequestsOffered, job, "", w)},
 			Rule{Record: RecordReplicaAcceptance + w, Expr: ReplicaAcceptanceExpr(job, w)},
@@ -116,48 +117,48 @@ func (p *plan) fleetRecordingRules() []Rule {
 }
 
 // fleetSel selects pp's series of one kind (replicaSeries or gatewaySeries).
-func fleetSel(pp pairPlan, kind string) string {
+func fleetSel(pp plan.Pair, kind string) string {
 	return fmt.Sprintf("{target=%q,probe=%q,%s}", pp.Target, pp.Probe, kind)
 }
 
 // seriesBurn is the burn rate of each series of sel over window w.
-func seriesBurn(pp pairPlan, sel string, w time.Duration) string {
-	return fmt.Sprintf("(1 - %s%s%s) / %s", RecordReplicaAcceptance, fmtDur(w), sel, fmtF(1-pp.Objective))
+func seriesBurn(pp plan.Pair, sel string, w time.Duration) string {
+	return fmt.Sprintf("(1 - %s%s%s) / %s", RecordReplicaAcceptance, plan.FmtDur(w), sel, plan.FmtF(1-pp.Objective))
 }
 
 // seriesOffered is how many requests each series of sel offered over w.
 func seriesOffered(sel string, w time.Duration) string {
-	return fmt.Sprintf("%s%s%s * %s", RecordReplicaOffered, fmtDur(w), sel, fmtF(w.Seconds()))
+	return fmt.Sprintf("%s%s%s * %s", RecordReplicaOffered, plan.FmtDur(w), sel, plan.FmtF(w.Seconds()))
 }
 
 // seriesBurning: each series of sel burns above b's factor over both of
-// its windows, the long window holds heldRatio times the requests of the
+// its windows, the long window holds plan.HeldRatio times the requests of the
 // short one (as the pair's burn alerts require) and the short one at
 // least fleetMinRequests.
-func seriesBurning(pp pairPlan, b burnPlan, sel string) string {
-	f := fmtF(b.Factor)
+func seriesBurning(pp plan.Pair, b plan.Burn, sel string) string {
+	f := plan.FmtF(b.Factor)
 	return fmt.Sprintf("%s > %s\nand\n%s > %s\nand\n%s >= %s * %s\nand\n%s >= %d",
 		seriesBurn(pp, sel, b.Long), f, seriesBurn(pp, sel, b.Short), f,
-		seriesOffered(sel, b.Long), fmtF(heldRatio), seriesOffered(sel, b.Short),
+		seriesOffered(sel, b.Long), plan.FmtF(plan.HeldRatio), seriesOffered(sel, b.Short),
 		seriesOffered(sel, b.Short), fleetMinRequests)
 }
 
 // passingReplicas counts pp's replicas whose burn over b's long window is
 // below b's factor; replicasExpr counts them all.
-func passingReplicas(pp pairPlan, b burnPlan) string {
-	return fmt.Sprintf("count by (target, probe) (%s < %s)", seriesBurn(pp, fleetSel(pp, replicaSeries), b.Long), fmtF(b.Factor))
+func passingReplicas(pp plan.Pair, b plan.Burn) string {
+	return fmt.Sprintf("count by (target, probe) (%s < %s)", seriesBurn(pp, fleetSel(pp, replicaSeries), b.Long), plan.FmtF(b.Factor))
 }
 
-func replicasExpr(pp pairPlan, b burnPlan) string {
-	return fmt.Sprintf("count by (target, probe) (%s%s%s)", RecordReplicaOffered, fmtDur(b.Long), fleetSel(pp, replicaSeries))
+func replicasExpr(pp plan.Pair, b plan.Burn) string {
+	return fmt.Sprintf("count by (target, probe) (%s%s%s)", RecordReplicaOffered, plan.FmtDur(b.Long), fleetSel(pp, replicaSeries))
 }
 
 // fleetAlerts are, per pair of a target with discovery and page burn
 // pair, VLLMProbeReplicaFailing and, when the target has a url,
 // VLLMProbeGatewayFailing.
-func (p *plan) fleetAlerts() []Rule {
+func (p builder) fleetAlerts() []Rule {
 	var rs []Rule
-	for _, pp := range p.pairs {
+	for _, pp := range p.Pairs {
 		if !pp.Replicas {
 			continue
 		}
@@ -176,14 +177,14 @@ func (p *plan) fleetAlerts() []Rule {
 
 // fleetRule is a page of pp over b's windows; $value is the burn over the
 // long window, the first operand of expr.
-func (p *plan) fleetRule(alert string, pp pairPlan, b burnPlan, expr, summary, description string) Rule {
+func (p builder) fleetRule(alert string, pp plan.Pair, b plan.Burn, expr, summary, description string) Rule {
 	r := Rule{
 		Alert: alert,
 		Expr:  expr,
-		For:   p.forDur(p.o.PageFor),
+		For:   p.forDur(p.Options.PageFor),
 		Labels: map[string]string{
 			"severity": SeverityPage, "target": pp.Target, "probe": pp.Probe,
-			"long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short),
+			"long_window": plan.FmtDur(b.Long), "short_window": plan.FmtDur(b.Short),
 		},
 		Annotations: map[string]string{"summary": summary, "description": description, "runbook_url": p.runbook(alert)},
 	}
@@ -201,21 +202,21 @@ type fleetText struct{ who, whom, while, cause string }
 // fleetAlert pages when the series of kind burn over b's windows and
 // the count of passing replicas compares with the count of all replicas
 // (times share) as cmp says.
-func (p *plan) fleetAlert(alert string, pp pairPlan, b burnPlan, kind, cmp, share string, txt fleetText) Rule {
+func (p builder) fleetAlert(alert string, pp plan.Pair, b plan.Burn, kind, cmp, share string, txt fleetText) Rule {
 	expr := fmt.Sprintf("%s\nand on (target, probe)\n(\n%s\n%s\n%s%s\n)",
 		seriesBurning(pp, b, fleetSel(pp, kind)), passingReplicas(pp, b), cmp, replicasExpr(pp, b), share)
-	obj, f, long := fmtF(pp.Objective*100), fmtF(b.Factor), fmtDur(b.Long)
+	obj, f, long := plan.FmtF(pp.Objective*100), plan.FmtF(b.Factor), plan.FmtDur(b.Long)
 	return p.fleetRule(alert, pp, b, expr,
 		fmt.Sprintf("%s of %s/%s burns its %s%% acceptance error budget %sx too fast over %s while %s", txt.who, pp.Target, pp.Probe, obj, valueFmt, long, txt.while),
 		fmt.Sprintf("Probe %s against %s of target %s burned its %s%% acceptance objective's error budget %sx faster than sustainable over the last %s, and more than %sx over the last %s, "+
-			"while %s (below %sx over %s). %s", pp.Probe, txt.whom, pp.Target, obj, valueFmt, long, f, fmtDur(b.Short), txt.while, f, long, txt.cause))
+			"while %s (below %sx over %s). %s", pp.Probe, txt.whom, pp.Target, obj, valueFmt, long, f, plan.FmtDur(b.Short), txt.while, f, long, txt.cause))
 }
 
 // replicaFailing: a replica burns the budget while more than half of the
 // pair's replicas are below the factor; when half or more fail, the fault
 // is the model's or the fleet's, not one engine's, and the pair's own
 // burn alerts judge it.
-func (p *plan) replicaFailing(pp pairPlan, b burnPlan) Rule {
+func (p builder) replicaFailing(pp plan.Pair, b plan.Burn) Rule {
 	return p.fleetAlert(AlertReplicaFailing, pp, b, replicaSeries, ">", " / 2", fleetText{
 		who: "Replica {{ $labels.replica }}", whom: "replica {{ $labels.replica }}", while: "most replicas pass",
 		cause: "One engine is sick (crashed, out of memory, bad node or GPU): drain or restart it; the others serve."})
@@ -224,7 +225,7 @@ func (p *plan) replicaFailing(pp pairPlan, b burnPlan) Rule {
 // gatewayFailing: the gateway's series burn the budget while every
 // replica behind it is below the factor. A static target has no replica
 // series, so the count is empty and the alert cannot fire.
-func (p *plan) gatewayFailing(pp pairPlan, b burnPlan) Rule {
+func (p builder) gatewayFailing(pp plan.Pair, b plan.Burn) Rule {
 	return p.fleetAlert(AlertGatewayFailing, pp, b, gatewaySeries, "==", "", fleetText{
 		who: "The gateway", whom: "the url (gateway)", while: "every replica passes",
 		cause: "The engines serve: the router, ingress or load balancer in front of them fails."})

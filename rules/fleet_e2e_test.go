@@ -1,6 +1,6 @@
 //go:build e2e
 
-package rules
+package rules_test
 
 import (
 	"fmt"
@@ -13,6 +13,9 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/discovery"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
 )
 
 // fleetSeries is one series set of the hand-written exposition: a pair's
@@ -54,7 +57,7 @@ func fleetExposition(series []fleetSeries, rate, elapsed float64) string {
 			failed = n
 		}
 		fmt.Fprintf(&b, "%s{%s,reason=\"http_5xx\"} %g\n", metricname.Failures, l, failed)
-		for _, r := range abandonedReasons {
+		for _, r := range plan.AbandonedReasons {
 			fmt.Fprintf(&b, "%s{%s,reason=%q} 0\n", metricname.Failures, l, r)
 		}
 	})
@@ -79,12 +82,12 @@ func TestFleetAlertsInPrometheus(t *testing.T) {
 			{Name: "all-down", URL: "http://c:8000", Discovery: sd},
 			{Name: "static", URL: "http://d:8000"},
 		},
-		Probes: []config.Probe{testProbe("chat", 10, 0.99, config.SLO{})},
+		Probes: []config.Probe{rulestest.Probe("chat", 10, 0.99, config.SLO{})},
 	}
 	var series []fleetSeries
 	for _, tg := range []string{"replica-down", "gateway-down", "all-down"} {
 		series = append(series, fleetSeries{tg, "", tg != "replica-down"})
-		for i, r := range testReplicas {
+		for i, r := range rulestest.Replicas {
 			series = append(series, fleetSeries{tg, r, tg == "all-down" || tg == "replica-down" && i == 0})
 		}
 	}
@@ -96,7 +99,7 @@ func TestFleetAlertsInPrometheus(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	rf, _, err := Generate(cfg, Options{WindowScale: 1.0 / 60, MinRequests: 5})
+	rf, _, err := rules.Generate(cfg, rules.Options{WindowScale: 1.0 / 60, MinRequests: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,7 @@ func TestFleetAlertsInPrometheus(t *testing.T) {
 		}
 		return strings.Join(keys, ","), err
 	}
-	want := map[string]string{AlertReplicaFailing: "replica-down/" + testReplicas[0], AlertGatewayFailing: "gateway-down/"}
+	want := map[string]string{rules.AlertReplicaFailing: "replica-down/" + rulestest.Replicas[0], rules.AlertGatewayFailing: "gateway-down/"}
 	deadline := time.Now().Add(2 * time.Minute)
 	for alert, key := range want {
 		for {
@@ -137,7 +140,7 @@ func TestFleetAlertsInPrometheus(t *testing.T) {
 			}
 		}
 	}
-	got, err := promQuery(base, fmt.Sprintf(`count by (target) (ALERTS{alertname=%q,alertstate="firing"})`, AlertFastBurn), "target")
+	got, err := promQuery(base, fmt.Sprintf(`count by (target) (ALERTS{alertname=%q,alertstate="firing"})`, rules.AlertFastBurn), "target")
 	if err != nil || len(got) != 3 || got["gateway-down"] == 0 || got["all-down"] == 0 || got["static"] == 0 {
 		t.Errorf("fast burn firing for %v (err %v), want gateway-down, all-down and static", got, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // Alert names of the prober-health alerts.
@@ -21,34 +22,10 @@ const (
 	AlertLedgerErrors          = "VLLMProberLedgerWriteErrors"
 )
 
-// targetDownRatio is the share of the requests that ended, cancelled ones
-// left out, that must end in server_failure for a target to count as
-// down. Cancelled requests are left out because they say nothing about
-// the server: shed ones were never sent (a blackholed server that holds
-// every connection until the dial times out sheds most of its offered
-// requests) and abandoned ones were given up by the prober.
-const targetDownRatio = 0.9
-
-// targetDownMinRequests is how many requests, cancelled ones left out,
-// must have ended in a target's window before VLLMProbeTargetDown judges
-// it. The window is chosen to hold minCountWindow of them, so a single
-// lost request of a low-rate target is at most one in several and never
-// 90%; and right after the prober starts, a few early failures do not page
-// before this many requests have ended. With this guard the alert needs
-// no for: of its own (it takes PageFor).
-const targetDownMinRequests = minCountWindow / 2
-
-// inFlightCapRatio is the share of a pair's offered requests shed at
-// max_in_flight, over the pair's count window, above which
-// VLLMProbeInFlightCapReached fires once it has held for the ticket for:
-// (at least two windows, so one shed request, which leaves the window
-// after one window, never fires it).
-const inFlightCapRatio = 0.01
-
 // percentFmt renders an alert's ratio value as a percentage.
 const percentFmt = `{{ $value | humanizePercentage }}`
 
-func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summary, description string) Rule {
+func (p builder) healthRule(alert, severity, expr string, forD time.Duration, summary, description string) Rule {
 	return Rule{
 		Alert:  alert,
 		Expr:   expr,
@@ -61,7 +38,7 @@ func (p *plan) healthRule(alert, severity, expr string, forD time.Duration, summ
 }
 
 // healthAlerts are the prober-health alerts: the prober, each pair, each target.
-func (p *plan) healthAlerts() []Rule {
+func (p builder) healthAlerts() []Rule {
 	rs := p.proberAlerts()
 	rs = append(rs, p.notCompletingAlerts()...)
 	rs = append(rs, p.inFlightCapAlerts()...)
@@ -69,9 +46,9 @@ func (p *plan) healthAlerts() []Rule {
 }
 
 // proberAlerts watch the prober process itself.
-func (p *plan) proberAlerts() []Rule {
-	o := p.o
-	w30 := fmtDur(p.scale(30 * time.Minute))
+func (p builder) proberAlerts() []Rule {
+	o := p.Options
+	w30 := plan.FmtDur(p.Scale(30 * time.Minute))
 	return []Rule{
 		p.healthRule(AlertProberAbsent, SeverityTicket, fmt.Sprintf("absent(up{job=%q})", o.Job), o.HealthFor,
 			fmt.Sprintf("No %s target is scraped by Prometheus", o.Job),
@@ -91,11 +68,11 @@ func (p *plan) proberAlerts() []Rule {
 }
 
 // notCompletingAlerts fire per pair when requests are offered but none end.
-func (p *plan) notCompletingAlerts() []Rule {
+func (p builder) notCompletingAlerts() []Rule {
 	var rs []Rule
-	o := p.o
-	for _, pp := range p.pairs {
-		w := fmtDur(pp.CountWindow)
+	o := p.Options
+	for _, pp := range p.Pairs {
+		w := plan.FmtDur(pp.CountWindow)
 		ps := pairMatchers(pp)
 		r := p.healthRule(AlertNotCompleting, SeverityTicket,
 			fmt.Sprintf("sum by (target, probe) (rate("+metricname.RequestsOffered+"%s[%s])) > 0\nunless\nsum by (target, probe) (rate("+metricname.Requests+"%s[%s])) > 0",
@@ -110,37 +87,37 @@ func (p *plan) notCompletingAlerts() []Rule {
 
 // targetAlerts judge a target from the prober's side: down, unscraped,
 // slow to reach, or too slow for the prober's schedule.
-func (p *plan) targetAlerts() []Rule {
-	o := p.o
-	lw := fmtDur(p.scale(o.LatencyWindow))
+func (p builder) targetAlerts() []Rule {
+	o := p.Options
+	lw := plan.FmtDur(p.Scale(o.LatencyWindow))
 	rs := append(p.targetDownAlerts(),
 		p.healthRule(AlertScrapeFailing, SeverityTicket,
 			fmt.Sprintf("max by (target) (%s%s) == 0", metricname.ServerScrapeSuccess, p.sel("")), o.HealthFor,
 			"The prober cannot scrape the metrics of target {{ $labels.target }}",
 			metricname.ServerScrapeSuccess+" is 0: the server's /metrics endpoint fails, so vllm:* series and the client/server comparison are missing. If requests fail too, the server is down."))
 	// No pair exports schedule lag: the alert would read nothing
-	// (plan.warnUncovered names the pairs).
+	// (the plan warns about each pair that leaves it out).
 	if lag := p.formsOf(metricname.ScheduleLag); lag.classic || lag.native {
 		rs = append(rs, p.healthRule(AlertScheduleLag, SeverityTicket,
-			quantileExpr("0.99", metricname.ScheduleLag, p.sel(""), "target, probe", lw, lag)+"\n> "+fmtF(o.ScheduleLag.Seconds()), o.HealthFor,
+			quantileExpr("0.99", metricname.ScheduleLag, p.sel(""), "target, probe", lw, lag)+"\n> "+plan.FmtF(o.ScheduleLag.Seconds()), o.HealthFor,
 			"Prober sends {{ $labels.target }}/{{ $labels.probe }} requests late (p99 lag "+durationFmt+")",
-			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, fmtDur(o.ScheduleLag))))
+			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, plan.FmtDur(o.ScheduleLag))))
 	}
 	return append(rs,
 		p.healthRule(AlertClientTTFTAboveServer, SeverityTicket,
-			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, fmtF(o.TTFTGapMin.Seconds()), fmtF(o.TTFTGapRatio)), o.LatencyFor,
+			fmt.Sprintf("(%[1]s%[3]s - %[2]s%[3]s) > %[4]s\nand\n%[1]s%[3]s > %[5]s * %[2]s%[3]s", RecordClientTTFT, RecordServerTTFT, lw, plan.FmtF(o.TTFTGapMin.Seconds()), plan.FmtF(o.TTFTGapRatio)), o.LatencyFor,
 			"Clients of {{ $labels.target }} wait "+durationFmt+" longer for the first token than the server reports",
-			fmt.Sprintf("The prober's p50 TTFT over the last %s exceeds vLLM's own p50 vllm:time_to_first_token_seconds by more than %s and %sx: the time is lost outside the engine (network, proxy, TLS, API server front end), not in prefill or queueing.", lw, fmtDur(o.TTFTGapMin), fmtF(o.TTFTGapRatio))),
+			fmt.Sprintf("The prober's p50 TTFT over the last %s exceeds vLLM's own p50 vllm:time_to_first_token_seconds by more than %s and %sx: the time is lost outside the engine (network, proxy, TLS, API server front end), not in prefill or queueing.", lw, plan.FmtDur(o.TTFTGapMin), plan.FmtF(o.TTFTGapRatio))),
 	)
 }
 
-// targetDownAlerts page per target when at least targetDownRatio of the
+// targetDownAlerts page per target when at least plan.TargetDownRatio of the
 // requests that ended over the target's window, and at least
-// targetDownMinRequests of them, ended in server_failure.
-func (p *plan) targetDownAlerts() []Rule {
+// plan.TargetDownMinRequests of them, ended in server_failure.
+func (p builder) targetDownAlerts() []Rule {
 	var rs []Rule
-	for _, tp := range p.targets {
-		w := fmtDur(tp.Window)
+	for _, tp := range p.Targets {
+		w := plan.FmtDur(tp.Window)
 		ts := fmt.Sprintf("target=%q", tp.Name)
 		if tp.Gateway {
 			ts += "," + gatewaySeries
@@ -148,36 +125,31 @@ func (p *plan) targetDownAlerts() []Rule {
 		ended := p.sel(ts + `,disposition!="cancelled"`)
 		r := p.healthRule(AlertTargetDown, SeverityPage,
 			fmt.Sprintf("sum by (target) (rate(%[1]s%[2]s[%[3]s]))\n/\nsum by (target) (rate(%[1]s%[4]s[%[3]s]))\n>= %[5]s\nand\nsum by (target) (increase(%[1]s%[4]s[%[3]s])) >= %[6]d",
-				metricname.Requests, p.sel(ts+`,disposition="server_failure"`), w, ended, fmtF(targetDownRatio), targetDownMinRequests), p.o.PageFor,
+				metricname.Requests, p.sel(ts+`,disposition="server_failure"`), w, ended, plan.FmtF(plan.TargetDownRatio), plan.TargetDownMinRequests), p.Options.PageFor,
 			"Target {{ $labels.target }} is down: "+percentFmt+" of probe requests fail",
 			fmt.Sprintf("Over the last %s at least %d probe requests to target %s ended (cancelled ones left out: never sent or abandoned) and at least %s%% of them ended in server_failure (HTTP errors, refused connections, broken streams). Latency alerts for it are inhibited.",
-				w, targetDownMinRequests, tp.Name, fmtF(targetDownRatio*100)))
+				w, plan.TargetDownMinRequests, tp.Name, plan.FmtF(plan.TargetDownRatio*100)))
 		r.Labels["target"] = tp.Name
 		rs = append(rs, r)
 	}
 	return rs
 }
 
-// inFlightCapFor is the for: of the in-flight cap alert over window w.
-func (p *plan) inFlightCapFor(w time.Duration) time.Duration {
-	return max(p.scale(p.o.TicketFor), 2*w)
-}
-
 // inFlightCapAlerts fire per pair on a sustained share of shed requests.
-func (p *plan) inFlightCapAlerts() []Rule {
+func (p builder) inFlightCapAlerts() []Rule {
 	var rs []Rule
-	for _, pp := range p.pairs {
-		w := fmtDur(pp.CountWindow)
-		forD := p.inFlightCapFor(pp.CountWindow)
+	for _, pp := range p.Pairs {
+		w := plan.FmtDur(pp.CountWindow)
+		forD := p.InFlightCapFor(pp.CountWindow)
 		ps := pairMatchers(pp)
 		r := p.healthRule(AlertInFlightCap, SeverityTicket,
-			fmt.Sprintf("%s\n> %s", ShedExpr(p.jobMatcher()+","+ps, w), fmtF(inFlightCapRatio)), 0,
+			fmt.Sprintf("%s\n> %s", ShedExpr(p.jobMatcher()+","+ps, w), plan.FmtF(plan.InFlightCapRatio)), 0,
 			fmt.Sprintf("%s/%s sheds %s of its requests at max_in_flight", pp.Target, pp.Probe, percentFmt),
 			fmt.Sprintf("Over the last %s, %s of the requests probe %s offered to target %s were cancelled because max_in_flight requests were outstanding, "+
 				"and the share has stayed above %s%% for %s. Shed requests are offered and not accepted: they burn the acceptance budget. "+
 				"The server answers more slowly than the probe's rate needs, or max_in_flight is too low for the timeout.",
-				w, percentFmt, pp.Probe, pp.Target, fmtF(inFlightCapRatio*100), fmtDur(forD)))
-		r.For = fmtDur(forD)
+				w, percentFmt, pp.Probe, pp.Target, plan.FmtF(plan.InFlightCapRatio*100), plan.FmtDur(forD)))
+		r.For = plan.FmtDur(forD)
 		r.Labels["target"], r.Labels["probe"] = pp.Target, pp.Probe
 		rs = append(rs, r)
 	}

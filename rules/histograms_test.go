@@ -1,4 +1,4 @@
-package rules
+package rules_test
 
 import (
 	"slices"
@@ -7,30 +7,17 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
+	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
-
-// leanConfig has a probe with every histogram (full), one with TTFT and
-// E2EL native-only (lean) and one with E2EL only, classic (e2el-only);
-// target b runs only e2el-only.
-func leanConfig() *config.Config {
-	off := false
-	slo := config.SLO{TTFT: sec(time.Second), TPOT: sec(100 * time.Millisecond)}
-	lean := testProbe("lean", 1, 0.99, slo)
-	lean.Histograms, lean.ClassicBuckets = []string{config.HistogramTTFT, config.HistogramE2EL}, &off
-	e2el := testProbe("e2el-only", 1, 0.99, slo)
-	e2el.Histograms = []string{config.HistogramE2EL}
-	return &config.Config{
-		Targets: []config.Target{{Name: "a"}, {Name: "b", Probes: []string{"e2el-only"}}},
-		Probes:  []config.Probe{testProbe("full", 1, 0.99, slo), lean, e2el},
-	}
-}
 
 // TestGenerateHistogramSelection: an alert that needs a histogram a probe
 // left out is dropped (or does not cover the probe) with a warning naming
 // the probe and the alert, and native-only histograms are read without
 // _bucket and le.
 func TestGenerateHistogramSelection(t *testing.T) {
-	rf, warnings, err := Generate(leanConfig(), Options{})
+	rf, warnings, err := rules.Generate(rulestest.LeanConfig(), rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +41,7 @@ func TestGenerateHistogramSelection(t *testing.T) {
 	}
 
 	var latency []string
-	for _, r := range alerts(rf, AlertLatencyHigh) {
+	for _, r := range rulestest.Alerts(rf, rules.AlertLatencyHigh) {
 		latency = append(latency, r.Labels["target"]+"/"+r.Labels["probe"]+"/"+r.Labels["slo"])
 		if r.Labels["probe"] == "lean" {
 			want := `histogram_quantile(0.99, sum by (target, probe) (rate(vllm_probe_time_to_first_token_seconds{job="vllm-prober",target="a",probe="lean"}[10m])))` + "\n> 1"
@@ -70,10 +57,10 @@ func TestGenerateHistogramSelection(t *testing.T) {
 	// Only full exports schedule lag, with classic buckets: the classic
 	// form alone.
 	wantLag := `histogram_quantile(0.99, sum by (target, probe, le) (rate(vllm_probe_schedule_lag_seconds_bucket{job="vllm-prober"}[10m])))` + "\n> 1"
-	if lag := alerts(rf, AlertScheduleLag); len(lag) != 1 || lag[0].Expr != wantLag {
+	if lag := rulestest.Alerts(rf, rules.AlertScheduleLag); len(lag) != 1 || lag[0].Expr != wantLag {
 		t.Errorf("schedule lag alerts %v, want one with expr %s", lag, wantLag)
 	}
-	ttft := records(rf)[RecordClientTTFT+"10m"].Expr
+	ttft := rulestest.Records(rf)[rules.RecordClientTTFT+"10m"].Expr
 	wantTTFT := "(\n" +
 		`histogram_quantile(0.5, sum by (target, le) (rate(vllm_probe_time_to_first_token_seconds_bucket{job="vllm-prober"}[10m])))` + "\nor\n" +
 		`histogram_quantile(0.5, sum by (target) (rate(vllm_probe_time_to_first_token_seconds{job="vllm-prober"}[10m])))` + "\n)"
@@ -85,27 +72,27 @@ func TestGenerateHistogramSelection(t *testing.T) {
 // TestGenerateNoScheduleLag: with no pair exporting schedule lag the alert
 // is left out (it would read nothing) and so is its promtool scenario.
 func TestGenerateNoScheduleLag(t *testing.T) {
-	cfg := leanConfig()
+	cfg := rulestest.LeanConfig()
 	cfg.Probes = cfg.Probes[1:]
 	cfg.Targets[0].Probes = []string{"lean", "e2el-only"}
-	rf, _, err := Generate(cfg, Options{})
+	rf, _, err := rules.Generate(cfg, rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(alerts(rf, AlertScheduleLag)); n != 0 {
+	if n := len(rulestest.Alerts(rf, rules.AlertScheduleLag)); n != 0 {
 		t.Errorf("%d schedule lag alerts, want none", n)
 	}
 	lean := cfg.Probes[0]
 	lean.Histograms = append(lean.Histograms, config.HistogramScheduleLag)
-	rf, _, err = Generate(oneProbe(lean), Options{})
+	rf, _, err = rules.Generate(rulestest.OneProbe(lean), rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `histogram_quantile(0.99, sum by (target, probe) (rate(vllm_probe_schedule_lag_seconds{job="vllm-prober"}[10m])))` + "\n> 1"
-	if lag := alerts(rf, AlertScheduleLag); len(lag) != 1 || lag[0].Expr != want {
+	if lag := rulestest.Alerts(rf, rules.AlertScheduleLag); len(lag) != 1 || lag[0].Expr != want {
 		t.Errorf("native-only schedule lag alert %v, want expr %s", lag, want)
 	}
-	tf, err := Tests(oneProbe(lean), Options{})
+	tf, err := promtest.Generate(rulestest.OneProbe(lean), rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,22 +105,14 @@ func TestGenerateNoScheduleLag(t *testing.T) {
 	}
 }
 
-// reasoningConfig has a reasoning probe with TTFT and TTFA SLOs whose
-// histograms select both.
-func reasoningConfig() *config.Config {
-	p := testProbe("think", 1, 0.99, config.SLO{TTFT: sec(time.Second), TTFA: sec(8 * time.Second)})
-	p.Histograms = []string{config.HistogramTTFT, config.HistogramTTFA, config.HistogramE2EL}
-	return oneProbe(p)
-}
-
 // TestGenerateTTFASelection: slo.ttfa gets a p99 alert on the TTFA
 // histogram only when the probe's histograms select ttfa; otherwise the
 // alert is dropped with a warning, as for the other SLOs.
 func TestGenerateTTFASelection(t *testing.T) {
-	slo := config.SLO{TTFA: sec(4 * time.Second)}
-	selected := testProbe("think", 1, 0.99, slo)
+	slo := config.SLO{TTFA: rulestest.Sec(4 * time.Second)}
+	selected := rulestest.Probe("think", 1, 0.99, slo)
 	selected.Histograms = []string{config.HistogramTTFA}
-	unselected := testProbe("think", 1, 0.99, slo)
+	unselected := rulestest.Probe("think", 1, 0.99, slo)
 	unselected.Histograms = []string{config.HistogramTTFT}
 	cases := []struct {
 		name    string
@@ -146,12 +125,12 @@ func TestGenerateTTFASelection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rf, warnings, err := Generate(oneProbe(tc.probe), Options{})
+			rf, warnings, err := rules.Generate(rulestest.OneProbe(tc.probe), rules.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var exprs []string
-			for _, r := range alerts(rf, AlertLatencyHigh) {
+			for _, r := range rulestest.Alerts(rf, rules.AlertLatencyHigh) {
 				if r.Labels["slo"] != "ttfa" {
 					t.Errorf("latency alert for slo %q, want only ttfa", r.Labels["slo"])
 				}
@@ -171,28 +150,4 @@ func TestGenerateTTFASelection(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestTestsLatencyCoversTTFA: the generated latency scenario breaks every
-// SLO of its pair, TTFA included, and expects each p99 alert.
-func TestTestsLatencyCoversTTFA(t *testing.T) {
-	tf, err := Tests(reasoningConfig(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range tf.Tests {
-		if g.Name != "latency: llama/think p99 ttft, ttfa above its SLO" {
-			continue
-		}
-		var got []string
-		for _, a := range g.AlertRuleTests[0].ExpAlerts {
-			got = append(got, a.ExpLabels["slo"]+" "+a.ExpAnnotations["summary"])
-		}
-		want := []string{"ttft llama/think p99 TTFT is 1.99s, above its 1s SLO", "ttfa llama/think p99 TTFA is 15.92s, above its 8s SLO"}
-		if !slices.Equal(got, want) {
-			t.Errorf("expected alerts %q, want %q", got, want)
-		}
-		return
-	}
-	t.Fatal("no latency scenario for ttft and ttfa")
 }

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package rules
+package rules_test
 
 import (
 	"fmt"
@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
 
 // TestAlertMatrix runs every scenario of the matrix at every objective
@@ -42,13 +46,13 @@ func TestAlertMatrix(t *testing.T) {
 		want := c.want
 		dir := t.TempDir()
 		cfg := matrixScenarioConfig(c.sc, c.obj)
-		rf, warnings, err := Generate(cfg, Options{})
+		rf, warnings, err := rules.Generate(cfg, rules.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rf = matrixRules(c.sc, rf)
 		g, _ := matrixGroup(c.sc, c.obj, want)
-		tf := &TestFile{RuleFiles: []string{"rules.yml"}, EvaluationInterval: fmtDur(c.sc.step), Tests: []TestGroup{g}}
+		tf := &promtest.File{RuleFiles: []string{"rules.yml"}, EvaluationInterval: plan.FmtDur(c.sc.step), Tests: []promtest.Group{g}}
 		writeYAML(t, dir, map[string]any{"rules.yml": rf, "test.yml": tf}, warnings)
 		wg.Add(1)
 		go func() {

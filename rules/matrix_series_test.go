@@ -1,4 +1,4 @@
-package rules
+package rules_test
 
 import (
 	"fmt"
@@ -12,6 +12,10 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
+	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
 
 // matrixSeries renders the scenario's counters in promtool notation, one
@@ -62,7 +66,7 @@ func (ms *matrixSeries) render(name string, steps int, present func(int) bool) s
 		for j+1 <= steps && present(j+1) && inc(j+1) == c {
 			j++
 		}
-		parts = append(parts, fmt.Sprintf("%s+%sx%d", fmtF(v), fmtF(c), j-i))
+		parts = append(parts, fmt.Sprintf("%s+%sx%d", plan.FmtF(v), plan.FmtF(c), j-i))
 		v += c * float64(j-i)
 		i = j + 1
 		v += inc(i)
@@ -85,7 +89,7 @@ const (
 // counter reset. A rate below one request per step sends a request at
 // the steps where the running count passes a whole number.
 func matrixTraffic(sc matrixScenario, objective float64, i int) (*matrixSeries, int) {
-	budget := roundF(1 - objective)
+	budget := plan.RoundF(1 - objective)
 	per := sc.rate * sc.step.Seconds()
 	ms := &matrixSeries{values: map[string][]float64{}}
 	rng := rand.New(rand.NewPCG(uint64(objective*1e6), uint64(len(sc.name))+uint64(i)<<32))
@@ -152,31 +156,31 @@ func (ms *matrixSeries) step(s int, n, bad float64, out matrixOutcome) {
 // matrixGroup builds the promtool test group of a scenario at objective:
 // the probe's traffic and the measurement expressions, whose expected
 // values are want.
-func matrixGroup(sc matrixScenario, objective float64, want matrixResult) (TestGroup, int) {
-	var ss []InputSeries
+func matrixGroup(sc matrixScenario, objective float64, want matrixResult) (promtest.Group, int) {
+	var ss []promtest.InputSeries
 	var steps int
 	for i := range sc.replicas + 1 {
 		replica := ""
 		if i > 0 {
-			replica = testReplicas[i-1]
+			replica = rulestest.Replicas[i-1]
 		}
-		var set []InputSeries
+		var set []promtest.InputSeries
 		set, steps = matrixSeriesSet(sc, objective, i, replica)
 		ss = append(ss, set...)
 	}
 	ss = append(ss,
-		InputSeries{Series: `up{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
-		InputSeries{Series: metricname.ConfigLastReloadSuccessful + `{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
+		promtest.InputSeries{Series: `up{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
+		promtest.InputSeries{Series: metricname.ConfigLastReloadSuccessful + `{job="vllm-prober",instance="prober:9478"}`, Values: fmt.Sprintf("1+0x%d", steps)},
 	)
 	end := time.Duration(steps) * sc.step
-	g := TestGroup{Name: fmt.Sprintf("%s at %s%%", sc.name, fmtF(objective*100)), Interval: fmtDur(sc.step), InputSeries: ss}
+	g := promtest.Group{Name: fmt.Sprintf("%s at %s%%", sc.name, plan.FmtF(objective*100)), Interval: plan.FmtDur(sc.step), InputSeries: ss}
 	g.ExprTests = matrixExprs(sc, end, want)
 	return g, steps
 }
 
 // matrixSeriesSet renders series set i of the scenario (see
 // matrixTraffic), labelled with replica when it is not "".
-func matrixSeriesSet(sc matrixScenario, objective float64, i int, replica string) ([]InputSeries, int) {
+func matrixSeriesSet(sc matrixScenario, objective float64, i int, replica string) ([]promtest.InputSeries, int) {
 	ms, steps := matrixTraffic(sc, objective, i)
 	denseFrom := int((sc.warm - matrixDense) / sc.step)
 	sparseEvery := int(matrixSparse / sc.step)
@@ -185,9 +189,9 @@ func matrixSeriesSet(sc matrixScenario, objective float64, i int, replica string
 	if replica != "" {
 		labels += fmt.Sprintf(",replica=%q", replica)
 	}
-	var ss []InputSeries
+	var ss []promtest.InputSeries
 	in := func(series, key string) {
-		ss = append(ss, InputSeries{Series: series, Values: ms.render(key, steps, present)})
+		ss = append(ss, promtest.InputSeries{Series: series, Values: ms.render(key, steps, present)})
 	}
 	in(metricname.RequestsOffered+"{"+labels+"}", "offered")
 	for _, d := range []string{"accepted", "server_failure", "cancelled", "latency_failure"} {
@@ -195,7 +199,7 @@ func matrixSeriesSet(sc matrixScenario, objective float64, i int, replica string
 	}
 	// Like the collector, every reason the rules read is exported, at 0
 	// when unused (a missing one would leave the sums empty).
-	for _, r := range append(append([]string{reasonInFlightCap}, abandonedReasons...), completedFailureReasons...) {
+	for _, r := range append(append([]string{plan.ReasonInFlightCap}, plan.AbandonedReasons...), plan.CompletedFailureReasons...) {
 		in(fmt.Sprintf("%s{%s,reason=%q}", metricname.Failures, labels, r), r)
 	}
 	for _, le := range []string{"0.5", "1", "2"} {
@@ -280,35 +284,35 @@ func (sc matrixScenario) firing(sev string) string {
 // matrixExprs measure the result at the end of the run: the first and
 // last firing sample of the ALERTS series promtool records, and the
 // number of steps at which a page or ticket started firing.
-func matrixExprs(sc matrixScenario, end time.Duration, want matrixResult) []ExprTest {
+func matrixExprs(sc matrixScenario, end time.Duration, want matrixResult) []promtest.ExprTest {
 	start, recovery, step := sc.warm, sc.warm+sc.bad, sc.step
-	rng := fmt.Sprintf("[%s:%s]", fmtDur(end), fmtDur(step))
-	at := fmtDur(end)
+	rng := fmt.Sprintf("[%s:%s]", plan.FmtDur(end), plan.FmtDur(step))
+	at := plan.FmtDur(end)
 	first := func(sev string) string {
-		return fmt.Sprintf("min(min_over_time(timestamp(%s)%s)) - %s", sc.firing(sev), rng, fmtF(start.Seconds()))
+		return fmt.Sprintf("min(min_over_time(timestamp(%s)%s)) - %s", sc.firing(sev), rng, plan.FmtF(start.Seconds()))
 	}
 	starts := func(sev string) string {
-		return fmt.Sprintf("sum(count_over_time((max(%[1]s) unless max(%[1]s offset %[2]s))%[3]s))", sc.firing(sev), fmtDur(step), rng)
+		return fmt.Sprintf("sum(count_over_time((max(%[1]s) unless max(%[1]s offset %[2]s))%[3]s))", sc.firing(sev), plan.FmtDur(step), rng)
 	}
-	resolve := fmt.Sprintf(`max(max_over_time(timestamp(%s)%s)) + %s - %s`, sc.firing(""), rng, fmtF(step.Seconds()), fmtF(recovery.Seconds()))
-	sample := func(d time.Duration) []ExpSample {
+	resolve := fmt.Sprintf(`max(max_over_time(timestamp(%s)%s)) + %s - %s`, sc.firing(""), rng, plan.FmtF(step.Seconds()), plan.FmtF(recovery.Seconds()))
+	sample := func(d time.Duration) []promtest.ExpSample {
 		if d < 0 {
-			return []ExpSample{}
+			return []promtest.ExpSample{}
 		}
-		return []ExpSample{{Labels: "{}", Value: d.Seconds()}}
+		return []promtest.ExpSample{{Labels: "{}", Value: d.Seconds()}}
 	}
-	count := func(n int) []ExpSample {
+	count := func(n int) []promtest.ExpSample {
 		if n == 0 {
-			return []ExpSample{}
+			return []promtest.ExpSample{}
 		}
-		return []ExpSample{{Labels: "{}", Value: float64(n)}}
+		return []promtest.ExpSample{{Labels: "{}", Value: float64(n)}}
 	}
-	ts := []ExprTest{
-		{Expr: first(SeverityPage), EvalTime: at, ExpSamples: sample(want.page)},
-		{Expr: first(SeverityTicket), EvalTime: at, ExpSamples: sample(want.ticket)},
+	ts := []promtest.ExprTest{
+		{Expr: first(rules.SeverityPage), EvalTime: at, ExpSamples: sample(want.page)},
+		{Expr: first(rules.SeverityTicket), EvalTime: at, ExpSamples: sample(want.ticket)},
 		{Expr: resolve, EvalTime: at, ExpSamples: sample(want.resolve)},
-		{Expr: starts(SeverityPage), EvalTime: at, ExpSamples: count(want.pages)},
-		{Expr: starts(SeverityTicket), EvalTime: at, ExpSamples: count(want.tickets)},
+		{Expr: starts(rules.SeverityPage), EvalTime: at, ExpSamples: count(want.pages)},
+		{Expr: starts(rules.SeverityTicket), EvalTime: at, ExpSamples: count(want.tickets)},
 	}
 	if sc.pagesOnly {
 		ts = slices.Delete(ts, 4, 5)
@@ -325,9 +329,9 @@ func matrixExprs(sc matrixScenario, end time.Duration, want matrixResult) []Expr
 // page has no for:, so its state at an evaluation depends on its own
 // expression alone, and the pages fire at exactly the same evaluations as
 // with the full rule file, without the ticket's 1d windows.
-func alertRules(rf *RuleFile, keep func(Rule) bool) *RuleFile {
+func alertRules(rf *rules.RuleFile, keep func(rules.Rule) bool) *rules.RuleFile {
 	need := map[string]bool{}
-	kept := map[*Rule]bool{}
+	kept := map[*rules.Rule]bool{}
 	for gi := len(rf.Groups) - 1; gi >= 0; gi-- {
 		rs := rf.Groups[gi].Rules
 		for i := len(rs) - 1; i >= 0; i-- {
@@ -343,9 +347,9 @@ func alertRules(rf *RuleFile, keep func(Rule) bool) *RuleFile {
 			}
 		}
 	}
-	out := &RuleFile{}
+	out := &rules.RuleFile{}
 	for _, g := range rf.Groups {
-		ng := RuleGroup{Name: g.Name, Interval: g.Interval}
+		ng := rules.RuleGroup{Name: g.Name, Interval: g.Interval}
 		for i := range g.Rules {
 			if kept[&g.Rules[i]] {
 				ng.Rules = append(ng.Rules, g.Rules[i])
@@ -358,12 +362,12 @@ func alertRules(rf *RuleFile, keep func(Rule) bool) *RuleFile {
 	return out
 }
 
-func isPage(r Rule) bool { return r.Labels["severity"] == SeverityPage }
-func anyAlert(Rule) bool { return true }
+func isPage(r rules.Rule) bool { return r.Labels["severity"] == rules.SeverityPage }
+func anyAlert(rules.Rule) bool { return true }
 
 // matrixRules are the rules a scenario evaluates: every alert, or with
 // pagesOnly the pages, and the recording rules they read.
-func matrixRules(sc matrixScenario, rf *RuleFile) *RuleFile {
+func matrixRules(sc matrixScenario, rf *rules.RuleFile) *rules.RuleFile {
 	if sc.pagesOnly {
 		return alertRules(rf, isPage)
 	}
@@ -378,5 +382,5 @@ func fmtCell(d time.Duration) string {
 	case d < 0:
 		return "never"
 	}
-	return fmtDur(d)
+	return plan.FmtDur(d)
 }

@@ -1,4 +1,4 @@
-package rules
+package rules_test
 
 import (
 	"fmt"
@@ -9,6 +9,9 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/discovery"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
 )
 
 // The alert matrix: outages of each kind, at real time scale, against the
@@ -140,21 +143,21 @@ var matrixScenarios = []matrixScenario{
 	noise("healthy, random failures at half the budget, 30d", 1, "never - never 0 - | never - never 0 - | never - never 0 -"),
 	noise("low rate 0.05/s, random failures at half the budget, 30d", 0.05, "never - never 0 - | never - never 0 - | never - never 0 -"),
 	func() matrixScenario {
-		sc := noise("fleet: gateway and 4 replicas at 1/s each, random failures at half the budget, 30d: "+AlertReplicaFailing+" and "+AlertGatewayFailing,
+		sc := noise("fleet: gateway and 4 replicas at 1/s each, random failures at half the budget, 30d: "+rules.AlertReplicaFailing+" and "+rules.AlertGatewayFailing,
 			1, "never - never 0 - | never - never 0 - | never - never 0 -")
-		sc.alert, sc.replicas = AlertReplicaFailing+"|"+AlertGatewayFailing, 4
+		sc.alert, sc.replicas = rules.AlertReplicaFailing+"|"+rules.AlertGatewayFailing, 4
 		return sc
 	}(),
 	func() matrixScenario {
-		sc := outage("fleet: 1 of 4 replicas at 1/s fails every request: "+AlertReplicaFailing+" alone", "page ≤ 2m", 1, mHTTP5xx, 1, 30*time.Minute,
+		sc := outage("fleet: 1 of 4 replicas at 1/s fails every request: "+rules.AlertReplicaFailing+" alone", "page ≤ 2m", 1, mHTTP5xx, 1, 30*time.Minute,
 			"2m - 10m 1 - | 1m - 10m 1 - | 1m - 10m 1 -")
-		sc.alert, sc.replicas, sc.oneReplica, sc.pagesOnly = AlertReplicaFailing, 4, true, true
+		sc.alert, sc.replicas, sc.oneReplica, sc.pagesOnly = rules.AlertReplicaFailing, 4, true, true
 		return sc
 	}(),
 	outage("low rate 0.05/s, 100% errors", "page, later than at 1/s", 0.05, mHTTP5xx, 1, time.Hour, "3m 30m 10m 1 1 | 2m 23m 20m 1 1 | 1m never 45m 1 0"),
 	func() matrixScenario {
-		sc := outage("low rate 0.05/s, 100% errors: "+AlertTargetDown+" alone", "page ≤ 10m", 0.05, mHTTP5xx, 1, time.Hour, "5m never 1m 1 0 | 5m never 1m 1 0 | 5m never 1m 1 0")
-		sc.alert = AlertTargetDown
+		sc := outage("low rate 0.05/s, 100% errors: "+rules.AlertTargetDown+" alone", "page ≤ 10m", 0.05, mHTTP5xx, 1, time.Hour, "5m never 1m 1 0 | 5m never 1m 1 0 | 5m never 1m 1 0")
+		sc.alert = rules.AlertTargetDown
 		return sc
 	}(),
 	{name: "one request per 10m, one of them fails", rate: 1.0 / 600, step: matrixShort, warm: matrixDay, tail: 6 * time.Hour,
@@ -167,7 +170,7 @@ var matrixScenarios = []matrixScenario{
 const matrixSLO = time.Second
 
 func matrixConfig(rate, objective float64) *config.Config {
-	return oneProbe(testProbe("chat", rate, objective, config.SLO{TTFT: sec(matrixSLO)}))
+	return rulestest.OneProbe(rulestest.Probe("chat", rate, objective, config.SLO{TTFT: rulestest.Sec(matrixSLO)}))
 }
 
 // matrixScenarioConfig is matrixConfig for sc: with replicas, the target
@@ -187,7 +190,7 @@ func matrixTable() (string, error) {
 	var b strings.Builder
 	b.WriteString("| scenario | goal |")
 	for _, o := range matrixObjectives {
-		fmt.Fprintf(&b, " %s%%: page · ticket · resolve · pages |", fmtF(o*100))
+		fmt.Fprintf(&b, " %s%%: page · ticket · resolve · pages |", plan.FmtF(o*100))
 	}
 	b.WriteString("\n|---|---|")
 	for range matrixObjectives {
@@ -274,15 +277,15 @@ func TestMatrixSeries(t *testing.T) {
 // documented windows at every objective, so the table measures them.
 func TestMatrixProbeKeepsStandardWindows(t *testing.T) {
 	for _, o := range matrixObjectives {
-		rf, warnings, err := Generate(matrixConfig(1, o), Options{})
+		rf, warnings, err := rules.Generate(matrixConfig(1, o), rules.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, ticket := windowsOf(alerts(rf, AlertFastBurn)), windowsOf(alerts(rf, AlertSlowBurn))
+		page, ticket := windowsOf(rulestest.Alerts(rf, rules.AlertFastBurn)), windowsOf(rulestest.Alerts(rf, rules.AlertSlowBurn))
 		if strings.Join(page, ",") != "10m/5m,30m/5m,6h/10m" || strings.Join(ticket, ",") != "1d/10m" || len(warnings) != 0 {
 			t.Errorf("objective %g: page %v, ticket %v, warnings %v", o, page, ticket, warnings)
 		}
-		if r := alerts(rf, AlertLatencyHigh); len(r) != 1 || !strings.Contains(r[0].Expr, "> "+fmtF(matrixSLO.Seconds())) {
+		if r := rulestest.Alerts(rf, rules.AlertLatencyHigh); len(r) != 1 || !strings.Contains(r[0].Expr, "> "+plan.FmtF(matrixSLO.Seconds())) {
 			t.Errorf("objective %g: latency alerts %v", o, r)
 		}
 	}
@@ -291,11 +294,11 @@ func TestMatrixProbeKeepsStandardWindows(t *testing.T) {
 // TestMatrixRules: a scenario evaluates every alert (or every page) of the
 // generated file and exactly the recording rules they read.
 func TestMatrixRules(t *testing.T) {
-	rf, _, err := Generate(matrixConfig(1, 0.99), Options{})
+	rf, _, err := rules.Generate(matrixConfig(1, 0.99), rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(rf *RuleFile, alerts bool) []string {
+	names := func(rf *rules.RuleFile, alerts bool) []string {
 		var out []string
 		for _, g := range rf.Groups {
 			for _, r := range g.Rules {
@@ -322,7 +325,7 @@ func TestMatrixRules(t *testing.T) {
 			"target_probe:vllm_probe_requests_offered:rate1d target_probe:vllm_probe_acceptance:ratio_rate1d " +
 			"target:vllm_probe_time_to_first_token_seconds:p50_rate10m target:vllm_time_to_first_token_seconds:p50_rate10m"},
 		{"pages only", matrixScenario{pagesOnly: true},
-			[]string{AlertFastBurn + "/page", AlertFastBurn + "/page", AlertFastBurn + "/page", AlertTargetDown + "/page"}, "" +
+			[]string{rules.AlertFastBurn + "/page", rules.AlertFastBurn + "/page", rules.AlertFastBurn + "/page", rules.AlertTargetDown + "/page"}, "" +
 				"target_probe:vllm_probe_requests_offered:rate5m target_probe:vllm_probe_acceptance:ratio_rate5m " +
 				"target_probe:vllm_probe_requests_offered:rate10m target_probe:vllm_probe_acceptance:ratio_rate10m " +
 				"target_probe:vllm_probe_requests_offered:rate30m target_probe:vllm_probe_acceptance:ratio_rate30m " +
@@ -373,12 +376,12 @@ func TestMatrixFleetScenarios(t *testing.T) {
 			continue
 		}
 		n++
-		rf, _, err := Generate(matrixScenarioConfig(sc, 0.99), Options{})
+		rf, _, err := rules.Generate(matrixScenarioConfig(sc, 0.99), rules.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rs := matrixRules(sc, rf); len(alerts(rs, AlertReplicaFailing)) != 3 || len(alerts(rs, AlertGatewayFailing)) != 3 {
-			t.Errorf("%s: %d replica and %d gateway pages evaluated, want 3 each", sc.name, len(alerts(rs, AlertReplicaFailing)), len(alerts(rs, AlertGatewayFailing)))
+		if rs := matrixRules(sc, rf); len(rulestest.Alerts(rs, rules.AlertReplicaFailing)) != 3 || len(rulestest.Alerts(rs, rules.AlertGatewayFailing)) != 3 {
+			t.Errorf("%s: %d replica and %d gateway pages evaluated, want 3 each", sc.name, len(rulestest.Alerts(rs, rules.AlertReplicaFailing)), len(rulestest.Alerts(rs, rules.AlertGatewayFailing)))
 		}
 		offered := map[string]string{}
 		for i := range sc.replicas + 1 {

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package rules
+package rules_test
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
 )
 
 // promQuery runs an instant query and returns its vector samples by the
@@ -65,9 +67,9 @@ func promQuery(base, query, label string) (map[string]float64, error) {
 // and a schedule lag of 1.5s, every full one a TTFT of 0.3s.
 func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 	off := false
-	lean := testProbe("lean", 10, 0.99, config.SLO{TTFT: sec(time.Second)})
+	lean := rulestest.Probe("lean", 10, 0.99, config.SLO{TTFT: rulestest.Sec(time.Second)})
 	lean.Histograms, lean.ClassicBuckets = []string{config.HistogramTTFT, config.HistogramScheduleLag}, &off
-	cfg := &config.Config{Targets: []config.Target{{Name: "a"}}, Probes: []config.Probe{lean, testProbe("full", 10, 0.99, config.SLO{TTFT: sec(time.Second)})}}
+	cfg := &config.Config{Targets: []config.Target{{Name: "a"}}, Probes: []config.Probe{lean, rulestest.Probe("full", 10, 0.99, config.SLO{TTFT: rulestest.Sec(time.Second)})}}
 
 	c := collector.New(collector.Options{})
 	for _, p := range cfg.Pairs() {
@@ -97,19 +99,19 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 		}
 	}()
 
-	o := Options{WindowScale: 1.0 / 60, MinLatencySamples: 1}
-	rf, _, err := Generate(cfg, o)
+	o := rules.Options{WindowScale: 1.0 / 60, MinLatencySamples: 1}
+	rf, _, err := rules.Generate(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	base := runPrometheus(t, dir, rf, srv.Listener.Addr().String(), "--enable-feature=native-histograms")
 
-	latency, ok := alertExpr(rf, AlertLatencyHigh, "lean")
+	latency, ok := alertExpr(rf, rules.AlertLatencyHigh, "lean")
 	if !ok {
 		t.Fatalf("no latency alert for the lean probe")
 	}
-	lag, _ := alertExpr(rf, AlertScheduleLag, "")
+	lag, _ := alertExpr(rf, rules.AlertScheduleLag, "")
 	checks := []struct {
 		name, query, label, key string
 		lo, hi                  float64
@@ -118,8 +120,8 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 		// 2^(k/8): 1.9s is in (2^(7/8), 2], 1.5s in (2^(4/8), 2^(5/8)].
 		{"lean p99 TTFT, native only", latency, "probe", "lean", 1.834, 2},
 		{"lean p99 schedule lag, native only", lag, "probe", "lean", 1.414, 1.543},
-		{"client p50 TTFT of the target over both probes", RecordClientTTFT + "10s", "target", "a", 0.25, 1.95},
-		{"the lean alert is pending or firing", `count by (probe) (ALERTS{alertname="` + AlertLatencyHigh + `",probe="lean"})`, "probe", "lean", 1, 1},
+		{"client p50 TTFT of the target over both probes", rules.RecordClientTTFT + "10s", "target", "a", 0.25, 1.95},
+		{"the lean alert is pending or firing", `count by (probe) (ALERTS{alertname="` + rules.AlertLatencyHigh + `",probe="lean"})`, "probe", "lean", 1, 1},
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for _, ch := range checks {
@@ -145,13 +147,13 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 // runPrometheus writes rf and a configuration that scrapes target every
 // second as job vllm-prober into dir, starts Prometheus there with flags,
 // stops it at cleanup and returns its base URL.
-func runPrometheus(t *testing.T, dir string, rf *RuleFile, target string, flags ...string) string {
+func runPrometheus(t *testing.T, dir string, rf *rules.RuleFile, target string, flags ...string) string {
 	t.Helper()
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatalf("prometheus not installed: %v", err)
 	}
-	b, err := Marshal(rf, nil)
+	b, err := rules.Marshal(rf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func runPrometheus(t *testing.T, dir string, rf *RuleFile, target string, flags 
 }
 
 // alertExpr returns the expression of the alert for probe ("" = any).
-func alertExpr(rf *RuleFile, alert, probeName string) (string, bool) {
+func alertExpr(rf *rules.RuleFile, alert, probeName string) (string, bool) {
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Alert == alert && (probeName == "" || r.Labels["probe"] == probeName) {

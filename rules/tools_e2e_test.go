@@ -1,6 +1,6 @@
 //go:build e2e
 
-package rules
+package rules_test
 
 import (
 	"os"
@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
+	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
 
 // tool runs a Prometheus tool, which these tests require.
@@ -28,13 +31,13 @@ func tool(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-func writeGenerated(t *testing.T, dir string, cfg *config.Config, o Options) {
+func writeGenerated(t *testing.T, dir string, cfg *config.Config, o rules.Options) {
 	t.Helper()
-	rf, warnings, err := Generate(cfg, o)
+	rf, warnings, err := rules.Generate(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf, err := Tests(cfg, o)
+	tf, err := promtest.Generate(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,10 +45,10 @@ func writeGenerated(t *testing.T, dir string, cfg *config.Config, o Options) {
 }
 
 // writeYAML marshals each value into the file of its name in dir.
-func writeYAML(t *testing.T, dir string, files map[string]any, warnings []Warning) {
+func writeYAML(t *testing.T, dir string, files map[string]any, warnings []rules.Warning) {
 	t.Helper()
 	for name, v := range files {
-		b, err := Marshal(v, warnings)
+		b, err := rules.Marshal(v, warnings)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,30 +59,30 @@ func writeYAML(t *testing.T, dir string, files map[string]any, warnings []Warnin
 }
 
 func TestPromtoolPassesGeneratedRules(t *testing.T) {
-	full, err := config.Load(exampleConfig)
+	full, err := config.Load(rulestest.ExampleConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lowRate := &config.Config{
 		Targets: []config.Target{{Name: "a"}, {Name: "b", Probes: []string{"rare"}}},
 		Probes: []config.Probe{
-			testProbe("rare", 0.01, 0.999, config.SLO{E2EL: sec(20 * time.Second)}),
-			testProbe("busy", 3, 0.9999, config.SLO{TTFT: sec(500 * time.Millisecond), TPOT: sec(50 * time.Millisecond)}),
+			rulestest.Probe("rare", 0.01, 0.999, config.SLO{E2EL: rulestest.Sec(20 * time.Second)}),
+			rulestest.Probe("busy", 3, 0.9999, config.SLO{TTFT: rulestest.Sec(500 * time.Millisecond), TPOT: rulestest.Sec(50 * time.Millisecond)}),
 		},
 	}
 	cases := []struct {
 		name string
 		cfg  *config.Config
-		o    Options
+		o    rules.Options
 	}{
-		{"full example", full, Options{}},
-		{"full example, e2e windows", full, Options{WindowScale: 1.0 / 60, MinRequests: 5, MinLatencySamples: 10}},
-		{"low rates and strict objectives", lowRate, Options{Job: "probes"}},
-		{"low rates, e2e windows", lowRate, Options{WindowScale: 1.0 / 60}},
-		{"lean and native-only histograms", leanConfig(), Options{}},
-		{"reasoning: ttft and ttfa SLOs", reasoningConfig(), Options{}},
-		{"fleet and fingerprint", fleetConfig(), Options{}},
-		{"fleet and fingerprint, e2e windows", fleetConfig(), Options{WindowScale: 1.0 / 60}},
+		{"full example", full, rules.Options{}},
+		{"full example, e2e windows", full, rules.Options{WindowScale: 1.0 / 60, MinRequests: 5, MinLatencySamples: 10}},
+		{"low rates and strict objectives", lowRate, rules.Options{Job: "probes"}},
+		{"low rates, e2e windows", lowRate, rules.Options{WindowScale: 1.0 / 60}},
+		{"lean and native-only histograms", rulestest.LeanConfig(), rules.Options{}},
+		{"reasoning: ttft and ttfa SLOs", rulestest.ReasoningConfig(), rules.Options{}},
+		{"fleet and fingerprint", rulestest.FleetConfig(), rules.Options{}},
+		{"fleet and fingerprint, e2e windows", rulestest.FleetConfig(), rules.Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,20 +112,20 @@ const alertmanagerConfig = "../deploy/alertmanager/alertmanager.yml"
 
 func TestAmtoolRoutesEveryAlert(t *testing.T) {
 	tool(t, "amtool", "check-config", alertmanagerConfig)
-	full, err := config.Load(exampleConfig)
+	full, err := config.Load(rulestest.ExampleConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	routes := map[string]string{} // alertname/severity -> receiver
-	for _, cfg := range []*config.Config{full, fleetConfig()} {
-		rf, _, err := Generate(cfg, Options{})
+	for _, cfg := range []*config.Config{full, rulestest.FleetConfig()} {
+		rf, _, err := rules.Generate(cfg, rules.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, g := range rf.Groups {
 			for _, r := range g.Rules {
 				if r.Alert != "" {
-					routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{SeverityPage: "page", SeverityTicket: "ticket"}[r.Labels["severity"]]
+					routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{rules.SeverityPage: "page", rules.SeverityTicket: "ticket"}[r.Labels["severity"]]
 				}
 			}
 		}

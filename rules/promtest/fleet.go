@@ -1,10 +1,12 @@
-package rules
+package promtest
 
 import (
 	"fmt"
 	"maps"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // testReplicas are the replicas of the fleet scenarios: four, so one
@@ -30,11 +32,11 @@ func (tr traffic) times(k float64) traffic {
 
 // firstFleet returns the first pair of a target with discovery and its
 // page burn pairs.
-func (tb *testBuilder) firstFleet() (pairPlan, []burnPlan, bool) {
-	for _, pp := range tb.p.pairs {
-		var pages []burnPlan
+func (tb *testBuilder) firstFleet() (plan.Pair, []plan.Burn, bool) {
+	for _, pp := range tb.p.Pairs {
+		var pages []plan.Burn
 		for _, b := range pp.Burns {
-			if b.Severity == SeverityPage {
+			if b.Severity == plan.SeverityPage {
 				pages = append(pages, b)
 			}
 		}
@@ -42,12 +44,12 @@ func (tb *testBuilder) firstFleet() (pairPlan, []burnPlan, bool) {
 			return pp, pages, true
 		}
 	}
-	return pairPlan{}, nil, false
+	return plan.Pair{}, nil, false
 }
 
 // fleetSeries are every other pair healthy, pp's gateway (when it has
 // one) with traffic gateway and its replicas with the traffic of each.
-func (tb *testBuilder) fleetSeries(pp pairPlan, gateway traffic, replicas []traffic) []InputSeries {
+func (tb *testBuilder) fleetSeries(pp plan.Pair, gateway traffic, replicas []traffic) []InputSeries {
 	ss := tb.base(gateway.steps(), &pp)
 	if pp.Gateway {
 		ss = append(ss, tb.trafficSeries(pp, gateway)...)
@@ -68,42 +70,42 @@ func (tb *testBuilder) quiet(alert string, at int) AlertTest {
 // (VLLMProbeGatewayFailing), and the neighbouring cases where neither may
 // fire: every replica and the gateway failing, a single failed request,
 // a healthy fleet.
-func (tb *testBuilder) fleetScenarios() []TestGroup {
+func (tb *testBuilder) fleetScenarios() []Group {
 	pp, pages, ok := tb.firstFleet()
 	if !ok {
 		return nil
 	}
-	forD := tb.p.forTime(tb.p.o.PageFor)
+	forD := tb.p.ForTime(tb.p.Options.PageFor)
 	fail := tb.burnTraffic(pp, pages, outHTTP5xx, 1, forD).times(fleetScale)
 	end := fail.steps()
 	ok200 := healthyTraffic(end).times(fleetScale)
 	name := func(what string) string { return fmt.Sprintf("fleet: %s/%s %s", pp.Target, pp.Probe, what) }
 	oneFails := tb.group(name("replica "+testReplicas[0]+" fails every request, the others pass"),
 		tb.fleetSeries(pp, ok200, []traffic{fail, ok200, ok200, ok200}),
-		tb.seriesBurnTest(pp, AlertReplicaFailing, map[string]string{"replica": testReplicas[0]}, pages, fail, forD),
-		tb.quiet(AlertGatewayFailing, end))
+		tb.seriesBurnTest(pp, rules.AlertReplicaFailing, map[string]string{"replica": testReplicas[0]}, pages, fail, forD),
+		tb.quiet(rules.AlertGatewayFailing, end))
 	if pp.Gateway {
 		// The users' path, the gateway, passes: the target's burn reads
 		// only its series and stays quiet (one page, not two).
-		oneFails.AlertRuleTests = append(oneFails.AlertRuleTests, tb.quiet(AlertFastBurn, end))
+		oneFails.AlertRuleTests = append(oneFails.AlertRuleTests, tb.quiet(rules.AlertFastBurn, end))
 	}
-	gs := []TestGroup{
+	gs := []Group{
 		oneFails,
 		tb.group(name("every replica and the gateway fail"),
 			tb.fleetSeries(pp, fail, []traffic{fail, fail, fail, fail}),
-			tb.quiet(AlertReplicaFailing, end), tb.quiet(AlertGatewayFailing, end),
-			tb.burnTest(pp, AlertFastBurn, pages, fail, forD)),
+			tb.quiet(rules.AlertReplicaFailing, end), tb.quiet(rules.AlertGatewayFailing, end),
+			tb.burnTest(pp, rules.AlertFastBurn, pages, fail, forD)),
 		tb.group(name("half the replicas fail: not a minority"),
 			tb.fleetSeries(pp, ok200, []traffic{fail, fail, ok200, ok200}),
-			tb.quiet(AlertReplicaFailing, end), tb.quiet(AlertGatewayFailing, end)),
+			tb.quiet(rules.AlertReplicaFailing, end), tb.quiet(rules.AlertGatewayFailing, end)),
 		tb.flakyReplica(pp, pages),
 	}
 	if pp.Gateway {
 		gs = append(gs, tb.group(name("gateway fails every request, every replica passes"),
 			tb.fleetSeries(pp, fail, []traffic{ok200, ok200, ok200, ok200}),
-			tb.seriesBurnTest(pp, AlertGatewayFailing, nil, pages, fail, forD),
-			tb.burnTest(pp, AlertFastBurn, pages, fail, forD),
-			tb.quiet(AlertReplicaFailing, end)))
+			tb.seriesBurnTest(pp, rules.AlertGatewayFailing, nil, pages, fail, forD),
+			tb.burnTest(pp, rules.AlertFastBurn, pages, fail, forD),
+			tb.quiet(rules.AlertReplicaFailing, end)))
 	}
 	return gs
 }
@@ -111,7 +113,7 @@ func (tb *testBuilder) fleetScenarios() []TestGroup {
 // flakyReplica: the fleet is healthy but for one failed request of one
 // replica; neither fleet alert fires while it is in any window, nor on
 // the healthy fleet before it.
-func (tb *testBuilder) flakyReplica(pp pairPlan, pages []burnPlan) TestGroup {
+func (tb *testBuilder) flakyReplica(pp plan.Pair, pages []plan.Burn) Group {
 	h := 0
 	for _, b := range pages {
 		h = max(h, tb.steps(b.Long))
@@ -123,15 +125,15 @@ func (tb *testBuilder) flakyReplica(pp pairPlan, pages []burnPlan) TestGroup {
 	g := tb.group(fmt.Sprintf("fleet: %s/%s healthy but for one failed request of %s", pp.Target, pp.Probe, testReplicas[1]),
 		tb.fleetSeries(pp, tail, []traffic{tail, flaky, tail, tail}))
 	for _, at := range []int{h, h + 1, h + 2, flaky.steps()} {
-		g.AlertRuleTests = append(g.AlertRuleTests, tb.quiet(AlertReplicaFailing, at), tb.quiet(AlertGatewayFailing, at))
+		g.AlertRuleTests = append(g.AlertRuleTests, tb.quiet(rules.AlertReplicaFailing, at), tb.quiet(rules.AlertGatewayFailing, at))
 	}
 	return g
 }
 
 // outputChanged: the first probe with a fingerprint counts one confirmed
 // change of its output; the ticket fires and names the pair.
-func (tb *testBuilder) outputChanged() (TestGroup, bool) {
-	for _, pp := range tb.p.pairs {
+func (tb *testBuilder) outputChanged() (Group, bool) {
+	for _, pp := range tb.p.Pairs {
 		if !pp.Fingerprint {
 			continue
 		}
@@ -140,19 +142,19 @@ func (tb *testBuilder) outputChanged() (TestGroup, bool) {
 			tb.series(metricname.OutputFingerprintChanges, fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe),
 				counter(segment{0, 1}, segment{1, 1}, segment{0, steps - 1})))
 		labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
-		r, _ := tb.find(AlertOutputChanged, labels)
-		test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertOutputChanged, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
+		r, _ := tb.find(rules.AlertOutputChanged, labels)
+		test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertOutputChanged, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
 		return tb.group(fmt.Sprintf("output changed: %s/%s answers its fixed prompt differently", pp.Target, pp.Probe), ss,
-			tb.quiet(AlertOutputChanged, 1), test), true
+			tb.quiet(rules.AlertOutputChanged, 1), test), true
 	}
-	return TestGroup{}, false
+	return Group{}, false
 }
 
 // fingerprintSeries are the fingerprint change counters of every probe
 // with a fingerprint, at 0: the healthy scenario shows the ticket quiet.
 func (tb *testBuilder) fingerprintSeries(steps int) []InputSeries {
 	var ss []InputSeries
-	for _, pp := range tb.p.pairs {
+	for _, pp := range tb.p.Pairs {
 		if pp.Fingerprint {
 			ss = append(ss, tb.series(metricname.OutputFingerprintChanges, fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), counter(segment{0, steps})))
 		}
@@ -162,10 +164,10 @@ func (tb *testBuilder) fingerprintSeries(steps int) []InputSeries {
 
 // healthyFleet: every pair of every target with discovery has a healthy
 // gateway (when it has a url) and four healthy replicas.
-func (tb *testBuilder) healthyFleet() (TestGroup, bool) {
+func (tb *testBuilder) healthyFleet() (Group, bool) {
 	pp, pages, ok := tb.firstFleet()
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
 	steps := 0
 	for _, b := range pages {
@@ -174,6 +176,6 @@ func (tb *testBuilder) healthyFleet() (TestGroup, bool) {
 	ok200 := healthyTraffic(steps).times(fleetScale)
 	g := tb.group(fmt.Sprintf("fleet: %s/%s gateway and replicas healthy", pp.Target, pp.Probe),
 		tb.fleetSeries(pp, ok200, []traffic{ok200, ok200, ok200, ok200}),
-		tb.quiet(AlertReplicaFailing, steps), tb.quiet(AlertGatewayFailing, steps), tb.quiet(AlertFastBurn, steps))
+		tb.quiet(rules.AlertReplicaFailing, steps), tb.quiet(rules.AlertGatewayFailing, steps), tb.quiet(rules.AlertFastBurn, steps))
 	return g, true
 }

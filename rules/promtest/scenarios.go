@@ -1,20 +1,23 @@
-package rules
+package promtest
 
 import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // firstWith returns the first pair with burn alerts of severity sev.
-func (tb *testBuilder) firstWith(sev string) (pairPlan, []burnPlan, bool) {
-	for _, pp := range tb.p.pairs {
-		var bs []burnPlan
+func (tb *testBuilder) firstWith(sev string) (plan.Pair, []plan.Burn, bool) {
+	for _, pp := range tb.p.Pairs {
+		var bs []plan.Burn
 		for _, b := range pp.Burns {
 			if b.Severity == sev {
 				bs = append(bs, b)
@@ -24,36 +27,36 @@ func (tb *testBuilder) firstWith(sev string) (pairPlan, []burnPlan, bool) {
 			return pp, bs, true
 		}
 	}
-	return pairPlan{}, nil, false
+	return plan.Pair{}, nil, false
 }
 
 // burn is the burn rate the rules compute for pp over window w at step
 // at; leave are the outcomes the scenario says leave the denominator.
-func (tb *testBuilder) burn(pp pairPlan, tr traffic, at int, w time.Duration, leave []string) float64 {
-	return (1 - acceptance(tr.window(at, tb.steps(w)), leave...)) / roundF(1-pp.Objective)
+func (tb *testBuilder) burn(pp plan.Pair, tr traffic, at int, w time.Duration, leave []string) float64 {
+	return (1 - acceptance(tr.window(at, tb.steps(w)), leave...)) / plan.RoundF(1-pp.Objective)
 }
 
 // burnTest expects every burn alert of burns whose both windows have been
 // above the factor for its whole for: at the end of tr.
-func (tb *testBuilder) burnTest(pp pairPlan, alert string, burns []burnPlan, tr traffic, forD time.Duration, leave ...string) AlertTest {
+func (tb *testBuilder) burnTest(pp plan.Pair, alert string, burns []plan.Burn, tr traffic, forD time.Duration, leave ...string) AlertTest {
 	return tb.seriesBurnTest(pp, alert, nil, burns, tr, forD, leave...)
 }
 
 // seriesBurnTest is burnTest of an alert whose labels add extra to the
 // pair's (a fleet alert's replica).
-func (tb *testBuilder) seriesBurnTest(pp pairPlan, alert string, extra map[string]string, burns []burnPlan, tr traffic, forD time.Duration, leave ...string) AlertTest {
+func (tb *testBuilder) seriesBurnTest(pp plan.Pair, alert string, extra map[string]string, burns []plan.Burn, tr traffic, forD time.Duration, leave ...string) AlertTest {
 	end := tr.steps()
 	test := AlertTest{EvalTime: tb.at(end), Alertname: alert, ExpAlerts: []ExpAlert{}}
 	for _, b := range burns {
 		burning := end-tb.steps(forD) >= 1
 		for s := end - tb.steps(forD); burning && s <= end; s++ {
 			burning = tb.burn(pp, tr, s, b.Long, leave) > b.Factor && tb.burn(pp, tr, s, b.Short, leave) > b.Factor &&
-				offered(tr.window(s, tb.steps(b.Long))) >= heldRatio*offered(tr.window(s, tb.steps(b.Short)))
+				offered(tr.window(s, tb.steps(b.Long))) >= plan.HeldRatio*offered(tr.window(s, tb.steps(b.Short)))
 		}
 		if !burning {
 			continue
 		}
-		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "long_window": fmtDur(b.Long), "short_window": fmtDur(b.Short)}
+		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "long_window": plan.FmtDur(b.Long), "short_window": plan.FmtDur(b.Short)}
 		r, _ := tb.find(alert, labels)
 		maps.Copy(labels, extra)
 		value := fmt.Sprintf("%.1f", tb.burn(pp, tr, end, b.Long, leave))
@@ -65,7 +68,7 @@ func (tb *testBuilder) seriesBurnTest(pp pairPlan, alert string, extra map[strin
 // burnTraffic is pp healthy long enough to fill the longest window of
 // burns, then a share of its requests ending as out for long enough that
 // the first burn fires.
-func (tb *testBuilder) burnTraffic(pp pairPlan, burns []burnPlan, out string, sh float64, forD time.Duration) traffic {
+func (tb *testBuilder) burnTraffic(pp plan.Pair, burns []plan.Burn, out string, sh float64, forD time.Duration) traffic {
 	h := 0
 	for _, b := range burns {
 		h = max(h, tb.steps(b.Long))
@@ -78,36 +81,36 @@ func (tb *testBuilder) burnTraffic(pp pairPlan, burns []burnPlan, out string, sh
 
 // fastBurn: the first pair with a page alert fails every request (HTTP
 // 500) until its first page pair fires.
-func (tb *testBuilder) fastBurn() (TestGroup, bool) {
-	pp, pages, ok := tb.firstWith(SeverityPage)
+func (tb *testBuilder) fastBurn() (Group, bool) {
+	pp, pages, ok := tb.firstWith(plan.SeverityPage)
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
-	forD := tb.p.forTime(tb.p.o.PageFor)
+	forD := tb.p.ForTime(tb.p.Options.PageFor)
 	tr := tb.burnTraffic(pp, pages, outHTTP5xx, 1, forD)
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
 	// Its series have no replica label, as a static target's: the fleet
 	// alerts stay quiet.
 	return tb.group(fmt.Sprintf("fast burn: %s/%s fails every request", pp.Target, pp.Probe), ss,
-		tb.burnTest(pp, AlertFastBurn, pages, tr, forD),
-		tb.quiet(AlertReplicaFailing, tr.steps()), tb.quiet(AlertGatewayFailing, tr.steps())), true
+		tb.burnTest(pp, rules.AlertFastBurn, pages, tr, forD),
+		tb.quiet(rules.AlertReplicaFailing, tr.steps()), tb.quiet(rules.AlertGatewayFailing, tr.steps())), true
 }
 
 // overload: the first pair with a page alert sheds a share of its
 // requests at max_in_flight; the rest are accepted. Shed requests are
 // offered and not accepted, so they burn the budget and page, and the
 // sustained share fires VLLMProbeInFlightCapReached.
-func (tb *testBuilder) overload() (TestGroup, bool) {
-	pp, pages, ok := tb.firstWith(SeverityPage)
+func (tb *testBuilder) overload() (Group, bool) {
+	pp, pages, ok := tb.firstWith(plan.SeverityPage)
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
 	maxF := 0.0
 	for _, b := range pages {
 		maxF = max(maxF, b.Factor)
 	}
 	sh := min(1, max(0.5, 2*maxF*(1-pp.Objective)))
-	forD := tb.p.forTime(tb.p.o.PageFor)
+	forD := tb.p.ForTime(tb.p.Options.PageFor)
 	tr := tb.burnTraffic(pp, pages, outShed, sh, forD)
 	capW, capFor := tb.capWindowFor(pp)
 	if need := tb.steps(capW) + tb.steps(capFor) + 1; tr[1].steps < need {
@@ -115,32 +118,32 @@ func (tb *testBuilder) overload() (TestGroup, bool) {
 	}
 	end := tr.steps()
 	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
-	g := tb.group(fmt.Sprintf("overload: %s/%s sheds %s%% of its requests at max_in_flight", pp.Target, pp.Probe, fmtF(sh*100)), ss,
-		tb.burnTest(pp, AlertFastBurn, pages, tr, forD), tb.inFlightCapTest(pp, tr))
+	g := tb.group(fmt.Sprintf("overload: %s/%s sheds %s%% of its requests at max_in_flight", pp.Target, pp.Probe, plan.FmtF(sh*100)), ss,
+		tb.burnTest(pp, rules.AlertFastBurn, pages, tr, forD), tb.inFlightCapTest(pp, tr))
 	perSecond := requestsPerStep / tb.step.Seconds()
-	g.ExprTests = tb.accountingTests(pp, end, tb.p.scale(standardWindows[0]),
+	g.ExprTests = tb.accountingTests(pp, end, tb.p.Scale(plan.StandardWindows[0]),
 		truth{perSecond, perSecond * (1 - sh), perSecond * (1 - sh), 1 - sh})
 	return g, true
 }
 
 // capWindowFor is the window and for: of pp's VLLMProbeInFlightCapReached.
-func (tb *testBuilder) capWindowFor(pp pairPlan) (time.Duration, time.Duration) {
-	return pp.CountWindow, tb.p.inFlightCapFor(pp.CountWindow)
+func (tb *testBuilder) capWindowFor(pp plan.Pair) (time.Duration, time.Duration) {
+	return pp.CountWindow, tb.p.InFlightCapFor(pp.CountWindow)
 }
 
 // inFlightCapTest expects the in-flight cap alert for pp at the end of tr
 // when the shed share was above the threshold for the whole for:.
-func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
+func (tb *testBuilder) inFlightCapTest(pp plan.Pair, tr traffic) AlertTest {
 	end := tr.steps()
 	w, forD := tb.capWindowFor(pp)
-	test := AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}}
+	test := AlertTest{EvalTime: tb.at(end), Alertname: rules.AlertInFlightCap, ExpAlerts: []ExpAlert{}}
 	for s := end - tb.steps(forD); s <= end; s++ {
-		if s < 1 || !(share(tr.window(s, tb.steps(w)), outShed) > inFlightCapRatio) {
+		if s < 1 || !(share(tr.window(s, tb.steps(w)), outShed) > plan.InFlightCapRatio) {
 			return test
 		}
 	}
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
-	r, _ := tb.find(AlertInFlightCap, labels)
+	r, _ := tb.find(rules.AlertInFlightCap, labels)
 	test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, humanizePercentage(share(tr.window(end, tb.steps(w)), outShed))))
 	return test
 }
@@ -148,44 +151,44 @@ func (tb *testBuilder) inFlightCapTest(pp pairPlan, tr traffic) AlertTest {
 // slowBurn: the first pair with a ticket alert, healthy long enough to
 // fill its long window, then fails a steady share of its requests, a burn
 // between its ticket and page thresholds, until the ticket fires.
-func (tb *testBuilder) slowBurn() (TestGroup, bool) {
-	pp, tickets, ok := tb.firstWith(SeverityTicket)
+func (tb *testBuilder) slowBurn() (Group, bool) {
+	pp, tickets, ok := tb.firstWith(plan.SeverityTicket)
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
 	budget := 1 - pp.Objective
 	maxTicket, minPage := 0.0, 1/budget
 	for _, b := range tickets {
 		maxTicket = max(maxTicket, b.Factor)
 	}
-	var pages []burnPlan
+	var pages []plan.Burn
 	for _, b := range pp.Burns {
-		if b.Severity == SeverityPage {
+		if b.Severity == plan.SeverityPage {
 			pages = append(pages, b)
 			minPage = min(minPage, b.Factor)
 		}
 	}
 	burn := (maxTicket + minPage) / 2
-	forD := tb.p.scale(tb.p.o.TicketFor)
+	forD := tb.p.Scale(tb.p.Options.TicketFor)
 	tr := tb.burnTraffic(pp, tickets, outHTTP5xx, burn*budget, forD)
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
-	return tb.group(fmt.Sprintf("slow burn: %s/%s burns its budget %sx, below every page", pp.Target, pp.Probe, fmtF(burn)), ss,
-		tb.burnTest(pp, AlertSlowBurn, tickets, tr, forD),
-		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.forTime(tb.p.o.PageFor))), true
+	return tb.group(fmt.Sprintf("slow burn: %s/%s burns its budget %sx, below every page", pp.Target, pp.Probe, plan.FmtF(burn)), ss,
+		tb.burnTest(pp, rules.AlertSlowBurn, tickets, tr, forD),
+		tb.burnTest(pp, rules.AlertFastBurn, pages, tr, tb.p.ForTime(tb.p.Options.PageFor))), true
 }
 
 // abandoned: half of the first pair's requests are cancelled at shutdown
 // (the prober abandons them) for longer than any page needs; they leave
 // the denominator, so nothing burns.
-func (tb *testBuilder) abandoned() TestGroup {
-	pp := tb.p.pairs[0]
-	if p, _, ok := tb.firstWith(SeverityPage); ok {
+func (tb *testBuilder) abandoned() Group {
+	pp := tb.p.Pairs[0]
+	if p, _, ok := tb.firstWith(plan.SeverityPage); ok {
 		pp = p
 	}
-	h := tb.steps(tb.p.scale(standardWindows[0]))
-	var pages, tickets []burnPlan
+	h := tb.steps(tb.p.Scale(plan.StandardWindows[0]))
+	var pages, tickets []plan.Burn
 	for _, b := range pp.Burns {
-		if b.Severity == SeverityPage {
+		if b.Severity == plan.SeverityPage {
 			pages = append(pages, b)
 			h = max(h, tb.steps(b.Long))
 		} else {
@@ -193,29 +196,29 @@ func (tb *testBuilder) abandoned() TestGroup {
 		}
 	}
 	_, capFor := tb.capWindowFor(pp)
-	tr := traffic{mixed(h+tb.steps(max(tb.p.forTime(tb.p.o.PageFor), capFor)), outShutdown, 0.5)}
+	tr := traffic{mixed(h+tb.steps(max(tb.p.ForTime(tb.p.Options.PageFor), capFor)), outShutdown, 0.5)}
 	end := tr.steps()
 	ss := append(tb.base(end, &pp), tb.trafficSeries(pp, tr)...)
 	g := tb.group(fmt.Sprintf("abandoned: %s/%s cancels half its requests at shutdown, nothing burns", pp.Target, pp.Probe), ss,
-		tb.burnTest(pp, AlertFastBurn, pages, tr, tb.p.forTime(tb.p.o.PageFor), outShutdown),
-		tb.burnTest(pp, AlertSlowBurn, tickets, tr, tb.p.scale(tb.p.o.TicketFor), outShutdown),
-		AlertTest{EvalTime: tb.at(end), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}})
+		tb.burnTest(pp, rules.AlertFastBurn, pages, tr, tb.p.ForTime(tb.p.Options.PageFor), outShutdown),
+		tb.burnTest(pp, rules.AlertSlowBurn, tickets, tr, tb.p.Scale(tb.p.Options.TicketFor), outShutdown),
+		AlertTest{EvalTime: tb.at(end), Alertname: rules.AlertInFlightCap, ExpAlerts: []ExpAlert{}})
 	perSecond := requestsPerStep / tb.step.Seconds()
-	g.ExprTests = tb.accountingTests(pp, end, tb.p.scale(standardWindows[0]), truth{perSecond, perSecond / 2, perSecond / 2, 1})
+	g.ExprTests = tb.accountingTests(pp, end, tb.p.Scale(plan.StandardWindows[0]), truth{perSecond, perSecond / 2, perSecond / 2, 1})
 	return g
 }
 
 // oneShed: the first pair sheds a single request; the in-flight cap
 // alert stays quiet while it is in the window and after.
-func (tb *testBuilder) oneShed() TestGroup {
-	pp := tb.p.pairs[0]
+func (tb *testBuilder) oneShed() Group {
+	pp := tb.p.Pairs[0]
 	w, forD := tb.capWindowFor(pp)
 	h := tb.steps(w) + 1
 	n := float64(requestsPerStep)
 	tr := traffic{healthyTraffic(h)[0], {1, map[string]float64{outAccepted: n - 1, outShed: 1}}, healthyTraffic(tb.steps(forD) + 1)[0]}
 	ss := append(tb.base(tr.steps(), &pp), tb.trafficSeries(pp, tr)...)
 	quiet := func(at int) AlertTest {
-		return AlertTest{EvalTime: tb.at(at), Alertname: AlertInFlightCap, ExpAlerts: []ExpAlert{}}
+		return AlertTest{EvalTime: tb.at(at), Alertname: rules.AlertInFlightCap, ExpAlerts: []ExpAlert{}}
 	}
 	return tb.group(fmt.Sprintf("one shed request: %s/%s, no in-flight cap alert", pp.Target, pp.Probe), ss,
 		quiet(h+1), quiet(h+1+tb.steps(w)), quiet(tr.steps()))
@@ -226,9 +229,9 @@ func (tb *testBuilder) oneShed() TestGroup {
 // offered, of which 4/s complete late, 1/s fail quality, 0.5/s get an
 // HTTP 500 and 0.5/s never finish (time out); then 130/s offered, of which
 // 17/s complete late and 3/s are shed at max_in_flight.
-func (tb *testBuilder) workedExample() TestGroup {
-	pp := tb.p.pairs[0]
-	w := tb.p.scale(standardWindows[0])
+func (tb *testBuilder) workedExample() Group {
+	pp := tb.p.Pairs[0]
+	w := tb.p.Scale(plan.StandardWindows[0])
 	ws, sec := tb.steps(w), tb.step.Seconds()
 	level := func(perSecond map[string]float64) phase {
 		ends := map[string]float64{}
@@ -248,19 +251,19 @@ func (tb *testBuilder) workedExample() TestGroup {
 	return g
 }
 
-func (tb *testBuilder) firstLatency() (pairPlan, latencyPlan, bool) {
-	for _, pp := range tb.p.pairs {
+func (tb *testBuilder) firstLatency() (plan.Pair, plan.Latency, bool) {
+	for _, pp := range tb.p.Pairs {
 		if len(pp.Latency) > 0 && pp.Hist.Classic {
 			return pp, pp.Latency[0], true
 		}
 	}
-	return pairPlan{}, latencyPlan{}, false
+	return plan.Pair{}, plan.Latency{}, false
 }
 
 // histogram is a latency histogram with buckets at half, one and two
 // times the SLO: every observation is in the first bucket, or (slow) in
 // the one just above the SLO.
-func (tb *testBuilder) histogram(pp pairPlan, l latencyPlan, slow bool, steps int) []InputSeries {
+func (tb *testBuilder) histogram(pp plan.Pair, l plan.Latency, slow bool, steps int) []InputSeries {
 	slo := l.Threshold.Seconds()
 	n := float64(requestsPerStep)
 	var ss []InputSeries
@@ -271,26 +274,26 @@ func (tb *testBuilder) histogram(pp pairPlan, l latencyPlan, slow bool, steps in
 		}
 		les := "+Inf"
 		if !math.IsInf(le, 1) {
-			les = fmtF(le)
+			les = plan.FmtF(le)
 		}
-		ss = append(ss, tb.series(sloMetric[l.SLO]+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
+		ss = append(ss, tb.series(plan.SLOMetric[l.SLO]+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
 	}
 	return ss
 }
 
 // latency: every latency SLO of the first pair with p99 alerts is
 // exceeded by every request; each of its alerts fires.
-func (tb *testBuilder) latency() (TestGroup, bool) {
+func (tb *testBuilder) latency() (Group, bool) {
 	pp, _, ok := tb.firstLatency()
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
 	steps := 0
 	for _, l := range pp.Latency {
-		steps = max(steps, tb.steps(l.Window+tb.p.scale(tb.p.o.LatencyFor))+2)
+		steps = max(steps, tb.steps(l.Window+tb.p.Scale(tb.p.Options.LatencyFor))+2)
 	}
 	ss := tb.base(steps, nil)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertLatencyHigh}
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertLatencyHigh}
 	var slos []string
 	for _, l := range pp.Latency {
 		ss = append(ss, tb.histogram(pp, l, true, steps)...)
@@ -298,7 +301,7 @@ func (tb *testBuilder) latency() (TestGroup, bool) {
 		slo := l.Threshold.Seconds()
 		v := slo + (2*slo-slo)*0.99
 		labels := map[string]string{"target": pp.Target, "probe": pp.Probe, "slo": l.SLO}
-		r, _ := tb.find(AlertLatencyHigh, labels)
+		r, _ := tb.find(rules.AlertLatencyHigh, labels)
 		test.ExpAlerts = append(test.ExpAlerts, expected(r, labels, humanizeDuration(v)))
 		slos = append(slos, l.SLO)
 	}
@@ -311,7 +314,7 @@ var ttftBuckets = []string{"0.1", "0.2", "1", "2", "+Inf"}
 // ttftSeries are the client TTFT histogram of pp and vLLM's own for its
 // target (with model_name and engine labels, as the prober re-exports it),
 // every observation in the bucket whose upper bound is client or server.
-func (tb *testBuilder) ttftSeries(pp pairPlan, client, server string, steps int) []InputSeries {
+func (tb *testBuilder) ttftSeries(pp plan.Pair, client, server string, steps int) []InputSeries {
 	var ss []InputSeries
 	n := float64(requestsPerStep)
 	buckets := func(name, labels, in string) {
@@ -330,50 +333,53 @@ func (tb *testBuilder) ttftSeries(pp pairPlan, client, server string, steps int)
 
 // ttftGap: the clients of the first pair with TTFT buckets see a p50 TTFT
 // of 1.5s while vLLM's own histogram for the target has a p50 of 0.15s.
-func (tb *testBuilder) ttftGap() (TestGroup, bool) {
+func (tb *testBuilder) ttftGap() (Group, bool) {
 	pp, ok := tb.firstFed(config.HistogramTTFT, "")
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
-	lw := tb.p.scale(tb.p.o.LatencyWindow)
-	steps := tb.steps(lw+tb.p.scale(tb.p.o.LatencyFor)) + 2
+	lw := tb.p.Scale(tb.p.Options.LatencyWindow)
+	steps := tb.steps(lw+tb.p.Scale(tb.p.Options.LatencyFor)) + 2
 	ss := append(tb.base(steps, nil), tb.ttftSeries(pp, "2", "0.2", steps)...)
 	// histogram_quantile interpolates rank 0.5 inside (1, 2] and (0.1, 0.2].
 	client, server := 1+(2-1)*0.5, 0.1+(0.2-0.1)*0.5
 	labels := map[string]string{"target": pp.Target}
-	r, _ := tb.find(AlertClientTTFTAboveServer, nil)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertClientTTFTAboveServer, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(client-server))}}
+	r, _ := tb.find(rules.AlertClientTTFTAboveServer, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertClientTTFTAboveServer, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(client-server))}}
 	return tb.group("client TTFT far above the server's: target "+pp.Target, ss, test), true
 }
 
-func (tb *testBuilder) scrapeFailing() TestGroup {
-	steps := tb.steps(tb.p.scale(tb.p.o.HealthFor)) + 2
-	target := tb.p.pairs[0].Target
+func (tb *testBuilder) scrapeFailing() Group {
+	steps := tb.steps(tb.p.Scale(tb.p.Options.HealthFor)) + 2
+	target := tb.p.Pairs[0].Target
 	ss := append(tb.base(steps, nil), tb.scrapeSeries(target, 0, steps))
 	labels := map[string]string{"target": target}
-	r, _ := tb.find(AlertScrapeFailing, nil)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertScrapeFailing, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
+	r, _ := tb.find(rules.AlertScrapeFailing, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertScrapeFailing, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
 	return tb.group("scrape failing: target "+target, ss, test)
 }
 
-func (tb *testBuilder) absent() TestGroup {
-	steps := tb.steps(tb.p.scale(tb.p.o.HealthFor)) + 2
+func (tb *testBuilder) absent() Group {
+	steps := tb.steps(tb.p.Scale(tb.p.Options.HealthFor)) + 2
 	ss := []InputSeries{{Series: `up{job="some-other-job",instance="x:1"}`, Values: fmt.Sprintf("1+0x%d", steps)}}
-	labels := map[string]string{"job": tb.p.o.Job}
-	r, _ := tb.find(AlertProberAbsent, nil)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertProberAbsent, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
+	labels := map[string]string{"job": tb.p.Options.Job}
+	r, _ := tb.find(rules.AlertProberAbsent, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertProberAbsent, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
 	return tb.group("prober absent", ss, test)
 }
 
+// valueAction is a template action that renders the alert's value
+// ({{ $value | humanizeDuration }} and the like); the tests are given the
+// value already formatted.
+var valueAction = regexp.MustCompile(`\{\{ \$value\b[^}]*\}\}`)
+
 // expandTemplate replaces the few template actions the generated
-// annotations use: {{ $labels.x }} and the value formats.
+// annotations use: {{ $labels.x }} and the value's.
 func expandTemplate(s string, labels map[string]string, value string) string {
 	for k, v := range labels {
 		s = strings.ReplaceAll(s, "{{ $labels."+k+" }}", v)
 	}
-	s = strings.ReplaceAll(s, valueFmt, value)
-	s = strings.ReplaceAll(s, percentFmt, value)
-	return strings.ReplaceAll(s, durationFmt, value)
+	return valueAction.ReplaceAllLiteralString(s, value)
 }
 
 // humanizeDuration mirrors Prometheus' template function of that name.

@@ -1,4 +1,4 @@
-package rules
+package promtest
 
 import (
 	"fmt"
@@ -7,85 +7,39 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
-
-// TestFile is a promtool unit test file (`promtool test rules`).
-type TestFile struct {
-	RuleFiles          []string    `yaml:"rule_files"`
-	EvaluationInterval string      `yaml:"evaluation_interval"`
-	Tests              []TestGroup `yaml:"tests"`
-}
-
-// TestGroup is one scenario: input series and the alerts expected.
-type TestGroup struct {
-	Name           string        `yaml:"name,omitempty"`
-	Interval       string        `yaml:"interval"`
-	InputSeries    []InputSeries `yaml:"input_series"`
-	AlertRuleTests []AlertTest   `yaml:"alert_rule_test"`
-	ExprTests      []ExprTest    `yaml:"promql_expr_test,omitempty"`
-}
-
-// ExprTest checks the value of a PromQL expression at one time.
-type ExprTest struct {
-	Expr       string      `yaml:"expr"`
-	EvalTime   string      `yaml:"eval_time"`
-	ExpSamples []ExpSample `yaml:"exp_samples"`
-}
-
-// ExpSample is one expected sample of an ExprTest.
-type ExpSample struct {
-	Labels string  `yaml:"labels"`
-	Value  float64 `yaml:"value"`
-}
-
-// InputSeries is one series in promtool's expanding notation.
-type InputSeries struct {
-	Series string `yaml:"series"`
-	Values string `yaml:"values"`
-}
-
-// AlertTest lists every alert of one name expected at one time.
-type AlertTest struct {
-	EvalTime  string     `yaml:"eval_time"`
-	Alertname string     `yaml:"alertname"`
-	ExpAlerts []ExpAlert `yaml:"exp_alerts"`
-}
-
-// ExpAlert is one expected firing alert.
-type ExpAlert struct {
-	ExpLabels      map[string]string `yaml:"exp_labels"`
-	ExpAnnotations map[string]string `yaml:"exp_annotations"`
-}
 
 // requestsPerStep is the counter increment per test step.
 const requestsPerStep = 6
 
-// Tests builds promtool unit tests for the rules Generate makes from cfg
-// with the same options: every alert is shown quiet on a healthy service
+// Generate builds promtool unit tests for the rules rules.Generate makes
+// from cfg with the same options: every alert is shown quiet on a healthy service
 // and firing in a scenario of its own, the recording rules are checked
 // against the methodology's worked example, and overload (requests shed at
 // max_in_flight) burns the budget while requests the prober abandons do
 // not. Scenarios whose alert was dropped for low traffic are left out, and
 // so are those that would need a histogram no pair exports with classic
-// buckets (pairPlan.fed).
-func Tests(cfg *config.Config, o Options) (*TestFile, error) {
-	p, err := newPlan(cfg, o)
+// buckets (fed).
+func Generate(cfg *config.Config, o rules.Options) (*File, error) {
+	p, err := plan.New(cfg, o)
 	if err != nil {
 		return nil, err
 	}
-	rf, _, err := Generate(cfg, o)
+	rf, _, err := rules.Generate(cfg, o)
 	if err != nil {
 		return nil, err
 	}
-	tb := &testBuilder{p: p, rules: rf, step: p.testStep()}
-	tf := &TestFile{RuleFiles: []string{p.o.RuleFileName}, EvaluationInterval: fmtDur(tb.step)}
+	tb := &testBuilder{p: p, rules: rf, step: testStep(p)}
+	tf := &File{RuleFiles: []string{p.Options.RuleFileName}, EvaluationInterval: plan.FmtDur(tb.step)}
 	tf.Tests = append(tf.Tests, tb.healthy(), tb.absent(), tb.proberDown(), tb.reloadFailed(), tb.ledgerErrors())
-	if len(p.pairs) == 0 {
+	if len(p.Pairs) == 0 {
 		return tf, nil
 	}
 	tf.Tests = append(tf.Tests, tb.workedExample(), tb.abandoned(), tb.oneShed(), tb.notCompleting(),
 		tb.targetDown())
-	optional := func(gs ...func() (TestGroup, bool)) {
+	optional := func(gs ...func() (Group, bool)) {
 		for _, g := range gs {
 			if grp, ok := g(); ok {
 				tf.Tests = append(tf.Tests, grp)
@@ -100,34 +54,34 @@ func Tests(cfg *config.Config, o Options) (*TestFile, error) {
 }
 
 type testBuilder struct {
-	p     *plan
-	rules *RuleFile
+	p     *plan.Plan
+	rules *rules.RuleFile
 	step  time.Duration // sample and evaluation interval
 }
 
 // testStep is the largest interval that divides every window the rules
 // read, so the expected values are exact while promtool evaluates as few
 // steps as possible. for: durations need not be multiples of it.
-func (p *plan) testStep() time.Duration {
+func testStep(p *plan.Plan) time.Duration {
 	g := time.Duration(0)
 	add := func(d time.Duration) {
 		for d != 0 {
 			g, d = d, g%d
 		}
 	}
-	for _, w := range p.windows {
+	for _, w := range p.Windows {
 		add(w)
 	}
-	for _, pp := range p.pairs {
+	for _, pp := range p.Pairs {
 		add(pp.CountWindow)
 		for _, l := range pp.Latency {
 			add(l.Window)
 		}
 	}
-	add(p.scale(5 * time.Minute))
-	add(p.scale(30 * time.Minute))
-	add(p.scale(p.o.LatencyWindow))
-	return max(g, p.gran)
+	add(p.Scale(5 * time.Minute))
+	add(p.Scale(30 * time.Minute))
+	add(p.Scale(p.Options.LatencyWindow))
+	return max(g, p.Gran)
 }
 
 // steps converts a duration to test steps, rounding up.
@@ -135,10 +89,10 @@ func (tb *testBuilder) steps(d time.Duration) int {
 	return int((d + tb.step - 1) / tb.step)
 }
 
-func (tb *testBuilder) at(steps int) string { return fmtDur(time.Duration(steps) * tb.step) }
+func (tb *testBuilder) at(steps int) string { return plan.FmtDur(time.Duration(steps) * tb.step) }
 
-func (tb *testBuilder) group(name string, series []InputSeries, tests ...AlertTest) TestGroup {
-	return TestGroup{Name: name, Interval: fmtDur(tb.step), InputSeries: series, AlertRuleTests: tests}
+func (tb *testBuilder) group(name string, series []InputSeries, tests ...AlertTest) Group {
+	return Group{Name: name, Interval: plan.FmtDur(tb.step), InputSeries: series, AlertRuleTests: tests}
 }
 
 // segment is a run of steps in which a counter grows by inc per step.
@@ -162,7 +116,7 @@ func counter(segs ...segment) string {
 }
 
 func (tb *testBuilder) series(name, labels, values string) InputSeries {
-	return InputSeries{Series: fmt.Sprintf("%s{job=%q,instance=\"prober:9478\"%s}", name, tb.p.o.Job, labels), Values: values}
+	return InputSeries{Series: fmt.Sprintf("%s{job=%q,instance=\"prober:9478\"%s}", name, tb.p.Options.Job, labels), Values: values}
 }
 
 // prober is the prober's own series: up, the reload gauge and the ledger
@@ -175,7 +129,7 @@ type prober struct {
 var healthyProber = prober{up: 1, reloadOK: 1}
 
 func (tb *testBuilder) proberSeries(pr prober, steps int) []InputSeries {
-	inst := fmt.Sprintf("{job=%q,instance=\"prober:9478\"}", tb.p.o.Job)
+	inst := fmt.Sprintf("{job=%q,instance=\"prober:9478\"}", tb.p.Options.Job)
 	return []InputSeries{
 		{Series: "up" + inst, Values: fmt.Sprintf("%d+0x%d", pr.up, steps)},
 		{Series: metricname.ConfigLastReloadSuccessful + inst, Values: fmt.Sprintf("%d+0x%d", pr.reloadOK, steps)},
@@ -184,9 +138,9 @@ func (tb *testBuilder) proberSeries(pr prober, steps int) []InputSeries {
 }
 
 // base is every pair but except healthy and the prober up.
-func (tb *testBuilder) base(steps int, except *pairPlan) []InputSeries {
+func (tb *testBuilder) base(steps int, except *plan.Pair) []InputSeries {
 	var ss []InputSeries
-	for _, pp := range tb.p.pairs {
+	for _, pp := range tb.p.Pairs {
 		if except != nil && pp.Target == except.Target && pp.Probe == except.Probe {
 			continue
 		}
@@ -203,7 +157,7 @@ func (tb *testBuilder) scrapeSeries(target string, v, steps int) InputSeries {
 func (tb *testBuilder) targets() []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, pp := range tb.p.pairs {
+	for _, pp := range tb.p.Pairs {
 		if !seen[pp.Target] {
 			seen[pp.Target] = true
 			out = append(out, pp.Target)
@@ -214,19 +168,19 @@ func (tb *testBuilder) targets() []string {
 
 // allAlerts are the names of every alert the rules generate.
 var allAlerts = []string{
-	AlertFastBurn, AlertSlowBurn, AlertLatencyHigh, AlertNotCompleting, AlertTargetDown, AlertScrapeFailing,
-	AlertScheduleLag, AlertClientTTFTAboveServer, AlertInFlightCap, AlertProberAbsent, AlertProberDown,
-	AlertReloadFailed, AlertLedgerErrors, AlertOutputChanged, AlertReplicaFailing, AlertGatewayFailing,
+	rules.AlertFastBurn, rules.AlertSlowBurn, rules.AlertLatencyHigh, rules.AlertNotCompleting, rules.AlertTargetDown, rules.AlertScrapeFailing,
+	rules.AlertScheduleLag, rules.AlertClientTTFTAboveServer, rules.AlertInFlightCap, rules.AlertProberAbsent, rules.AlertProberDown,
+	rules.AlertReloadFailed, rules.AlertLedgerErrors, rules.AlertOutputChanged, rules.AlertReplicaFailing, rules.AlertGatewayFailing,
 }
 
 // healthy: every pair accepts every request, the prober and the server
 // scrapes are up, client and server TTFT agree, the schedule lag is low;
 // no alert fires.
-func (tb *testBuilder) healthy() TestGroup {
-	steps := tb.steps(tb.p.scale(6*time.Hour + 30*time.Minute))
-	for _, pp := range tb.p.pairs {
+func (tb *testBuilder) healthy() Group {
+	steps := tb.steps(tb.p.Scale(6*time.Hour + 30*time.Minute))
+	for _, pp := range tb.p.Pairs {
 		for _, b := range pp.Burns {
-			if b.Severity == SeverityPage {
+			if b.Severity == plan.SeverityPage {
 				steps = max(steps, tb.steps(b.Long+b.Short))
 			}
 		}
@@ -238,8 +192,8 @@ func (tb *testBuilder) healthy() TestGroup {
 			ss = append(ss, tb.ttftSeries(pp, "0.2", "0.2", steps)...)
 		}
 	}
-	for _, pp := range tb.p.pairs {
-		if pp.fed(config.HistogramScheduleLag) {
+	for _, pp := range tb.p.Pairs {
+		if fed(pp, config.HistogramScheduleLag) {
 			ss = append(ss, tb.lagSeries(pp, false, steps)...)
 		}
 	}
@@ -252,9 +206,9 @@ func (tb *testBuilder) healthy() TestGroup {
 		tests = append(tests, AlertTest{EvalTime: at, Alertname: a, ExpAlerts: []ExpAlert{}})
 	}
 	g := tb.group("healthy: no alert fires", ss, tests...)
-	if len(tb.p.pairs) > 0 {
-		pp := tb.p.pairs[0]
-		w := tb.p.scale(standardWindows[0])
+	if len(tb.p.Pairs) > 0 {
+		pp := tb.p.Pairs[0]
+		w := tb.p.Scale(plan.StandardWindows[0])
 		perSecond := requestsPerStep / tb.step.Seconds()
 		g.ExprTests = tb.accountingTests(pp, steps, w, truth{perSecond, perSecond, perSecond, 1})
 	}
@@ -262,7 +216,7 @@ func (tb *testBuilder) healthy() TestGroup {
 }
 
 // find returns the rule of an alert whose labels include want.
-func (tb *testBuilder) find(alert string, want map[string]string) (Rule, bool) {
+func (tb *testBuilder) find(alert string, want map[string]string) (rules.Rule, bool) {
 	for _, g := range tb.rules.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != alert {
@@ -279,12 +233,12 @@ func (tb *testBuilder) find(alert string, want map[string]string) (Rule, bool) {
 			}
 		}
 	}
-	return Rule{}, false
+	return rules.Rule{}, false
 }
 
 // expected expands a rule's annotations the way Prometheus would for the
 // given labels and already formatted value.
-func expected(r Rule, labels map[string]string, value string) ExpAlert {
+func expected(r rules.Rule, labels map[string]string, value string) ExpAlert {
 	ann := map[string]string{}
 	for k, v := range r.Annotations {
 		ann[k] = expandTemplate(v, labels, value)

@@ -1,4 +1,4 @@
-package rules
+package promtest
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // Outcomes of test traffic: "disposition/reason" (reason "" for accepted)
@@ -18,7 +20,7 @@ const (
 	outInFlight = "in_flight"
 	outHTTP5xx  = "server_failure/http_5xx"
 	outConnect  = "server_failure/connect"
-	outShed     = "cancelled/" + reasonInFlightCap
+	outShed     = "cancelled/" + plan.ReasonInFlightCap
 	outShutdown = "cancelled/shutdown"
 	outTimeout  = "client_timeout/timeout"
 	outLatency  = "latency_failure/latency"
@@ -120,18 +122,18 @@ func share(c map[string]float64, out string) float64 {
 // trafficSeries renders tr as the collector exports it: offered, every
 // disposition and the failure reasons the rules read, plus any reason tr
 // uses.
-func (tb *testBuilder) trafficSeries(pp pairPlan, tr traffic) []InputSeries {
+func (tb *testBuilder) trafficSeries(pp plan.Pair, tr traffic) []InputSeries {
 	return tb.replicaTraffic(pp, "", tr)
 }
 
 // replicaTraffic is trafficSeries of one replica of pp; replica "" is
 // the pair's own series (a gateway or static target: no replica label).
-func (tb *testBuilder) replicaTraffic(pp pairPlan, replica string, tr traffic) []InputSeries {
+func (tb *testBuilder) replicaTraffic(pp plan.Pair, replica string, tr traffic) []InputSeries {
 	l := fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe)
 	if replica != "" {
 		l += fmt.Sprintf(",replica=%q", replica)
 	}
-	reasons := append(append(append([]string{}, abandonedReasons...), completedFailureReasons...), reasonInFlightCap)
+	reasons := append(append(append([]string{}, plan.AbandonedReasons...), plan.CompletedFailureReasons...), plan.ReasonInFlightCap)
 	var extra []string
 	for _, ph := range tr {
 		for k := range ph.ends {
@@ -166,11 +168,11 @@ func (tb *testBuilder) replicaTraffic(pp pairPlan, replica string, tr traffic) [
 
 // roundedExpr wraps a recorded series of a pair so promtool compares a
 // whole number: round(scale * series).
-func roundedExpr(record string, pp pairPlan, scale float64) string {
-	return fmt.Sprintf("round(%s * %s%s)", fmtF(scale), record, pairSel(pp))
+func roundedExpr(record string, pp plan.Pair, scale float64) string {
+	return fmt.Sprintf("round(%s * %s%s)", plan.FmtF(scale), record, pp.Selector())
 }
 
-func (tb *testBuilder) exprTest(at int, expr string, pp pairPlan, v float64) ExprTest {
+func (tb *testBuilder) exprTest(at int, expr string, pp plan.Pair, v float64) ExprTest {
 	return ExprTest{Expr: expr, EvalTime: tb.at(at), ExpSamples: []ExpSample{{
 		Labels: fmt.Sprintf("{probe=%q, target=%q}", pp.Probe, pp.Target), Value: math.Round(v),
 	}}}
@@ -182,12 +184,12 @@ type truth struct{ offered, completed, goodput, acceptance float64 }
 
 // accountingTests check the pair's recorded series over window w at step
 // at against t, to 1/1000 request per second and 1e-6 of acceptance.
-func (tb *testBuilder) accountingTests(pp pairPlan, at int, w time.Duration, t truth) []ExprTest {
-	ws := fmtDur(w)
+func (tb *testBuilder) accountingTests(pp plan.Pair, at int, w time.Duration, t truth) []ExprTest {
+	ws := plan.FmtDur(w)
 	return []ExprTest{
-		tb.exprTest(at, roundedExpr(RecordOffered+ws, pp, 1e3), pp, 1e3*t.offered),
-		tb.exprTest(at, roundedExpr(RecordCompleted+ws, pp, 1e3), pp, 1e3*t.completed),
-		tb.exprTest(at, roundedExpr(RecordGoodput+ws, pp, 1e3), pp, 1e3*t.goodput),
-		tb.exprTest(at, roundedExpr(RecordAcceptance+ws, pp, 1e6), pp, 1e6*t.acceptance),
+		tb.exprTest(at, roundedExpr(rules.RecordOffered+ws, pp, 1e3), pp, 1e3*t.offered),
+		tb.exprTest(at, roundedExpr(rules.RecordCompleted+ws, pp, 1e3), pp, 1e3*t.completed),
+		tb.exprTest(at, roundedExpr(rules.RecordGoodput+ws, pp, 1e3), pp, 1e3*t.goodput),
+		tb.exprTest(at, roundedExpr(rules.RecordAcceptance+ws, pp, 1e6), pp, 1e6*t.acceptance),
 	}
 }

@@ -1,4 +1,13 @@
-package rules
+// Package plan decides what the generated alerting rules are, from a
+// vllm-prober configuration and the rules' options: per (target, probe)
+// pair its burn-rate windows (widened, or dropped, for low traffic or an
+// objective the windows cannot judge), its p99 latency windows and its
+// count window; per target the window of VLLMProbeTargetDown; the set of
+// recorded windows; the thresholds the alerts share; and a warning for
+// every adjustment. Package rules renders a plan as Prometheus rules and
+// package rules/promtest as the promtool tests that prove them, so both
+// read one set of decisions.
+package plan
 
 import (
 	"errors"
@@ -30,7 +39,7 @@ type burnPair struct {
 }
 
 // docs/alerts.md, "Why these windows", gives the reason for each pair and
-// the scenario matrix (matrix_test.go) measures them: the 12x pair pages a
+// the scenario matrix (rules/matrix_test.go) measures them: the 12x pair pages a
 // total outage within 2 minutes and a 50% one within 5, the 8x pair a 10%
 // outage at a 99% objective within 30 minutes, the 6x pair a burn too low
 // for either within hours, and the 1x ticket a leak above the objective
@@ -43,8 +52,8 @@ var burnPairs = []burnPair{
 	{SeverityTicket, 1, 24 * time.Hour, 10 * time.Minute},
 }
 
-// standardWindows are always recorded (before scaling).
-var standardWindows = []time.Duration{
+// StandardWindows are always recorded (before scaling).
+var StandardWindows = []time.Duration{
 	5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour,
 }
 
@@ -60,7 +69,7 @@ const (
 
 // countWindows are the candidate windows (before scaling) of a pair's
 // not-completing and in-flight cap alerts and of a target's
-// VLLMProbeTargetDown: the shortest expected to hold minCountWindow
+// VLLMProbeTargetDown: the shortest expected to hold MinCountWindow
 // requests, else the last.
 var countWindows = []time.Duration{5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour}
 
@@ -70,32 +79,32 @@ const maxLatencyWindow = 6 * time.Hour
 // latencyWidenUnit is the step in which a p99 window is widened (before scaling).
 const latencyWidenUnit = 5 * time.Minute
 
-// minCountWindow is how many requests a pair's count window should
+// MinCountWindow is how many requests a pair's count window should
 // expect: the window over which the not-completing and in-flight cap
 // alerts judge the pair.
-const minCountWindow = 10
+const MinCountWindow = 10
 
-// burnPlan is the decided form of one burn pair for one (target, probe).
-type burnPlan struct {
+// Burn is the decided form of one burn pair for one (target, probe).
+type Burn struct {
 	burnPair
 	Note string // why the windows were widened; "" when not
 }
 
-// latencyPlan is one p99 latency alert of a pair.
-type latencyPlan struct {
+// Latency is one p99 latency alert of a pair.
+type Latency struct {
 	SLO       string // ttft | ttfa | tpot | e2el
 	Threshold time.Duration
 	Window    time.Duration
 	Note      string
 }
 
-// pairPlan is everything decided for one (target, probe).
-type pairPlan struct {
+// Pair is everything decided for one (target, probe).
+type Pair struct {
 	Target, Probe string
 	Rate          float64
 	Objective     float64
-	Burns         []burnPlan
-	Latency       []latencyPlan
+	Burns         []Burn
+	Latency       []Latency
 	CountWindow   time.Duration // window of the not-completing and in-flight cap alerts
 	Hist          config.HistogramSelection
 	// Fingerprint: the probe watches its output fingerprint
@@ -107,29 +116,45 @@ type pairPlan struct {
 	Replicas, Gateway bool
 }
 
-// targetPlan is what is decided for one target: the window of
+// Selector selects the pair's series: {target="...",probe="..."}.
+func (pp Pair) Selector() string {
+	return fmt.Sprintf("{target=%q,probe=%q}", pp.Target, pp.Probe)
+}
+
+// Target is what is decided for one target: the window of
 // VLLMProbeTargetDown, which judges all the target's probes together.
-type targetPlan struct {
+type Target struct {
 	Name   string
 	Rate   float64 // requests per second over all the target's probes
 	Window time.Duration
 	// Gateway: the target has a url and discovery; its target-level
-	// alerts read only the gateway's series (gatewaySeries).
+	// alerts read only the gateway's series (rules/fleet.go, gatewaySeries).
 	Gateway bool
 }
 
-type plan struct {
-	o       Options
-	gran    time.Duration // every window is a multiple of it
-	windows []time.Duration
-	// gateways are the targets with a url and discovery, in config order.
-	gateways []string
-	pairs    []pairPlan
-	targets  []targetPlan
-	warnings []Warning
+// Plan is everything decided for one configuration.
+type Plan struct {
+	// Options are the options with their defaults filled in.
+	Options Options
+	// Gran is the granularity of every window: each is a multiple of it.
+	Gran time.Duration
+	// Windows are the recorded windows, sorted: the standard ones and
+	// every widened burn window.
+	Windows []time.Duration
+	// Gateways are the targets with a url and discovery, in config order.
+	Gateways []string
+	// Pairs are the (target, probe) pairs, in config order.
+	Pairs []Pair
+	// Targets are the targets with at least one probe, in config order.
+	Targets []Target
+	// Warnings are the adjustments the operator should know of.
+	Warnings []Warning
 }
 
-func newPlan(cfg *config.Config, o Options) (*plan, error) {
+// New decides the plan of cfg's rules with options o (zero values take
+// their defaults). It fails on a nil config, negative options, or a
+// probe whose rate or objective the windows cannot judge.
+func New(cfg *config.Config, o Options) (*Plan, error) {
 	if cfg == nil {
 		return nil, errors.New("generate rules: nil config")
 	}
@@ -137,9 +162,9 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate rules: %w", err)
 	}
-	p := &plan{o: o, gran: time.Minute}
+	p := &Plan{Options: o, Gran: time.Minute}
 	if o.WindowScale < 1 {
-		p.gran = time.Second
+		p.Gran = time.Second
 	}
 	for _, pr := range cfg.Probes {
 		if pr.Rate <= 0 || math.IsNaN(pr.Rate) || math.IsInf(pr.Rate, 0) {
@@ -150,19 +175,19 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 		}
 	}
 	for _, t := range cfg.Targets {
-		tp := targetPlan{Name: t.Name, Gateway: t.Discovery != nil && t.URL != ""}
+		tp := Target{Name: t.Name, Gateway: t.Discovery != nil && t.URL != ""}
 		if tp.Gateway {
-			p.gateways = append(p.gateways, t.Name)
+			p.Gateways = append(p.Gateways, t.Name)
 		}
 		for _, pr := range cfg.ProbesFor(t) {
 			pp := p.planPair(t.Name, pr)
 			pp.Replicas = t.Discovery != nil
 			pp.Gateway = pp.Replicas && t.URL != ""
-			p.pairs = append(p.pairs, pp)
+			p.Pairs = append(p.Pairs, pp)
 			tp.Rate += pr.Rate
 		}
 		if tp.Rate > 0 {
-			p.targets = append(p.targets, p.planTarget(tp))
+			p.Targets = append(p.Targets, p.planTarget(tp))
 		}
 	}
 	p.collectWindows()
@@ -171,14 +196,14 @@ func newPlan(cfg *config.Config, o Options) (*plan, error) {
 	return p, nil
 }
 
-// scale applies WindowScale and rounds to the granularity (at least one).
-func (p *plan) scale(d time.Duration) time.Duration {
-	s := time.Duration(math.Round(float64(d)*p.o.WindowScale/float64(p.gran))) * p.gran
-	return max(s, p.gran)
+// Scale applies WindowScale and rounds to the granularity (at least one).
+func (p *Plan) Scale(d time.Duration) time.Duration {
+	s := time.Duration(math.Round(float64(d)*p.Options.WindowScale/float64(p.Gran))) * p.Gran
+	return max(s, p.Gran)
 }
 
-func (p *plan) planPair(target string, pr config.Probe) pairPlan {
-	pp := pairPlan{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection(), Fingerprint: pr.Fingerprint != nil}
+func (p *Plan) planPair(target string, pr config.Probe) Pair {
+	pp := Pair{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection(), Fingerprint: pr.Fingerprint != nil}
 	for _, bp := range burnPairs {
 		if b, ok := p.planBurn(&pp, bp); ok {
 			pp.Burns = p.addBurn(&pp, pp.Burns, b)
@@ -201,33 +226,33 @@ func (p *plan) planPair(target string, pr config.Probe) pairPlan {
 }
 
 // planTarget decides VLLMProbeTargetDown's window for tp, and warns when
-// even the longest holds fewer than minCountWindow requests expected: the
-// alert then needs targetDownMinRequests failures within it, which an
+// even the longest holds fewer than MinCountWindow requests expected: the
+// alert then needs TargetDownMinRequests failures within it, which an
 // outage of a target that slow may take longer than the window to reach.
-func (p *plan) planTarget(tp targetPlan) targetPlan {
+func (p *Plan) planTarget(tp Target) Target {
 	tp.Window = p.countWindow(tp.Rate)
-	if n := tp.Rate * tp.Window.Seconds(); n < minCountWindow {
+	if n := tp.Rate * tp.Window.Seconds(); n < MinCountWindow {
 		msg := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %d); it fires only once %d requests ended in %s, at least 90%% in server_failure",
-			roundF(tp.Rate), n, fmtDur(tp.Window), minCountWindow, targetDownMinRequests, fmtDur(tp.Window))
-		p.warnings = append(p.warnings, Warning{Target: tp.Name, Alert: "target down", Message: msg})
+			RoundF(tp.Rate), n, FmtDur(tp.Window), MinCountWindow, TargetDownMinRequests, FmtDur(tp.Window))
+		p.Warnings = append(p.Warnings, Warning{Target: tp.Name, Alert: "target down", Message: msg})
 	}
 	return tp
 }
 
 // countWindow is the shortest of countWindows (scaled) expected to hold
-// minCountWindow requests at rate, else the longest.
-func (p *plan) countWindow(rate float64) time.Duration {
+// MinCountWindow requests at rate, else the longest.
+func (p *Plan) countWindow(rate float64) time.Duration {
 	for _, w := range countWindows {
-		if rate*p.scale(w).Seconds() >= minCountWindow {
-			return p.scale(w)
+		if rate*p.Scale(w).Seconds() >= MinCountWindow {
+			return p.Scale(w)
 		}
 	}
-	return p.scale(countWindows[len(countWindows)-1])
+	return p.Scale(countWindows[len(countWindows)-1])
 }
 
-func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
+func (p *Plan) warn(pp *Pair, alert, format string, args ...any) string {
 	msg := fmt.Sprintf(format, args...)
-	p.warnings = append(p.warnings, Warning{Target: pp.Target, Probe: pp.Probe, Alert: alert, Message: msg})
+	p.Warnings = append(p.Warnings, Warning{Target: pp.Target, Probe: pp.Probe, Alert: alert, Message: msg})
 	return msg
 }
 
@@ -241,50 +266,50 @@ func (p *plan) warn(pp *pairPlan, alert, format string, args ...any) string {
 // windows are multiplied by the smallest whole number that fixes it; a pair whose
 // long window would then exceed the longest standard window is dropped, as
 // is one whose threshold needs more than 100% failures.
-func (p *plan) planBurn(pp *pairPlan, bp burnPair) (burnPlan, bool) {
-	alert := fmt.Sprintf("%s burn %gx over %s/%s", bp.Severity, bp.Factor, fmtDur(bp.Long), fmtDur(bp.Short))
+func (p *Plan) planBurn(pp *Pair, bp burnPair) (Burn, bool) {
+	alert := fmt.Sprintf("%s burn %gx over %s/%s", bp.Severity, bp.Factor, FmtDur(bp.Long), FmtDur(bp.Short))
 	budget := 1 - pp.Objective
 	if bp.Factor*budget >= 1 {
-		p.warn(pp, alert, "dropped: objective %g leaves an error budget of %g, so a %gx burn would need more than 100%% failures", pp.Objective, roundF(budget), bp.Factor)
-		return burnPlan{}, false
+		p.warn(pp, alert, "dropped: objective %g leaves an error budget of %g, so a %gx burn would need more than 100%% failures", pp.Objective, RoundF(budget), bp.Factor)
+		return Burn{}, false
 	}
-	long, short := p.scale(bp.Long), p.scale(bp.Short)
+	long, short := p.Scale(bp.Long), p.Scale(bp.Short)
 	inShort := pp.Rate * short.Seconds()
 	inLong := pp.Rate * long.Seconds()
-	k := math.Ceil(max(1, p.o.MinRequests/inShort, (1/(bp.Factor*budget)+1)/inLong))
+	k := math.Ceil(max(1, p.Options.MinRequests/inShort, (1/(bp.Factor*budget)+1)/inLong))
 	kCount := k
-	horizon := p.scale(noiseHorizon).Seconds()
+	horizon := p.Scale(noiseHorizon).Seconds()
 	for ; falseAlerts(pp.Rate*long.Seconds()*k, budget, bp.Factor, horizon/(long.Seconds()*k)) > maxFalseAlerts; k++ {
-		if long*time.Duration(k) > p.scale(standardWindows[len(standardWindows)-1]) {
+		if long*time.Duration(k) > p.Scale(StandardWindows[len(StandardWindows)-1]) {
 			break
 		}
 	}
-	b := burnPlan{burnPair: bp}
+	b := Burn{burnPair: bp}
 	b.Long, b.Short = long, short
 	if k == 1 {
 		return b, true
 	}
 	var whys []string
-	if inShort < p.o.MinRequests {
-		whys = append(whys, fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g)", pp.Rate, inShort, fmtDur(short), p.o.MinRequests))
+	if inShort < p.Options.MinRequests {
+		whys = append(whys, fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g)", pp.Rate, inShort, FmtDur(short), p.Options.MinRequests))
 	}
 	if oneFails := 1 / (max(inLong-1, 0) * budget); oneFails > bp.Factor {
-		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s (one fewer as the window counts them) burns %.1fx, above the %gx threshold", inLong, fmtDur(long), oneFails, bp.Factor))
+		whys = append(whys, fmt.Sprintf("one failure in the %.1f requests of %s (one fewer as the window counts them) burns %.1fx, above the %gx threshold", inLong, FmtDur(long), oneFails, bp.Factor))
 	}
 	if k > kCount {
 		n := pp.Rate * long.Seconds() * kCount
 		whys = append(whys, fmt.Sprintf("failures at random at half the budget would fire it %.2g times in %s over %s windows (want at most %g)",
-			falseAlerts(n, budget, bp.Factor, horizon/(long.Seconds()*kCount)), fmtDur(p.scale(noiseHorizon)), fmtDur(long*time.Duration(kCount)), maxFalseAlerts))
+			falseAlerts(n, budget, bp.Factor, horizon/(long.Seconds()*kCount)), FmtDur(p.Scale(noiseHorizon)), FmtDur(long*time.Duration(kCount)), maxFalseAlerts))
 	}
 	why := strings.Join(whys, " and ")
-	maxLong := p.scale(standardWindows[len(standardWindows)-1])
+	maxLong := p.Scale(StandardWindows[len(StandardWindows)-1])
 	wl, ws := long*time.Duration(k), short*time.Duration(k)
 	if wl > maxLong {
-		p.warn(pp, alert, "dropped: %s; widening to %s/%s would exceed %s", why, fmtDur(wl), fmtDur(ws), fmtDur(maxLong))
-		return burnPlan{}, false
+		p.warn(pp, alert, "dropped: %s; widening to %s/%s would exceed %s", why, FmtDur(wl), FmtDur(ws), FmtDur(maxLong))
+		return Burn{}, false
 	}
 	b.Long, b.Short = wl, ws
-	b.Note = p.warn(pp, alert, "windows widened from %s/%s to %s/%s: %s", fmtDur(long), fmtDur(short), fmtDur(wl), fmtDur(ws), why)
+	b.Note = p.warn(pp, alert, "windows widened from %s/%s to %s/%s: %s", FmtDur(long), FmtDur(short), FmtDur(wl), FmtDur(ws), why)
 	return b, true
 }
 
@@ -311,7 +336,7 @@ func falseAlerts(n, budget, factor, tries float64) float64 {
 // addBurn appends b unless widening gave it the same windows as another
 // pair of the same severity; then only the lower factor is kept, since it
 // fires whenever the higher one would.
-func (p *plan) addBurn(pp *pairPlan, burns []burnPlan, b burnPlan) []burnPlan {
+func (p *Plan) addBurn(pp *Pair, burns []Burn, b Burn) []Burn {
 	for i, o := range burns {
 		if o.Severity != b.Severity || o.Long != b.Long || o.Short != b.Short {
 			continue
@@ -322,7 +347,7 @@ func (p *plan) addBurn(pp *pairPlan, burns []burnPlan, b burnPlan) []burnPlan {
 		}
 		burns[i] = keep
 		p.warn(pp, fmt.Sprintf("%s burn %gx", drop.Severity, drop.Factor),
-			"dropped: widened to the same %s/%s windows as the %gx alert, which fires first", fmtDur(drop.Long), fmtDur(drop.Short), keep.Factor)
+			"dropped: widened to the same %s/%s windows as the %gx alert, which fires first", FmtDur(drop.Long), FmtDur(drop.Short), keep.Factor)
 		return burns
 	}
 	return append(burns, b)
@@ -330,53 +355,53 @@ func (p *plan) addBurn(pp *pairPlan, burns []burnPlan, b burnPlan) []burnPlan {
 
 // planLatency widens a p99 window, in steps of latencyWidenUnit, until it
 // holds MinLatencySamples.
-func (p *plan) planLatency(pp *pairPlan, slo string, threshold time.Duration) (latencyPlan, bool) {
+func (p *Plan) planLatency(pp *Pair, slo string, threshold time.Duration) (Latency, bool) {
 	alert := "p99 " + slo
 	if !pp.Hist.Has(slo) {
-		p.warn(pp, alert, "dropped: the probe's histograms leave out %s (%s), so there is no p99 to judge; add %s to them to get the alert", slo, sloMetric[slo], slo)
-		return latencyPlan{}, false
+		p.warn(pp, alert, "dropped: the probe's histograms leave out %s (%s), so there is no p99 to judge; add %s to them to get the alert", slo, SLOMetric[slo], slo)
+		return Latency{}, false
 	}
-	w := p.scale(p.o.LatencyWindow)
-	l := latencyPlan{SLO: slo, Threshold: threshold, Window: w}
+	w := p.Scale(p.Options.LatencyWindow)
+	l := Latency{SLO: slo, Threshold: threshold, Window: w}
 	n := pp.Rate * w.Seconds()
-	if n >= p.o.MinLatencySamples {
+	if n >= p.Options.MinLatencySamples {
 		return l, true
 	}
-	unit := p.scale(latencyWidenUnit)
-	need := time.Duration(math.Ceil(p.o.MinLatencySamples/pp.Rate/unit.Seconds())) * unit
-	why := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g for a p99)", pp.Rate, n, fmtDur(w), p.o.MinLatencySamples)
-	if maxW := p.scale(maxLatencyWindow); need > maxW {
-		p.warn(pp, alert, "dropped: %s; it would need %s, more than %s", why, fmtDur(need), fmtDur(maxW))
-		return latencyPlan{}, false
+	unit := p.Scale(latencyWidenUnit)
+	need := time.Duration(math.Ceil(p.Options.MinLatencySamples/pp.Rate/unit.Seconds())) * unit
+	why := fmt.Sprintf("rate %g/s holds %.1f requests in %s (want %g for a p99)", pp.Rate, n, FmtDur(w), p.Options.MinLatencySamples)
+	if maxW := p.Scale(maxLatencyWindow); need > maxW {
+		p.warn(pp, alert, "dropped: %s; it would need %s, more than %s", why, FmtDur(need), FmtDur(maxW))
+		return Latency{}, false
 	}
 	l.Window = need
-	l.Note = p.warn(pp, alert, "window widened from %s to %s: %s", fmtDur(w), fmtDur(need), why)
+	l.Note = p.warn(pp, alert, "window widened from %s to %s: %s", FmtDur(w), FmtDur(need), why)
 	return l, true
 }
 
 // collectWindows is the sorted set of recorded windows: the standard ones
 // plus every widened burn window.
-func (p *plan) collectWindows() {
+func (p *Plan) collectWindows() {
 	set := map[time.Duration]bool{}
-	for _, w := range standardWindows {
-		set[p.scale(w)] = true
+	for _, w := range StandardWindows {
+		set[p.Scale(w)] = true
 	}
-	for _, pp := range p.pairs {
+	for _, pp := range p.Pairs {
 		for _, b := range pp.Burns {
 			set[b.Long], set[b.Short] = true, true
 		}
 	}
 	for w := range set {
-		p.windows = append(p.windows, w)
+		p.Windows = append(p.Windows, w)
 	}
-	sort.Slice(p.windows, func(i, j int) bool { return p.windows[i] < p.windows[j] })
+	sort.Slice(p.Windows, func(i, j int) bool { return p.Windows[i] < p.Windows[j] })
 }
 
-// fmtDur formats a duration the way Prometheus writes it (1h30m, 1d, 5s).
-func fmtDur(d time.Duration) string { return model.Duration(d).String() }
+// FmtDur formats a duration the way Prometheus writes it (1h30m, 1d, 5s).
+func FmtDur(d time.Duration) string { return model.Duration(d).String() }
 
-// roundF removes float noise such as 1-0.99 = 0.010000000000000009.
-func roundF(f float64) float64 { return math.Round(f*1e9) / 1e9 }
+// RoundF removes float noise such as 1-0.99 = 0.010000000000000009.
+func RoundF(f float64) float64 { return math.Round(f*1e9) / 1e9 }
 
-// fmtF formats a number for PromQL and annotations.
-func fmtF(f float64) string { return strconv.FormatFloat(roundF(f), 'f', -1, 64) }
+// FmtF formats a number for PromQL and annotations.
+func FmtF(f float64) string { return strconv.FormatFloat(RoundF(f), 'f', -1, 64) }

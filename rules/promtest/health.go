@@ -1,4 +1,4 @@
-package rules
+package promtest
 
 import (
 	"fmt"
@@ -7,62 +7,64 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // healthSteps is long enough for a health alert over window w to fire.
 func (tb *testBuilder) healthSteps(w time.Duration) int {
-	return tb.steps(w) + tb.steps(tb.p.scale(tb.p.o.HealthFor)) + 2
+	return tb.steps(w) + tb.steps(tb.p.Scale(tb.p.Options.HealthFor)) + 2
 }
 
 // proberAlert expects alert with the prober's job and instance labels.
 func (tb *testBuilder) proberAlert(alert string, at int) AlertTest {
-	labels := map[string]string{"job": tb.p.o.Job, "instance": "prober:9478"}
+	labels := map[string]string{"job": tb.p.Options.Job, "instance": "prober:9478"}
 	r, _ := tb.find(alert, nil)
 	return AlertTest{EvalTime: tb.at(at), Alertname: alert, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
 }
 
 // proberOnly is the prober's own series without any pair.
-func (tb *testBuilder) proberScenario(name, alert string, pr prober, w time.Duration) TestGroup {
+func (tb *testBuilder) proberScenario(name, alert string, pr prober, w time.Duration) Group {
 	steps := tb.healthSteps(w)
 	var ss []InputSeries
-	for _, pp := range tb.p.pairs {
+	for _, pp := range tb.p.Pairs {
 		ss = append(ss, tb.trafficSeries(pp, healthyTraffic(steps))...)
 	}
 	ss = append(ss, tb.proberSeries(pr, steps)...)
 	return tb.group(name, ss, tb.proberAlert(alert, steps))
 }
 
-func (tb *testBuilder) proberDown() TestGroup {
-	return tb.proberScenario("prober down: up is 0", AlertProberDown, prober{up: 0, reloadOK: 1}, 0)
+func (tb *testBuilder) proberDown() Group {
+	return tb.proberScenario("prober down: up is 0", rules.AlertProberDown, prober{up: 0, reloadOK: 1}, 0)
 }
 
-func (tb *testBuilder) reloadFailed() TestGroup {
-	return tb.proberScenario("config reload failed", AlertReloadFailed, prober{up: 1, reloadOK: 0}, 0)
+func (tb *testBuilder) reloadFailed() Group {
+	return tb.proberScenario("config reload failed", rules.AlertReloadFailed, prober{up: 1, reloadOK: 0}, 0)
 }
 
-func (tb *testBuilder) ledgerErrors() TestGroup {
-	return tb.proberScenario("ledger write errors", AlertLedgerErrors, prober{up: 1, reloadOK: 1, ledgerErrors: 1}, tb.p.scale(30*time.Minute))
+func (tb *testBuilder) ledgerErrors() Group {
+	return tb.proberScenario("ledger write errors", rules.AlertLedgerErrors, prober{up: 1, reloadOK: 1, ledgerErrors: 1}, tb.p.Scale(30*time.Minute))
 }
 
 // notCompleting: the first pair offers requests that never end.
-func (tb *testBuilder) notCompleting() TestGroup {
-	pp := tb.p.pairs[0]
+func (tb *testBuilder) notCompleting() Group {
+	pp := tb.p.Pairs[0]
 	steps := tb.healthSteps(pp.CountWindow)
 	tr := traffic{{steps, map[string]float64{outInFlight: requestsPerStep}}}
 	ss := append(tb.base(steps, &pp), tb.trafficSeries(pp, tr)...)
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
-	r, _ := tb.find(AlertNotCompleting, labels)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertNotCompleting, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
+	r, _ := tb.find(rules.AlertNotCompleting, labels)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertNotCompleting, ExpAlerts: []ExpAlert{expected(r, labels, "")}}
 	return tb.group(fmt.Sprintf("not completing: %s/%s offers requests that never end", pp.Target, pp.Probe), ss, test)
 }
 
 // targetDown: every request of every pair of the first target fails to
 // connect.
-func (tb *testBuilder) targetDown() TestGroup {
-	target := tb.p.targets[0]
-	steps := tb.steps(target.Window) + tb.steps(tb.p.forTime(tb.p.o.PageFor)) + 2
+func (tb *testBuilder) targetDown() Group {
+	target := tb.p.Targets[0]
+	steps := tb.steps(target.Window) + tb.steps(tb.p.ForTime(tb.p.Options.PageFor)) + 2
 	var ss []InputSeries
-	for _, pp := range tb.p.pairs {
+	for _, pp := range tb.p.Pairs {
 		tr := healthyTraffic(steps)
 		if pp.Target == target.Name {
 			tr = traffic{mixed(steps, outConnect, 1)}
@@ -71,16 +73,16 @@ func (tb *testBuilder) targetDown() TestGroup {
 	}
 	ss = append(ss, tb.proberSeries(healthyProber, steps)...)
 	labels := map[string]string{"target": target.Name}
-	r, _ := tb.find(AlertTargetDown, labels)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertTargetDown, ExpAlerts: []ExpAlert{expected(r, labels, humanizePercentage(1))}}
+	r, _ := tb.find(rules.AlertTargetDown, labels)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertTargetDown, ExpAlerts: []ExpAlert{expected(r, labels, humanizePercentage(1))}}
 	return tb.group("target down: every request to "+target.Name+" fails to connect", ss, test)
 }
 
 // lagSeries is pp's schedule lag histogram with buckets at half, one and
 // two times the threshold: every send within half of it, or (late) in
 // the bucket just above it.
-func (tb *testBuilder) lagSeries(pp pairPlan, late bool, steps int) []InputSeries {
-	thr := tb.p.o.ScheduleLag.Seconds()
+func (tb *testBuilder) lagSeries(pp plan.Pair, late bool, steps int) []InputSeries {
+	thr := tb.p.Options.ScheduleLag.Seconds()
 	var ss []InputSeries
 	for _, le := range []float64{thr / 2, thr, 2 * thr, math.Inf(1)} {
 		inc := float64(requestsPerStep)
@@ -89,7 +91,7 @@ func (tb *testBuilder) lagSeries(pp pairPlan, late bool, steps int) []InputSerie
 		}
 		les := "+Inf"
 		if !math.IsInf(le, 1) {
-			les = fmtF(le)
+			les = plan.FmtF(le)
 		}
 		ss = append(ss, tb.series(metricname.ScheduleLag+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
 	}
@@ -98,17 +100,17 @@ func (tb *testBuilder) lagSeries(pp pairPlan, late bool, steps int) []InputSerie
 
 // scheduleLag: the first pair with schedule lag buckets sends all its
 // requests late.
-func (tb *testBuilder) scheduleLag() (TestGroup, bool) {
+func (tb *testBuilder) scheduleLag() (Group, bool) {
 	pp, ok := tb.firstFed(config.HistogramScheduleLag, "")
 	if !ok {
-		return TestGroup{}, false
+		return Group{}, false
 	}
-	steps := tb.healthSteps(tb.p.scale(tb.p.o.LatencyWindow))
+	steps := tb.healthSteps(tb.p.Scale(tb.p.Options.LatencyWindow))
 	ss := append(tb.base(steps, nil), tb.lagSeries(pp, true, steps)...)
-	thr := tb.p.o.ScheduleLag.Seconds()
+	thr := tb.p.Options.ScheduleLag.Seconds()
 	// histogram_quantile interpolates rank 0.99 inside (thr, 2*thr].
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
-	r, _ := tb.find(AlertScheduleLag, nil)
-	test := AlertTest{EvalTime: tb.at(steps), Alertname: AlertScheduleLag, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(thr+thr*0.99))}}
+	r, _ := tb.find(rules.AlertScheduleLag, nil)
+	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertScheduleLag, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(thr+thr*0.99))}}
 	return tb.group(fmt.Sprintf("schedule lag: %s/%s sends every request late", pp.Target, pp.Probe), ss, test), true
 }
