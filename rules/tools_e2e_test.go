@@ -3,10 +3,11 @@
 package rules_test
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,12 +132,7 @@ func TestAmtoolRoutesEveryAlert(t *testing.T) {
 		}
 	}
 	routes["SomethingElse/"] = "default"
-	keys := make([]string, 0, len(routes))
-	for k := range routes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(routes)) {
 		alert, severity, _ := strings.Cut(k, "/")
 		t.Run(k, func(t *testing.T) {
 			args := []string{"config", "routes", "test", "--config.file=" + alertmanagerConfig, "--verify.receivers=" + routes[k],

@@ -34,13 +34,7 @@ func (tr traffic) times(k float64) traffic {
 // page burn pairs.
 func (tb *testBuilder) firstFleet() (plan.Pair, []plan.Burn, bool) {
 	for _, pp := range tb.p.Pairs {
-		var pages []plan.Burn
-		for _, b := range pp.Burns {
-			if b.Severity == plan.SeverityPage {
-				pages = append(pages, b)
-			}
-		}
-		if pp.Replicas && len(pages) > 0 {
+		if pages := burnsOf(pp, plan.SeverityPage); pp.Replicas && len(pages) > 0 {
 			return pp, pages, true
 		}
 	}
@@ -114,10 +108,7 @@ func (tb *testBuilder) fleetScenarios() []Group {
 // replica; neither fleet alert fires while it is in any window, nor on
 // the healthy fleet before it.
 func (tb *testBuilder) flakyReplica(pp plan.Pair, pages []plan.Burn) Group {
-	h := 0
-	for _, b := range pages {
-		h = max(h, tb.steps(b.Long))
-	}
+	h := tb.longSteps(pages)
 	n := float64(requestsPerStep * fleetScale)
 	ok200 := healthyTraffic(h).times(fleetScale)
 	flaky := traffic{ok200[0], {1, map[string]float64{outAccepted: n - 1, outHTTP5xx: 1}}, ok200[0]}
@@ -169,10 +160,7 @@ func (tb *testBuilder) healthyFleet() (Group, bool) {
 	if !ok {
 		return Group{}, false
 	}
-	steps := 0
-	for _, b := range pages {
-		steps = max(steps, tb.steps(b.Long+b.Short))
-	}
+	steps := tb.fillSteps(pages)
 	ok200 := healthyTraffic(steps).times(fleetScale)
 	g := tb.group(fmt.Sprintf("fleet: %s/%s gateway and replicas healthy", pp.Target, pp.Probe),
 		tb.fleetSeries(pp, ok200, []traffic{ok200, ok200, ok200, ok200}),

@@ -2,7 +2,6 @@ package promtest
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
@@ -78,24 +77,11 @@ func (tb *testBuilder) targetDown() Group {
 	return tb.group("target down: every request to "+target.Name+" fails to connect", ss, test)
 }
 
-// lagSeries is pp's schedule lag histogram with buckets at half, one and
-// two times the threshold: every send within half of it, or (late) in
-// the bucket just above it.
+// lagSeries is pp's schedule lag histogram (histogram) around the
+// schedule lag threshold: every send within half of it, or (late) just
+// above it.
 func (tb *testBuilder) lagSeries(pp plan.Pair, late bool, steps int) []InputSeries {
-	thr := tb.p.Options.ScheduleLag.Seconds()
-	var ss []InputSeries
-	for _, le := range []float64{thr / 2, thr, 2 * thr, math.Inf(1)} {
-		inc := float64(requestsPerStep)
-		if late && le <= thr {
-			inc = 0
-		}
-		les := "+Inf"
-		if !math.IsInf(le, 1) {
-			les = plan.FmtF(le)
-		}
-		ss = append(ss, tb.series(metricname.ScheduleLag+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
-	}
-	return ss
+	return tb.histogram(metricname.ScheduleLag, pp, tb.p.Options.ScheduleLag.Seconds(), late, steps)
 }
 
 // scheduleLag: the first pair with schedule lag buckets sends all its

@@ -179,11 +179,7 @@ var allAlerts = []string{
 func (tb *testBuilder) healthy() Group {
 	steps := tb.steps(tb.p.Scale(6*time.Hour + 30*time.Minute))
 	for _, pp := range tb.p.Pairs {
-		for _, b := range pp.Burns {
-			if b.Severity == plan.SeverityPage {
-				steps = max(steps, tb.steps(b.Long+b.Short))
-			}
-		}
+		steps = max(steps, tb.fillSteps(burnsOf(pp, plan.SeverityPage)))
 	}
 	ss := append(tb.base(steps, nil), tb.fingerprintSeries(steps)...)
 	for _, t := range tb.targets() {
@@ -198,7 +194,7 @@ func (tb *testBuilder) healthy() Group {
 		}
 	}
 	if pp, l, ok := tb.firstLatency(); ok {
-		ss = append(ss, tb.histogram(pp, l, false, steps)...)
+		ss = append(ss, tb.latencySeries(pp, l, false, steps)...)
 	}
 	at := tb.at(steps)
 	var tests []AlertTest

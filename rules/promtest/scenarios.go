@@ -14,20 +14,43 @@ import (
 	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
+// burnsOf are pp's burn alerts of severity sev.
+func burnsOf(pp plan.Pair, sev string) []plan.Burn {
+	var bs []plan.Burn
+	for _, b := range pp.Burns {
+		if b.Severity == sev {
+			bs = append(bs, b)
+		}
+	}
+	return bs
+}
+
 // firstWith returns the first pair with burn alerts of severity sev.
 func (tb *testBuilder) firstWith(sev string) (plan.Pair, []plan.Burn, bool) {
 	for _, pp := range tb.p.Pairs {
-		var bs []plan.Burn
-		for _, b := range pp.Burns {
-			if b.Severity == sev {
-				bs = append(bs, b)
-			}
-		}
-		if len(bs) > 0 {
+		if bs := burnsOf(pp, sev); len(bs) > 0 {
 			return pp, bs, true
 		}
 	}
 	return plan.Pair{}, nil, false
+}
+
+// longSteps is how many steps the longest long window of burns needs;
+// fillSteps how many fill both windows of each.
+func (tb *testBuilder) longSteps(burns []plan.Burn) int {
+	n := 0
+	for _, b := range burns {
+		n = max(n, tb.steps(b.Long))
+	}
+	return n
+}
+
+func (tb *testBuilder) fillSteps(burns []plan.Burn) int {
+	n := 0
+	for _, b := range burns {
+		n = max(n, tb.steps(b.Long+b.Short))
+	}
+	return n
 }
 
 // burn is the burn rate the rules compute for pp over window w at step
@@ -69,10 +92,7 @@ func (tb *testBuilder) seriesBurnTest(pp plan.Pair, alert string, extra map[stri
 // burns, then a share of its requests ending as out for long enough that
 // the first burn fires.
 func (tb *testBuilder) burnTraffic(pp plan.Pair, burns []plan.Burn, out string, sh float64, forD time.Duration) traffic {
-	h := 0
-	for _, b := range burns {
-		h = max(h, tb.steps(b.Long))
-	}
+	h := tb.longSteps(burns)
 	first := burns[0]
 	budget := 1 - pp.Objective
 	d := max(tb.steps(first.Short), int(math.Ceil(1.5*first.Factor*budget*float64(tb.steps(first.Long))/sh))) + tb.steps(forD)
@@ -161,12 +181,9 @@ func (tb *testBuilder) slowBurn() (Group, bool) {
 	for _, b := range tickets {
 		maxTicket = max(maxTicket, b.Factor)
 	}
-	var pages []plan.Burn
-	for _, b := range pp.Burns {
-		if b.Severity == plan.SeverityPage {
-			pages = append(pages, b)
-			minPage = min(minPage, b.Factor)
-		}
+	pages := burnsOf(pp, plan.SeverityPage)
+	for _, b := range pages {
+		minPage = min(minPage, b.Factor)
 	}
 	burn := (maxTicket + minPage) / 2
 	forD := tb.p.Scale(tb.p.Options.TicketFor)
@@ -185,16 +202,8 @@ func (tb *testBuilder) abandoned() Group {
 	if p, _, ok := tb.firstWith(plan.SeverityPage); ok {
 		pp = p
 	}
-	h := tb.steps(tb.p.Scale(plan.StandardWindows[0]))
-	var pages, tickets []plan.Burn
-	for _, b := range pp.Burns {
-		if b.Severity == plan.SeverityPage {
-			pages = append(pages, b)
-			h = max(h, tb.steps(b.Long))
-		} else {
-			tickets = append(tickets, b)
-		}
-	}
+	pages, tickets := burnsOf(pp, plan.SeverityPage), burnsOf(pp, plan.SeverityTicket)
+	h := max(tb.steps(tb.p.Scale(plan.StandardWindows[0])), tb.longSteps(pages))
 	_, capFor := tb.capWindowFor(pp)
 	tr := traffic{mixed(h+tb.steps(max(tb.p.ForTime(tb.p.Options.PageFor), capFor)), outShutdown, 0.5)}
 	end := tr.steps()
@@ -260,25 +269,28 @@ func (tb *testBuilder) firstLatency() (plan.Pair, plan.Latency, bool) {
 	return plan.Pair{}, plan.Latency{}, false
 }
 
-// histogram is a latency histogram with buckets at half, one and two
-// times the SLO: every observation is in the first bucket, or (slow) in
-// the one just above the SLO.
-func (tb *testBuilder) histogram(pp plan.Pair, l plan.Latency, slow bool, steps int) []InputSeries {
-	slo := l.Threshold.Seconds()
-	n := float64(requestsPerStep)
+// histogram is pp's histogram metric with buckets at half, one and two
+// times thr seconds: every observation is in the first bucket, or (over)
+// in the one just above thr.
+func (tb *testBuilder) histogram(metric string, pp plan.Pair, thr float64, over bool, steps int) []InputSeries {
 	var ss []InputSeries
-	for _, le := range []float64{slo / 2, slo, 2 * slo, math.Inf(1)} {
-		inc := n
-		if slow && le <= slo {
+	for _, le := range []float64{thr / 2, thr, 2 * thr, math.Inf(1)} {
+		inc := float64(requestsPerStep)
+		if over && le <= thr {
 			inc = 0
 		}
 		les := "+Inf"
 		if !math.IsInf(le, 1) {
 			les = plan.FmtF(le)
 		}
-		ss = append(ss, tb.series(plan.SLOMetric[l.SLO]+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
+		ss = append(ss, tb.series(metric+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
 	}
 	return ss
+}
+
+// latencySeries is the histogram of l's SLO for pp (histogram).
+func (tb *testBuilder) latencySeries(pp plan.Pair, l plan.Latency, slow bool, steps int) []InputSeries {
+	return tb.histogram(plan.SLOMetric[l.SLO], pp, l.Threshold.Seconds(), slow, steps)
 }
 
 // latency: every latency SLO of the first pair with p99 alerts is
@@ -296,7 +308,7 @@ func (tb *testBuilder) latency() (Group, bool) {
 	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertLatencyHigh}
 	var slos []string
 	for _, l := range pp.Latency {
-		ss = append(ss, tb.histogram(pp, l, true, steps)...)
+		ss = append(ss, tb.latencySeries(pp, l, true, steps)...)
 		// histogram_quantile interpolates rank 0.99 inside the (slo, 2*slo] bucket.
 		slo := l.Threshold.Seconds()
 		v := slo + (2*slo-slo)*0.99
