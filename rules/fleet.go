@@ -82,6 +82,20 @@ func (p builder) targetExpr(expr func(matchers, window string) string, w string)
 		expr(fmt.Sprintf("%s,target=~%q,%s", job, gws, gatewaySeries), w))
 }
 
+// targetQuantile is the q-quantile of metric (quantileExpr) over the
+// series targetExpr selects: a target with a gateway by its gateway's
+// series only. It is parenthesised when it joins two sides, so a
+// comparison after it applies to both.
+func (p builder) targetQuantile(q, metric, by, w string, f histogramForms) string {
+	e := p.targetExpr(func(matchers, window string) string {
+		return quantileExpr(q, metric, selector(matchers), by, window, f)
+	}, w)
+	if len(p.Gateways) > 0 {
+		return "(\n" + e + "\n)"
+	}
+	return e
+}
+
 // fleetWindows are the windows the fleet alerts read: the page windows of
 // every pair of a target with discovery.
 func (p builder) fleetWindows() []time.Duration {

@@ -87,7 +87,8 @@ func TestGenerateNoFleetNoExtraRules(t *testing.T) {
 }
 
 // TestGenerateFleetTargetLevelSeries: the target-level records and
-// alerts of a target with a gateway read only its gateway's series
+// alerts of a target with a gateway, the client TTFT record and the
+// schedule lag alert among them, read only its gateway's series
 // (replica=""); those of a target with discovery only and of a static
 // target read every series of the pair.
 func TestGenerateFleetTargetLevelSeries(t *testing.T) {
@@ -100,6 +101,24 @@ func TestGenerateFleetTargetLevelSeries(t *testing.T) {
 		if !strings.Contains(acc.Expr, want) {
 			t.Errorf("acceptance record lacks %q:\n%s", want, acc.Expr)
 		}
+	}
+	// The client side of the TTFT comparison and the schedule lag alert
+	// are target-level too; both sides of the `or` are parenthesised, and
+	// the whole before the lag threshold's comparison.
+	ttft := rulestest.Records(rf)[rules.RecordClientTTFT+"10m"].Expr
+	lag := rulestest.Alerts(rf, rules.AlertScheduleLag)
+	if len(lag) != 1 {
+		t.Fatalf("%d schedule lag alerts, want 1", len(lag))
+	}
+	for name, expr := range map[string]string{"client TTFT record": ttft, "schedule lag alert": lag[0].Expr} {
+		for _, want := range []string{`_bucket{job="vllm-prober",target!~"fleet"}[10m]`, `_bucket{job="vllm-prober",target=~"fleet",replica=""}[10m]`, ")\nor\n("} {
+			if !strings.Contains(expr, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, expr)
+			}
+		}
+	}
+	if !strings.HasPrefix(lag[0].Expr, "(\n(\n") || !strings.HasSuffix(lag[0].Expr, ")\n)\n> 1") {
+		t.Errorf("schedule lag alert does not compare the whole `or` with its threshold:\n%s", lag[0].Expr)
 	}
 	for _, alert := range []string{rules.AlertLatencyHigh, rules.AlertTargetDown, rules.AlertNotCompleting, rules.AlertInFlightCap} {
 		rs := rulestest.Alerts(rf, alert)

@@ -99,7 +99,7 @@ func (p builder) targetAlerts() []Rule {
 	// (the plan warns about each pair that leaves it out).
 	if lag := p.formsOf(metricname.ScheduleLag); lag.classic || lag.native {
 		rs = append(rs, p.healthRule(AlertScheduleLag, SeverityTicket,
-			quantileExpr("0.99", metricname.ScheduleLag, p.sel(""), "target, probe", lw, lag)+"\n> "+plan.FmtF(o.ScheduleLag.Seconds()), o.HealthFor,
+			p.targetQuantile("0.99", metricname.ScheduleLag, "target, probe", lw, lag)+"\n> "+plan.FmtF(o.ScheduleLag.Seconds()), o.HealthFor,
 			"Prober sends {{ $labels.target }}/{{ $labels.probe }} requests late (p99 lag "+durationFmt+")",
 			fmt.Sprintf("The p99 delay between planned and actual send time over the last %s is above %s: the prober is CPU-starved or blocked, so the load is no longer open-loop and its latencies are suspect.", lw, plan.FmtDur(o.ScheduleLag))))
 	}

@@ -56,11 +56,13 @@ func (p builder) recordingRules() []Rule {
 }
 
 // ttftRecordingRules are the client and server p50 TTFT per target that the
-// client/server divergence alert compares.
+// client/server divergence alert compares. The client side of a target
+// with a gateway is its gateway's series (targetQuantile); the server
+// side is every server the prober scrapes for the target.
 func (p builder) ttftRecordingRules() []Rule {
 	w := plan.FmtDur(p.Scale(p.Options.LatencyWindow))
 	return []Rule{
-		{Record: RecordClientTTFT + w, Expr: quantileExpr("0.5", metricname.TTFT, p.sel(""), "target", w, p.formsOf(metricname.TTFT))},
+		{Record: RecordClientTTFT + w, Expr: p.targetQuantile("0.5", metricname.TTFT, "target", w, p.formsOf(metricname.TTFT))},
 		{Record: RecordServerTTFT + w, Expr: fmt.Sprintf("histogram_quantile(0.5, sum by (target, le) (rate(%s_bucket%s[%s])))", metricname.VLLMTimeToFirstToken, p.sel(`target!=""`), w)},
 	}
 }

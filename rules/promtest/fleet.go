@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
@@ -100,6 +101,30 @@ func (tb *testBuilder) fleetScenarios() []Group {
 			tb.seriesBurnTest(pp, rules.AlertGatewayFailing, nil, pages, fail, forD),
 			tb.burnTest(pp, rules.AlertFastBurn, pages, fail, forD),
 			tb.quiet(rules.AlertReplicaFailing, end)))
+		gs = append(gs, tb.gatewayOnly(pp)...)
+	}
+	return gs
+}
+
+// gatewayOnly are the scenarios of the TTFT and schedule lag alerts of
+// pp's target, which has a gateway: they read the gateway's series only,
+// as the other target-level rules do. Its clients wait at the gateway
+// while its replicas, probed directly, are fast (the TTFT alert fires for
+// the target), and its replicas are sent late while the gateway is on
+// time (the schedule lag alert stays quiet).
+func (tb *testBuilder) gatewayOnly(pp plan.Pair) []Group {
+	var gs []Group
+	if fed(pp, config.HistogramTTFT) {
+		gs = append(gs, tb.ttftGapGroup(fmt.Sprintf("fleet: %s/%s clients wait at the gateway, not at the replicas", pp.Target, pp.Probe), pp, testReplicas))
+	}
+	if fed(pp, config.HistogramScheduleLag) {
+		steps := tb.healthSteps(tb.p.Scale(tb.p.Options.LatencyWindow))
+		ss := append(tb.base(steps, nil), tb.lagSeries(seriesLabels(pp, ""), false, steps)...)
+		for _, r := range testReplicas {
+			ss = append(ss, tb.lagSeries(seriesLabels(pp, r), true, steps)...)
+		}
+		gs = append(gs, tb.group(fmt.Sprintf("fleet: %s/%s replicas sent late, the gateway on time", pp.Target, pp.Probe), ss,
+			tb.quiet(rules.AlertScheduleLag, steps)))
 	}
 	return gs
 }
@@ -130,7 +155,7 @@ func (tb *testBuilder) outputChanged() (Group, bool) {
 		}
 		steps := tb.healthSteps(0)
 		ss := append(tb.base(steps, nil),
-			tb.series(metricname.OutputFingerprintChanges, fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe),
+			tb.series(metricname.OutputFingerprintChanges, seriesLabels(pp, ""),
 				counter(segment{0, 1}, segment{1, 1}, segment{0, steps - 1})))
 		labels := map[string]string{"target": pp.Target, "probe": pp.Probe}
 		r, _ := tb.find(rules.AlertOutputChanged, labels)
@@ -147,7 +172,7 @@ func (tb *testBuilder) fingerprintSeries(steps int) []InputSeries {
 	var ss []InputSeries
 	for _, pp := range tb.p.Pairs {
 		if pp.Fingerprint {
-			ss = append(ss, tb.series(metricname.OutputFingerprintChanges, fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), counter(segment{0, steps})))
+			ss = append(ss, tb.series(metricname.OutputFingerprintChanges, seriesLabels(pp, ""), counter(segment{0, steps})))
 		}
 	}
 	return ss

@@ -7,7 +7,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules"
-	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
 // healthSteps is long enough for a health alert over window w to fire.
@@ -77,11 +76,11 @@ func (tb *testBuilder) targetDown() Group {
 	return tb.group("target down: every request to "+target.Name+" fails to connect", ss, test)
 }
 
-// lagSeries is pp's schedule lag histogram (histogram) around the
-// schedule lag threshold: every send within half of it, or (late) just
-// above it.
-func (tb *testBuilder) lagSeries(pp plan.Pair, late bool, steps int) []InputSeries {
-	return tb.histogram(metricname.ScheduleLag, pp, tb.p.Options.ScheduleLag.Seconds(), late, steps)
+// lagSeries is the schedule lag histogram of the series labels
+// (seriesLabels) around the schedule lag threshold: every send within
+// half of it, or (late) just above it.
+func (tb *testBuilder) lagSeries(labels string, late bool, steps int) []InputSeries {
+	return tb.histogram(metricname.ScheduleLag, labels, tb.p.Options.ScheduleLag.Seconds(), late, steps)
 }
 
 // scheduleLag: the first pair with schedule lag buckets sends all its
@@ -92,7 +91,7 @@ func (tb *testBuilder) scheduleLag() (Group, bool) {
 		return Group{}, false
 	}
 	steps := tb.healthSteps(tb.p.Scale(tb.p.Options.LatencyWindow))
-	ss := append(tb.base(steps, nil), tb.lagSeries(pp, true, steps)...)
+	ss := append(tb.base(steps, nil), tb.lagSeries(seriesLabels(pp, ""), true, steps)...)
 	thr := tb.p.Options.ScheduleLag.Seconds()
 	// histogram_quantile interpolates rank 0.99 inside (thr, 2*thr].
 	labels := map[string]string{"target": pp.Target, "probe": pp.Probe}

@@ -190,7 +190,7 @@ func (tb *testBuilder) healthy() Group {
 	}
 	for _, pp := range tb.p.Pairs {
 		if fed(pp, config.HistogramScheduleLag) {
-			ss = append(ss, tb.lagSeries(pp, false, steps)...)
+			ss = append(ss, tb.lagSeries(seriesLabels(pp, ""), false, steps)...)
 		}
 	}
 	if pp, l, ok := tb.firstLatency(); ok {

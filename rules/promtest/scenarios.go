@@ -269,10 +269,10 @@ func (tb *testBuilder) firstLatency() (plan.Pair, plan.Latency, bool) {
 	return plan.Pair{}, plan.Latency{}, false
 }
 
-// histogram is pp's histogram metric with buckets at half, one and two
-// times thr seconds: every observation is in the first bucket, or (over)
-// in the one just above thr.
-func (tb *testBuilder) histogram(metric string, pp plan.Pair, thr float64, over bool, steps int) []InputSeries {
+// histogram is the histogram metric of the series labels (seriesLabels)
+// with buckets at half, one and two times thr seconds: every observation
+// is in the first bucket, or (over) in the one just above thr.
+func (tb *testBuilder) histogram(metric, labels string, thr float64, over bool, steps int) []InputSeries {
 	var ss []InputSeries
 	for _, le := range []float64{thr / 2, thr, 2 * thr, math.Inf(1)} {
 		inc := float64(requestsPerStep)
@@ -283,14 +283,14 @@ func (tb *testBuilder) histogram(metric string, pp plan.Pair, thr float64, over 
 		if !math.IsInf(le, 1) {
 			les = plan.FmtF(le)
 		}
-		ss = append(ss, tb.series(metric+"_bucket", fmt.Sprintf(",target=%q,probe=%q,le=%q", pp.Target, pp.Probe, les), counter(segment{inc, steps})))
+		ss = append(ss, tb.series(metric+"_bucket", fmt.Sprintf("%s,le=%q", labels, les), counter(segment{inc, steps})))
 	}
 	return ss
 }
 
 // latencySeries is the histogram of l's SLO for pp (histogram).
 func (tb *testBuilder) latencySeries(pp plan.Pair, l plan.Latency, slow bool, steps int) []InputSeries {
-	return tb.histogram(plan.SLOMetric[l.SLO], pp, l.Threshold.Seconds(), slow, steps)
+	return tb.histogram(plan.SLOMetric[l.SLO], seriesLabels(pp, ""), l.Threshold.Seconds(), slow, steps)
 }
 
 // latency: every latency SLO of the first pair with p99 alerts is
@@ -327,19 +327,21 @@ var ttftBuckets = []string{"0.1", "0.2", "1", "2", "+Inf"}
 // target (with model_name and engine labels, as the prober re-exports it),
 // every observation in the bucket whose upper bound is client or server.
 func (tb *testBuilder) ttftSeries(pp plan.Pair, client, server string, steps int) []InputSeries {
+	return append(tb.ttftHistogram(metricname.TTFT+"_bucket", seriesLabels(pp, ""), client, steps),
+		tb.ttftHistogram("vllm:time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,model_name=\"m\",engine=\"0\"", pp.Target), server, steps)...)
+}
+
+// ttftHistogram is the TTFT histogram name of the series labels with
+// every observation in the bucket whose upper bound is in.
+func (tb *testBuilder) ttftHistogram(name, labels, in string, steps int) []InputSeries {
 	var ss []InputSeries
-	n := float64(requestsPerStep)
-	buckets := func(name, labels, in string) {
-		inc := 0.0
-		for _, le := range ttftBuckets {
-			if le == in {
-				inc = n
-			}
-			ss = append(ss, tb.series(name, fmt.Sprintf("%s,le=%q", labels, le), counter(segment{inc, steps})))
+	inc := 0.0
+	for _, le := range ttftBuckets {
+		if le == in {
+			inc = requestsPerStep
 		}
+		ss = append(ss, tb.series(name, fmt.Sprintf("%s,le=%q", labels, le), counter(segment{inc, steps})))
 	}
-	buckets(metricname.TTFT+"_bucket", fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe), client)
-	buckets("vllm:time_to_first_token_seconds_bucket", fmt.Sprintf(",target=%q,model_name=\"m\",engine=\"0\"", pp.Target), server)
 	return ss
 }
 
@@ -350,15 +352,26 @@ func (tb *testBuilder) ttftGap() (Group, bool) {
 	if !ok {
 		return Group{}, false
 	}
+	return tb.ttftGapGroup("client TTFT far above the server's: target "+pp.Target, pp, nil), true
+}
+
+// ttftGapGroup is the scenario name in which pp's own series (a gateway's
+// or static target's) see a p50 TTFT of 1.5s, vLLM's own histogram for
+// the target 0.15s and pp's replicas fast, probed directly, 0.15s too;
+// the alert fires for the target.
+func (tb *testBuilder) ttftGapGroup(name string, pp plan.Pair, fast []string) Group {
 	lw := tb.p.Scale(tb.p.Options.LatencyWindow)
 	steps := tb.steps(lw+tb.p.Scale(tb.p.Options.LatencyFor)) + 2
 	ss := append(tb.base(steps, nil), tb.ttftSeries(pp, "2", "0.2", steps)...)
+	for _, r := range fast {
+		ss = append(ss, tb.ttftHistogram(metricname.TTFT+"_bucket", seriesLabels(pp, r), "0.2", steps)...)
+	}
 	// histogram_quantile interpolates rank 0.5 inside (1, 2] and (0.1, 0.2].
 	client, server := 1+(2-1)*0.5, 0.1+(0.2-0.1)*0.5
 	labels := map[string]string{"target": pp.Target}
 	r, _ := tb.find(rules.AlertClientTTFTAboveServer, nil)
 	test := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertClientTTFTAboveServer, ExpAlerts: []ExpAlert{expected(r, labels, humanizeDuration(client-server))}}
-	return tb.group("client TTFT far above the server's: target "+pp.Target, ss, test), true
+	return tb.group(name, ss, test)
 }
 
 func (tb *testBuilder) scrapeFailing() Group {

@@ -126,13 +126,21 @@ func (tb *testBuilder) trafficSeries(pp plan.Pair, tr traffic) []InputSeries {
 	return tb.replicaTraffic(pp, "", tr)
 }
 
-// replicaTraffic is trafficSeries of one replica of pp; replica "" is
-// the pair's own series (a gateway or static target: no replica label).
-func (tb *testBuilder) replicaTraffic(pp plan.Pair, replica string, tr traffic) []InputSeries {
+// seriesLabels are the labels (after job and instance) of the series of
+// one replica of pp; replica "" is the pair's own series (a gateway or
+// static target: no replica label).
+func seriesLabels(pp plan.Pair, replica string) string {
 	l := fmt.Sprintf(",target=%q,probe=%q", pp.Target, pp.Probe)
 	if replica != "" {
 		l += fmt.Sprintf(",replica=%q", replica)
 	}
+	return l
+}
+
+// replicaTraffic is trafficSeries of one replica of pp; replica "" is
+// the pair's own series (a gateway or static target: no replica label).
+func (tb *testBuilder) replicaTraffic(pp plan.Pair, replica string, tr traffic) []InputSeries {
+	l := seriesLabels(pp, replica)
 	reasons := append(append(append([]string{}, plan.AbandonedReasons...), plan.CompletedFailureReasons...), plan.ReasonInFlightCap)
 	var extra []string
 	for _, ph := range tr {
