@@ -2,7 +2,6 @@ package promtest
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
@@ -209,37 +208,4 @@ func (tb *testBuilder) healthy() Group {
 		g.ExprTests = tb.accountingTests(pp, steps, w, truth{perSecond, perSecond, perSecond, 1})
 	}
 	return g
-}
-
-// find returns the rule of an alert whose labels include want.
-func (tb *testBuilder) find(alert string, want map[string]string) (rules.Rule, bool) {
-	for _, g := range tb.rules.Groups {
-		for _, r := range g.Rules {
-			if r.Alert != alert {
-				continue
-			}
-			ok := true
-			for k, v := range want {
-				if lv, has := r.Labels[k]; has && lv != v {
-					ok = false
-				}
-			}
-			if ok {
-				return r, true
-			}
-		}
-	}
-	return rules.Rule{}, false
-}
-
-// expected expands a rule's annotations the way Prometheus would for the
-// given labels and already formatted value.
-func expected(r rules.Rule, labels map[string]string, value string) ExpAlert {
-	ann := map[string]string{}
-	for k, v := range r.Annotations {
-		ann[k] = expandTemplate(v, labels, value)
-	}
-	lbl := maps.Clone(labels)
-	maps.Copy(lbl, r.Labels)
-	return ExpAlert{ExpLabels: lbl, ExpAnnotations: ann}
 }
