@@ -71,6 +71,7 @@ func run() int {
 		fn   func(context.Context, options) ([]row, error)
 	}{
 		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", withBinary(runCost)}, {"fleet", withBinary(runFleet)},
+		{"scale", withBinary(runScale)},
 		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
 	}
 	failed := false
