@@ -92,6 +92,18 @@ type Page struct {
 	MetricsPath string
 }
 
+// MaxChartPairs is the most pairs whose charts of the last hour the
+// status page draws; with more, each pair's charts are on its own page
+// (/pair), so the page stays light enough to refresh every 5 seconds
+// (about 5 KB of SVG per pair; docs/design.md, Status page).
+const MaxChartPairs = 100
+
+// ChartsShown reports whether the page draws every pair's charts.
+func (p Page) ChartsShown() bool { return len(p.Pairs) <= MaxChartPairs }
+
+// MaxChartPairs is the package's MaxChartPairs, for the template.
+func (Page) MaxChartPairs() int { return MaxChartPairs }
+
 // MetricsHref is the Metrics link, relative to the page so it also works
 // behind a path prefix.
 func (p Page) MetricsHref() string {
