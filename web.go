@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,10 +29,11 @@ const maxResultsLimit = 1000
 // routes returns the daemon's HTTP handler.
 func (d *daemon) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(d.flags.telemetryPath, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
-		EnableOpenMetrics: true,
-		ErrorLog:          errorLogger{d.logger},
-	}))
+	mux.Handle(d.flags.telemetryPath, fastGzip(promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+		EnableOpenMetrics:  true,
+		ErrorLog:           errorLogger{d.logger},
+		DisableCompression: true,
+	})))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
 	})
@@ -284,6 +288,92 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// fastGzip compresses h's answers at gzip.BestSpeed for clients that
+// accept gzip, as Prometheus does. promhttp compresses at the default
+// level, which for the ~4 MB text of 1,000 pairs costs as much CPU as
+// gathering and encoding it; the fastest level takes half that for a
+// ~10% larger answer (docs/BENCHMARKS.md, "1,000 pairs").
+func fastGzip(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Add("Vary", "Accept-Encoding")
+		gw := &gzipWriter{ResponseWriter: w}
+		defer gw.close()
+		h.ServeHTTP(gw, r)
+	})
+}
+
+// acceptsGzip reports whether an Accept-Encoding header accepts gzip.
+func acceptsGzip(header string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(coding) != "gzip" {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+		if !ok {
+			return true
+		}
+		v, err := strconv.ParseFloat(q, 64)
+		return err == nil && v > 0
+	}
+	return false
+}
+
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return w
+}}
+
+// gzipWriter compresses what is written to it, unless the handler took
+// Content-Encoding back before writing (promhttp does for an error).
+type gzipWriter struct {
+	http.ResponseWriter
+	gz      *gzip.Writer
+	decided bool
+}
+
+func (w *gzipWriter) WriteHeader(code int) {
+	w.decide()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *gzipWriter) Write(b []byte) (int, error) {
+	w.decide()
+	if w.gz == nil {
+		return w.ResponseWriter.Write(b)
+	}
+	return w.gz.Write(b)
+}
+
+func (w *gzipWriter) decide() {
+	if w.decided {
+		return
+	}
+	w.decided = true
+	if w.Header().Get("Content-Encoding") == "gzip" {
+		w.Header().Del("Content-Length")
+		w.gz = gzipWriters.Get().(*gzip.Writer)
+		w.gz.Reset(w.ResponseWriter)
+	}
+}
+
+func (w *gzipWriter) close() {
+	if !w.decided {
+		// Nothing was written: an empty answer needs no gzip stream.
+		w.Header().Del("Content-Encoding")
+		return
+	}
+	if w.gz != nil {
+		_ = w.gz.Close()
+		gzipWriters.Put(w.gz)
+	}
 }
 
 // errorLogger adapts slog to promhttp's error log.

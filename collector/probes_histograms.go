@@ -24,21 +24,32 @@ type pairHistograms struct {
 	phases                                              map[string]prometheus.Histogram
 }
 
+// histogramFamilies are the latency histogram families, in the order a
+// pair's histograms are collected and gathered.
+var histogramFamilies = []struct{ name, help string }{
+	{metricname.TTFT, metricname.TTFTHelp},
+	{metricname.ITL, metricname.ITLHelp},
+	{metricname.TPOT, metricname.TPOTHelp},
+	{metricname.E2EL, metricname.E2ELHelp},
+	{metricname.TTFA, metricname.TTFAHelp},
+	{metricname.ScheduleLag, metricname.ScheduleLagHelp},
+	{metricname.ServerTTFT, metricname.ServerTTFTHelp},
+	{metricname.ServerQueueTime, metricname.ServerQueueTimeHelp},
+	{metricname.HTTPPhase, metricname.HTTPPhaseHelp},
+}
+
 // histogramDescs returns the descriptors every pair's histograms share:
 // same name, help and label names, hence the same descriptor identity.
 func histogramDescs() []*prometheus.Desc {
-	pair := pairLabels
-	return []*prometheus.Desc{
-		prometheus.NewDesc(metricname.TTFT, metricname.TTFTHelp, pair, nil),
-		prometheus.NewDesc(metricname.ITL, metricname.ITLHelp, pair, nil),
-		prometheus.NewDesc(metricname.TPOT, metricname.TPOTHelp, pair, nil),
-		prometheus.NewDesc(metricname.E2EL, metricname.E2ELHelp, pair, nil),
-		prometheus.NewDesc(metricname.TTFA, metricname.TTFAHelp, pair, nil),
-		prometheus.NewDesc(metricname.HTTPPhase, metricname.HTTPPhaseHelp, append(slices.Clone(pairLabels), labelPhase), nil),
-		prometheus.NewDesc(metricname.ScheduleLag, metricname.ScheduleLagHelp, pair, nil),
-		prometheus.NewDesc(metricname.ServerTTFT, metricname.ServerTTFTHelp, pair, nil),
-		prometheus.NewDesc(metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, pair, nil),
+	out := make([]*prometheus.Desc, 0, len(histogramFamilies))
+	for _, f := range histogramFamilies {
+		labels := pairLabels
+		if f.name == metricname.HTTPPhase {
+			labels = append(slices.Clone(pairLabels), labelPhase)
+		}
+		out = append(out, prometheus.NewDesc(f.name, f.help, labels, nil))
 	}
+	return out
 }
 
 // newPairHistograms builds the histograms a pair's probe selected. ITL
@@ -190,14 +201,46 @@ func exemplar(id string) prometheus.Labels {
 }
 
 func (h *pairHistograms) collect(ch chan<- prometheus.Metric) {
-	for _, m := range []prometheus.Histogram{h.ttft, h.itl, h.tpot, h.e2el, h.ttfa, h.lag, h.serverTTFT, h.serverQueue} {
-		if m != nil {
+	var hs []prometheus.Histogram
+	for _, f := range histogramFamilies {
+		hs = h.family(hs[:0], f.name)
+		for _, m := range hs {
 			ch <- m
 		}
 	}
-	for _, ph := range probe.Phases {
-		if m, ok := h.phases[ph]; ok {
-			ch <- m
+}
+
+// family appends the pair's histograms of the family name to hs: none
+// when its probe did not select it, one per phase for the HTTP phases.
+func (h *pairHistograms) family(hs []prometheus.Histogram, name string) []prometheus.Histogram {
+	var m prometheus.Histogram
+	switch name {
+	case metricname.TTFT:
+		m = h.ttft
+	case metricname.ITL:
+		m = h.itl
+	case metricname.TPOT:
+		m = h.tpot
+	case metricname.E2EL:
+		m = h.e2el
+	case metricname.TTFA:
+		m = h.ttfa
+	case metricname.ScheduleLag:
+		m = h.lag
+	case metricname.ServerTTFT:
+		m = h.serverTTFT
+	case metricname.ServerQueueTime:
+		m = h.serverQueue
+	case metricname.HTTPPhase:
+		for _, ph := range probe.Phases {
+			if m, ok := h.phases[ph]; ok {
+				hs = append(hs, m)
+			}
 		}
+		return hs
 	}
+	if m != nil {
+		hs = append(hs, m)
+	}
+	return hs
 }
