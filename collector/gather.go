@@ -125,12 +125,10 @@ func (g gathering) inFlight() *dto.MetricFamily {
 // by its client_golang histogram (which keeps its label pairs too).
 func (g gathering) histograms() []*dto.MetricFamily {
 	out := make([]*dto.MetricFamily, 0, len(histogramFamilies))
-	var hs []prometheus.Histogram
 	for _, f := range histogramFamilies {
 		mf := &dto.MetricFamily{Name: new(f.name), Help: new(f.help), Type: dto.MetricType_HISTOGRAM.Enum()}
 		for _, p := range g.pairs {
-			hs = p.hists.Load().family(hs[:0], f.name)
-			for _, h := range hs {
+			for _, h := range p.hists.Load().families[f.name] {
 				m := &dto.Metric{}
 				if err := h.Write(m); err == nil {
 					mf.Metric = append(mf.Metric, m)

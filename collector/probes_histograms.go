@@ -22,6 +22,9 @@ type pairHistograms struct {
 	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram
 	ttfa                                                prometheus.Histogram
 	phases                                              map[string]prometheus.Histogram
+	// families are the same histograms by family name (the phases in
+	// probe.Phases order), for collecting and gathering.
+	families map[string][]prometheus.Histogram
 }
 
 // histogramFamilies are the latency histogram families, in the order a
@@ -58,11 +61,14 @@ func histogramDescs() []*prometheus.Desc {
 // budget by people reading them.
 func newPairHistograms(k config.PairKey, s histogramShape) *pairHistograms {
 	th, sel := s.th, s.sel
+	families := map[string][]prometheus.Histogram{}
 	hist := func(kind, name, help string, buckets []float64) prometheus.Histogram {
 		if !sel.Has(kind) {
 			return nil
 		}
-		return newHistogram(k, name, help, classicBuckets(sel, buckets))
+		m := newHistogram(k, name, help, classicBuckets(sel, buckets))
+		families[name] = append(families[name], m)
+		return m
 	}
 	h := &pairHistograms{
 		ttft:        hist(config.HistogramTTFT, metricname.TTFT, metricname.TTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
@@ -74,10 +80,12 @@ func newPairHistograms(k config.PairKey, s histogramShape) *pairHistograms {
 		serverTTFT:  hist(config.HistogramServer, metricname.ServerTTFT, metricname.ServerTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
 		serverQueue: hist(config.HistogramServer, metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, requestLatencyBuckets),
 		phases:      make(map[string]prometheus.Histogram, len(probe.Phases)),
+		families:    families,
 	}
 	if sel.Has(config.HistogramPhases) {
 		for _, ph := range probe.Phases {
 			h.phases[ph] = newHistogram(k, metricname.HTTPPhase, metricname.HTTPPhaseHelp, classicBuckets(sel, fineBuckets), ph)
+			families[metricname.HTTPPhase] = append(families[metricname.HTTPPhase], h.phases[ph])
 		}
 	}
 	return h
@@ -201,46 +209,9 @@ func exemplar(id string) prometheus.Labels {
 }
 
 func (h *pairHistograms) collect(ch chan<- prometheus.Metric) {
-	var hs []prometheus.Histogram
 	for _, f := range histogramFamilies {
-		hs = h.family(hs[:0], f.name)
-		for _, m := range hs {
+		for _, m := range h.families[f.name] {
 			ch <- m
 		}
 	}
-}
-
-// family appends the pair's histograms of the family name to hs: none
-// when its probe did not select it, one per phase for the HTTP phases.
-func (h *pairHistograms) family(hs []prometheus.Histogram, name string) []prometheus.Histogram {
-	var m prometheus.Histogram
-	switch name {
-	case metricname.TTFT:
-		m = h.ttft
-	case metricname.ITL:
-		m = h.itl
-	case metricname.TPOT:
-		m = h.tpot
-	case metricname.E2EL:
-		m = h.e2el
-	case metricname.TTFA:
-		m = h.ttfa
-	case metricname.ScheduleLag:
-		m = h.lag
-	case metricname.ServerTTFT:
-		m = h.serverTTFT
-	case metricname.ServerQueueTime:
-		m = h.serverQueue
-	case metricname.HTTPPhase:
-		for _, ph := range probe.Phases {
-			if m, ok := h.phases[ph]; ok {
-				hs = append(hs, m)
-			}
-		}
-		return hs
-	}
-	if m != nil {
-		hs = append(hs, m)
-	}
-	return hs
 }

@@ -51,6 +51,12 @@ func loadFleetConfig(t *testing.T, o FleetOptions) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return loadConfigText(t, dir, text)
+}
+
+// loadConfigText writes a daemon configuration to dir and loads it.
+func loadConfigText(t *testing.T, dir, text string) *config.Config {
+	t.Helper()
 	path := filepath.Join(dir, "prober.yml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)

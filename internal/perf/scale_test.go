@@ -2,8 +2,6 @@ package perf
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -18,15 +16,7 @@ func TestScaleConfig(t *testing.T) {
 		t.Run(fmt.Sprintf("no server metrics %v", noServer), func(t *testing.T) {
 			dir := t.TempDir()
 			addrs := []string{"127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"}
-			text := scaleConfig(dir, addrs, ScaleOptions{Targets: 3, Probes: 4, Rate: 0.05, NoServerMetrics: noServer})
-			path := filepath.Join(dir, "prober.yml")
-			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := config.Load(path)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, text)
-			}
+			cfg := loadConfigText(t, dir, scaleConfig(dir, addrs, ScaleOptions{Targets: 3, Probes: 4, Rate: 0.05, NoServerMetrics: noServer}))
 			pairs := cfg.Pairs()
 			var urls []string
 			for _, p := range pairs {
