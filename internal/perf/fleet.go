@@ -49,6 +49,10 @@ type FleetResult struct {
 	Metrics      Stats // time to fetch and read /metrics
 	Status       Stats // time to fetch and read the status page
 	StatusBytes  int
+	// MetricsCPU and StatusCPU are the daemon's CPU time per fetch of
+	// /metrics and of the status page (its probes' work meanwhile
+	// included, a small part at these rates).
+	MetricsCPU, StatusCPU time.Duration
 }
 
 // Fleet runs opts.Targets fleet targets of opts.Replicas replicas each,
@@ -170,25 +174,49 @@ func fleetConfig(dir string, addrs []string, o FleetOptions) (string, error) {
 	return b.String(), nil
 }
 
-// timeFetches times n fetches of /metrics and of the status page and
-// counts the series of the last /metrics answer.
+// timeFetches times n fetches of /metrics, then n of the status page,
+// measuring the daemon's CPU over each batch, and counts the series of
+// the last /metrics answer.
 func timeFetches(out *FleetResult, base string, n int) error {
 	var metrics, status []time.Duration
 	var body []byte
-	for range n {
+	var err error
+	if out.MetricsCPU, err = fetchBatch(out.DaemonPID, n, func() error {
 		b, took, err := fetch(base + "/metrics")
-		if err != nil {
-			return err
-		}
 		metrics, body = append(metrics, took), b
-		b, took, err = fetch(base + "/")
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if out.StatusCPU, err = fetchBatch(out.DaemonPID, n, func() error {
+		b, took, err := fetch(base + "/")
 		status, out.StatusBytes = append(status, took), len(b)
+		return err
+	}); err != nil {
+		return err
 	}
 	out.Metrics, out.Status = Summarize(metrics), Summarize(status)
 	return countSeries(out, body)
+}
+
+// fetchBatch runs fetch n times and returns the daemon's CPU time per
+// fetch: what an answer costs whatever else keeps the machine busy, where
+// the fetch's own time includes waiting for a core.
+func fetchBatch(pid, n int, fetch func() error) (time.Duration, error) {
+	before, err := sampleProcess(pid)
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		if err := fetch(); err != nil {
+			return 0, err
+		}
+	}
+	after, err := sampleProcess(pid)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	return (after.cpu - before.cpu) / time.Duration(n), nil
 }
 
 // fetch GETs url and reads the whole answer.
