@@ -35,7 +35,7 @@ func TestPairRowsAsTemplate(t *testing.T) {
 		{Target: "llama-70b", Probe: "chat", Objective: 0.99, Acceptance: -1},
 		{Target: `a<b>&"c'`, Probe: "p/q:r", Replica: "10.0.0.1:8000", Offered: 12, InFlight: 1, AcceptedSinceStart: 9,
 			Dispositions: map[probe.Disposition]uint64{probe.Accepted: 9, probe.ServerFailure: 2, probe.Cancelled: 1},
-			Completed: 0.0333, Goodput: 0.03, Acceptance: 0.75, Objective: 0.99,
+			Completed:    0.0333, Goodput: 0.03, Acceptance: 0.75, Objective: 0.99,
 			TTFTP50: 120 * time.Millisecond, TTFTP99: 1500 * time.Millisecond, ITLP50: 20 * time.Millisecond, ITLP99: 35 * time.Millisecond},
 		{Target: "t", Probe: "ok", Acceptance: 1, Objective: 0.99, TTFAP99: 3 * time.Second},
 	}
