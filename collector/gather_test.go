@@ -67,6 +67,18 @@ func TestGatherMatchesRegistry(t *testing.T) {
 		}
 		c.Offered(k) // one in flight
 	}
+	compareWithRegistry(t, c)
+	// A stopped pair leaves both, in the middle of the order.
+	c.PairStopped(keys[2])
+	compareWithRegistry(t, c)
+	if n := len(c.order); n != len(keys)-1 {
+		t.Errorf("%d pairs in order after one of %d stopped", n, len(keys))
+	}
+}
+
+// compareWithRegistry checks c.Gather against a pedantic registry's.
+func compareWithRegistry(t *testing.T, c *Collector) {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	want, err := reg.Gather()
