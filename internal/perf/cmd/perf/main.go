@@ -38,7 +38,7 @@ type options struct {
 
 func run() int {
 	var o options
-	only := flag.String("only", "fidelity,schedule,cost,fleet,scrape,hotpaths", "Comma-separated parts to run.")
+	only := flag.String("only", "fidelity,schedule,cost,fleet,scrape,hotpaths,accuracy", "Comma-separated parts to run.")
 	flag.Float64Var(&o.scale, "scale", 1, "Multiplier of every run's duration (0.2 for a quick look).")
 	flag.StringVar(&o.binary, "binary", "", "vllm-prober binary for the cost run (default: build one).")
 	flag.DurationVar(&o.costWarmup, "cost.warmup", 10*time.Second, "Daemon warm-up before the cost is measured.")
@@ -72,6 +72,7 @@ func run() int {
 	}{
 		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", withBinary(runCost)}, {"fleet", withBinary(runFleet)},
 		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
+		{"accuracy", withBinary(runAccuracy)},
 	}
 	failed := false
 	for _, s := range steps {
