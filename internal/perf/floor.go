@@ -96,7 +96,6 @@ func (f *floor) do(ctx context.Context, res *probe.Result) {
 // accepted when the stream ends with data: [DONE].
 func readNaive(body io.Reader, now func() time.Time, res *probe.Result) {
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var last time.Time
 	for sc.Scan() {
 		at := now()
