@@ -36,6 +36,11 @@ const (
 	accuracyOutputTokens = 16
 )
 
+// accuracyTimeout is the daemon's probe timeout in the accuracy runs: the
+// others have none (bench's default is 6 h), and a machine that others
+// load may hold a request for seconds; a timed-out request fails the run.
+const accuracyTimeout = time.Minute
+
 // AccuracyOptions configures one rate of the accuracy part.
 type AccuracyOptions struct {
 	Binary   string // vllm-prober, run as `simulate` with its trace on
@@ -100,7 +105,8 @@ func accuracyRun(ctx context.Context, url, name, id string, rate float64, d time
 	var err error
 	switch name {
 	case ClientDaemon:
-		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: accuracyOutputTokens, duration: d}.run(ctx)
+		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: accuracyOutputTokens, duration: d,
+			timeout: accuracyTimeout}.run(ctx)
 	case ClientBench:
 		results, err = runBench(ctx, url, rate, d)
 	case ClientFloor:
@@ -112,15 +118,43 @@ func accuracyRun(ctx context.Context, url, name, id string, rate float64, d time
 	if err != nil {
 		return ClientAccuracy{}, err
 	}
-	var recs []simulator.TraceRecord
-	if err := traceRequest(ctx, http.MethodGet, url, &recs); err != nil {
+	trace, err := fetchTrace(ctx, url, results)
+	if err != nil {
 		return ClientAccuracy{}, err
 	}
-	trace := make(map[string]simulator.TraceRecord, len(recs))
-	for _, rec := range recs {
-		trace[rec.RequestID] = rec
-	}
 	return accuracyOf(results, trace)
+}
+
+// traceWait bounds how long fetchTrace waits for the server to record the
+// requests a client has seen end.
+const traceWait = 5 * time.Second
+
+// fetchTrace reads the server's trace by request ID. The server records a
+// request when its handler returns, just after the client has read
+// [DONE], so the last records may lag the client: it asks again until
+// every result's record is there or traceWait has passed (accuracyOf then
+// fails on the missing one).
+func fetchTrace(ctx context.Context, url string, results []*probe.Result) (map[string]simulator.TraceRecord, error) {
+	deadline := time.Now().Add(traceWait)
+	for {
+		var recs []simulator.TraceRecord
+		if err := traceRequest(ctx, http.MethodGet, url, &recs); err != nil {
+			return nil, err
+		}
+		trace := make(map[string]simulator.TraceRecord, len(recs))
+		for _, rec := range recs {
+			trace[rec.RequestID] = rec
+		}
+		complete := !slices.ContainsFunc(results, func(r *probe.Result) bool { _, ok := trace[r.RequestID]; return !ok })
+		if complete || time.Now().After(deadline) {
+			return trace, nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // accuracyOf compares results with the trace (compare) and adds the send

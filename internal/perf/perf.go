@@ -94,16 +94,21 @@ type load struct {
 	newSender func(config.Target, config.Probe) (schedule.Sender, error)
 	// sleep replaces the engine's wait when set.
 	sleep func(context.Context, time.Duration) error
+	// timeout is the probe's timeout; 0 = 10 s.
+	timeout time.Duration
 }
 
 // run drives the engine for l.duration and returns every Result once all
 // requests have ended.
 func (l load) run(ctx context.Context) (offered int, results []*probe.Result, err error) {
 	c := &collector{}
+	if l.timeout == 0 {
+		l.timeout = 10 * time.Second
+	}
 	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{c}, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
 	p := config.Probe{
 		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
-		MaxInFlight: 1 << 16, Timeout: model.Duration(10 * time.Second),
+		MaxInFlight: 1 << 16, Timeout: model.Duration(l.timeout),
 		Request:  config.Request{MaxTokens: l.outputTokens, IgnoreEOS: true},
 		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 64, OutputTokens: l.outputTokens, Seed: 1}},
 		Quality:  config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1},
