@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,14 +50,8 @@ func TestAccuracyOf(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := accuracyOf(tc.results, trace)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if !resultWanted(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !near(got.TTFT, tc.want.TTFT) || !near(got.ITL, tc.want.ITL) || got.Lag != tc.want.Lag || got.Requests != tc.want.Requests {
 				t.Errorf("got  %d requests, TTFT %v, ITL %v, lag %v\nwant %d requests, TTFT %v, ITL %v, lag %v", got.Requests, got.TTFT, got.ITL, got.Lag,
@@ -103,7 +98,7 @@ func TestReadNaive(t *testing.T) {
 			res := &probe.Result{Sent: sent}
 			readNaive(strings.NewReader(tc.body), now, res)
 			if res.Disposition != tc.want.Disposition || !strings.HasPrefix(res.Error, tc.want.Error) || res.Chunks != tc.want.Chunks ||
-				res.TTFT != tc.want.TTFT || !equalDurations(res.ITLs, tc.want.ITLs) {
+				res.TTFT != tc.want.TTFT || !slices.Equal(res.ITLs, tc.want.ITLs) {
 				t.Errorf("got %s %q, %d chunks, TTFT %v, ITLs %v; want %s %q, %d, %v, %v", res.Disposition, res.Error, res.Chunks, res.TTFT, res.ITLs,
 					tc.want.Disposition, tc.want.Error, tc.want.Chunks, tc.want.TTFT, tc.want.ITLs)
 			}
@@ -111,14 +106,19 @@ func TestReadNaive(t *testing.T) {
 	}
 }
 
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
+// resultWanted fails t unless err is what a case wants: no error for
+// want "", else an error containing want. It reports whether the case
+// goes on to check its result (no error was wanted).
+func resultWanted(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return true
 }

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,7 +25,7 @@ import (
 type floor struct {
 	client *http.Client
 	url    string
-	body   []byte
+	body   string
 }
 
 // newFloor prepares the naive client's completions request: a prompt of
@@ -39,7 +38,7 @@ func newFloor(base, model string, inputTokens, outputTokens int) (*floor, error)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 20000, 1000
-	return &floor{client: &http.Client{Transport: tr}, url: strings.TrimRight(base, "/") + "/v1/completions", body: body}, nil
+	return &floor{client: &http.Client{Transport: tr}, url: strings.TrimRight(base, "/") + "/v1/completions", body: string(body)}, nil
 }
 
 // run sends one request at each planned offset from now and returns every
@@ -67,7 +66,7 @@ func (f *floor) run(ctx context.Context, id string, offsets []time.Duration) []*
 // do sends one request and records its send time, TTFT and ITLs in res;
 // it is accepted when the stream ends with [DONE].
 func (f *floor) do(ctx context.Context, res *probe.Result) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(f.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(f.body))
 	if err != nil {
 		res.Disposition, res.Error = probe.ServerFailure, err.Error()
 		return
