@@ -137,13 +137,19 @@ func costConfig(url, ledger string, o CostOptions) string {
 	return b.String()
 }
 
-// startDaemon writes cfg to dir and runs the daemon on it.
-func startDaemon(ctx context.Context, binary, dir, cfg string) (*process, error) {
-	cfgPath := filepath.Join(dir, "prober.yml")
+// daemonConfigFile is the name of the daemon's configuration in its
+// directory.
+const daemonConfigFile = "prober.yml"
+
+// startDaemon writes cfg to dir and runs the daemon on it, with flags
+// added to its command line.
+func startDaemon(ctx context.Context, binary, dir, cfg string, flags ...string) (*process, error) {
+	cfgPath := filepath.Join(dir, daemonConfigFile)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("write config: %w", err)
 	}
-	d, err := startProcess(ctx, binary, daemonAddress, "run", "--config.file="+cfgPath, "--web.listen-address=127.0.0.1:0")
+	args := append([]string{"run", "--config.file=" + cfgPath, "--web.listen-address=127.0.0.1:0"}, flags...)
+	d, err := startProcess(ctx, binary, daemonAddress, args...)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

@@ -33,17 +33,19 @@ type options struct {
 	costWarmup  time.Duration
 	costTime    time.Duration
 	fleetWarmup time.Duration
+	soakTime    time.Duration
 	moduleDir   string
 }
 
 func run() int {
 	var o options
-	only := flag.String("only", "fidelity,schedule,cost,fleet,scrape,hotpaths", "Comma-separated parts to run.")
+	only := flag.String("only", "fidelity,schedule,cost,fleet,scrape,hotpaths,soak", "Comma-separated parts to run.")
 	flag.Float64Var(&o.scale, "scale", 1, "Multiplier of every run's duration (0.2 for a quick look).")
 	flag.StringVar(&o.binary, "binary", "", "vllm-prober binary for the cost run (default: build one).")
 	flag.DurationVar(&o.costWarmup, "cost.warmup", 10*time.Second, "Daemon warm-up before the cost is measured.")
 	flag.DurationVar(&o.costTime, "cost.duration", 60*time.Second, "How long the cost is measured per case.")
 	flag.DurationVar(&o.fleetWarmup, "fleet.warmup", 60*time.Second, "Daemon warm-up before the fleet's cost is measured (every pair sends and every replica is scraped).")
+	flag.DurationVar(&o.soakTime, "soak.duration", 30*time.Minute, "How long the soak runs (before -scale).")
 	flag.StringVar(&o.moduleDir, "dir", ".", "The module's root directory.")
 	cpuProfile := flag.String("cpuprofile", "", "Write a CPU profile of the in-process runs (fidelity, schedule) to this file.")
 	flag.Parse()
@@ -71,7 +73,7 @@ func run() int {
 		fn   func(context.Context, options) ([]row, error)
 	}{
 		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", withBinary(runCost)}, {"fleet", withBinary(runFleet)},
-		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
+		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"soak", withBinary(runSoak)}, {"schedule.workers", runScheduleWorkers},
 	}
 	failed := false
 	for _, s := range steps {
