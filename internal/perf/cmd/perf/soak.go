@@ -23,9 +23,9 @@ const (
 // runSoak runs the daemon with 1,000 pairs and churning reloads for
 // -soak.duration (scaled) and judges whether its RSS stays flat after the
 // first window.
-func runSoak(ctx context.Context, o options, bin string) ([]row, error) {
+func runSoak(ctx context.Context, o options) ([]row, error) {
 	d := scaled(o.soakTime, o.scale)
-	r, err := perf.Soak(ctx, perf.SoakOptions{Binary: bin, Targets: soakTargets, Probes: soakProbes, Rate: soakRate,
+	r, err := perf.Soak(ctx, perf.SoakOptions{Binary: o.binary, Targets: soakTargets, Probes: soakProbes, Rate: soakRate,
 		Duration: d, Windows: soakWindows, ReloadEvery: d / soakReloads, ChurnTargets: 10, ChurnProbes: 1,
 		SampleEvery: d / (soakWindows * soakSamplesPerWindow), Log: os.Stdout})
 	if err != nil {
