@@ -1,9 +1,14 @@
 // Command perf runs the prober's own benchmarks (internal/perf) and prints
 // the summary table of docs/BENCHMARKS.md: measurement fidelity against the
 // simulator's ground truth, open-loop schedule accuracy, the daemon's CPU
-// and memory cost, its cost probing a 400-pair fleet, the /metrics scrape cost and the hot paths.
+// and memory cost (the sidecar among the cases), its cost probing a
+// 400-pair fleet, the /metrics scrape cost, the hot paths and a soak of
+// 1,000 pairs under churning reloads. Each part's output starts with the
+// time and the machine's load average, and the summary repeats the load
+// beside each part's rows. Parts are listed in parts.go.
 //
-//	go run ./internal/perf/cmd/perf            # everything, ~13 minutes
+//	go run ./internal/perf/cmd/perf            # everything, ~45 minutes
+//	go run ./internal/perf/cmd/perf -scale 0.1 # everything shortened, the soak to 3 minutes
 //	go run ./internal/perf/cmd/perf -only cost # one part
 //	go run ./internal/perf/cmd/perf -only schedule.workers # bench as worker processes only
 package main
