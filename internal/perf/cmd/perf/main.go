@@ -33,7 +33,6 @@ func main() { os.Exit(run()) }
 
 // options are the command-line flags.
 type options struct {
-	only        map[string]bool
 	scale       float64
 	binary      string
 	costWarmup  time.Duration
