@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -40,8 +41,10 @@ type CostOptions struct {
 	// OutputTokens is the streamed answer's length of the random
 	// workloads (0: 64).
 	OutputTokens int
-	Warmup       time.Duration
-	Duration     time.Duration
+	// Env is added to the daemon's environment (e.g. GOMAXPROCS=1).
+	Env      []string
+	Warmup   time.Duration
+	Duration time.Duration
 	// ScrapeEvery scrapes /metrics as Prometheus would (0 = never).
 	ScrapeEvery time.Duration
 }
@@ -57,7 +60,11 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	if opts.OutputTokens == 0 {
 		opts.OutputTokens = 64
 	}
-	out := CostResult{Name: fmt.Sprintf("%d×%d @ %g/s, %d tokens", opts.Targets, opts.Probes, opts.Rate, opts.OutputTokens),
+	name := fmt.Sprintf("%d×%d @ %g/s, %d tokens", opts.Targets, opts.Probes, opts.Rate, opts.OutputTokens)
+	if len(opts.Env) > 0 {
+		name += ", " + strings.Join(opts.Env, " ")
+	}
+	out := CostResult{Name: name,
 		Targets: opts.Targets, Probes: opts.Probes, Rate: opts.Rate}
 	dir, err := os.MkdirTemp("", "vllm-prober-perf-")
 	if err != nil {
@@ -71,7 +78,7 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	}
 	defer sim.stop()
 	out.SimPID = sim.cmd.Process.Pid
-	d, err := startDaemon(ctx, opts.Binary, dir, costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts))
+	d, err := startDaemonEnv(ctx, opts.Binary, dir, costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts), opts.Env)
 	if err != nil {
 		return out, err
 	}
@@ -150,12 +157,22 @@ const daemonConfigFile = "prober.yml"
 // startDaemon writes cfg to dir and runs the daemon on it, with flags
 // added to its command line.
 func startDaemon(ctx context.Context, binary, dir, cfg string, flags ...string) (*process, error) {
+	return startDaemonEnv(ctx, binary, dir, cfg, nil, flags...)
+}
+
+// startDaemonEnv is startDaemon with env added to the daemon's
+// environment.
+func startDaemonEnv(ctx context.Context, binary, dir, cfg string, env []string, flags ...string) (*process, error) {
 	cfgPath := filepath.Join(dir, daemonConfigFile)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("write config: %w", err)
 	}
 	args := append([]string{"run", "--config.file=" + cfgPath, "--web.listen-address=127.0.0.1:0"}, flags...)
-	d, err := startProcess(ctx, binary, daemonAddress, args...)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	d, err := startCommand(cmd, daemonAddress)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
