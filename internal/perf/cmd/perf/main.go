@@ -112,7 +112,7 @@ func runParts(ctx context.Context, o options, selected []part) (rows []partRows,
 	return rows, failed
 }
 
-// buildBinary compiles the daemon for the cost run.
+// buildBinary compiles the daemon once for the parts that run it.
 func buildBinary(ctx context.Context, dir string) (string, func(), error) {
 	tmp, err := os.MkdirTemp("", "vllm-prober-perf-bin-")
 	if err != nil {
