@@ -243,13 +243,13 @@ func soakVerdict(w []SoakWindow) (growth float64, flat bool) {
 // churn is the soak's changing configuration: the current target and
 // probe names, renamed a few at a time.
 type churn struct {
-	dir           string
-	addrs         []string
-	opts          SoakOptions
-	targets       []string // current names; targets[i] is served on addrs[i]
-	probes        []string
-	nextT, nextP  int // counters of new names
-	oldestT, oldP int // index of the next name to replace
+	dir              string
+	addrs            []string
+	opts             SoakOptions
+	targets          []string // current names; targets[i] is served on addrs[i]
+	probes           []string
+	nextT, nextP     int // counters of new names
+	oldestT, oldestP int // index of the next name to replace
 }
 
 // newChurn returns the first configuration's names.
@@ -275,8 +275,8 @@ func (c *churn) rotate() {
 		c.oldestT = (c.oldestT + 1) % len(c.targets)
 	}
 	for range c.opts.ChurnProbes {
-		c.probes[c.oldP] = c.probeName()
-		c.oldP = (c.oldP + 1) % len(c.probes)
+		c.probes[c.oldestP] = c.probeName()
+		c.oldestP = (c.oldestP + 1) % len(c.probes)
 	}
 }
 
