@@ -1,11 +1,13 @@
 // Package perf measures the prober itself: how exactly it times what a
 // client sees (against the simulator's ground-truth trace), how punctually
 // its open-loop scheduler sends, and what the daemon costs in CPU, memory
-// and scrape size. `make bench` runs it through cmd/perf, which prints the
+// and scrape size, and whether its memory stays bounded while pairs come
+// and go (Soak). `make bench` runs it through cmd/perf, which prints the
 // summary table of docs/BENCHMARKS.md.
 //
-// Every run is in-process except the cost run, which measures the real
-// daemon binary in its own process next to a simulator in another.
+// The fidelity and schedule runs are in-process; the cost, fleet and soak
+// runs measure the real daemon binary in its own process, next to
+// simulators in another process (cost) or in this one (fleet, soak).
 package perf
 
 import (

@@ -16,7 +16,7 @@ const accuracyRounds = 3
 // daemon's engine, bench's runner and a naive client against one simulator
 // process at 10 to 2,000 requests/s (perf.Accuracy) and prints one table,
 // with the machine's load average at the start and end of each rate.
-func runAccuracy(ctx context.Context, o options, bin string) ([]row, error) {
+func runAccuracy(ctx context.Context, o options) ([]row, error) {
 	var rows []row
 	fmt.Println("accuracy: median over rounds of each statistic; errors and lag in µs")
 	fmt.Println("| req/s | client | requests | TTFT err p50 / p99 | ITL err p50 / p99 | lag p50 / p99 | load average start → end |")
@@ -26,7 +26,7 @@ func runAccuracy(ctx context.Context, o options, bin string) ([]row, error) {
 		d    time.Duration
 	}{{10, 10 * time.Second}, {300, 4 * time.Second}, {1000, 3 * time.Second}, {2000, 2 * time.Second}} {
 		loadStart := loadAverage()
-		a, err := perf.Accuracy(ctx, perf.AccuracyOptions{Binary: bin, Rate: c.rate, Duration: scaled(c.d, o.scale), Rounds: accuracyRounds})
+		a, err := perf.Accuracy(ctx, perf.AccuracyOptions{Binary: o.binary, Rate: c.rate, Duration: scaled(c.d, o.scale), Rounds: accuracyRounds})
 		if err != nil {
 			return rows, fmt.Errorf("%g/s: %w", c.rate, err)
 		}
