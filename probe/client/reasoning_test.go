@@ -2,13 +2,7 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -75,34 +70,6 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 	}
 }
 
-// reasoningServer serves events with a gap before each event after the
-// role chunk, flushing each, then [DONE].
-func reasoningServer(t *testing.T, events []string, gap time.Duration, check func(body map[string]any)) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if check != nil {
-			check(body)
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		for i, e := range events {
-			if i > 0 && gap > 0 {
-				time.Sleep(gap)
-			}
-			fmt.Fprintf(w, "data: %s\n\n", e)
-			fl.Flush()
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestRequesterReasoningRealTiming checks TTFA against a server that writes
 // each event a known time after the previous one: TTFT comes one gap after
 // the role chunk, TTFA three reasoning gaps later.
@@ -111,8 +78,8 @@ func TestRequesterReasoningRealTiming(t *testing.T) {
 		gap   = 50 * time.Millisecond
 		slack = 250 * time.Millisecond // generous: the test machine is shared
 	)
-	srv := reasoningServer(t, reasoningChat, gap, nil)
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
+	url := pausedStream(t, evenly(gap, reasoningChat), nil)
+	r := newTestRequester(t, rqTarget(url), rqProbe(config.APIChat), Options{})
 	res := doRequest(context.Background(), r, 1)
 	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s %s %v", res.Disposition, res.Reason, res.Error, res.QualityFailures)
@@ -134,7 +101,7 @@ func TestRequesterReasoningRealTiming(t *testing.T) {
 // TestRequesterChecksJudgeAnswer: a check the reasoning would pass or fail
 // judges the answer only.
 func TestRequesterChecksJudgeAnswer(t *testing.T) {
-	srv := reasoningServer(t, reasoningChat, 0, nil)
+	url := pausedStream(t, evenly(0, reasoningChat), nil)
 	tests := []struct {
 		name    string
 		quality func(q *config.Quality)
@@ -156,18 +123,13 @@ func TestRequesterChecksJudgeAnswer(t *testing.T) {
 			if tc.expect != nil {
 				p.Workload.Prompts[0].Expect = *tc.expect
 			}
-			r := newTestRequester(t, rqTarget(srv.URL), p, Options{})
+			r := newTestRequester(t, rqTarget(url), p, Options{})
 			res := doRequest(context.Background(), r, 1)
 			if !slices.Equal(res.QualityFailures, tc.want) {
 				t.Errorf("quality failures = %v, want %v (%s %s)", res.QualityFailures, tc.want, res.Disposition, res.Error)
 			}
 		})
 	}
-}
-
-func mustRegexp(t *testing.T, src string) config.Regexp {
-	t.Helper()
-	return config.Regexp{Regexp: regexp.MustCompile(src), Source: src}
 }
 
 // toolCallChat streams a call of get_weather in fragments, vLLM-style:
@@ -184,10 +146,7 @@ const toolCallChat = `{"model":"m","choices":[{"index":0,"delta":{"role":"assist
 // assembled call against quality.tool_call's schema.
 func TestRequesterToolCall(t *testing.T) {
 	dir := t.TempDir()
-	schema := filepath.Join(dir, "args.json")
-	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	schema := testfile.Write(t, dir, "args.json", `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`)
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
 		"parameters": map[string]any{"type": "object"}}}}
 	tests := []struct {
@@ -206,12 +165,12 @@ func TestRequesterToolCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got map[string]any
 			events := strings.Split(fmt.Sprintf(toolCallChat, tc.rest), "\n")
-			srv := reasoningServer(t, events, 0, func(body map[string]any) { got = body })
+			url := pausedStream(t, evenly(0, events), func(body map[string]any) { got = body })
 			p := rqProbe(config.APIChat)
 			p.Request.Extra = map[string]any{"tools": tools, "tool_choice": "required"}
 			p.Quality.FinishReasons = []string{"tool_calls"}
 			p.Quality.ToolCall = &tc.check
-			r := newTestRequester(t, rqTarget(srv.URL), p, Options{})
+			r := newTestRequester(t, rqTarget(url), p, Options{})
 			res := doRequest(context.Background(), r, 1)
 			if res.Disposition != tc.wantDisp || !slices.Equal(res.QualityFailures, tc.want) {
 				t.Errorf("got %s %v (%s), want %s %v", res.Disposition, res.QualityFailures, res.Error, tc.wantDisp, tc.want)
