@@ -145,8 +145,7 @@ const toolCallChat = `{"model":"m","choices":[{"index":0,"delta":{"role":"assist
 // TestRequesterToolCall sends tools through request.extra and judges the
 // assembled call against quality.tool_call's schema.
 func TestRequesterToolCall(t *testing.T) {
-	dir := t.TempDir()
-	schema := testfile.Write(t, dir, "args.json", `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`)
+	schema := testfile.Temp(t, "args.json", `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`)
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
 		"parameters": map[string]any{"type": "object"}}}}
 	tests := []struct {
