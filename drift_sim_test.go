@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -66,7 +67,7 @@ func TestDriftAgainstSimulator(t *testing.T) {
 	driftURL, warmURL, coldURL := startSimulator(t, noJitter), startSimulator(t, noJitter), startSimulator(t, noJitter)
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := relWriteFile(t, dir, "c.yml", driftConfig(ledgerPath, driftURL, warmURL, coldURL))
+	cfgPath := testfile.Write(t, dir, "c.yml", driftConfig(ledgerPath, driftURL, warmURL, coldURL))
 	logPath := filepath.Join(dir, "daemon.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -51,7 +52,7 @@ func TestEmbeddingsAgainstSimulator(t *testing.T) {
 	_, simURL := startSimulatorServer(t, simtest.EmbeddingDim(384))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := relWriteFile(t, dir, "c.yml", fmt.Sprintf(embeddingsConfig, path, simURL))
+	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(embeddingsConfig, path, simURL))
 	d := startInProcess(t, cfgPath)
 	waitFor(t, "20 answers of each probe", func() bool {
 		n := countsBy(gatherByName(t, d)[metricname.Requests], "probe")

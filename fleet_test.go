@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
@@ -35,7 +35,7 @@ func TestFleetFileSD(t *testing.T) {
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	writeFileSD(t, dir, addrs[:1])
-	cfgPath := relWriteFile(t, dir, "c.yml", fmt.Sprintf(`global:
+	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`global:
   ledger: {path: %q}
   server_metrics: {interval: 1s, timeout: 1s}
 targets:
@@ -245,7 +245,7 @@ func TestFleetDropsAndFailures(t *testing.T) {
 	addrs := sorted(startReplicas(t, 2))
 	dir := t.TempDir()
 	writeFileSD(t, dir, addrs)
-	cfgPath := relWriteFile(t, dir, "c.yml", `targets:
+	cfgPath := testfile.Write(t, dir, "c.yml", `targets:
   - name: fleet
     model: sim-llama
     metrics_path: ""
@@ -266,9 +266,7 @@ probes:
 		t.Errorf("dropped replicas %v, want the second counted", got)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "fleet.json"), []byte(`[{"targets": [`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, dir, "fleet.json", `[{"targets": [`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		fams = gatherByName(t, d)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -27,7 +28,7 @@ func relSim(t *testing.T, f simulator.Faults) string {
 // timeout, writing the ledger to ledger.
 func relConfig(t *testing.T, dir, simURL string, rate float64, timeout, ledger string) string {
 	t.Helper()
-	return relWriteFile(t, dir, "c.yml", chatConfig{simURL, ledger, rate, timeout, false}.String())
+	return testfile.Write(t, dir, "c.yml", chatConfig{simURL, ledger, rate, timeout, false}.String())
 }
 
 // relCounts scrapes the pair's offered and finished counts.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -32,10 +33,7 @@ func writeShardDataset(t *testing.T) string {
 		line, _ := json.Marshal(map[string]string{"prompt": "Tell me" + strings.Repeat(" about the weather", i+1)})
 		b.Write(append(line, '\n'))
 	}
-	path := filepath.Join(t.TempDir(), "prompts.jsonl")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testfile.Temp(t, "prompts.jsonl", b.String())
 	return path
 }
 

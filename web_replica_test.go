@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
@@ -28,7 +29,7 @@ func TestResultsAndPairOfAFleet(t *testing.T) {
 	gateway, replicas := addrs[0], addrs[1:]
 	dir := t.TempDir()
 	writeFileSD(t, dir, replicas)
-	cfgPath := relWriteFile(t, dir, "c.yml", fmt.Sprintf(`global:
+	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`global:
   ledger: {path: %q}
 targets:
   - name: fleet
