@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -58,7 +59,7 @@ func TestFleetAlerts(t *testing.T) {
 	gw := newGateway(t, addrs)
 	dir := t.TempDir()
 	writeTargetGroups(t, dir, addrs)
-	cfg := relWrite(t, dir, "prober.yml", fmt.Sprintf(fleetAlertConfig, gw.url))
+	cfg := testfile.Write(t, dir, "prober.yml", fmt.Sprintf(fleetAlertConfig, gw.url))
 	rulesPath := filepath.Join(dir, "rules.yml")
 	if code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfg, "--window-scale="+alertWindowScale,
 		"--health-for=10m", "--output="+rulesPath); code != 0 {
