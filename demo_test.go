@@ -16,7 +16,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
@@ -169,10 +169,7 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 		acceptance[f[0]+"/"+f[1]] = f[len(f)-1]
 	}
 
-	recs, torn, err := ledger.Read(ledgerPath)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger: %d torn, %v", torn, err)
-	}
+	recs := ledgertest.Read(t, ledgerPath)
 	hand := map[string]map[string]int{}
 	for _, r := range recs {
 		pair := demoPair(r.Target, r.Replica, r.Probe)

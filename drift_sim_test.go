@@ -14,7 +14,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -142,10 +142,7 @@ func TestDriftAgainstSimulator(t *testing.T) {
 
 	d.shutdown()
 	d.closeLedger()
-	recs, _, err := ledger.Read(ledgerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := ledgertest.Read(t, ledgerPath)
 	hashes := map[string]bool{}
 	for _, r := range recs {
 		if r.Probe == "canary" && r.Fingerprint != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
@@ -102,9 +103,5 @@ func stopAndReadLedger(t *testing.T, d *daemon, path string) []ledger.Record {
 	t.Helper()
 	d.shutdown()
 	d.closeLedger()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %v, %d torn lines", err, torn)
-	}
-	return recs
+	return ledgertest.Read(t, path)
 }

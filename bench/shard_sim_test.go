@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -48,10 +49,7 @@ func runShards(t *testing.T, o Options, n int) []*Outcome {
 // start, by seq, and returns its records.
 func ledgerOffsets(t *testing.T, path string, start time.Time, into map[uint64]time.Duration) []ledger.Record {
 	t.Helper()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("read %s: %v (torn %d)", path, err, torn)
-	}
+	recs := ledgertest.Read(t, path)
 	for _, r := range recs {
 		if _, dup := into[r.Seq]; dup {
 			t.Errorf("seq %d in two ledgers", r.Seq)

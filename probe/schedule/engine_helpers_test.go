@@ -11,6 +11,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 )
 
 // testEpoch is the fake clock's start.
@@ -296,9 +297,5 @@ func StopAndReadLedger(t *testing.T, e *Engine, lg *ledger.Ledger, path string) 
 	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
-	}
-	return recs
+	return ledgertest.Read(t, path)
 }
