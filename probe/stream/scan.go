@@ -80,26 +80,11 @@ func (s *scanner) choices(c *Chunk) bool {
 		c.Choices = nil
 		return true
 	}
-	if !s.consume('[') || !s.enter() {
-		return false
-	}
-	defer s.leave()
-	if s.consume(']') {
-		return true
-	}
-	for {
+	return s.array(func() bool {
 		c.Choices = append(c.Choices, Choice{})
 		ch := &c.Choices[len(c.Choices)-1]
-		if !s.object(func(key []byte) bool { return s.choiceField(ch, key) }) {
-			return false
-		}
-		if s.consume(']') {
-			return true
-		}
-		if !s.consume(',') {
-			return false
-		}
-	}
+		return s.object(func(key []byte) bool { return s.choiceField(ch, key) })
+	})
 }
 
 func (s *scanner) choiceField(ch *Choice, key []byte) bool {
@@ -202,6 +187,29 @@ func (s *scanner) object(field func(key []byte) bool) bool {
 			return false
 		}
 		if s.consume('}') {
+			return true
+		}
+		if !s.consume(',') {
+			return false
+		}
+	}
+}
+
+// array reads [value, ...], calling elem for each value with the scanner
+// positioned at it.
+func (s *scanner) array(elem func() bool) bool {
+	if !s.consume('[') || !s.enter() {
+		return false
+	}
+	defer s.leave()
+	if s.consume(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if s.consume(']') {
 			return true
 		}
 		if !s.consume(',') {
@@ -330,25 +338,7 @@ func (s *scanner) skip() bool {
 	case '{':
 		return s.object(func([]byte) bool { return s.skip() })
 	case '[':
-		s.i++
-		if !s.enter() {
-			return false
-		}
-		defer s.leave()
-		if s.consume(']') {
-			return true
-		}
-		for {
-			if !s.skip() {
-				return false
-			}
-			if s.consume(']') {
-				return true
-			}
-			if !s.consume(',') {
-				return false
-			}
-		}
+		return s.array(s.skip)
 	case '"':
 		return s.skipString()
 	case 't':
