@@ -67,7 +67,7 @@ func TestFleetAlerts(t *testing.T) {
 	}
 	checkRules(t, rulesPath)
 	p := daemontest.Start(t, binary, "--config.file="+cfg)
-	promAddr := freeAddr(t)
+	promAddr := daemontest.FreeAddr(t)
 	writeFile(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(fleetPromConfig, p.Addr))
 	prom := startTool(t, "prometheus", promAddr, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -140,12 +141,7 @@ func waitGone(r *http.Request) {
 }
 
 func TestRequesterConnectionErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
+	refused := "http://" + daemontest.FreeAddr(t)
 	tlsSrv := httptest.NewUnstartedServer(streamHandler(chatOK))
 	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	tlsSrv.StartTLS()
