@@ -43,8 +43,7 @@ func syncPairs(c *Collector, cfg *config.Config) {
 	pairs := cfg.Pairs()
 	c.mu.RLock()
 	var gone []config.PairKey
-	for k := range c.pairs {
-		key := config.PairKey{Target: k.target, Probe: k.probe}
+	for key := range c.pairs {
 		if !slices.ContainsFunc(pairs, func(p config.Pair) bool { return p.Key == key }) {
 			gone = append(gone, key)
 		}

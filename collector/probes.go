@@ -71,12 +71,8 @@ type Collector struct {
 	warned logonce.Set
 
 	mu    sync.RWMutex
-	pairs map[pairKey]*pairMetrics
+	pairs map[config.PairKey]*pairMetrics
 }
-
-type pairKey struct{ target, probe, replica string }
-
-func newPairKey(k config.PairKey) pairKey { return pairKey{k.Target, k.Probe, k.Replica} }
 
 // pairLabels are the label names every per-pair series starts with.
 var pairLabels = []string{labelTarget, labelProbe, labelReplica}
@@ -108,7 +104,7 @@ func New(o Options) *Collector {
 		logger: o.Logger,
 		now:    o.Now,
 		warned: logonce.Set{Max: 256},
-		pairs:  map[pairKey]*pairMetrics{},
+		pairs:  map[config.PairKey]*pairMetrics{},
 		descs: probeDescs{
 			offered:   prometheus.NewDesc(metricname.RequestsOffered, metricname.RequestsOfferedHelp, pair, nil),
 			requests:  prometheus.NewDesc(metricname.Requests, metricname.RequestsHelp, with(labelDisposition), nil),
@@ -130,9 +126,9 @@ func New(o Options) *Collector {
 // a changed one keeps its counters, and gets new histograms when its SLO
 // thresholds (which its buckets hold) or its histogram selection changed.
 func (c *Collector) PairStarted(p config.Pair) {
-	k := newPairKey(p.Key)
-	if !utf8.ValidString(k.target) || !utf8.ValidString(k.probe) || !utf8.ValidString(k.replica) {
-		c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.target, "probe", k.probe, "replica", k.replica)
+	k := p.Key
+	if !utf8.ValidString(k.Target) || !utf8.ValidString(k.Probe) || !utf8.ValidString(k.Replica) {
+		c.logger.Warn("skipping pair with invalid UTF-8 name", "target", k.Target, "probe", k.Probe, "replica", k.Replica)
 		return
 	}
 	shape := probeShape(p.Probe)
@@ -155,13 +151,13 @@ func (c *Collector) PairStarted(p config.Pair) {
 func (c *Collector) PairStopped(key config.PairKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.pairs, newPairKey(key))
+	delete(c.pairs, key)
 }
 
 func (c *Collector) pair(key config.PairKey) *pairMetrics {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.pairs[newPairKey(key)]
+	return c.pairs[key]
 }
 
 // Offered implements probe.Sink.

@@ -45,7 +45,7 @@ func histogramDescs() []*prometheus.Desc {
 // shares vLLM's ITL/TPOT buckets and also gets the TPOT threshold:
 // per-gap and per-request token latency are judged against the same
 // budget by people reading them.
-func newPairHistograms(k pairKey, s histogramShape) *pairHistograms {
+func newPairHistograms(k config.PairKey, s histogramShape) *pairHistograms {
 	th, sel := s.th, s.sel
 	hist := func(kind, name, help string, buckets []float64) prometheus.Histogram {
 		if !sel.Has(kind) {
@@ -86,9 +86,9 @@ func classicBuckets(sel config.HistogramSelection, buckets []float64) []float64 
 // newHistogram returns one native histogram series, with the given classic
 // buckets too unless there are none, labelled with the pair (and phase,
 // when given). Label values were checked in PairStarted.
-func newHistogram(k pairKey, name, help string, buckets []float64, phase ...string) prometheus.Histogram {
+func newHistogram(k config.PairKey, name, help string, buckets []float64, phase ...string) prometheus.Histogram {
 	labels := slices.Clone(pairLabels)
-	values := []string{k.target, k.probe, k.replica}
+	values := []string{k.Target, k.Probe, k.Replica}
 	if len(phase) > 0 {
 		labels = append(labels, labelPhase)
 		values = append(values, phase[0])

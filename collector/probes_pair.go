@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -29,7 +30,7 @@ func indexOf[T comparable](values []T) map[T]int {
 // pairMetrics holds the series of one (target, probe) pair. Counters are
 // atomics so Finished never waits for a scrape.
 type pairMetrics struct {
-	key     pairKey
+	key     config.PairKey
 	shape   histogramShape // what its histograms were built with; guarded by Collector.mu
 	created time.Time
 
@@ -53,7 +54,7 @@ type pairMetrics struct {
 	hists atomic.Pointer[pairHistograms]
 }
 
-func newPairMetrics(k pairKey, shape histogramShape, created time.Time) *pairMetrics {
+func newPairMetrics(k config.PairKey, shape histogramShape, created time.Time) *pairMetrics {
 	p := &pairMetrics{
 		key:          k,
 		shape:        shape,
@@ -123,7 +124,7 @@ func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
 }
 
 func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric) {
-	t, pr, rep := p.key.target, p.key.probe, p.key.replica
+	t, pr, rep := p.key.Target, p.key.Probe, p.key.Replica
 	counter := func(desc *prometheus.Desc, v uint64, extra ...string) {
 		m, err := prometheus.NewConstMetricWithCreatedTimestamp(desc, prometheus.CounterValue, float64(v), p.created, append([]string{t, pr, rep}, extra...)...)
 		if err == nil {

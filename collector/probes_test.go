@@ -259,7 +259,7 @@ func TestExemplarLimits(t *testing.T) {
 			if got := exemplar(tc.id)[labelRequestID]; got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
-			h := newHistogram(pairKey{"t", "p", ""}, metricname.TTFT, metricname.TTFTHelp, ttftBuckets)
+			h := newHistogram(config.PairKey{Target: "t", Probe: "p"}, metricname.TTFT, metricname.TTFTHelp, ttftBuckets)
 			observe(h, time.Second, exemplar(tc.id)) // must not panic
 		})
 	}
