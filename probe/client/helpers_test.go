@@ -128,3 +128,30 @@ func mustRegexp(t *testing.T, src string) config.Regexp {
 	t.Helper()
 	return config.Regexp{Regexp: regexp.MustCompile(src), Source: src}
 }
+
+// check is one named value of a result and the value it must have.
+type check struct {
+	name      string
+	got, want any
+}
+
+// checkAll reports every check whose value is not the wanted one.
+func checkAll(t *testing.T, checks []check) {
+	t.Helper()
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// slackCheck returns a check that a measured time is no earlier than the
+// server's schedule (want) and later by at most slack.
+func slackCheck(t *testing.T, slack time.Duration) func(name string, got, want time.Duration) {
+	return func(name string, got, want time.Duration) {
+		t.Helper()
+		if got < want || got > want+slack {
+			t.Errorf("%s = %v, want in [%v, %v]", name, got, want, want+slack)
+		}
+	}
+}

@@ -102,10 +102,7 @@ func TestRequesterExactTiming(t *testing.T) {
 	res := &probe.Result{Seq: 1, Scheduled: clock.now().Add(-5 * time.Millisecond)}
 	r.Do(context.Background(), res)
 
-	checks := []struct {
-		name      string
-		got, want any
-	}{
+	checkAll(t, []check{
 		{"disposition", res.Disposition, probe.LatencyFailure},
 		{"slo", fmt.Sprint(res.SLOViolations), fmt.Sprint([]string{probe.SLOTTFT})},
 		{"sent", res.Sent, tr.t0},
@@ -122,12 +119,7 @@ func TestRequesterExactTiming(t *testing.T) {
 		{"output tokens", res.OutputTokens, 2},
 		{"prompt tokens", res.PromptTokens, 5},
 		{"text", res.Text, "144"},
-	}
-	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-		}
-	}
+	})
 }
 
 // TestRequesterRealTiming checks the client against a server that writes
@@ -147,11 +139,7 @@ func TestRequesterRealTiming(t *testing.T) {
 	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s %s", res.Disposition, res.Reason, res.Error)
 	}
-	within := func(name string, got, want time.Duration) {
-		if got < want || got > want+slack {
-			t.Errorf("%s = %v, want in [%v, %v]", name, got, want, want+slack)
-		}
-	}
+	within := slackCheck(t, slack)
 	within("ttft", res.TTFT, prefill)
 	within("e2el", res.E2EL, prefill+step)
 	if len(res.ITLs) != 1 {

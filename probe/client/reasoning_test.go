@@ -48,10 +48,7 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 	res := &probe.Result{Seq: 1, Scheduled: clock.now()}
 	r.Do(context.Background(), res)
 
-	checks := []struct {
-		name      string
-		got, want any
-	}{
+	checkAll(t, []check{
 		{"disposition", res.Disposition, probe.LatencyFailure},
 		{"slo", fmt.Sprint(res.SLOViolations), fmt.Sprint([]string{probe.SLOTTFA})},
 		{"ttft", res.TTFT, ms(110)},
@@ -62,12 +59,7 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 		{"output tokens", res.OutputTokens, 5},
 		{"text", res.Text, "144"},
 		{"reasoning", res.Reasoning, "12*12 is 145? no, {not json"},
-	}
-	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-		}
-	}
+	})
 }
 
 // TestRequesterReasoningRealTiming checks TTFA against a server that writes
@@ -84,12 +76,7 @@ func TestRequesterReasoningRealTiming(t *testing.T) {
 	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s %s %v", res.Disposition, res.Reason, res.Error, res.QualityFailures)
 	}
-	within := func(name string, got, want time.Duration) {
-		t.Helper()
-		if got < want || got > want+slack {
-			t.Errorf("%s = %v, want in [%v, %v]", name, got, want, want+slack)
-		}
-	}
+	within := slackCheck(t, slack)
 	within("ttft", res.TTFT, gap)
 	within("ttfa", res.TTFA, 4*gap)
 	within("ttfa - ttft", res.TTFA-res.TTFT, 3*gap-10*time.Millisecond)
