@@ -171,45 +171,33 @@ func (s *scanner) tokensDetails(c *Chunk) bool {
 // object reads {"key": value, ...}, calling field for each key with the
 // scanner positioned at the value.
 func (s *scanner) object(field func(key []byte) bool) bool {
-	if !s.consume('{') || !s.enter() {
-		return false
-	}
-	defer s.leave()
-	if s.consume('}') {
-		return true
-	}
-	for {
+	return s.list('{', '}', func() bool {
 		key, ok := s.rawString()
-		if !ok || !s.consume(':') {
-			return false
-		}
-		if !field(key) {
-			return false
-		}
-		if s.consume('}') {
-			return true
-		}
-		if !s.consume(',') {
-			return false
-		}
-	}
+		return ok && s.consume(':') && field(key)
+	})
 }
 
 // array reads [value, ...], calling elem for each value with the scanner
 // positioned at it.
 func (s *scanner) array(elem func() bool) bool {
-	if !s.consume('[') || !s.enter() {
+	return s.list('[', ']', elem)
+}
+
+// list reads start, elements separated by commas, end: the shape an
+// object and an array share. elem reads one element.
+func (s *scanner) list(start, end byte, elem func() bool) bool {
+	if !s.consume(start) || !s.enter() {
 		return false
 	}
 	defer s.leave()
-	if s.consume(']') {
+	if s.consume(end) {
 		return true
 	}
 	for {
 		if !elem() {
 			return false
 		}
-		if s.consume(']') {
+		if s.consume(end) {
 			return true
 		}
 		if !s.consume(',') {
