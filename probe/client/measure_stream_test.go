@@ -7,33 +7,15 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// scriptClock is set by the scripted transport as bytes "arrive".
-type scriptClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *scriptClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *scriptClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // scriptedPiece is a run of body bytes that arrives at ms after t0.
 type scriptedPiece struct {
@@ -44,7 +26,7 @@ type scriptedPiece struct {
 // scriptedTransport answers with a stream whose bytes arrive at scripted
 // times of the fake clock, so the whole request path can be checked exactly.
 type scriptedTransport struct {
-	clock     *scriptClock
+	clock     *testclock.Manual
 	t0        time.Time
 	headersMS int
 	pieces    []scriptedPiece
@@ -52,7 +34,7 @@ type scriptedTransport struct {
 
 func (s *scriptedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	_, _ = io.Copy(io.Discard, req.Body)
-	s.clock.set(s.t0.Add(time.Duration(s.headersMS) * time.Millisecond))
+	s.clock.Set(s.t0.Add(time.Duration(s.headersMS) * time.Millisecond))
 	h := http.Header{}
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	return &http.Response{StatusCode: 200, Header: h, Body: &scriptedBody{s: s}, Request: req}, nil
@@ -69,7 +51,7 @@ func (b *scriptedBody) Read(p []byte) (int, error) {
 	}
 	pc := b.s.pieces[b.i]
 	b.i++
-	b.s.clock.set(b.s.t0.Add(time.Duration(pc.ms) * time.Millisecond))
+	b.s.clock.Set(b.s.t0.Add(time.Duration(pc.ms) * time.Millisecond))
 	return copy(p, pc.data), nil
 }
 
@@ -87,9 +69,9 @@ func sse(events ...string) string {
 // an injected clock: TTFT, ITL, TPOT, E2EL and the phases must come out
 // exactly as defined.
 func TestRequesterExactTiming(t *testing.T) {
-	clock := &scriptClock{t: time.Unix(7000, 0)}
+	clock := testclock.New(time.Unix(7000, 0))
 	second := sse(chatOK[2])
-	tr := &scriptedTransport{clock: clock, t0: clock.now(), headersMS: 20, pieces: []scriptedPiece{
+	tr := &scriptedTransport{clock: clock, t0: clock.Now(), headersMS: 20, pieces: []scriptedPiece{
 		{ms: 300, data: sse(chatOK[0])},               // role chunk: not a token
 		{ms: 310, data: sse(chatOK[1]) + second[:20]}, // first token; the next event split
 		{ms: 350, data: second[20:]},
@@ -97,9 +79,9 @@ func TestRequesterExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now})
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now})
 	r.client.Transport = tr
-	res := &probe.Result{Seq: 1, Scheduled: clock.now().Add(-5 * time.Millisecond)}
+	res := &probe.Result{Seq: 1, Scheduled: clock.Now().Add(-5 * time.Millisecond)}
 	r.Do(context.Background(), res)
 
 	checkAll(t, []check{

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -32,8 +33,8 @@ var reasoningChat = []string{
 // whole requester with an injected clock: TTFT is the first reasoning
 // event, TTFA the first content event, and the TTFA objective is judged.
 func TestRequesterReasoningExactTiming(t *testing.T) {
-	clock := &scriptClock{t: time.Unix(9000, 0)}
-	tr := &scriptedTransport{clock: clock, t0: clock.now(), headersMS: 20, pieces: []scriptedPiece{
+	clock := testclock.New(time.Unix(9000, 0))
+	tr := &scriptedTransport{clock: clock, t0: clock.Now(), headersMS: 20, pieces: []scriptedPiece{
 		{ms: 100, data: sse(reasoningChat[0])},
 		{ms: 110, data: sse(reasoningChat[1])},
 		{ms: 150, data: sse(reasoningChat[2])},
@@ -43,9 +44,9 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond), TTFA: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now})
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now})
 	r.client.Transport = tr
-	res := &probe.Result{Seq: 1, Scheduled: clock.now()}
+	res := &probe.Result{Seq: 1, Scheduled: clock.Now()}
 	r.Do(context.Background(), res)
 
 	checkAll(t, []check{
