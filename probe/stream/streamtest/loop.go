@@ -6,7 +6,7 @@ import "io"
 // ChatEvent is one streamed chat chunk exactly as vLLM sends it with
 // continuous usage stats: the common event of every probe.
 const ChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
-	`"choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
+	`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
 	`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
 
 // Loop returns a reader that serves data again and again, never ending and
