@@ -20,16 +20,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/status"
 )
 
-// scrape fetches and parses /metrics.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	fams, err := promtext.Fetch(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
-}
-
 // sumBy sums a family's values per pair, "target/probe" or
 // "target@replica/probe" (the demo's tables' form).
 func sumBy(f *dto.MetricFamily) map[string]float64 {
@@ -75,7 +65,7 @@ func TestDemo(t *testing.T) {
 	}()
 	time.Sleep(2 * time.Second) // at least one server scrape at 5s intervals has happened by the third summary
 
-	fams := scrape(t, metricsURL)
+	fams := promtext.Scrape(t, metricsURL)
 	designMetrics, err := designdoc.MetricNames(".")
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +203,7 @@ func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	state := func() (success float64, serverSeries int) {
-		fams := scrape(t, d.URL("/metrics"))
+		fams := promtext.Scrape(t, d.URL("/metrics"))
 		if f := fams["vllm_probe_server_scrape_success"]; f != nil && len(f.GetMetric()) == 1 {
 			success = f.GetMetric()[0].GetGauge().GetValue()
 		} else {

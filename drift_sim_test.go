@@ -80,7 +80,7 @@ func TestDriftAgainstSimulator(t *testing.T) {
 
 	value := func(name, target, probeName string) float64 {
 		var v float64
-		for _, m := range gatherByName(t, d)[name].GetMetric() {
+		for _, m := range promtext.Families(t, d.reg)[name].GetMetric() {
 			l := promtext.Labels(m)
 			if l["target"] == target && (probeName == "" || l["probe"] == probeName) {
 				v += m.GetCounter().GetValue()

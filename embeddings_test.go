@@ -55,11 +55,11 @@ func TestEmbeddingsAgainstSimulator(t *testing.T) {
 	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(embeddingsConfig, path, simURL))
 	d := startInProcess(t, cfgPath)
 	waitFor(t, "20 answers of each probe", func() bool {
-		n := countsBy(gatherByName(t, d)[metricname.Requests], "probe")
+		n := countsBy(promtext.Families(t, d.reg)[metricname.Requests], "probe")
 		return n["embed"] >= 20 && n["embed-512"] >= 20
 	})
 	recs := stopAndReadLedger(t, d, path)
-	fams := gatherByName(t, d)
+	fams := promtext.Families(t, d.reg)
 
 	// The hand count: per probe, disposition and flags.
 	count := map[string]int{}

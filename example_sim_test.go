@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -41,7 +42,7 @@ func TestReasoningToolsExampleAgainstSimulator(t *testing.T) {
 	d := startInProcess(t, testfile.Write(t, dir, "vllm-prober.yml", doc))
 	probes := []string{"chat-reasoning", "chat-tools", "embeddings", "canary", "chat-prefix", "chat-cache-busting"}
 	waitFor(t, "6 answers of each probe", func() bool {
-		n := countsBy(gatherByName(t, d)[metricname.Requests], "probe")
+		n := countsBy(promtext.Families(t, d.reg)[metricname.Requests], "probe")
 		for _, p := range probes {
 			if n[p] < 6 {
 				return false

@@ -63,7 +63,7 @@ targets:
 			t.Errorf("replica %s: no ledger record", a)
 		}
 	}
-	last := gatherByName(t, d)
+	last := promtext.Families(t, d.reg)
 	offered := sumFamily(last[metricname.RequestsOffered], addrs[2])
 	if n := len(seqs["fleet/chat@"+addrs[2]]); offered == 0 || offered != float64(n) {
 		t.Errorf("replica %s: offered %g, ledger records %d", addrs[2], offered, n)
@@ -111,7 +111,7 @@ func waitReplicas(t *testing.T, d *daemon, addrs []string) map[string]*dto.Metri
 	var have []string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		fams = gatherByName(t, d)
+		fams = promtext.Families(t, d.reg)
 		checkFleetFlow(t, fams)
 		have = nil
 		for _, m := range fams[metricname.RequestsOffered].GetMetric() {
@@ -161,7 +161,7 @@ func sumFamily(f *dto.MetricFamily, replica string) float64 {
 // label.
 func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
 	t.Helper()
-	fams := gatherByName(t, d)
+	fams := promtext.Families(t, d.reg)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, a := range addrs {
 		for {
@@ -180,7 +180,7 @@ func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
 				t.Fatalf("replica %s: target_info with its labels %v, scraped series %v", a, info, scraped)
 			}
 			time.Sleep(200 * time.Millisecond)
-			fams = gatherByName(t, d)
+			fams = promtext.Families(t, d.reg)
 		}
 	}
 }
@@ -270,7 +270,7 @@ probes:
 	testfile.Write(t, dir, "fleet.json", `[{"targets": [`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		fams = gatherByName(t, d)
+		fams = promtext.Families(t, d.reg)
 		f := fams[metricname.DiscoveryFailures].GetMetric()
 		if len(f) == 1 && f[0].GetCounter().GetValue() > 0 {
 			if l := promtext.Labels(f[0]); l["mechanism"] != "file_sd" || l["target"] != "fleet" {

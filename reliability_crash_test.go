@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -35,7 +36,7 @@ func relConfig(t *testing.T, dir, simURL string, rate float64, timeout, ledger s
 // relCounts scrapes the pair's offered and finished counts.
 func relCounts(t *testing.T, d *daemontest.Proc) (offered, finished float64) {
 	t.Helper()
-	fams := scrape(t, d.URL("/metrics"))
+	fams := promtext.Scrape(t, d.URL("/metrics"))
 	offered = sumBy(fams["vllm_probe_requests_offered_total"])["sim/chat"]
 	finished = sumBy(fams["vllm_probe_requests_total"])["sim/chat"]
 	return offered, finished

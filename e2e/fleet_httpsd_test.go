@@ -56,10 +56,7 @@ func TestFleetHTTPSD(t *testing.T) {
 	w.halt()
 	w.check(t)
 
-	fams, err := promtext.Fetch(p.URL("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtext.Scrape(t, p.URL("/metrics"))
 	slots := map[string]string{}
 	for _, m := range fams[metricname.TargetInfo].GetMetric() {
 		l := promtext.Labels(m)

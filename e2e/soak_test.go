@@ -135,10 +135,7 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	fams, err := promtext.Fetch(d.URL("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtext.Scrape(t, d.URL("/metrics"))
 	if n := relValue(fams, "vllm_prober_ledger_write_errors_total", nil); n != 0 {
 		t.Errorf("%g ledger write errors", n)
 	}

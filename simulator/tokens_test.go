@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -97,7 +98,7 @@ func TestPrefixCacheHits(t *testing.T) {
 	shared := ids(256)
 	with := func(prefix []int, suffix int) []int { return append(append([]int{}, prefix...), ids(suffix)...) }
 	counters := func() (queries, hits, cached float64) {
-		mfs := scrape(t, url)
+		mfs := promtext.Scrape(t, url+"/metrics")
 		get := func(name string) float64 { return mfs[name].Metric[0].GetCounter().GetValue() }
 		return get("vllm:prefix_cache_queries_total"), get("vllm:prefix_cache_hits_total"), get("vllm:prompt_tokens_cached_total")
 	}
