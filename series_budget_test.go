@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -67,13 +68,8 @@ func TestReloadChangesHistogramSelection(t *testing.T) {
 	offered := func(fams map[string]*dto.MetricFamily) float64 {
 		return fams[metricname.RequestsOffered].GetMetric()[0].GetCounter().GetValue()
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for ttft(gather()).GetSampleCount() < 10 {
-		if time.Now().After(deadline) {
-			t.Fatal("fewer than 10 TTFT observations in 20s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	daemontest.Poll(t, 20*time.Second, 50*time.Millisecond, "10 TTFT observations",
+		func() bool { return ttft(gather()).GetSampleCount() >= 10 })
 	before := gather()
 
 	body, err := os.ReadFile(cfgPath)

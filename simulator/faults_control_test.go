@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -24,13 +25,8 @@ func TestFaultStall(t *testing.T) {
 	if r.status != 200 || len(r.contentTimes()) == 0 || r.done() || r.readErr == nil {
 		t.Fatalf("want some content then a client timeout, got status %d, err %v, events %v", r.status, r.readErr, r.events)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(s.Trace()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the handler is still stalled after the client left")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	daemontest.Poll(t, 2*time.Second, 5*time.Millisecond, "the stalled handler to let go after the client left",
+		func() bool { return len(s.Trace()) > 0 })
 	if rec := s.Trace()[0]; len(rec.Faults) != 1 || rec.Faults[0] != "stall" {
 		t.Errorf("trace faults %v, want [stall]", rec.Faults)
 	}
