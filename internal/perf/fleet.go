@@ -170,7 +170,7 @@ func fleetConfig(dir string, addrs []string, o FleetOptions) (string, error) {
 			b.WriteString("    metrics_path: \"\"\n")
 		}
 	}
-	writeProbes(&b, o.Probes, o.Rate)
+	writeProbes(&b, o.Probes, o.Rate, 64)
 	return b.String(), nil
 }
 

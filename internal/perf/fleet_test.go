@@ -51,13 +51,14 @@ func loadFleetConfig(t *testing.T, o FleetOptions) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return loadConfigText(t, dir, text)
+	return loadConfigText(t, text)
 }
 
-// loadConfigText writes a daemon configuration to dir and loads it.
-func loadConfigText(t *testing.T, dir, text string) *config.Config {
+// loadConfigText writes a daemon configuration to a file and loads it as
+// the daemon does.
+func loadConfigText(t *testing.T, text string) *config.Config {
 	t.Helper()
-	path := filepath.Join(dir, "prober.yml")
+	path := filepath.Join(t.TempDir(), daemonConfigFile)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}

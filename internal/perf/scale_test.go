@@ -16,7 +16,7 @@ func TestScaleConfig(t *testing.T) {
 		t.Run(fmt.Sprintf("no server metrics %v", noServer), func(t *testing.T) {
 			dir := t.TempDir()
 			addrs := []string{"127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"}
-			cfg := loadConfigText(t, dir, scaleConfig(dir, addrs, ScaleOptions{Targets: 3, Probes: 4, Rate: 0.05, NoServerMetrics: noServer}))
+			cfg := loadConfigText(t, scaleConfig(dir, addrs, ScaleOptions{Targets: 3, Probes: 4, Rate: 0.05, NoServerMetrics: noServer}))
 			pairs := cfg.Pairs()
 			var urls []string
 			for _, p := range pairs {

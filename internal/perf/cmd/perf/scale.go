@@ -42,8 +42,8 @@ type scaleCase struct {
 // probes (30 to 1,000 pairs) at 0.05 requests/s per pair in lean mode,
 // with the targets' server metrics re-exported and without, and with
 // -scale.baseline at 1,000 pairs too.
-func runScale(ctx context.Context, o options, bin string) ([]row, error) {
-	cases, err := scaleCases(bin)
+func runScale(ctx context.Context, o options) ([]row, error) {
+	cases, err := scaleCases(o.binary)
 	if err != nil {
 		return nil, err
 	}
