@@ -9,10 +9,9 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vllm-prober/vllm-prober/collector"
@@ -294,86 +293,17 @@ func truncate(s string, n int) string {
 // accept gzip, as Prometheus does. promhttp compresses at the default
 // level, which for the ~4 MB text of 1,000 pairs costs as much CPU as
 // gathering and encoding it; the fastest level takes half that for a
-// ~10% larger answer (docs/BENCHMARKS.md, "1,000 pairs").
+// ~10% larger answer (docs/BENCHMARKS.md, "1,000 pairs on one prober").
+// klauspost/compress's gzhttp does the negotiation (q-values, Vary, no
+// gzip for tiny answers).
 func fastGzip(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Header().Add("Vary", "Accept-Encoding")
-		gw := &gzipWriter{ResponseWriter: w}
-		defer gw.close()
-		h.ServeHTTP(gw, r)
-	})
-}
-
-// acceptsGzip reports whether an Accept-Encoding header accepts gzip.
-func acceptsGzip(header string) bool {
-	for part := range strings.SplitSeq(header, ",") {
-		coding, params, _ := strings.Cut(part, ";")
-		if strings.TrimSpace(coding) != "gzip" {
-			continue
-		}
-		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
-		if !ok {
-			return true
-		}
-		v, err := strconv.ParseFloat(q, 64)
-		return err == nil && v > 0
+	wrap, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
+	if err != nil {
+		// Only an invalid option fails, and the level is a constant: keep
+		// serving, at the default level.
+		return gzhttp.GzipHandler(h)
 	}
-	return false
-}
-
-var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return w
-}}
-
-// gzipWriter compresses what is written to it, unless the handler took
-// Content-Encoding back before writing (promhttp does for an error).
-type gzipWriter struct {
-	http.ResponseWriter
-	gz      *gzip.Writer
-	decided bool
-}
-
-func (w *gzipWriter) WriteHeader(code int) {
-	w.decide()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *gzipWriter) Write(b []byte) (int, error) {
-	w.decide()
-	if w.gz == nil {
-		return w.ResponseWriter.Write(b)
-	}
-	return w.gz.Write(b)
-}
-
-func (w *gzipWriter) decide() {
-	if w.decided {
-		return
-	}
-	w.decided = true
-	if w.Header().Get("Content-Encoding") == "gzip" {
-		w.Header().Del("Content-Length")
-		w.gz = gzipWriters.Get().(*gzip.Writer)
-		w.gz.Reset(w.ResponseWriter)
-	}
-}
-
-func (w *gzipWriter) close() {
-	if !w.decided {
-		// Nothing was written: an empty answer needs no gzip stream.
-		w.Header().Del("Content-Encoding")
-		return
-	}
-	if w.gz != nil {
-		_ = w.gz.Close()
-		gzipWriters.Put(w.gz)
-	}
+	return wrap(h)
 }
 
 // errorLogger adapts slog to promhttp's error log.
