@@ -69,10 +69,14 @@ fuzz:
 	  done; \
 	done
 
-# bench runs the prober's own benchmarks (internal/perf: fidelity, schedule
-# lag, daemon cost, a 400-pair fleet, scrape cost, hot paths; ~13 minutes) and prints the
-# summary table of docs/BENCHMARKS.md. PERF_FLAGS="-scale 0.2" is quicker,
-# PERF_FLAGS="-only cost" runs one part.
+# bench runs the prober's own benchmarks (internal/perf: every part of
+# `go run ./internal/perf/cmd/perf -h`: fidelity, schedule lag, daemon cost
+# with the sidecar, a 400-pair fleet, 30 to 1,000 pairs on one prober, scrape
+# cost, hot paths, accuracy against a naive client and a 30-minute soak of
+# 1,000 pairs under reloads; about 70 minutes) and prints the summary table of docs/BENCHMARKS.md with the
+# machine and its load beside each part.
+# PERF_FLAGS="-scale 0.1" shortens every run, the soak's to 3 minutes;
+# PERF_FLAGS="-only cost,soak" runs some parts.
 PERF_FLAGS ?=
 bench:
 	$(GO) run ./internal/perf/cmd/perf -dir . $(PERF_FLAGS)

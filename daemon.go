@@ -42,7 +42,7 @@ type daemon struct {
 	fleet   *fleet
 	self    *collector.SelfMetrics
 	engine  *schedule.Engine
-	reg     *prometheus.Registry
+	reg     prometheus.Gatherer // what /metrics serves: the registry's and the collector's families
 
 	reloadMu sync.Mutex // serialises reloads from SIGHUP and HTTP
 	// applyMu orders a reload's apply against shutdown: once stopped, a
@@ -185,12 +185,15 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig, new
 			return client.New(t, p, client.Options{Logger: logger, UserAgent: userAgent()})
 		},
 	})
-	d.reg = prometheus.NewRegistry()
-	d.reg.MustRegister(
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		d.coll, d.scraper, d.self, discoveryMetrics,
+		d.scraper, d.self, discoveryMetrics,
 	)
+	// The probe series, most of a large prober's, are gathered directly
+	// (collector.Collector.Gather).
+	d.reg = collector.Join(reg, d.coll)
 	return d, nil
 }
 

@@ -16,19 +16,9 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/designdoc"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/status"
 )
-
-// scrape fetches and parses /metrics.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	fams, err := promtext.Fetch(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
-}
 
 // sumBy sums a family's values per pair, "target/probe" or
 // "target@replica/probe" (the demo's tables' form).
@@ -75,7 +65,7 @@ func TestDemo(t *testing.T) {
 	}()
 	time.Sleep(2 * time.Second) // at least one server scrape at 5s intervals has happened by the third summary
 
-	fams := scrape(t, metricsURL)
+	fams := promtext.Scrape(t, metricsURL)
 	designMetrics, err := designdoc.MetricNames(".")
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +159,7 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 		acceptance[f[0]+"/"+f[1]] = f[len(f)-1]
 	}
 
-	recs, torn, err := ledger.Read(ledgerPath)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger: %d torn, %v", torn, err)
-	}
+	recs := ledgertest.Read(t, ledgerPath)
 	hand := map[string]map[string]int{}
 	for _, r := range recs {
 		pair := demoPair(r.Target, r.Replica, r.Probe)
@@ -216,7 +203,7 @@ func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
 	d := startDaemon(t, "--config.file="+cfgPath)
 
 	state := func() (success float64, serverSeries int) {
-		fams := scrape(t, d.URL("/metrics"))
+		fams := promtext.Scrape(t, d.URL("/metrics"))
 		if f := fams["vllm_probe_server_scrape_success"]; f != nil && len(f.GetMetric()) == 1 {
 			success = f.GetMetric()[0].GetGauge().GetValue()
 		} else {

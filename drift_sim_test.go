@@ -13,7 +13,8 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -66,7 +67,7 @@ func TestDriftAgainstSimulator(t *testing.T) {
 	driftURL, warmURL, coldURL := startSimulator(t, noJitter), startSimulator(t, noJitter), startSimulator(t, noJitter)
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := relWriteFile(t, dir, "c.yml", driftConfig(ledgerPath, driftURL, warmURL, coldURL))
+	cfgPath := testfile.Write(t, dir, "c.yml", driftConfig(ledgerPath, driftURL, warmURL, coldURL))
 	logPath := filepath.Join(dir, "daemon.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -79,7 +80,7 @@ func TestDriftAgainstSimulator(t *testing.T) {
 
 	value := func(name, target, probeName string) float64 {
 		var v float64
-		for _, m := range gatherByName(t, d)[name].GetMetric() {
+		for _, m := range promtext.Families(t, d.reg)[name].GetMetric() {
 			l := promtext.Labels(m)
 			if l["target"] == target && (probeName == "" || l["probe"] == probeName) {
 				v += m.GetCounter().GetValue()
@@ -141,10 +142,7 @@ func TestDriftAgainstSimulator(t *testing.T) {
 
 	d.shutdown()
 	d.closeLedger()
-	recs, _, err := ledger.Read(ledgerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := ledgertest.Read(t, ledgerPath)
 	hashes := map[string]bool{}
 	for _, r := range recs {
 		if r.Probe == "canary" && r.Fingerprint != "" {

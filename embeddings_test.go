@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -51,14 +52,14 @@ func TestEmbeddingsAgainstSimulator(t *testing.T) {
 	_, simURL := startSimulatorServer(t, simtest.EmbeddingDim(384))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := relWriteFile(t, dir, "c.yml", fmt.Sprintf(embeddingsConfig, path, simURL))
+	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(embeddingsConfig, path, simURL))
 	d := startInProcess(t, cfgPath)
 	waitFor(t, "20 answers of each probe", func() bool {
-		n := countsBy(gatherByName(t, d)[metricname.Requests], "probe")
+		n := countsBy(promtext.Families(t, d.reg)[metricname.Requests], "probe")
 		return n["embed"] >= 20 && n["embed-512"] >= 20
 	})
 	recs := stopAndReadLedger(t, d, path)
-	fams := gatherByName(t, d)
+	fams := promtext.Families(t, d.reg)
 
 	// The hand count: per probe, disposition and flags.
 	count := map[string]int{}

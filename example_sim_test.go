@@ -8,8 +8,11 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
@@ -29,17 +32,17 @@ func TestReasoningToolsExampleAgainstSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	relWriteFile(t, dir, "weather.schema.json", string(schema))
+	testfile.Write(t, dir, "weather.schema.json", string(schema))
 	path := filepath.Join(dir, "ledger.jsonl")
 	doc := strings.NewReplacer(
 		"http://127.0.0.1:8000", simURL,
 		"path: ledger.jsonl", fmt.Sprintf("path: %q", path),
 		"rate: 0.5", "rate: 3",
 	).Replace(string(example))
-	d := startInProcess(t, relWriteFile(t, dir, "vllm-prober.yml", doc))
+	d := startInProcess(t, testfile.Write(t, dir, "vllm-prober.yml", doc))
 	probes := []string{"chat-reasoning", "chat-tools", "embeddings", "canary", "chat-prefix", "chat-cache-busting"}
 	waitFor(t, "6 answers of each probe", func() bool {
-		n := countsBy(gatherByName(t, d)[metricname.Requests], "probe")
+		n := countsBy(promtext.Families(t, d.reg)[metricname.Requests], "probe")
 		for _, p := range probes {
 			if n[p] < 6 {
 				return false
@@ -101,9 +104,5 @@ func stopAndReadLedger(t *testing.T, d *daemon, path string) []ledger.Record {
 	t.Helper()
 	d.shutdown()
 	d.closeLedger()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %v, %d torn lines", err, torn)
-	}
-	return recs
+	return ledgertest.Read(t, path)
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +19,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
@@ -35,7 +36,7 @@ func TestFleetFileSD(t *testing.T) {
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	writeFileSD(t, dir, addrs[:1])
-	cfgPath := relWriteFile(t, dir, "c.yml", fmt.Sprintf(`global:
+	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`global:
   ledger: {path: %q}
   server_metrics: {interval: 1s, timeout: 1s}
 targets:
@@ -62,7 +63,7 @@ targets:
 			t.Errorf("replica %s: no ledger record", a)
 		}
 	}
-	last := gatherByName(t, d)
+	last := promtext.Families(t, d.reg)
 	offered := sumFamily(last[metricname.RequestsOffered], addrs[2])
 	if n := len(seqs["fleet/chat@"+addrs[2]]); offered == 0 || offered != float64(n) {
 		t.Errorf("replica %s: offered %g, ledger records %d", addrs[2], offered, n)
@@ -110,7 +111,7 @@ func waitReplicas(t *testing.T, d *daemon, addrs []string) map[string]*dto.Metri
 	var have []string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		fams = gatherByName(t, d)
+		fams = promtext.Families(t, d.reg)
 		checkFleetFlow(t, fams)
 		have = nil
 		for _, m := range fams[metricname.RequestsOffered].GetMetric() {
@@ -160,7 +161,7 @@ func sumFamily(f *dto.MetricFamily, replica string) float64 {
 // label.
 func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
 	t.Helper()
-	fams := gatherByName(t, d)
+	fams := promtext.Families(t, d.reg)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, a := range addrs {
 		for {
@@ -179,7 +180,7 @@ func checkReplicaInfo(t *testing.T, d *daemon, addrs []string) {
 				t.Fatalf("replica %s: target_info with its labels %v, scraped series %v", a, info, scraped)
 			}
 			time.Sleep(200 * time.Millisecond)
-			fams = gatherByName(t, d)
+			fams = promtext.Families(t, d.reg)
 		}
 	}
 }
@@ -245,7 +246,7 @@ func TestFleetDropsAndFailures(t *testing.T) {
 	addrs := sorted(startReplicas(t, 2))
 	dir := t.TempDir()
 	writeFileSD(t, dir, addrs)
-	cfgPath := relWriteFile(t, dir, "c.yml", `targets:
+	cfgPath := testfile.Write(t, dir, "c.yml", `targets:
   - name: fleet
     model: sim-llama
     metrics_path: ""
@@ -266,12 +267,10 @@ probes:
 		t.Errorf("dropped replicas %v, want the second counted", got)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "fleet.json"), []byte(`[{"targets": [`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, dir, "fleet.json", `[{"targets": [`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		fams = gatherByName(t, d)
+		fams = promtext.Families(t, d.reg)
 		f := fams[metricname.DiscoveryFailures].GetMetric()
 		if len(f) == 1 && f[0].GetCounter().GetValue() > 0 {
 			if l := promtext.Labels(f[0]); l["mechanism"] != "file_sd" || l["target"] != "fleet" {
@@ -293,4 +292,92 @@ probes:
 		t.Errorf("status page does not show the failing discovery and the dropped replica")
 	}
 	waitReplicas(t, d, addrs[:1]) // still probed
+}
+
+// TestResultsAndPairOfAFleet runs a fleet with a gateway and two replicas,
+// and a target with the same replicas and no gateway. /api/v1/results
+// without replica gives the gateway's records only (what it gives for a
+// static target), replica=* every pair's, replica=host:port that
+// replica's; the gateway's /pair links its replicas' pages, and /pair of
+// a target without a gateway asks for a replica.
+func TestResultsAndPairOfAFleet(t *testing.T) {
+	addrs := startReplicas(t, 3)
+	gateway, replicas := addrs[0], addrs[1:]
+	dir := t.TempDir()
+	writeFileSD(t, dir, replicas)
+	cfgPath := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`global:
+  ledger: {path: %q}
+targets:
+  - name: fleet
+    url: http://%s
+    model: sim-llama
+    discovery: {file_sd: {files: [fleet.json], refresh: 1s}}
+  - name: pods
+    model: sim-llama
+    discovery: {file_sd: {files: [fleet.json], refresh: 1s}}
+`+fleetChatProbe, filepath.Join(dir, "ledger.jsonl"), gateway))
+	d := startInProcess(t, cfgPath)
+	srv := httptest.NewServer(d.routes())
+	defer srv.Close()
+	get := func(path string, want int) string {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("GET %s: %d %v, want %d:\n%s", path, resp.StatusCode, err, want, b)
+		}
+		return string(b)
+	}
+	results := func(replica string) map[string]int {
+		t.Helper()
+		q := url.Values{"target": {"fleet"}, "probe": {"chat"}, "limit": {"1000"}}
+		if replica != "" {
+			q.Set("replica", replica)
+		}
+		var res struct{ Data []ledger.Record }
+		if err := json.Unmarshal([]byte(get("/api/v1/results?"+q.Encode(), 200)), &res); err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		for _, r := range res.Data {
+			per[r.Replica]++
+		}
+		return per
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(results("*")) < 3 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	all := results("*")
+	if len(all) != 3 || all[""] == 0 {
+		t.Fatalf("replica=*: records per replica %v, want the gateway's and both replicas'", all)
+	}
+	if got := results(""); len(got) != 1 || got[""] == 0 {
+		t.Errorf("no replica: records per replica %v, want the gateway's only", got)
+	}
+	if got := results(replicas[1]); len(got) != 1 || got[replicas[1]] == 0 {
+		t.Errorf("replica=%s: records per replica %v, want that replica's only", replicas[1], got)
+	}
+
+	page := get("/pair?target=fleet&probe=chat", 200)
+	for _, a := range replicas {
+		href := "pair?" + (url.Values{"probe": {"chat"}, "replica": {a}, "target": {"fleet"}}).Encode()
+		if !strings.Contains(page, html.EscapeString(href)) {
+			t.Errorf("gateway's pair page lacks the link %q to replica %s", href, a)
+		}
+	}
+	if page := get("/pair?target=fleet&probe=chat&replica="+url.QueryEscape(replicas[0]), 200); strings.Contains(page, `id="replicas"`) {
+		t.Error("a replica's pair page lists replicas")
+	}
+	body := get("/pair?target=pods&probe=chat", http.StatusBadRequest)
+	if !strings.Contains(body, `target "pods" has no gateway (url), only replicas`) || !slices.ContainsFunc(replicas, func(a string) bool { return strings.Contains(body, a) }) {
+		t.Errorf("/pair of a target without gateway: %s", body)
+	}
+	get("/pair?target=fleet&probe=chat&replica=*", http.StatusBadRequest)
+	get("/probe?target=fleet&probe=chat&replica=*", http.StatusBadRequest)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -168,7 +169,7 @@ func writeChatConfig(t *testing.T, dir, simURL string, rate float64, ledger stri
 // writeConfig writes the checked chat config with a 5s timeout to path.
 func writeConfig(t *testing.T, path, simURL string, rate float64, ledger string) {
 	t.Helper()
-	relWriteFile(t, filepath.Dir(path), filepath.Base(path), chatConfig{simURL, ledger, rate, "5s", true}.String())
+	testfile.Write(t, filepath.Dir(path), filepath.Base(path), chatConfig{simURL, ledger, rate, "5s", true}.String())
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

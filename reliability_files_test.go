@@ -17,6 +17,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 )
 
 // replaceFile swaps path for a FIFO or a symlink to /dev/zero.
@@ -227,10 +228,7 @@ func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
 	if logged[0] == logged[1] {
 		t.Fatalf("both runs logged run_id %s", logged[0])
 	}
-	recs, torn, err := ledger.Read(ledgerPath)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %v, %d torn", err, torn)
-	}
+	recs := ledgertest.Read(t, ledgerPath)
 	seqs := map[string][]uint64{}
 	for _, r := range recs {
 		seqs[r.RunID] = append(seqs[r.RunID], r.Seq)

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
@@ -17,12 +17,7 @@ import (
 // the prober would discover from /v1/models, fails with reason connect, not
 // model_discovery, in the ledger, the metrics and on the status page.
 func TestRefusedConnectionIsConnect(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := "http://" + daemontest.FreeAddr(t)
 	dir := t.TempDir()
 	cfgPath, ledgerPath := filepath.Join(dir, "c.yml"), filepath.Join(dir, "ledger.jsonl")
 	writeConfig(t, cfgPath, closed, 5, ledgerPath) // no model: discovered

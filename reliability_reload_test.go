@@ -12,6 +12,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -209,10 +210,7 @@ func checkReloadLedger(t *testing.T, d *daemon, ledgerPath string) {
 // (config.PairKey.String).
 func readLedgerSeqs(t *testing.T, path string) ([]ledger.Record, map[string][]uint64) {
 	t.Helper()
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
-	}
+	recs := ledgertest.Read(t, path)
 	seqs := map[string][]uint64{}
 	for _, r := range recs {
 		key := config.PairKey{Target: r.Target, Probe: r.Probe, Replica: r.Replica}.String()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -32,15 +33,6 @@ func relSecretForms() []string {
 func relStartSim(t *testing.T, apiKey string) string {
 	t.Helper()
 	return startSimulator(t, func(o *simulator.Options) { o.Seed, o.APIKey = 3, apiKey })
-}
-
-func relWriteFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // relSecretsConfig has a target authenticated with a bearer token file
@@ -114,10 +106,10 @@ func relBadConfigs(simURL string) map[string]string {
 func TestSecretsNeverShown(t *testing.T) {
 	simURL := relStartSim(t, relToken)
 	dir := t.TempDir()
-	tokenFile := relWriteFile(t, dir, "token", relToken+"\n")
-	passFile := relWriteFile(t, dir, "password", relPassword)
+	tokenFile := testfile.Write(t, dir, "token", relToken+"\n")
+	passFile := testfile.Write(t, dir, "password", relPassword)
 	ledger := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := relWriteFile(t, dir, "c.yml", relSecretsConfig(simURL, tokenFile, passFile, ledger))
+	cfgPath := testfile.Write(t, dir, "c.yml", relSecretsConfig(simURL, tokenFile, passFile, ledger))
 	d := daemontest.Start(t, binary, "--config.file="+cfgPath, "--log.level=debug", "--web.enable-lifecycle")
 	waitFor(t, "accepted and refused requests", func() bool {
 		_, body := get(t, http.MethodGet, d.URL("/api/v1/results?limit=50"))
@@ -135,20 +127,20 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	shown["--config.check"] = out
 	for name, cfg := range relBadConfigs(simURL) {
-		bad := relWriteFile(t, dir, "bad.yml", cfg)
+		bad := testfile.Write(t, dir, "bad.yml", cfg)
 		code, out := runBinary(t, "--config.file="+bad, "--config.check")
 		if code != 1 {
 			t.Errorf("%s: --config.check exit %d, want 1:\n%s", name, code, out)
 		}
 		shown["--config.check "+name] = out
-		relWriteFile(t, dir, "c.yml", cfg)
+		testfile.Write(t, dir, "c.yml", cfg)
 		code, body := get(t, http.MethodPost, d.URL("/-/reload"))
 		if code != http.StatusInternalServerError {
 			t.Errorf("%s: reload %d, want 500: %s", name, code, body)
 		}
 		shown["reload "+name] = body
 	}
-	relWriteFile(t, dir, "c.yml", relSecretsConfig(simURL, tokenFile, passFile, ledger))
+	testfile.Write(t, dir, "c.yml", relSecretsConfig(simURL, tokenFile, passFile, ledger))
 	stopDaemon(t, d)
 	b, err := os.ReadFile(ledger)
 	if err != nil || !strings.Contains(string(b), `"text":`) {

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // relSelfSigned writes a self-signed certificate for 127.0.0.1 and its key
@@ -47,8 +49,8 @@ func relSelfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x5
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile = relWriteFile(t, dir, "tls.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	keyFile = relWriteFile(t, dir, "tls.key", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	certFile = testfile.Write(t, dir, "tls.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile = testfile.Write(t, dir, "tls.key", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webPath := relWriteFile(t, dir, "web.yml", "tls_server_config:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+
+	webPath := testfile.Write(t, dir, "web.yml", "tls_server_config:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+
 		"\nbasic_auth_users:\n  alice: "+string(hash)+"\n")
 	d := startDaemon(t, "--config.file="+cfgPath, "--web.config.file="+webPath, "--web.enable-lifecycle")
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -200,7 +202,7 @@ func TestStatusPageEscapesServerText(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	cfgPath := relWriteFile(t, dir, "c.yml", `targets:
+	cfgPath := testfile.Write(t, dir, "c.yml", `targets:
   - name: evil
     url: `+srv.URL+`
     model: m

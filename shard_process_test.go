@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -32,10 +34,7 @@ func writeShardDataset(t *testing.T) string {
 		line, _ := json.Marshal(map[string]string{"prompt": "Tell me" + strings.Repeat(" about the weather", i+1)})
 		b.Write(append(line, '\n'))
 	}
-	path := filepath.Join(t.TempDir(), "prompts.jsonl")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testfile.Temp(t, "prompts.jsonl", b.String())
 	return path
 }
 
@@ -83,10 +82,7 @@ func readLedgers(t *testing.T, paths ...string) map[uint64]ledger.Record {
 	t.Helper()
 	bySeq, from := map[uint64]ledger.Record{}, map[uint64]string{}
 	for _, path := range paths {
-		recs, torn, err := ledger.Read(path)
-		if err != nil || torn != 0 {
-			t.Fatalf("read %s: %v (torn %d)", path, err, torn)
-		}
+		recs := ledgertest.Read(t, path)
 		for _, r := range recs {
 			if other, dup := from[r.Seq]; dup {
 				t.Errorf("seq %d is in %s and in %s", r.Seq, other, path)

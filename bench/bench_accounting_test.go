@@ -15,7 +15,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -47,10 +47,7 @@ func TestBenchOverloadAndStalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := ledger.Read(o.LedgerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := ledgertest.Read(t, o.LedgerPath)
 	var first, lastEnd time.Time
 	completedN, accepted, timeouts := 0, 0, 0
 	for _, r := range recs {

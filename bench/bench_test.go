@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -65,10 +66,7 @@ func TestBenchAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := ledger.Read(out.Settings.LedgerPath)
-	if err != nil || torn != 0 {
-		t.Fatalf("read ledger: %v (torn %d)", err, torn)
-	}
+	recs := ledgertest.Read(t, out.Settings.LedgerPath)
 	text := stdout.String()
 	t.Run("every line of vLLM's block", func(t *testing.T) {
 		for _, label := range []string{"============ Serving Benchmark Result ============", "Successful requests:",

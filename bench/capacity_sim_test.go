@@ -20,7 +20,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/svgchart/svgtest"
 	"github.com/vllm-prober/vllm-prober/probe"
-	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -107,10 +107,7 @@ func checkCapacityFiles(t *testing.T, out *CapacityOutcome, stdout string) {
 	if want := fmt.Sprintf("Ledger: %s (%d requests)\n", out.LedgerOf, lines); !strings.Contains(stdout, want) {
 		t.Errorf("output lacks %q", want)
 	}
-	recs, _, err := ledger.Read(out.LedgerOf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := ledgertest.Read(t, out.LedgerOf)
 	perRepeat := map[string]int{}
 	for _, r := range recs {
 		if r.Level == nil || r.Repeat == nil {
@@ -227,10 +224,7 @@ func TestCapacityReportAgainstLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := ledger.Read(out.LedgerOf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := ledgertest.Read(t, out.LedgerOf)
 	// The hand count, by the keys of the saved repeat.
 	want := map[string]int{"offered": len(recs)}
 	for _, r := range recs {

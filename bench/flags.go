@@ -14,15 +14,48 @@ import (
 // BenchFlags holds the raw values of the bench command's flags, named as
 // vllm bench serve names them.
 type BenchFlags struct {
+	runFlags
 	o                 Options
-	host              string
-	port              int
-	goodput           []string
-	extraGoodput      []string
 	percentiles       string
 	percentileMetrics string
-	readySec          int
-	shard, startAt    string
+}
+
+// runFlags holds the raw values of the flags bench and capacity share and
+// convert alike: the server address, the goodput pairs, the ready-check
+// wait and the shard of a distributed run.
+type runFlags struct {
+	host           string
+	port           int
+	goodput        []string
+	extraGoodput   []string
+	readySec       int
+	shard, startAt string
+}
+
+// apply converts the shared flags into o; errors wrap ErrUsage.
+func (f *runFlags) apply(o *Options) error {
+	if o.BaseURL == "" {
+		o.BaseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
+	}
+	if len(f.extraGoodput) > 0 && len(f.goodput) == 0 {
+		return usageErr("unexpected argument %q", f.extraGoodput[0])
+	}
+	var err error
+	if o.Goodput, err = parseGoodput(append(append([]string(nil), f.goodput...), f.extraGoodput...)); err != nil {
+		return err
+	}
+	if f.readySec < 0 {
+		return usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
+	}
+	o.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
+	if o.Shard, err = parseShard(f.shard); err != nil {
+		return err
+	}
+	if o.StartAt, err = parseStartAt(f.startAt); err != nil {
+		return err
+	}
+	o.APIKey = os.Getenv("OPENAI_API_KEY")
+	return nil
 }
 
 // RegisterBenchFlags adds bench's flags to cmd.
@@ -80,34 +113,17 @@ func registerWorkloadFlags(cmd *kingpin.CmdClause, o *Options) {
 // Options converts and checks the parsed flags; errors wrap ErrUsage.
 func (f *BenchFlags) Options() (Options, error) {
 	o := f.o
-	if o.BaseURL == "" {
-		o.BaseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
-	}
-	if len(f.extraGoodput) > 0 && len(f.goodput) == 0 {
-		return o, usageErr("unexpected argument %q", f.extraGoodput[0])
-	}
-	var err error
-	if o.Goodput, err = parseGoodput(append(append([]string(nil), f.goodput...), f.extraGoodput...)); err != nil {
+	if err := f.apply(&o); err != nil {
 		return o, err
 	}
+	var err error
 	if o.MetricPercentiles, err = parsePercentiles(f.percentiles); err != nil {
 		return o, err
 	}
 	if o.PercentileMetrics, err = parseMetrics(f.percentileMetrics); err != nil {
 		return o, err
 	}
-	if f.readySec < 0 {
-		return o, usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
-	}
-	o.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
-	if o.Shard, err = parseShard(f.shard); err != nil {
-		return o, err
-	}
-	if o.StartAt, err = parseStartAt(f.startAt); err != nil {
-		return o, err
-	}
 	o.SaveResult = o.SaveResult || o.sharded()
-	o.APIKey = os.Getenv("OPENAI_API_KEY")
 	return o, o.validate()
 }
 

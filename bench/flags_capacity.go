@@ -2,11 +2,9 @@ package bench
 
 import (
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -16,20 +14,14 @@ import (
 
 // CapacityFlags holds the raw values of the capacity command's flags.
 type CapacityFlags struct {
+	runFlags
 	o          CapacityOptions
 	configFile string
-	host       string
-	port       int
-	goodput    []string
-	extra      []string
 	rates      string
 	start      float64
 	maxRate    float64
 	factor     float64
 	step       float64
-	readySec   int
-	shard      string
-	startAt    string
 }
 
 // RegisterCapacityFlags adds capacity's flags to cmd.
@@ -44,7 +36,7 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	registerWorkloadFlags(cmd, w)
 	cmd.Flag("ignore-eos", "Send ignore_eos (always on for the random dataset).").BoolVar(&w.IgnoreEOS)
 	cmd.Flag("goodput", `Per-request objectives "KEY:VALUE" in ms (ttft, tpot, e2el): the judge's SLOs.`).StringsVar(&f.goodput)
-	cmd.Arg("goodput-pairs", "Further --goodput KEY:VALUE pairs, as vLLM's nargs accepts them.").Hidden().StringsVar(&f.extra)
+	cmd.Arg("goodput-pairs", "Further --goodput KEY:VALUE pairs, as vLLM's nargs accepts them.").Hidden().StringsVar(&f.extraGoodput)
 	cmd.Flag("timeout", "Bound on one request (flag mode).").Default("30s").DurationVar(&w.Timeout)
 	cmd.Flag("ready-check-timeout-sec", "Seconds to wait for the server to answer; 0 = one try.").Default("0").IntVar(&f.readySec)
 	cmd.Flag("burstiness", "Gamma shape of the arrival gaps in flag mode (probes use their own).").Default("1.0").Float64Var(&o.Burstiness)
@@ -82,34 +74,16 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 	o := f.o
 	o.RuleFromProbe = true
 	w := &o.Workload
-	if w.BaseURL == "" {
-		w.BaseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
-	}
 	if f.configFile != "" && o.ProbeName == "" {
 		return o, usageErr("--config.file needs --probe")
 	}
 	if f.configFile == "" && (o.ProbeName != "" || o.TargetName != "") {
 		return o, usageErr("--probe and --target need --config.file")
 	}
-	if len(f.extra) > 0 && len(f.goodput) == 0 {
-		return o, usageErr("unexpected argument %q", f.extra[0])
-	}
-	var err error
-	if w.Goodput, err = parseGoodput(append(append([]string(nil), f.goodput...), f.extra...)); err != nil {
-		return o, err
-	}
-	if f.readySec < 0 {
-		return o, usageErr("--ready-check-timeout-sec %d must not be negative", f.readySec)
-	}
-	w.ReadyCheckTimeout = time.Duration(f.readySec) * time.Second
-	if w.Shard, err = parseShard(f.shard); err != nil {
-		return o, err
-	}
-	if w.StartAt, err = parseStartAt(f.startAt); err != nil {
+	if err := f.apply(w); err != nil {
 		return o, err
 	}
 	w.MetricPercentiles, w.PercentileMetrics = []float64{50, o.Rule.Percentile}, stats.RequestMetrics
-	w.APIKey = os.Getenv("OPENAI_API_KEY")
 	var list []float64
 	if strings.TrimSpace(f.rates) != "" {
 		for _, s := range strings.Split(f.rates, ",") {
@@ -120,6 +94,7 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 			list = append(list, r)
 		}
 	}
+	var err error
 	if o.Rates, err = staircase(list, f.start, f.maxRate, f.factor, f.step); err != nil {
 		return o, err
 	}

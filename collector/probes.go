@@ -72,6 +72,7 @@ type Collector struct {
 
 	mu    sync.RWMutex
 	pairs map[config.PairKey]*pairMetrics
+	order []*pairMetrics // pairs sorted by key (comparePairs), for Gather
 }
 
 // pairLabels are the label names every per-pair series starts with.
@@ -142,8 +143,11 @@ func (c *Collector) PairStarted(p config.Pair) {
 		}
 		return
 	}
-	c.pairs[k] = newPairMetrics(k, shape, c.now())
-	c.pairs[k].fingerprinted.Store(p.Probe.Fingerprint != nil)
+	pm := newPairMetrics(k, shape, c.now())
+	pm.fingerprinted.Store(p.Probe.Fingerprint != nil)
+	c.pairs[k] = pm
+	i, _ := slices.BinarySearchFunc(c.order, pm, comparePairs)
+	c.order = slices.Insert(c.order, i, pm)
 }
 
 // PairStopped implements probe.Sink: the pair's series disappear (the
@@ -151,7 +155,11 @@ func (c *Collector) PairStarted(p config.Pair) {
 func (c *Collector) PairStopped(key config.PairKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.pairs[key]; !ok {
+		return
+	}
 	delete(c.pairs, key)
+	c.order = slices.DeleteFunc(c.order, func(p *pairMetrics) bool { return p.key == key })
 }
 
 func (c *Collector) pair(key config.PairKey) *pairMetrics {

@@ -22,23 +22,37 @@ type pairHistograms struct {
 	ttft, itl, tpot, e2el, lag, serverTTFT, serverQueue prometheus.Histogram
 	ttfa                                                prometheus.Histogram
 	phases                                              map[string]prometheus.Histogram
+	// families are the same histograms by family name (the phases in
+	// probe.Phases order), for collecting and gathering.
+	families map[string][]prometheus.Histogram
+}
+
+// histogramFamilies are the latency histogram families, in the order a
+// pair's histograms are collected and gathered.
+var histogramFamilies = []struct{ name, help string }{
+	{metricname.TTFT, metricname.TTFTHelp},
+	{metricname.ITL, metricname.ITLHelp},
+	{metricname.TPOT, metricname.TPOTHelp},
+	{metricname.E2EL, metricname.E2ELHelp},
+	{metricname.TTFA, metricname.TTFAHelp},
+	{metricname.ScheduleLag, metricname.ScheduleLagHelp},
+	{metricname.ServerTTFT, metricname.ServerTTFTHelp},
+	{metricname.ServerQueueTime, metricname.ServerQueueTimeHelp},
+	{metricname.HTTPPhase, metricname.HTTPPhaseHelp},
 }
 
 // histogramDescs returns the descriptors every pair's histograms share:
 // same name, help and label names, hence the same descriptor identity.
 func histogramDescs() []*prometheus.Desc {
-	pair := pairLabels
-	return []*prometheus.Desc{
-		prometheus.NewDesc(metricname.TTFT, metricname.TTFTHelp, pair, nil),
-		prometheus.NewDesc(metricname.ITL, metricname.ITLHelp, pair, nil),
-		prometheus.NewDesc(metricname.TPOT, metricname.TPOTHelp, pair, nil),
-		prometheus.NewDesc(metricname.E2EL, metricname.E2ELHelp, pair, nil),
-		prometheus.NewDesc(metricname.TTFA, metricname.TTFAHelp, pair, nil),
-		prometheus.NewDesc(metricname.HTTPPhase, metricname.HTTPPhaseHelp, append(slices.Clone(pairLabels), labelPhase), nil),
-		prometheus.NewDesc(metricname.ScheduleLag, metricname.ScheduleLagHelp, pair, nil),
-		prometheus.NewDesc(metricname.ServerTTFT, metricname.ServerTTFTHelp, pair, nil),
-		prometheus.NewDesc(metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, pair, nil),
+	out := make([]*prometheus.Desc, 0, len(histogramFamilies))
+	for _, f := range histogramFamilies {
+		labels := pairLabels
+		if f.name == metricname.HTTPPhase {
+			labels = append(slices.Clone(pairLabels), labelPhase)
+		}
+		out = append(out, prometheus.NewDesc(f.name, f.help, labels, nil))
 	}
+	return out
 }
 
 // newPairHistograms builds the histograms a pair's probe selected. ITL
@@ -47,11 +61,14 @@ func histogramDescs() []*prometheus.Desc {
 // budget by people reading them.
 func newPairHistograms(k config.PairKey, s histogramShape) *pairHistograms {
 	th, sel := s.th, s.sel
+	families := map[string][]prometheus.Histogram{}
 	hist := func(kind, name, help string, buckets []float64) prometheus.Histogram {
 		if !sel.Has(kind) {
 			return nil
 		}
-		return newHistogram(k, name, help, classicBuckets(sel, buckets))
+		m := newHistogram(k, name, help, classicBuckets(sel, buckets))
+		families[name] = append(families[name], m)
+		return m
 	}
 	h := &pairHistograms{
 		ttft:        hist(config.HistogramTTFT, metricname.TTFT, metricname.TTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
@@ -63,10 +80,12 @@ func newPairHistograms(k config.PairKey, s histogramShape) *pairHistograms {
 		serverTTFT:  hist(config.HistogramServer, metricname.ServerTTFT, metricname.ServerTTFTHelp, withThresholds(ttftBuckets, th.ttft...)),
 		serverQueue: hist(config.HistogramServer, metricname.ServerQueueTime, metricname.ServerQueueTimeHelp, requestLatencyBuckets),
 		phases:      make(map[string]prometheus.Histogram, len(probe.Phases)),
+		families:    families,
 	}
 	if sel.Has(config.HistogramPhases) {
 		for _, ph := range probe.Phases {
 			h.phases[ph] = newHistogram(k, metricname.HTTPPhase, metricname.HTTPPhaseHelp, classicBuckets(sel, fineBuckets), ph)
+			families[metricname.HTTPPhase] = append(families[metricname.HTTPPhase], h.phases[ph])
 		}
 	}
 	return h
@@ -190,13 +209,8 @@ func exemplar(id string) prometheus.Labels {
 }
 
 func (h *pairHistograms) collect(ch chan<- prometheus.Metric) {
-	for _, m := range []prometheus.Histogram{h.ttft, h.itl, h.tpot, h.e2el, h.ttfa, h.lag, h.serverTTFT, h.serverQueue} {
-		if m != nil {
-			ch <- m
-		}
-	}
-	for _, ph := range probe.Phases {
-		if m, ok := h.phases[ph]; ok {
+	for _, f := range histogramFamilies {
+		for _, m := range h.families[f.name] {
 			ch <- m
 		}
 	}

@@ -52,6 +52,8 @@ type pairMetrics struct {
 	fingerprintChanges atomic.Uint64
 
 	hists atomic.Pointer[pairHistograms]
+	// labels are the label pairs of its series, for Gather.
+	labels *pairLabelPairs
 }
 
 func newPairMetrics(k config.PairKey, shape histogramShape, created time.Time) *pairMetrics {
@@ -65,6 +67,7 @@ func newPairMetrics(k config.PairKey, shape histogramShape, created time.Time) *
 		checks:       make([]atomic.Uint64, len(probe.Checks)),
 	}
 	p.hists.Store(newPairHistograms(k, shape))
+	p.labels = newPairLabelPairs(p)
 	return p
 }
 
@@ -123,6 +126,26 @@ func (p *pairMetrics) count(r *probe.Result) (unknown []string) {
 	return unknown
 }
 
+// flow is a pair's offered, in-flight and finished counts read together,
+// so offered = Σ finished + in flight.
+type flow struct {
+	offered  uint64
+	inFlight int64
+	finished []uint64 // by index in probe.Dispositions
+}
+
+// flowNow reads the pair's flow under its lock.
+func (p *pairMetrics) flowNow() flow {
+	f := flow{finished: make([]uint64, len(probe.Dispositions))}
+	p.flow.Lock()
+	defer p.flow.Unlock()
+	f.offered, f.inFlight = p.offered.Load(), p.inFlight.Load()
+	for i := range f.finished {
+		f.finished[i] = p.dispositions[i].Load()
+	}
+	return f
+}
+
 func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric) {
 	t, pr, rep := p.key.Target, p.key.Probe, p.key.Replica
 	counter := func(desc *prometheus.Desc, v uint64, extra ...string) {
@@ -131,16 +154,10 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 			ch <- m
 		}
 	}
-	p.flow.Lock()
-	offered, inFlight := p.offered.Load(), p.inFlight.Load()
-	finished := make([]uint64, len(probe.Dispositions))
-	for i := range finished {
-		finished[i] = p.dispositions[i].Load()
-	}
-	p.flow.Unlock()
-	counter(d.offered, offered)
+	f := p.flowNow()
+	counter(d.offered, f.offered)
 	for i, v := range probe.Dispositions {
-		counter(d.requests, finished[i], string(v))
+		counter(d.requests, f.finished[i], string(v))
 	}
 	for i, v := range probe.Reasons {
 		counter(d.failures, p.reasons[i].Load(), v)
@@ -157,7 +174,7 @@ func (p *pairMetrics) collectCounters(d probeDescs, ch chan<- prometheus.Metric)
 	if p.fingerprinted.Load() {
 		counter(d.fingerprintChanges, p.fingerprintChanges.Load())
 	}
-	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(inFlight), t, pr, rep); err == nil {
+	if m, err := prometheus.NewConstMetric(d.inFlight, prometheus.GaugeValue, float64(f.inFlight), t, pr, rep); err == nil {
 		ch <- m
 	}
 }

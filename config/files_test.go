@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/internal/fileread"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // filesConfig is a valid config naming a dataset, a JSON schema and a
@@ -98,10 +99,7 @@ func TestFilesNamedByTheConfigAreBounded(t *testing.T) {
 // file: the referenced file is read through the same cap.
 func TestSchemaReferencesAreBounded(t *testing.T) {
 	dir := t.TempDir()
-	main := filepath.Join(dir, "main.json")
-	if err := os.WriteFile(main, []byte(`{"$ref": "other.json"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	main := testfile.Write(t, dir, "main.json", `{"$ref": "other.json"}`)
 	hostile(t, "zero", filepath.Join(dir, "other.json"), 0)
 	_, err := NewSchemaCompiler().Compile(main)
 	if err == nil || !strings.Contains(err.Error(), "other.json: not a regular file (a character device)") {

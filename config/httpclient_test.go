@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // redirectConfig is a config whose target url is base, with extra lines
@@ -14,9 +15,7 @@ import (
 func redirectConfig(t *testing.T, base, extra string) *Config {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, dir, "token", "s3cret")
 	cfg, err := Parse(fmt.Appendf(nil, `targets:
   - name: t
     url: %s

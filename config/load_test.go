@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // validProbe is a complete probe for tests that vary one thing elsewhere.
@@ -358,9 +359,7 @@ func TestRegexpMarshal(t *testing.T) {
 
 func TestParseResolvesRelativeFiles(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(`{"prompt":"x"}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, dir, "p.jsonl", `{"prompt":"x"}`+"\n")
 	doc := validTarget + strings.Replace(validProbe, "{random: {input_tokens: 8, output_tokens: 8}}", "{file: p.jsonl}", 1)
 	cfg, err := Parse([]byte(doc), filepath.Join(dir, "c.yml"))
 	if err != nil {

@@ -1,11 +1,12 @@
 package config
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // TestReasoningAndToolKeys: slo.ttfa and the ttfa histogram load;
@@ -14,9 +15,7 @@ import (
 // unless it lists finish_reasons itself; Config.String reloads the same.
 func TestReasoningAndToolKeys(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "args.json"), []byte(`{"type":"object"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, dir, "args.json", `{"type":"object"}`)
 	doc := validTarget + `
 probes:
   - name: think

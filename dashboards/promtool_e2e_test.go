@@ -4,12 +4,12 @@ package dashboards
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // TestPromtoolParsesEveryQuery: promtool parses every dashboard query,
@@ -36,10 +36,7 @@ func TestPromtoolParsesEveryQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "queries.yml")
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := testfile.Temp(t, "queries.yml", string(b))
 	if out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}

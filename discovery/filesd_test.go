@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // writeFile writes name under dir, replacing it by a rename as careful
@@ -22,10 +24,7 @@ func writeFile(t *testing.T, dir, name, content string, inPlace bool) {
 		}
 		return
 	}
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tmp := testfile.Write(t, dir, "."+name+".tmp", content)
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}

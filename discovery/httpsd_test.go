@@ -3,8 +3,6 @@ package discovery
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/internal/httpclient"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // sdServer is an http_sd endpoint that wants a bearer token and answers
@@ -52,10 +51,7 @@ func startSD(t *testing.T, refresh time.Duration) (*sdServer, *httptest.Server, 
 	sd := &sdServer{status: http.StatusOK, contentType: "application/json", body: "[]"}
 	ts := httptest.NewServer(sd)
 	t.Cleanup(ts.Close)
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	token := testfile.Temp(t, "token", "s3cret\n")
 	c := HTTPSDConfig{
 		URL:              ts.URL + "/sd?key=abc",
 		Refresh:          model.Duration(refresh),

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -125,18 +124,6 @@ func (l *lockedBuffer) tail(n int) string {
 	return s
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -206,13 +193,13 @@ func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 
 	s.prober = daemontest.Start(t, binary, "--config.file="+cfgPath)
 
-	amAddr := freeAddr(t)
+	amAddr := daemontest.FreeAddr(t)
 	amCfg := filepath.Join(s.dir, "alertmanager.yml")
 	writeFile(t, amCfg, alertmanagerConfig(t, s.webhook.url))
 	s.am = startTool(t, "prometheus-alertmanager", amAddr, "--config.file="+amCfg,
 		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 
-	promAddr := freeAddr(t)
+	promAddr := daemontest.FreeAddr(t)
 	promCfg := filepath.Join(s.dir, "prometheus.yml")
 	writeFile(t, promCfg, fmt.Sprintf(prometheusConfig, amAddr, s.prober.Addr))
 	// No --enable-feature=native-histograms: Prometheus 2.42 would then drop

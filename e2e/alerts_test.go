@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/rules"
 )
 
@@ -101,13 +102,7 @@ func with(m map[string]string, kv ...string) map[string]string {
 // waitFor polls cond every second; on timeout it fails with diagnostics.
 func (s *alertStack) waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(time.Second)
-	}
+	daemontest.Poll(t, timeout, time.Second, what, cond)
 }
 
 // waitForData waits until Prometheus scrapes the prober and the scaled

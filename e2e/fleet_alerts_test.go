@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -58,7 +59,7 @@ func TestFleetAlerts(t *testing.T) {
 	gw := newGateway(t, addrs)
 	dir := t.TempDir()
 	writeTargetGroups(t, dir, addrs)
-	cfg := relWrite(t, dir, "prober.yml", fmt.Sprintf(fleetAlertConfig, gw.url))
+	cfg := testfile.Write(t, dir, "prober.yml", fmt.Sprintf(fleetAlertConfig, gw.url))
 	rulesPath := filepath.Join(dir, "rules.yml")
 	if code, out := daemontest.Run(t, binary, "rules", "--config.file="+cfg, "--window-scale="+alertWindowScale,
 		"--health-for=10m", "--output="+rulesPath); code != 0 {
@@ -66,7 +67,7 @@ func TestFleetAlerts(t *testing.T) {
 	}
 	checkRules(t, rulesPath)
 	p := daemontest.Start(t, binary, "--config.file="+cfg)
-	promAddr := freeAddr(t)
+	promAddr := daemontest.FreeAddr(t)
 	writeFile(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(fleetPromConfig, p.Addr))
 	prom := startTool(t, "prometheus", promAddr, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr)

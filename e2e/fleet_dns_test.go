@@ -12,6 +12,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/dnstest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -37,7 +38,7 @@ func TestFleetDNS(t *testing.T) {
 	z.Set(t, "srv.fleet.test.", srvRecord("srv.fleet.test.", ports[0]), srvRecord("srv.fleet.test.", ports[1]))
 
 	dir := t.TempDir()
-	cfg := relWrite(t, dir, "c.yml", fmt.Sprintf(`targets:
+	cfg := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`targets:
   - name: by-a
     model: sim-llama
     metrics_path: ""

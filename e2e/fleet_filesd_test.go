@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -30,7 +31,7 @@ func TestFleetFileSDUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	ledgerPath := filepath.Join(dir, "ledger.jsonl")
 	writeTargetGroups(t, dir, addrs[:2])
-	cfg := relWrite(t, dir, "c.yml", fmt.Sprintf(`global:
+	cfg := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`global:
   ledger: {path: %q}
 targets:
   - name: fleet

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -244,27 +242,13 @@ func (w *fleetWatch) waitProbed(t *testing.T, timeout time.Duration, target stri
 }
 
 // readFleetLedger reads a ledger and returns its records by pair, in file
-// order.
+// order; a torn line ends the test.
 func readFleetLedger(t *testing.T, path string) map[pairID][]ledger.Record {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	out := map[pairID][]ledger.Record{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
-	for line := 1; sc.Scan(); line++ {
-		var r ledger.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s:%d: %v", path, line, err)
-		}
+	for _, r := range ledgertest.Read(t, path) {
 		id := pairID{r.Target, r.Probe, r.Replica}
 		out[id] = append(out[id], r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -38,7 +39,7 @@ func TestFleetHTTPSD(t *testing.T) {
 	t.Cleanup(sd.Close)
 
 	dir := t.TempDir()
-	cfg := relWrite(t, dir, "c.yml", fmt.Sprintf(`targets:
+	cfg := testfile.Write(t, dir, "c.yml", fmt.Sprintf(`targets:
   - name: fleet
     model: sim-llama
     metrics_path: ""
@@ -55,10 +56,7 @@ func TestFleetHTTPSD(t *testing.T) {
 	w.halt()
 	w.check(t)
 
-	fams, err := promtext.Fetch(p.URL("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtext.Scrape(t, p.URL("/metrics"))
 	slots := map[string]string{}
 	for _, m := range fams[metricname.TargetInfo].GetMetric() {
 		l := promtext.Labels(m)

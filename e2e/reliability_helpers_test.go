@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,16 +45,6 @@ func relMatch(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// relWrite writes content to dir/name and returns the path.
-func relWrite(t testing.TB, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // relNoPanic fails when logs hold a Go panic or a data race report.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -125,19 +126,16 @@ func TestSoak(t *testing.T) {
 	sim, simURL := simtest.Start(t, o)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "ledger.jsonl")
-	cfgPath := relWrite(t, dir, "soak.yml", soakConfig(simURL, ledger, false))
+	cfgPath := testfile.Write(t, dir, "soak.yml", soakConfig(simURL, ledger, false))
 	d := daemontest.Start(t, binary, "--config.file="+cfgPath)
 
 	samples := soakRun(t, d, sim, dur, func(extra bool) {
-		relWrite(t, dir, "soak.yml", soakConfig(simURL, ledger, extra))
+		testfile.Write(t, dir, "soak.yml", soakConfig(simURL, ledger, extra))
 		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	})
-	fams, err := promtext.Fetch(d.URL("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := promtext.Scrape(t, d.URL("/metrics"))
 	if n := relValue(fams, "vllm_prober_ledger_write_errors_total", nil); n != 0 {
 		t.Errorf("%g ledger write errors", n)
 	}

@@ -12,7 +12,6 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -124,10 +124,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	o.APIKey = secretToken
 	_, simURL := simtest.Start(t, o)
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "api-key")
-	if err := os.WriteFile(keyFile, []byte(secretToken), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testfile.Write(t, dir, "api-key", secretToken)
 	cfg := fmt.Sprintf(`targets:
   - name: secured
     url: %s
@@ -146,10 +143,7 @@ probes:
     rate: 5
     workload: {random: {input_tokens: 32, output_tokens: 8}}
 `, simURL, keyFile)
-	cfgPath := filepath.Join(dir, "c.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := testfile.Write(t, dir, "c.yml", cfg)
 	d := daemontest.Start(t, binary, "--config.file="+cfgPath, "--log.level=debug")
 	daemontest.WaitFor(t, 20*time.Second, "accepted requests on the status page", func() bool {
 		_, body := daemontest.Do(t, http.MethodGet, d.URL("/api/v1/results?limit=5"))
@@ -206,10 +200,7 @@ func TestStatusPageFitsWith50Pairs(t *testing.T) {
 	for i := range 25 {
 		fmt.Fprintf(&cfg, "  - {name: chat-long-context-summarisation-%02d, api: chat, rate: 0.5, slo: {ttft: 500ms, tpot: 50ms}, workload: {random: {input_tokens: 16, output_tokens: 4}}}\n", i)
 	}
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := testfile.Temp(t, "c.yml", cfg.String())
 	d := daemontest.Start(t, binary, "--config.file="+cfgPath)
 	var page string
 	daemontest.WaitFor(t, 60*time.Second, "a finished request of every pair", func() bool {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 )
 
 // embeddingBody is what the tests read of an embedding response.
@@ -149,7 +151,7 @@ func TestEmbeddingsRefusals(t *testing.T) {
 func TestEmbeddingsServerMetrics(t *testing.T) {
 	_, url := startTest(t, fastOptions())
 	e := postEmbeddings(t, url, `{"input":["hello world","x y z"]}`)
-	mfs := scrape(t, url)
+	mfs := promtext.Scrape(t, url+"/metrics")
 	if got := mfs["vllm:prompt_tokens_total"].Metric[0].GetCounter().GetValue(); got != float64(e.Usage.PromptTokens) || got != 5 {
 		t.Errorf("prompt tokens %g, usage %d; want 5", got, e.Usage.PromptTokens)
 	}
@@ -211,7 +213,7 @@ func waitGauge(t *testing.T, url, name string, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got := scrape(t, url)[name].Metric[0].GetGauge().GetValue()
+		got := promtext.Scrape(t, url+"/metrics")[name].Metric[0].GetGauge().GetValue()
 		if got == want {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator/textgen"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
@@ -111,7 +112,7 @@ func TestPreemption(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	mfs := scrape(t, url)
+	mfs := promtext.Scrape(t, url+"/metrics")
 	if n := mfs["vllm:num_preemptions_total"].Metric[0].GetCounter().GetValue(); n == 0 {
 		t.Error("no preemption counted")
 	}

@@ -21,22 +21,12 @@ var (
 	ref125 = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
 )
 
-// scrape fetches and parses the simulator's /metrics.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	mfs, err := promtext.Fetch(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mfs
-}
-
 // TestMetricsMatchReference checks names, types, labels and every bucket
 // boundary of the vllm:* series.
 func TestMetricsMatchReference(t *testing.T) {
 	_, url := startTest(t, fastOptions())
 	post(t, url+"/v1/completions", `{"prompt":"What is 1+1?","max_tokens":4}`)
-	mfs := scrape(t, url)
+	mfs := promtext.Scrape(t, url+"/metrics")
 	cases := []struct {
 		name    string
 		typ     dto.MetricType
@@ -157,7 +147,7 @@ func TestMetricsCountTokens(t *testing.T) {
 		prompt += float64(r.Usage.PromptTokens)
 		gen += float64(r.Usage.CompletionTokens)
 	}
-	mfs := scrape(t, url)
+	mfs := promtext.Scrape(t, url+"/metrics")
 	cases := []struct {
 		name string
 		want float64

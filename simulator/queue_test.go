@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -46,7 +47,7 @@ func TestQueueing(t *testing.T) {
 			if longest < tc.minLastQueue {
 				t.Errorf("longest queue time %s, want at least %s (all: %v)", longest, tc.minLastQueue, sorted)
 			}
-			h := scrape(t, url)["vllm:request_queue_time_seconds"].Metric[0].GetHistogram()
+			h := promtext.Scrape(t, url+"/metrics")["vllm:request_queue_time_seconds"].Metric[0].GetHistogram()
 			var sum time.Duration
 			for _, q := range queues {
 				sum += q

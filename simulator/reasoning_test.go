@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/simulator/wire"
 )
 
@@ -204,7 +205,7 @@ func TestReasoningServerMetrics(t *testing.T) {
 	_, url := startTest(t, o)
 	cs := postChatStream(t, url, strings.Replace(reasoningChat, "%s", "", 1))
 	completion, _ := cs.usage(t)
-	mfs := scrape(t, url)
+	mfs := promtext.Scrape(t, url+"/metrics")
 	if got := mfs["vllm:generation_tokens_total"].Metric[0].GetCounter().GetValue(); got != float64(completion) || completion != 9 {
 		t.Errorf("generation tokens %g, usage %d; want both 9", got, completion)
 	}

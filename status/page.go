@@ -23,9 +23,10 @@ var pageFS embed.FS
 // defines the head (with the style) both use.
 var templates = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"ms":          FormatMs,
-	"msn":         func(d time.Duration) string { return strings.TrimSuffix(FormatMs(d), " ms") },
+	"msn":         formatMsNumber,
 	"pct":         FormatPct,
-	"rate":        func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"rate":        formatRate,
+	"pairRows":    pairRows,
 	"ago":         func(now, t time.Time) string { return now.Sub(t).Round(time.Second).String() },
 	"dur":         func(d time.Duration) string { return d.Round(time.Second).String() },
 	"slo":         func(d model.Duration) string { return FormatMs(time.Duration(d)) },
@@ -92,6 +93,18 @@ type Page struct {
 	MetricsPath string
 }
 
+// MaxChartPairs is the most pairs whose charts of the last hour the
+// status page draws; with more, each pair's charts are on its own page
+// (/pair), so the page stays light enough to refresh every 5 seconds
+// (about 5 KB of SVG per pair; docs/design.md, Status page).
+const MaxChartPairs = 100
+
+// ChartsShown reports whether the page draws every pair's charts.
+func (p Page) ChartsShown() bool { return len(p.Pairs) <= MaxChartPairs }
+
+// MaxChartPairs is the package's MaxChartPairs, for the template.
+func (Page) MaxChartPairs() int { return MaxChartPairs }
+
 // MetricsHref is the Metrics link, relative to the page so it also works
 // behind a path prefix.
 func (p Page) MetricsHref() string {
@@ -142,6 +155,13 @@ func FormatMs(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 }
+
+// formatMsNumber formats a duration in milliseconds without the unit, or
+// a dash when unmeasured.
+func formatMsNumber(d time.Duration) string { return strings.TrimSuffix(FormatMs(d), " ms") }
+
+// formatRate formats requests per second.
+func formatRate(v float64) string { return fmt.Sprintf("%.3f", v) }
 
 // FormatPct formats a ratio as a percentage, or a dash when unknown.
 func FormatPct(v float64) string {

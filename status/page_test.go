@@ -94,6 +94,45 @@ func TestRenderChartsBounded(t *testing.T) {
 	}
 }
 
+// TestRenderManyPairsWithoutCharts: past MaxChartPairs the page keeps one
+// table row per pair, each linking its detail page, and draws no charts,
+// so it grows by about a kilobyte per pair instead of about five.
+func TestRenderManyPairsWithoutCharts(t *testing.T) {
+	for _, n := range []int{MaxChartPairs, MaxChartPairs + 1} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			tr, clock := fullTracker(n)
+			pairs := tr.Snapshot()
+			var sb strings.Builder
+			if err := Render(&sb, Page{Now: clock.t, Window: tr.Window(), Pairs: pairs}); err != nil {
+				t.Fatal(err)
+			}
+			// The snapshot skips the hours the page does not draw; the
+			// pair's own page still gets its hour.
+			detail, _, _ := tr.Pair(config.PairKey{Target: "t", Probe: pairs[0].Probe})
+			if hour := pairs[0].Minutes != nil; hour != (n <= MaxChartPairs) || len(detail.Minutes) != 60 {
+				t.Errorf("snapshot has the hour: %v; pair page's hour: %d minutes, want 60", hour, len(detail.Minutes))
+			}
+			page := sb.String()
+			charts, rows := strings.Count(page, `<svg class="chart"`), strings.Count(page, `<tr class="pair"`)
+			links := strings.Count(page, `href="pair?probe=probe-with-a-long-name-`)
+			note := strings.Contains(page, fmt.Sprintf(`<p id="charts-elsewhere">%d pairs are more than %d`, n, MaxChartPairs))
+			t.Logf("status page of %d pairs: %d bytes", n, len(page))
+			if n <= MaxChartPairs {
+				if charts != 3*n || note {
+					t.Errorf("%d charts (note shown %v), want 3 for each of %d pairs and no note", charts, note, n)
+				}
+				return
+			}
+			if charts != 0 || !note || rows != n || links != n {
+				t.Errorf("%d charts, note shown %v, %d table rows, %d pair links; want 0, true, %d, %d", charts, note, rows, links, n, n)
+			}
+			if perPair := len(page) / n; perPair > 1500 {
+				t.Errorf("status page of %d pairs is %d bytes, %d per pair, want at most 1500", n, len(page), perPair)
+			}
+		})
+	}
+}
+
 func TestRenderPair(t *testing.T) {
 	tr, clock := fullTracker(1)
 	ps, recent, ok := tr.Pair(config.PairKey{Target: "t", Probe: "probe-with-a-long-name-00"})

@@ -26,8 +26,14 @@ const (
 	histBuckets     = 21*histPerDoubling + 2
 )
 
-// latencyHist counts latencies in the buckets above.
-type latencyHist [histBuckets]uint32
+// latencyHist counts latencies in the buckets above. It holds only the
+// buckets that counted something, in order: a minute of a pair at a low
+// rate touches a few of them, so a pair's hour costs a few KiB rather
+// than the ~80 KiB of every bucket of every minute.
+type latencyHist struct {
+	idx []uint8 // bucket indexes, ascending (histBuckets < 256)
+	n   []uint32
+}
 
 func histIndex(d time.Duration) int {
 	if d <= histMin {
@@ -45,14 +51,25 @@ func histValue(i int) time.Duration {
 	return time.Duration(float64(histMin) * math.Exp2((float64(i)-0.5)/histPerDoubling))
 }
 
-func (h *latencyHist) add(d time.Duration) { h[histIndex(d)]++ }
+func (h *latencyHist) add(d time.Duration) {
+	i := uint8(histIndex(d))
+	j, found := slices.BinarySearch(h.idx, i)
+	if found {
+		h.n[j]++
+		return
+	}
+	h.idx, h.n = slices.Insert(h.idx, j, i), slices.Insert(h.n, j, 1)
+}
+
+// reset empties h, keeping its memory for the next minute.
+func (h *latencyHist) reset() { h.idx, h.n = h.idx[:0], h.n[:0] }
 
 // quantile returns the nearest-rank q-quantile of the counts in hs, or 0
 // when they hold none.
 func quantileOf(q float64, hs ...*latencyHist) time.Duration {
 	var n uint64
 	for _, h := range hs {
-		for _, c := range h {
+		for _, c := range h.n {
 			n += uint64(c)
 		}
 	}
@@ -61,9 +78,13 @@ func quantileOf(q float64, hs ...*latencyHist) time.Duration {
 	}
 	rank := max(uint64(math.Ceil(q*float64(n))), 1)
 	var seen uint64
+	next := make([]int, len(hs)) // each h's first bucket not yet counted
 	for i := range histBuckets {
-		for _, h := range hs {
-			seen += uint64(h[i])
+		for k, h := range hs {
+			if next[k] < len(h.idx) && int(h.idx[next[k]]) == i {
+				seen += uint64(h.n[next[k]])
+				next[k]++
+			}
 		}
 		if seen >= rank {
 			return histValue(i)
@@ -95,7 +116,9 @@ func (tl *timeline) record(now time.Time, r *probe.Result) {
 	m := now.Unix() / 60
 	b := tl.bucket(m)
 	if b.minute != m {
-		*b = minuteBucket{minute: m}
+		b.ttft.reset()
+		b.itl.reset()
+		*b = minuteBucket{minute: m, ttft: b.ttft, itl: b.itl}
 	}
 	b.ended++
 	if r.Disposition == probe.Accepted {

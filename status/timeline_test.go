@@ -1,15 +1,15 @@
 package status
 
 import (
-	"github.com/vllm-prober/vllm-prober/config"
-
 	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -144,5 +144,32 @@ func TestTimelineGroundTruth(t *testing.T) {
 	}
 	if ps.HourDispositions[probe.Accepted] != 2 || ps.HourDispositions[probe.Cancelled] != 0 {
 		t.Errorf("hour dispositions after the wrap %v, want minute 602's and 660's only", ps.HourDispositions)
+	}
+}
+
+// TestTimelineMemoryFollowsRate: an hour of a pair at 0.05 req/s, 16
+// tokens each, keeps a few KiB of buckets (only those that counted), not
+// every bucket of every minute (~83 KiB), so 1,000 such pairs fit in a
+// small prober.
+func TestTimelineMemoryFollowsRate(t *testing.T) {
+	var tl timeline
+	start := time.Unix(1_800_000_000, 0)
+	for s := 0; s < 3600; s += 20 {
+		r := probe.Result{Disposition: probe.Accepted, TTFT: time.Duration(100+s%50) * time.Millisecond}
+		for i := range 16 {
+			r.ITLs = append(r.ITLs, time.Duration(20+i)*time.Millisecond)
+		}
+		tl.record(start.Add(time.Duration(s)*time.Second), &r)
+	}
+	size := int(unsafe.Sizeof(tl))
+	for _, b := range tl {
+		size += cap(b.ttft.idx) + 4*cap(b.ttft.n) + cap(b.itl.idx) + 4*cap(b.itl.n)
+	}
+	t.Logf("one pair's hour at 0.05 req/s: %d bytes", size)
+	if size > 16<<10 {
+		t.Errorf("one pair's hour at 0.05 req/s holds %d bytes, want at most 16 KiB", size)
+	}
+	if got := quantileOf(0.99, &tl.bucket(start.Unix()/60).ttft); got < 100*time.Millisecond || got > 160*time.Millisecond {
+		t.Errorf("first minute's TTFT p99 %v, want within the observed 100-150 ms (bucket midpoint)", got)
 	}
 }

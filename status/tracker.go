@@ -103,7 +103,9 @@ type PairStats struct {
 	// SLO is the probe's latency objectives, drawn on the charts.
 	SLO config.SLO
 	// Minutes is the last hour, oldest first, ending with the current
-	// minute; HourDispositions counts its requests by disposition.
+	// minute; HourDispositions counts its requests by disposition. Both
+	// are nil in a Snapshot of more than MaxChartPairs pairs, whose charts
+	// the status page does not draw.
 	Minutes          []MinuteStats
 	HourDispositions map[probe.Disposition]uint64
 }
@@ -253,8 +255,9 @@ func (t *Tracker) Snapshot() []PairStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]PairStats, 0, len(t.order))
+	hour := len(t.order) <= MaxChartPairs
 	for _, k := range t.order {
-		out = append(out, t.pairStats(k, now, since))
+		out = append(out, t.pairStats(k, now, since, hour))
 	}
 	return out
 }
@@ -269,11 +272,12 @@ func (t *Tracker) Pair(k config.PairKey) (ps PairStats, recent []RequestView, ok
 	if st == nil {
 		return PairStats{}, nil, false
 	}
-	return t.pairStats(k, now, now.Add(-t.opts.Window)), st.recent.newestFirst(), true
+	return t.pairStats(k, now, now.Add(-t.opts.Window), true), st.recent.newestFirst(), true
 }
 
-// pairStats computes one pair's snapshot; t.mu is held.
-func (t *Tracker) pairStats(k pairKey, now, since time.Time) PairStats {
+// pairStats computes one pair's snapshot, with its last hour when hour is
+// set; t.mu is held.
+func (t *Tracker) pairStats(k pairKey, now, since time.Time, hour bool) PairStats {
 	st := t.pairs[k]
 	st.prune(since)
 	ps := PairStats{
@@ -312,7 +316,9 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time) PairStats {
 	ps.TTFAP50, ps.TTFAP99 = sampleQuantile(st.ttfa, 0.5), sampleQuantile(st.ttfa, 0.99)
 	ps.WindowSamplesTTFA = len(st.ttfa)
 	ps.SLO = st.slo
-	ps.Minutes, ps.HourDispositions = st.hour.minutes(now, st.added)
+	if hour {
+		ps.Minutes, ps.HourDispositions = st.hour.minutes(now, st.added)
+	}
 	return ps
 }
 

@@ -5,15 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 func TestLoadDataset(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p := testfile.Write(t, dir, name, body)
 		return p
 	}
 	sharegpt := write("sg.json", `[{"conversations":[{"from":"human","value":"hello there"},{"from":"gpt","value":"one two three"}]},

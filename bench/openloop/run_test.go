@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -32,27 +33,6 @@ func (b *blockingSender) Do(ctx context.Context, res *probe.Result) {
 
 func (b *blockingSender) Close() {}
 
-// fakeClock is a clock whose Sleep advances it at once.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d > 0 {
-		c.now = c.now.Add(d)
-	}
-	return nil
-}
-
 func TestExecuteOpenLoop(t *testing.T) {
 	offsets := []time.Duration{0, 10 * time.Millisecond, 2 * time.Second}
 	s := &blockingSender{release: make(chan struct{})}
@@ -61,7 +41,7 @@ func TestExecuteOpenLoop(t *testing.T) {
 		s.started.Wait()
 		close(s.release)
 	}()
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	done := make(chan *Run)
 	finished := atomic.Int32{}
 	go func() {
@@ -119,7 +99,7 @@ func TestExecuteMaxInFlight(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &holdSender{}
-			clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			run := Execute(context.Background(), Options{Offsets: []time.Duration{0, 0, time.Second, time.Second},
 				Sender: s, MaxInFlight: tt.maxInFlight, Drain: 50 * time.Millisecond, Now: clock.Now, Sleep: clock.Sleep})
 			count := map[string]int{}
@@ -144,7 +124,7 @@ func TestExecuteShardsUnion(t *testing.T) {
 	offsets := Schedule(50, 20, 1, 7)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	execute := func(s Shard) *Run {
-		clock := &fakeClock{now: start.Add(-time.Second)}
+		clock := testclock.New(start.Add(-time.Second))
 		return Execute(context.Background(), Options{Offsets: offsets, Sender: acceptSender{}, Start: start, Shard: s,
 			Now: clock.Now, Sleep: clock.Sleep})
 	}

@@ -3,11 +3,12 @@
 package deploytest
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // TestConfigCheckCommand runs `vllm-prober run --config.check`, the
@@ -59,10 +60,7 @@ func addConfigMaps(t *testing.T, configs map[string]string, dir, prefix string, 
 		if !ok {
 			t.Fatalf("%s: ConfigMap %s has no vllm-prober.yml", prefix, name)
 		}
-		file := filepath.Join(dir, strings.ReplaceAll(prefix+"-"+name, " ", "-")+".yml")
-		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		file := testfile.Write(t, dir, strings.ReplaceAll(prefix+"-"+name, " ", "-")+".yml", data)
 		configs[prefix+" "+name] = file
 	}
 }

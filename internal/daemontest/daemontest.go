@@ -1,5 +1,7 @@
 // Package daemontest builds the vllm-prober binary and runs it as a user
-// would, for the tests of the main package and the end-to-end tests.
+// would, for the tests of the main package and the end-to-end tests, and
+// holds the helpers every test that waits on a server shares: polling for
+// a state and a free loopback address.
 package daemontest
 
 import (
@@ -195,12 +197,19 @@ func Do(t testing.TB, method, url string, auth ...string) (int, string) {
 // WaitFor polls cond every 100ms until it holds or timeout passes.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	Poll(t, timeout, 100*time.Millisecond, what, cond)
+}
+
+// Poll checks cond every interval until it holds, and ends the test when
+// timeout passes first; what names the awaited state in that message.
+func Poll(t testing.TB, timeout, every time.Duration, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(every)
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }

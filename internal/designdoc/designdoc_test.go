@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 func TestMetricNames(t *testing.T) {
@@ -33,9 +35,7 @@ func TestMetricNamesWithoutTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := "# d\n\n## 8. Metrics\n\nno table\n\n## 9. Other\n\n| `vllm_probe_x` | counter |\n"
-	if err := os.WriteFile(filepath.Join(dir, "docs", "design.md"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, filepath.Join(dir, "docs"), "design.md", doc)
 	if names, err := MetricNames(dir); err == nil {
 		t.Fatalf("MetricNames = %v, want an error: the Metrics section has no table", names)
 	}

@@ -1,7 +1,6 @@
 package fileread
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,15 +8,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 func TestRead(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, n int) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, bytes.Repeat([]byte("x"), n), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		p := testfile.Write(t, dir, name, strings.Repeat("x", n))
 		return p
 	}
 	fifo := filepath.Join(dir, "fifo")

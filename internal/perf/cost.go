@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -37,8 +38,13 @@ type CostOptions struct {
 	Binary          string // the vllm-prober binary
 	Targets, Probes int
 	Rate            float64
-	Warmup          time.Duration
-	Duration        time.Duration
+	// OutputTokens is the streamed answer's length of the random
+	// workloads (0: 64).
+	OutputTokens int
+	// Env is added to the daemon's environment (e.g. GOMAXPROCS=1).
+	Env      []string
+	Warmup   time.Duration
+	Duration time.Duration
 	// ScrapeEvery scrapes /metrics as Prometheus would (0 = never).
 	ScrapeEvery time.Duration
 }
@@ -51,7 +57,14 @@ type CostOptions struct {
 // nanoseconds) and memory (/proc/PID/status) over opts.Duration; the
 // simulator's CPU is its own process's and does not count.
 func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
-	out := CostResult{Name: fmt.Sprintf("%d×%d @ %g/s", opts.Targets, opts.Probes, opts.Rate),
+	if opts.OutputTokens == 0 {
+		opts.OutputTokens = 64
+	}
+	name := fmt.Sprintf("%d×%d @ %g/s, %d tokens", opts.Targets, opts.Probes, opts.Rate, opts.OutputTokens)
+	if len(opts.Env) > 0 {
+		name += ", " + strings.Join(opts.Env, " ")
+	}
+	out := CostResult{Name: name,
 		Targets: opts.Targets, Probes: opts.Probes, Rate: opts.Rate}
 	dir, err := os.MkdirTemp("", "vllm-prober-perf-")
 	if err != nil {
@@ -65,7 +78,7 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	}
 	defer sim.stop()
 	out.SimPID = sim.cmd.Process.Pid
-	d, err := startDaemon(ctx, opts.Binary, dir, costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts))
+	d, err := startDaemonEnv(ctx, opts.Binary, dir, costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts), opts.Env)
 	if err != nil {
 		return out, err
 	}
@@ -124,38 +137,56 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 	return nil
 }
 
-// costConfig is the daemon's configuration: every probe streams 64 tokens
-// with continuous usage and runs the quality checks, so a request costs
-// what a typical probe costs or more.
+// costConfig is the daemon's configuration: every probe streams
+// o.OutputTokens tokens with continuous usage and runs the quality checks,
+// so a request costs what a typical probe costs or more.
 func costConfig(url, ledger string, o CostOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "global:\n  ledger: {path: %q}\ntargets:\n", ledger)
 	for i := range o.Targets {
 		fmt.Fprintf(&b, "  - name: sim-%02d\n    url: %s\n    model: sim-llama\n", i, url)
 	}
-	writeProbes(&b, o.Probes, o.Rate)
+	writeProbes(&b, o.Probes, o.Rate, o.OutputTokens)
 	return b.String()
 }
 
-// startDaemon writes cfg to dir and runs the daemon on it.
-func startDaemon(ctx context.Context, binary, dir, cfg string) (*process, error) {
-	cfgPath := filepath.Join(dir, "prober.yml")
+// daemonConfigFile is the name of the daemon's configuration in its
+// directory.
+const daemonConfigFile = "prober.yml"
+
+// startDaemon writes cfg to dir and runs the daemon on it, with flags
+// added to its command line.
+func startDaemon(ctx context.Context, binary, dir, cfg string, flags ...string) (*process, error) {
+	return startDaemonEnv(ctx, binary, dir, cfg, nil, flags...)
+}
+
+// startDaemonEnv is startDaemon with env added to the daemon's
+// environment.
+func startDaemonEnv(ctx context.Context, binary, dir, cfg string, env []string, flags ...string) (*process, error) {
+	cfgPath := filepath.Join(dir, daemonConfigFile)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("write config: %w", err)
 	}
-	d, err := startProcess(ctx, binary, daemonAddress, "run", "--config.file="+cfgPath, "--web.listen-address=127.0.0.1:0")
+	args := append([]string{"run", "--config.file=" + cfgPath, "--web.listen-address=127.0.0.1:0"}, flags...)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	d, err := startCommand(cmd, daemonAddress)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	return d, nil
 }
 
-// writeProbes writes the config's probes section: n probes at rate.
-func writeProbes(b *strings.Builder, n int, rate float64) {
+// writeProbes writes the config's probes section: n probes at rate, whose
+// random workloads stream outputTokens tokens.
+func writeProbes(b *strings.Builder, n int, rate float64, outputTokens int) {
 	b.WriteString("probes:\n")
+	random := fmt.Sprintf("workload: {random: {input_tokens: 128, output_tokens: %d}}\n    request: {ignore_eos: true}", outputTokens)
 	kinds := []string{
-		"api: chat\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {ignore_eos: true}",
-		"api: completions\n    workload: {random: {input_tokens: 128, output_tokens: 64}}\n    request: {ignore_eos: true}",
+		"api: chat\n    " + random,
+		"api: completions\n    " + random,
 		"api: chat\n    workload: {prompts: [{messages: [{role: user, content: \"What is 12*12? Digits only.\"}], expect: {regex: '\\b144\\b'}}]}",
 	}
 	for i := range n {

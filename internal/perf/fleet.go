@@ -35,18 +35,24 @@ type FleetOptions struct {
 // answered /metrics and its status page afterwards.
 type FleetResult struct {
 	CostResult
-	Replicas, Pairs int // replica pairs seen in /metrics
-	Series          int // every sample line of /metrics
-	// SeriesPerPair is the vllm_probe_* series of replica pairs (label
-	// replica set) per replica pair; histograms count one series per
-	// bucket plus _sum and _count, as Prometheus stores them.
+	Replicas int // replicas seen in /metrics (label replica set)
+	Pairs    int // (target, probe, replica) pairs seen in /metrics
+	Series   int // every sample line of /metrics
+	// SeriesPerPair is the vllm_probe_* series of pairs (label probe set)
+	// per pair; histograms count one series per bucket plus _sum and
+	// _count, as Prometheus stores them.
 	SeriesPerPair float64
-	// ServerSeries are the replicas' re-exported server metrics: series
-	// with a replica label outside vllm_probe_*.
+	// ServerSeries are the targets' and replicas' re-exported server
+	// metrics: series with a target label outside vllm_probe_* and
+	// vllm_prober_*.
 	ServerSeries int
 	Metrics      Stats // time to fetch and read /metrics
 	Status       Stats // time to fetch and read the status page
 	StatusBytes  int
+	// MetricsCPU and StatusCPU are the daemon's CPU time per fetch of
+	// /metrics and of the status page (its probes' work meanwhile
+	// included, a small part at these rates).
+	MetricsCPU, StatusCPU time.Duration
 }
 
 // Fleet runs opts.Targets fleet targets of opts.Replicas replicas each,
@@ -61,31 +67,56 @@ type FleetResult struct {
 func Fleet(ctx context.Context, opts FleetOptions) (FleetResult, error) {
 	out := FleetResult{CostResult: CostResult{Name: fmt.Sprintf("%d×%d replicas×%d @ %g/s", opts.Targets, opts.Replicas, opts.Probes, opts.Rate),
 		Targets: opts.Targets, Probes: opts.Probes, Rate: opts.Rate}}
+	err := runDaemon(ctx, &out, daemonRun{
+		Binary: opts.Binary, Servers: opts.Targets * opts.Replicas,
+		Config:  func(dir string, addrs []string) (string, error) { return fleetConfig(dir, addrs, opts) },
+		Measure: CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery},
+		Fetches: opts.Fetches,
+	})
+	return out, err
+}
+
+// daemonRun is one measured run of the daemon binary against simulated
+// servers on their own loopback addresses.
+type daemonRun struct {
+	Binary  string
+	Servers int // loopback addresses of the in-process simulator
+	// Config returns the daemon's configuration; dir is the run's
+	// temporary directory, for the ledger and any file_sd files.
+	Config  func(dir string, addrs []string) (string, error)
+	Measure CostOptions // Warmup, Duration and ScrapeEvery
+	Fetches int         // timed /metrics and status page fetches after measuring
+}
+
+// runDaemon starts r.Servers simulated servers and the daemon on
+// r.Config, measures the daemon as Cost does and then times r.Fetches
+// sequential fetches of /metrics and of the status page.
+func runDaemon(ctx context.Context, out *FleetResult, r daemonRun) error {
 	dir, err := os.MkdirTemp("", "vllm-prober-fleet-")
 	if err != nil {
-		return out, fmt.Errorf("temp dir: %w", err)
+		return fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	addrs, stop, err := startReplicas(opts.Targets * opts.Replicas)
+	addrs, stop, err := startReplicas(r.Servers)
 	if err != nil {
-		return out, err
+		return err
 	}
 	defer stop()
-	cfg, err := fleetConfig(dir, addrs, opts)
+	cfg, err := r.Config(dir, addrs)
 	if err != nil {
-		return out, err
+		return err
 	}
-	d, err := startDaemon(ctx, opts.Binary, dir, cfg)
+	d, err := startDaemon(ctx, r.Binary, dir, cfg)
 	if err != nil {
-		return out, err
+		return err
 	}
 	defer d.stop()
 	out.DaemonPID = d.cmd.Process.Pid
 	base := "http://" + d.addr
-	if err := measure(ctx, &out.CostResult, base+"/metrics", CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery}); err != nil {
-		return out, err
+	if err := measure(ctx, &out.CostResult, base+"/metrics", r.Measure); err != nil {
+		return err
 	}
-	return out, timeFetches(&out, base, opts.Fetches)
+	return timeFetches(out, base, r.Fetches)
 }
 
 // startReplicas serves one simulator on n loopback ports and returns their
@@ -139,29 +170,53 @@ func fleetConfig(dir string, addrs []string, o FleetOptions) (string, error) {
 			b.WriteString("    metrics_path: \"\"\n")
 		}
 	}
-	writeProbes(&b, o.Probes, o.Rate)
+	writeProbes(&b, o.Probes, o.Rate, 64)
 	return b.String(), nil
 }
 
-// timeFetches times n fetches of /metrics and of the status page and
-// counts the series of the last /metrics answer.
+// timeFetches times n fetches of /metrics, then n of the status page,
+// measuring the daemon's CPU over each batch, and counts the series of
+// the last /metrics answer.
 func timeFetches(out *FleetResult, base string, n int) error {
 	var metrics, status []time.Duration
 	var body []byte
-	for range n {
+	var err error
+	if out.MetricsCPU, err = fetchBatch(out.DaemonPID, n, func() error {
 		b, took, err := fetch(base + "/metrics")
-		if err != nil {
-			return err
-		}
 		metrics, body = append(metrics, took), b
-		b, took, err = fetch(base + "/")
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if out.StatusCPU, err = fetchBatch(out.DaemonPID, n, func() error {
+		b, took, err := fetch(base + "/")
 		status, out.StatusBytes = append(status, took), len(b)
+		return err
+	}); err != nil {
+		return err
 	}
 	out.Metrics, out.Status = Summarize(metrics), Summarize(status)
 	return countSeries(out, body)
+}
+
+// fetchBatch runs fetch n times and returns the daemon's CPU time per
+// fetch: what an answer costs whatever else keeps the machine busy, where
+// the fetch's own time includes waiting for a core.
+func fetchBatch(pid, n int, fetch func() error) (time.Duration, error) {
+	before, err := sampleProcess(pid)
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		if err := fetch(); err != nil {
+			return 0, err
+		}
+	}
+	after, err := sampleProcess(pid)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	return (after.cpu - before.cpu) / time.Duration(n), nil
 }
 
 // fetch GETs url and reads the whole answer.
@@ -191,7 +246,7 @@ func countSeries(out *FleetResult, body []byte) error {
 		return fmt.Errorf("parse /metrics: %w", err)
 	}
 	pairs, replicas := map[string]bool{}, map[string]bool{}
-	replicaSeries := 0
+	pairSeries := 0
 	for name, f := range families {
 		for _, m := range f.GetMetric() {
 			n := 1
@@ -203,25 +258,27 @@ func countSeries(out *FleetResult, body []byte) error {
 			}
 			out.Series += n
 			l := labelMap(m.GetLabel())
-			if l["replica"] == "" {
+			if l["target"] == "" {
 				continue
 			}
-			if !strings.HasPrefix(name, "vllm_probe_") {
+			if !strings.HasPrefix(name, "vllm_probe") {
 				out.ServerSeries += n
 				continue
 			}
-			replicas[l["target"]+"/"+l["replica"]] = true
+			if l["replica"] != "" {
+				replicas[l["target"]+"/"+l["replica"]] = true
+			}
 			if l["probe"] != "" {
 				pairs[l["target"]+"/"+l["probe"]+"/"+l["replica"]] = true
-				replicaSeries += n
+				pairSeries += n
 			}
 		}
 	}
 	out.Pairs, out.Replicas = len(pairs), len(replicas)
 	if out.Pairs == 0 {
-		return errors.New("/metrics holds no replica pair")
+		return errors.New("/metrics holds no pair")
 	}
-	out.SeriesPerPair = float64(replicaSeries) / float64(out.Pairs)
+	out.SeriesPerPair = float64(pairSeries) / float64(out.Pairs)
 	return nil
 }
 

@@ -51,7 +51,14 @@ func loadFleetConfig(t *testing.T, o FleetOptions) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "prober.yml")
+	return loadConfigText(t, text)
+}
+
+// loadConfigText writes a daemon configuration to a file and loads it as
+// the daemon does.
+func loadConfigText(t *testing.T, text string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), daemonConfigFile)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +85,8 @@ func discoverOnce(t *testing.T, c discovery.Config) []discovery.Replica {
 
 // TestCountSeries counts a hand-written exposition: a histogram is one
 // series per bucket (+Inf included) plus _sum and _count, and only
-// vllm_probe_* series of a replica pair count per pair.
+// vllm_probe_* series of a pair (static, gateway or replica) count per
+// pair; series of other families with a target label are server series.
 func TestCountSeries(t *testing.T) {
 	body := `# TYPE vllm_probe_ttft_seconds histogram
 vllm_probe_ttft_seconds_bucket{target="a",probe="p",replica="r1",le="0.1"} 1
@@ -94,16 +102,19 @@ vllm_probe_requests_total{target="a",probe="p",replica="r1"} 2
 vllm_probe_requests_total{target="a",probe="q",replica="r2"} 1
 # TYPE vllm_probe_target_info gauge
 vllm_probe_target_info{target="a",replica="r3"} 1
+# TYPE vllm_prober_discovery_replicas gauge
+vllm_prober_discovery_replicas{target="a"} 3
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{target="a",replica="r1"} 0
+vllm:num_requests_running{target="a"} 0
 `
 	var out FleetResult
 	if err := countSeries(&out, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	// Replica pair series: r1/p 4+1, r2/q 1.
-	if out.Series != 12 || out.Pairs != 2 || out.Replicas != 3 || out.SeriesPerPair != 3 || out.ServerSeries != 1 {
-		t.Errorf("series %d, pairs %d, replicas %d, per pair %g, server %d; want 12, 2, 3, 3, 1",
+	// Pair series: r1/p 4+1, the gateway's p 4, r2/q 1.
+	if out.Series != 14 || out.Pairs != 3 || out.Replicas != 3 || out.SeriesPerPair != 10.0/3 || out.ServerSeries != 2 {
+		t.Errorf("series %d, pairs %d, replicas %d, per pair %g, server %d; want 14, 3, 3, 3.33, 2",
 			out.Series, out.Pairs, out.Replicas, out.SeriesPerPair, out.ServerSeries)
 	}
 }

@@ -1,11 +1,13 @@
 // Package perf measures the prober itself: how exactly it times what a
 // client sees (against the simulator's ground-truth trace), how punctually
 // its open-loop scheduler sends, and what the daemon costs in CPU, memory
-// and scrape size. `make bench` runs it through cmd/perf, which prints the
+// and scrape size, and whether its memory stays bounded while pairs come
+// and go (Soak). `make bench` runs it through cmd/perf, which prints the
 // summary table of docs/BENCHMARKS.md.
 //
-// Every run is in-process except the cost run, which measures the real
-// daemon binary in its own process next to a simulator in another.
+// The fidelity and schedule runs are in-process; the cost, fleet and soak
+// runs measure the real daemon binary in its own process, next to
+// simulators in another process (cost) or in this one (fleet, soak).
 package perf
 
 import (
@@ -94,16 +96,21 @@ type load struct {
 	newSender func(config.Target, config.Probe) (schedule.Sender, error)
 	// sleep replaces the engine's wait when set.
 	sleep func(context.Context, time.Duration) error
+	// timeout is the probe's timeout; 0 = 10 s.
+	timeout time.Duration
 }
 
 // run drives the engine for l.duration and returns every Result once all
 // requests have ended.
 func (l load) run(ctx context.Context) (offered int, results []*probe.Result, err error) {
 	c := &collector{}
+	if l.timeout == 0 {
+		l.timeout = 10 * time.Second
+	}
 	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{c}, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
 	p := config.Probe{
 		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
-		MaxInFlight: 1 << 16, Timeout: model.Duration(10 * time.Second),
+		MaxInFlight: 1 << 16, Timeout: model.Duration(l.timeout),
 		Request:  config.Request{MaxTokens: l.outputTokens, IgnoreEOS: true},
 		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 64, OutputTokens: l.outputTokens, Seed: 1}},
 		Quality:  config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1},

@@ -31,13 +31,20 @@ type process struct {
 // startProcess runs binary with args and waits until its log matches
 // ready, whose first group is the address it listens on.
 func startProcess(ctx context.Context, binary string, ready *regexp.Regexp, args ...string) (*process, error) {
-	p := &process{cmd: exec.CommandContext(ctx, binary, args...), done: make(chan struct{})}
+	return startCommand(exec.CommandContext(ctx, binary, args...), ready)
+}
+
+// startCommand starts cmd and waits until its log matches ready.
+func startCommand(cmd *exec.Cmd, ready *regexp.Regexp) (*process, error) {
+	// what names the process in errors: the binary and its subcommand.
+	what := strings.Join(cmd.Args[:min(len(cmd.Args), 2)], " ")
+	p := &process{cmd: cmd, done: make(chan struct{})}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", binary, err)
+		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
 	found := make(chan string, 1)
 	var logs strings.Builder
@@ -61,10 +68,10 @@ func startProcess(ctx context.Context, binary string, ready *regexp.Regexp, args
 		return p, nil
 	case <-p.done:
 		_ = p.cmd.Wait()
-		return nil, fmt.Errorf("%s %s exited before listening: %s", binary, args[0], logs.String())
+		return nil, fmt.Errorf("%s exited before listening: %s", what, logs.String())
 	case <-time.After(20 * time.Second):
 		p.stop()
-		return nil, fmt.Errorf("%s %s did not listen within 20s", binary, args[0])
+		return nil, fmt.Errorf("%s did not listen within 20s", what)
 	}
 }
 

@@ -45,6 +45,16 @@ func Fetch(url string) (map[string]*dto.MetricFamily, error) {
 	return fams, nil
 }
 
+// Scrape is Fetch for tests: a failed fetch ends the test.
+func Scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := Fetch(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
 // Encode writes mfs in the classic text format.
 func Encode(w io.Writer, mfs []*dto.MetricFamily) error {
 	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))

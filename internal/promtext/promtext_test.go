@@ -20,10 +20,7 @@ func TestFetch(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	fams, err := Fetch(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := Scrape(t, srv.URL+"/metrics")
 	if got := len(fams["up"].GetMetric()); got != 2 {
 		t.Errorf("up has %d series, want 2", got)
 	}

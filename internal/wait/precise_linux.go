@@ -23,8 +23,14 @@ import (
 //     milliseconds, but busy Ps run due runtime timers on time.
 //
 // The goroutine parks meanwhile: no thread blocks, nothing spins. It falls
-// back to a runtime timer when the timerfd cannot be made.
+// back to a runtime timer when the timerfd cannot be made. A wait that is
+// already due (d <= 0) returns at once, as Sleep does: an open-loop runner
+// that is behind its schedule asks for many, and a timerfd for each (six
+// system calls) made it fall further behind at 2,000 requests/s.
 func Precise(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
 	end := time.Now().Add(d)
 	f, err := newTimerFD(d)
 	if err != nil {

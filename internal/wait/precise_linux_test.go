@@ -26,6 +26,8 @@ func TestPrecise(t *testing.T) {
 	}{
 		{name: "waits", d: 3 * time.Millisecond},
 		{name: "zero", d: 0},
+		{name: "overdue", d: -time.Second},
+		{name: "overdue, cancelled", d: -time.Second, cancel: func(c context.CancelCauseFunc) { c(errShutdown) }, wantErr: errShutdown},
 		{name: "already cancelled", d: time.Hour, cancel: func(c context.CancelCauseFunc) { c(errShutdown) }, wantErr: errShutdown},
 		{name: "cancelled while waiting", d: time.Hour, wantErr: errRemoved,
 			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(errRemoved) }) }},
@@ -46,6 +48,28 @@ func TestPrecise(t *testing.T) {
 				t.Errorf("woke after %v, before %v", time.Since(start), tc.d)
 			}
 		})
+	}
+}
+
+// TestPreciseDue checks that a wait already due makes no timer: no
+// allocation, where a timerfd wait allocates its file and context hook.
+func TestPreciseDue(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range []time.Duration{0, -time.Millisecond} {
+		if n := testing.AllocsPerRun(100, func() { _ = Precise(ctx, d) }); n != 0 {
+			t.Errorf("Precise(%v): %.0f allocations per wait, want 0", d, n)
+		}
+	}
+}
+
+// BenchmarkPreciseDue measures a wait that is already due, which an
+// open-loop runner behind its schedule asks for once per request.
+func BenchmarkPreciseDue(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		if err := Precise(ctx, -time.Microsecond); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -103,13 +102,12 @@ func TestEmbeddings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(tc.handler)
-			defer srv.Close()
+			url := serve(t, tc.handler)
 			p := embeddingProbe(384)
 			if tc.timeout > 0 {
 				p.Timeout = model.Duration(tc.timeout)
 			}
-			res := doRequest(context.Background(), newTestRequester(t, rqTarget(srv.URL), p, Options{}), 1)
+			res := doRequest(context.Background(), newTestRequester(t, rqTarget(url), p, Options{}), 1)
 			if res.Disposition != tc.want || res.Reason != tc.reason {
 				t.Fatalf("got %s/%s (err %q), want %s/%s", res.Disposition, res.Reason, res.Error, tc.want, tc.reason)
 			}
@@ -163,14 +161,13 @@ func checkEmbeddingTiming(t *testing.T, res *probe.Result) {
 
 func TestEmbeddingsRequestShape(t *testing.T) {
 	var c capture
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.record(r)
 		jsonHandler(200, embeddingJSON("m", vector(4, nil), true))(w, r)
 	}))
-	defer srv.Close()
 	p := embeddingProbe(4)
 	p.Request = config.Request{MaxTokens: 64, Extra: map[string]any{"dimensions": 4, "truncate_prompt_tokens": 512}}
-	res := doRequest(context.Background(), newTestRequester(t, rqTarget(srv.URL), p, Options{}), 1)
+	res := doRequest(context.Background(), newTestRequester(t, rqTarget(url), p, Options{}), 1)
 	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s (%s)", res.Disposition, res.Reason, res.Error)
 	}
@@ -187,9 +184,8 @@ func TestEmbeddingsRequestShape(t *testing.T) {
 // TestEmbeddingsBodyLimit: an answer past Options.MaxBodyBytes is a
 // protocol failure, not a truncated vector.
 func TestEmbeddingsBodyLimit(t *testing.T) {
-	srv := httptest.NewServer(jsonHandler(200, embeddingJSON("m", vector(4096, nil), true)))
-	defer srv.Close()
-	res := doRequest(context.Background(), newTestRequester(t, rqTarget(srv.URL), embeddingProbe(4096), Options{MaxBodyBytes: 8192}), 1)
+	url := serve(t, jsonHandler(200, embeddingJSON("m", vector(4096, nil), true)))
+	res := doRequest(context.Background(), newTestRequester(t, rqTarget(url), embeddingProbe(4096), Options{MaxBodyBytes: 8192}), 1)
 	if res.Disposition != probe.ServerFailure || res.Reason != probe.ReasonProtocol || !strings.Contains(res.Error, "body longer than the limit") {
 		t.Fatalf("got %s/%s (%s), want server_failure/protocol", res.Disposition, res.Reason, res.Error)
 	}

@@ -12,12 +12,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe/stream/streamtest"
 )
 
-// vllmChatEvent is one streamed chat chunk exactly as vLLM sends it with
-// continuous usage stats: the common event of every probe.
-const vllmChatEvent = `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
-	`"choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
-	`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
-
 // BenchmarkStreamEvent measures the whole per-event client path: parse the
 // SSE event, decode the chunk and apply it to the measurement, as
 // readStream does (the measurement is reset every 64 events, a typical
@@ -39,12 +33,12 @@ func BenchmarkStreamEvent(b *testing.B) {
 }
 
 func benchmarkStreamEvent(b *testing.B, decode func(c *stream.Chunk, data []byte) error) {
-	src := streamtest.Loop(bytes.Repeat([]byte(vllmChatEvent), 64))
+	src := streamtest.Loop(bytes.Repeat([]byte(streamtest.ChatEvent), 64))
 	s := stream.NewReader(src, 0, time.Now)
 	var c stream.Chunk
 	m := &measurement{}
 	usage, n := 0, 0
-	b.SetBytes(int64(len(vllmChatEvent)))
+	b.SetBytes(int64(len(streamtest.ChatEvent)))
 	b.ReportAllocs()
 	for b.Loop() {
 		ev, err := s.Next()

@@ -5,36 +5,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// scriptClock is set by the scripted transport as bytes "arrive".
-type scriptClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *scriptClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *scriptClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // scriptedPiece is a run of body bytes that arrives at ms after t0.
 type scriptedPiece struct {
@@ -45,7 +26,7 @@ type scriptedPiece struct {
 // scriptedTransport answers with a stream whose bytes arrive at scripted
 // times of the fake clock, so the whole request path can be checked exactly.
 type scriptedTransport struct {
-	clock     *scriptClock
+	clock     *testclock.Manual
 	t0        time.Time
 	headersMS int
 	pieces    []scriptedPiece
@@ -53,7 +34,7 @@ type scriptedTransport struct {
 
 func (s *scriptedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	_, _ = io.Copy(io.Discard, req.Body)
-	s.clock.set(s.t0.Add(time.Duration(s.headersMS) * time.Millisecond))
+	s.clock.Set(s.t0.Add(time.Duration(s.headersMS) * time.Millisecond))
 	h := http.Header{}
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	return &http.Response{StatusCode: 200, Header: h, Body: &scriptedBody{s: s}, Request: req}, nil
@@ -70,7 +51,7 @@ func (b *scriptedBody) Read(p []byte) (int, error) {
 	}
 	pc := b.s.pieces[b.i]
 	b.i++
-	b.s.clock.set(b.s.t0.Add(time.Duration(pc.ms) * time.Millisecond))
+	b.s.clock.Set(b.s.t0.Add(time.Duration(pc.ms) * time.Millisecond))
 	return copy(p, pc.data), nil
 }
 
@@ -88,9 +69,9 @@ func sse(events ...string) string {
 // an injected clock: TTFT, ITL, TPOT, E2EL and the phases must come out
 // exactly as defined.
 func TestRequesterExactTiming(t *testing.T) {
-	clock := &scriptClock{t: time.Unix(7000, 0)}
+	clock := testclock.New(time.Unix(7000, 0))
 	second := sse(chatOK[2])
-	tr := &scriptedTransport{clock: clock, t0: clock.now(), headersMS: 20, pieces: []scriptedPiece{
+	tr := &scriptedTransport{clock: clock, t0: clock.Now(), headersMS: 20, pieces: []scriptedPiece{
 		{ms: 300, data: sse(chatOK[0])},               // role chunk: not a token
 		{ms: 310, data: sse(chatOK[1]) + second[:20]}, // first token; the next event split
 		{ms: 350, data: second[20:]},
@@ -98,15 +79,12 @@ func TestRequesterExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now})
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now})
 	r.client.Transport = tr
-	res := &probe.Result{Seq: 1, Scheduled: clock.now().Add(-5 * time.Millisecond)}
+	res := &probe.Result{Seq: 1, Scheduled: clock.Now().Add(-5 * time.Millisecond)}
 	r.Do(context.Background(), res)
 
-	checks := []struct {
-		name      string
-		got, want any
-	}{
+	checkAll(t, []check{
 		{"disposition", res.Disposition, probe.LatencyFailure},
 		{"slo", fmt.Sprint(res.SLOViolations), fmt.Sprint([]string{probe.SLOTTFT})},
 		{"sent", res.Sent, tr.t0},
@@ -123,12 +101,7 @@ func TestRequesterExactTiming(t *testing.T) {
 		{"output tokens", res.OutputTokens, 2},
 		{"prompt tokens", res.PromptTokens, 5},
 		{"text", res.Text, "144"},
-	}
-	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-		}
-	}
+	})
 }
 
 // TestRequesterRealTiming checks the client against a server that writes
@@ -140,32 +113,15 @@ func TestRequesterRealTiming(t *testing.T) {
 		step    = 40 * time.Millisecond
 		slack   = 250 * time.Millisecond // generous: the test machine is shared
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		fl.Flush()
-		time.Sleep(prefill)
-		for i, e := range chatOK {
-			if i >= 2 {
-				time.Sleep(step)
-			}
-			fmt.Fprintf(w, "data: %s\n\n", e)
-			fl.Flush()
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	defer srv.Close()
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
+	url := pausedStream(t, []pausedEvent{
+		{prefill, chatOK[0]}, {0, chatOK[1]}, {step, chatOK[2]}, {step, chatOK[3]},
+	}, nil)
+	r := newTestRequester(t, rqTarget(url), rqProbe(config.APIChat), Options{})
 	res := doRequest(context.Background(), r, 1)
 	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s %s", res.Disposition, res.Reason, res.Error)
 	}
-	within := func(name string, got, want time.Duration) {
-		if got < want || got > want+slack {
-			t.Errorf("%s = %v, want in [%v, %v]", name, got, want, want+slack)
-		}
-	}
+	within := slackCheck(t, slack)
 	within("ttft", res.TTFT, prefill)
 	within("e2el", res.E2EL, prefill+step)
 	if len(res.ITLs) != 1 {
@@ -182,5 +138,66 @@ func TestRequesterRealTiming(t *testing.T) {
 	res = doRequest(context.Background(), r, 2)
 	if _, ok := res.Phases[probe.PhaseConnect]; ok || !slices.Contains([]probe.Disposition{probe.Accepted}, res.Disposition) {
 		t.Errorf("second request: phases %v, disposition %s", res.Phases, res.Disposition)
+	}
+}
+
+// TestChatLatencyEndsAtLastToken: E2EL and TPOT end at the last
+// token-carrying event; the usage-only chunk (choices empty) that arrives
+// well after it does not move the end.
+func TestChatLatencyEndsAtLastToken(t *testing.T) {
+	const usageLate = 600 * time.Millisecond
+	url := pausedStream(t, []pausedEvent{
+		{0, chatOK[0]}, {20 * time.Millisecond, chatOK[1]}, {40 * time.Millisecond, chatOK[2]},
+		{usageLate, chatOK[3]},
+	}, nil)
+	r := newTestRequester(t, rqTarget(url), rqProbe("chat"), Options{})
+	res := doRequest(context.Background(), r, 1)
+	if res.Disposition != probe.Accepted || res.OutputTokens != 2 || !res.UsageFromServer {
+		t.Fatalf("got %s/%s %q, %d output tokens, usage %v", res.Disposition, res.Reason, res.Error, res.OutputTokens, res.UsageFromServer)
+	}
+	if res.E2EL >= usageLate || res.Elapsed < usageLate {
+		t.Errorf("e2el %v, elapsed %v: the usage chunk %v after the last token moved the end", res.E2EL, res.Elapsed, usageLate)
+	}
+	if last := res.TTFT + res.ITLs[len(res.ITLs)-1]; res.E2EL != last {
+		t.Errorf("e2el %v, want TTFT + the last gap = %v", res.E2EL, last)
+	}
+	if want := res.E2EL - res.TTFT; res.TPOT != want {
+		t.Errorf("tpot %v, want (e2el - ttft) / (2 - 1) = %v", res.TPOT, want)
+	}
+	if res.Phases[probe.PhaseDecode] != res.E2EL-res.TTFT {
+		t.Errorf("decode phase %v, want e2el - ttft = %v", res.Phases[probe.PhaseDecode], res.E2EL-res.TTFT)
+	}
+}
+
+// TestModelCheckEveryEvent: the model check compares every event's model,
+// so a stream whose events disagree fails check:model wherever the other
+// model appears, even when the first event names the expected one.
+func TestModelCheckEveryEvent(t *testing.T) {
+	other := func(e string) string { return strings.Replace(e, `"model":"m"`, `"model":"other"`, 1) }
+	for _, tc := range []struct {
+		name   string
+		events []string
+		fails  bool
+	}{
+		{"every event agrees", chatOK, false},
+		{"a token event differs", []string{chatOK[0], chatOK[1], other(chatOK[2]), chatOK[3]}, true},
+		{"the usage chunk differs", []string{chatOK[0], chatOK[1], chatOK[2], other(chatOK[3])}, true},
+		{"the first event differs", []string{other(chatOK[0]), chatOK[1], chatOK[2], chatOK[3]}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var events []pausedEvent
+			for _, e := range tc.events {
+				events = append(events, pausedEvent{0, e})
+			}
+			r := newTestRequester(t, rqTarget(pausedStream(t, events, nil)), rqProbe("chat"), Options{})
+			res := doRequest(context.Background(), r, 1)
+			failed := slices.Contains(res.QualityFailures, probe.CheckModel)
+			if failed != tc.fails {
+				t.Errorf("check:model failed %v, want %v (disposition %s, failures %v)", failed, tc.fails, res.Disposition, res.QualityFailures)
+			}
+			if want := map[bool]probe.Disposition{false: probe.Accepted, true: probe.QualityFailure}[tc.fails]; res.Disposition != want {
+				t.Errorf("disposition %s, want %s", res.Disposition, want)
+			}
+		})
 	}
 }

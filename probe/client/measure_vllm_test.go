@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
@@ -97,9 +98,9 @@ func TestVLLMBenchTiming(t *testing.T) {
 }
 
 func runVLLMCase(t *testing.T, tt vllmCase) {
-	clock := &scriptClock{t: time.Unix(9000, 0)}
+	clock := testclock.New(time.Unix(9000, 0))
 	tr := &recordingTransport{status: tt.status,
-		inner: &scriptedTransport{clock: clock, t0: clock.now(), pieces: everyTenMS(tt.events...)}}
+		inner: &scriptedTransport{clock: clock, t0: clock.Now(), pieces: everyTenMS(tt.events...)}}
 	api := config.APICompletions
 	if tt.chat {
 		api = config.APIChat
@@ -108,7 +109,7 @@ func runVLLMCase(t *testing.T, tt vllmCase) {
 	p.Request.IgnoreEOS = true
 	item := workload.ItemFor(p, "hi", nil)
 	item.MaxTokens = 2
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now,
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now,
 		Timing: TimingVLLMBench, Items: []workload.Item{item}})
 	r.client.Transport = tr
 	res := &probe.Result{Seq: 5, RequestID: "bench-x-4"}
@@ -158,10 +159,10 @@ func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *probe.Result, c
 // TestRequesterItems checks that request Seq n sends Items[n-1] and
 // that the probe mode keeps its own payload.
 func TestRequesterItems(t *testing.T) {
-	clock := &scriptClock{t: time.Unix(9000, 0)}
-	tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.now()}}
+	clock := testclock.New(time.Unix(9000, 0))
+	tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.Now()}}
 	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), rqProbe(config.APICompletions), Options{
-		Now: clock.now, Endpoint: "/proxy/v1/completions", Items: []workload.Item{{Prompt: "a", MaxTokens: 16}, {Prompt: "b", MaxTokens: 3}}})
+		Now: clock.Now, Endpoint: "/proxy/v1/completions", Items: []workload.Item{{Prompt: "a", MaxTokens: 16}, {Prompt: "b", MaxTokens: 3}}})
 	r.client.Transport = tr
 	tests := []struct {
 		seq       uint64
@@ -194,9 +195,9 @@ func TestRequesterByIndex(t *testing.T) {
 	p.Workload = config.Workload{Random: &config.RandomWorkload{InputTokens: 16, OutputTokens: 4, RangeRatio: 0.5, Seed: 7}}
 	p.Request.MaxTokens = 0
 	send := func(seqs ...uint64) map[uint64]string {
-		clock := &scriptClock{t: time.Unix(9000, 0)}
-		tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.now()}}
-		r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now, ByIndex: true})
+		clock := testclock.New(time.Unix(9000, 0))
+		tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.Now()}}
+		r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now, ByIndex: true})
 		r.client.Transport = tr
 		bodies := map[uint64]string{}
 		for _, seq := range seqs {

@@ -2,13 +2,7 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +11,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -37,8 +33,8 @@ var reasoningChat = []string{
 // whole requester with an injected clock: TTFT is the first reasoning
 // event, TTFA the first content event, and the TTFA objective is judged.
 func TestRequesterReasoningExactTiming(t *testing.T) {
-	clock := &scriptClock{t: time.Unix(9000, 0)}
-	tr := &scriptedTransport{clock: clock, t0: clock.now(), headersMS: 20, pieces: []scriptedPiece{
+	clock := testclock.New(time.Unix(9000, 0))
+	tr := &scriptedTransport{clock: clock, t0: clock.Now(), headersMS: 20, pieces: []scriptedPiece{
 		{ms: 100, data: sse(reasoningChat[0])},
 		{ms: 110, data: sse(reasoningChat[1])},
 		{ms: 150, data: sse(reasoningChat[2])},
@@ -48,15 +44,12 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond), TTFA: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.now})
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now})
 	r.client.Transport = tr
-	res := &probe.Result{Seq: 1, Scheduled: clock.now()}
+	res := &probe.Result{Seq: 1, Scheduled: clock.Now()}
 	r.Do(context.Background(), res)
 
-	checks := []struct {
-		name      string
-		got, want any
-	}{
+	checkAll(t, []check{
 		{"disposition", res.Disposition, probe.LatencyFailure},
 		{"slo", fmt.Sprint(res.SLOViolations), fmt.Sprint([]string{probe.SLOTTFA})},
 		{"ttft", res.TTFT, ms(110)},
@@ -67,40 +60,7 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 		{"output tokens", res.OutputTokens, 5},
 		{"text", res.Text, "144"},
 		{"reasoning", res.Reasoning, "12*12 is 145? no, {not json"},
-	}
-	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-		}
-	}
-}
-
-// reasoningServer serves events with a gap before each event after the
-// role chunk, flushing each, then [DONE].
-func reasoningServer(t *testing.T, events []string, gap time.Duration, check func(body map[string]any)) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if check != nil {
-			check(body)
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		for i, e := range events {
-			if i > 0 && gap > 0 {
-				time.Sleep(gap)
-			}
-			fmt.Fprintf(w, "data: %s\n\n", e)
-			fl.Flush()
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // TestRequesterReasoningRealTiming checks TTFA against a server that writes
@@ -111,18 +71,13 @@ func TestRequesterReasoningRealTiming(t *testing.T) {
 		gap   = 50 * time.Millisecond
 		slack = 250 * time.Millisecond // generous: the test machine is shared
 	)
-	srv := reasoningServer(t, reasoningChat, gap, nil)
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
+	url := pausedStream(t, evenly(gap, reasoningChat), nil)
+	r := newTestRequester(t, rqTarget(url), rqProbe(config.APIChat), Options{})
 	res := doRequest(context.Background(), r, 1)
 	if res.Disposition != probe.Accepted {
 		t.Fatalf("got %s/%s %s %v", res.Disposition, res.Reason, res.Error, res.QualityFailures)
 	}
-	within := func(name string, got, want time.Duration) {
-		t.Helper()
-		if got < want || got > want+slack {
-			t.Errorf("%s = %v, want in [%v, %v]", name, got, want, want+slack)
-		}
-	}
+	within := slackCheck(t, slack)
 	within("ttft", res.TTFT, gap)
 	within("ttfa", res.TTFA, 4*gap)
 	within("ttfa - ttft", res.TTFA-res.TTFT, 3*gap-10*time.Millisecond)
@@ -134,7 +89,7 @@ func TestRequesterReasoningRealTiming(t *testing.T) {
 // TestRequesterChecksJudgeAnswer: a check the reasoning would pass or fail
 // judges the answer only.
 func TestRequesterChecksJudgeAnswer(t *testing.T) {
-	srv := reasoningServer(t, reasoningChat, 0, nil)
+	url := pausedStream(t, evenly(0, reasoningChat), nil)
 	tests := []struct {
 		name    string
 		quality func(q *config.Quality)
@@ -156,18 +111,13 @@ func TestRequesterChecksJudgeAnswer(t *testing.T) {
 			if tc.expect != nil {
 				p.Workload.Prompts[0].Expect = *tc.expect
 			}
-			r := newTestRequester(t, rqTarget(srv.URL), p, Options{})
+			r := newTestRequester(t, rqTarget(url), p, Options{})
 			res := doRequest(context.Background(), r, 1)
 			if !slices.Equal(res.QualityFailures, tc.want) {
 				t.Errorf("quality failures = %v, want %v (%s %s)", res.QualityFailures, tc.want, res.Disposition, res.Error)
 			}
 		})
 	}
-}
-
-func mustRegexp(t *testing.T, src string) config.Regexp {
-	t.Helper()
-	return config.Regexp{Regexp: regexp.MustCompile(src), Source: src}
 }
 
 // toolCallChat streams a call of get_weather in fragments, vLLM-style:
@@ -183,11 +133,7 @@ const toolCallChat = `{"model":"m","choices":[{"index":0,"delta":{"role":"assist
 // TestRequesterToolCall sends tools through request.extra and judges the
 // assembled call against quality.tool_call's schema.
 func TestRequesterToolCall(t *testing.T) {
-	dir := t.TempDir()
-	schema := filepath.Join(dir, "args.json")
-	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	schema := testfile.Temp(t, "args.json", `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`)
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
 		"parameters": map[string]any{"type": "object"}}}}
 	tests := []struct {
@@ -206,12 +152,12 @@ func TestRequesterToolCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got map[string]any
 			events := strings.Split(fmt.Sprintf(toolCallChat, tc.rest), "\n")
-			srv := reasoningServer(t, events, 0, func(body map[string]any) { got = body })
+			url := pausedStream(t, evenly(0, events), func(body map[string]any) { got = body })
 			p := rqProbe(config.APIChat)
 			p.Request.Extra = map[string]any{"tools": tools, "tool_choice": "required"}
 			p.Quality.FinishReasons = []string{"tool_calls"}
 			p.Quality.ToolCall = &tc.check
-			r := newTestRequester(t, rqTarget(srv.URL), p, Options{})
+			r := newTestRequester(t, rqTarget(url), p, Options{})
 			res := doRequest(context.Background(), r, 1)
 			if res.Disposition != tc.wantDisp || !slices.Equal(res.QualityFailures, tc.want) {
 				t.Errorf("got %s %v (%s), want %s %v", res.Disposition, res.QualityFailures, res.Error, tc.wantDisp, tc.want)

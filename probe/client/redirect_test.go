@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -20,9 +20,7 @@ func TestRequesterRedirects(t *testing.T) {
 	srv := daemontest.StartRedirects(t, "/v1/chat/completions", "/final", http.StatusTemporaryRedirect,
 		func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, chatOK, true) })
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfile.Write(t, dir, "token", "s3cret")
 	load := func(follow string) config.Target {
 		cfg, err := config.Parse(fmt.Appendf(nil, `targets:
   - name: t

@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 )
 
 // capture records the requests a test server received.
@@ -52,15 +53,14 @@ func TestRequesterRequestShape(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var c capture
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				c.record(r)
 				writeEvents(w, chatOK, true)
 			}))
-			defer srv.Close()
 			p := rqProbe(tc.api)
 			p.Request.IgnoreEOS = true
 			p.Request.Extra = map[string]any{"top_k": 5, "stream": false, "temperature": 0.5}
-			r := newTestRequester(t, rqTarget(srv.URL+"/"), p, Options{UserAgent: "test-agent/1"})
+			r := newTestRequester(t, rqTarget(url+"/"), p, Options{UserAgent: "test-agent/1"})
 			res := doRequest(context.Background(), r, 42)
 			if !regexp.MustCompile(`^t-p-42-[0-9a-f]{8}$`).MatchString(res.RequestID) {
 				t.Fatalf("request id %q", res.RequestID)
@@ -87,10 +87,7 @@ func TestRequesterRequestShape(t *testing.T) {
 }
 
 func TestNewRequesterErrors(t *testing.T) {
-	dataset := filepath.Join(t.TempDir(), "prompts.jsonl")
-	if err := os.WriteFile(dataset, []byte("{\"prompt\": \"x\"}\nnot json\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dataset := testfile.Temp(t, "prompts.jsonl", "{\"prompt\": \"x\"}\nnot json\n")
 	tests := []struct {
 		name string
 		edit func(p *config.Probe)
@@ -118,15 +115,14 @@ func TestNewRequesterErrors(t *testing.T) {
 func TestRequesterKeepAlive(t *testing.T) {
 	var mu sync.Mutex
 	conns := map[string]bool{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		conns[r.RemoteAddr] = true
 		mu.Unlock()
 		_, _ = io.Copy(io.Discard, r.Body)
 		writeEvents(w, chatOK, true)
 	}))
-	defer srv.Close()
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
+	r := newTestRequester(t, rqTarget(url), rqProbe(config.APIChat), Options{})
 	for i := range 5 {
 		if res := doRequest(context.Background(), r, uint64(i)); res.Disposition != probe.Accepted {
 			t.Fatalf("request %d: %s/%s %s", i, res.Disposition, res.Reason, res.Error)
@@ -134,5 +130,136 @@ func TestRequesterKeepAlive(t *testing.T) {
 	}
 	if len(conns) != 1 {
 		t.Fatalf("%d connections for 5 sequential requests, want 1 (keep-alive)", len(conns))
+	}
+}
+
+func TestRequesterModelDiscovery(t *testing.T) {
+	var (
+		mu          sync.Mutex
+		modelsOK    bool
+		modelsCalls int
+		served      = "served-model"
+		c           capture
+	)
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			modelsCalls++
+			if !modelsOK {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"},{"id":"lora"}]}`, served)
+		default:
+			c.record(r)
+			if c.bodies[len(c.bodies)-1]["model"] != served {
+				http.Error(w, `{"error":{"message":"The model does not exist.","type":"NotFoundError","code":404}}`, http.StatusNotFound)
+				return
+			}
+			events := slices.Clone(chatOK)
+			for i := range events {
+				events[i] = strings.ReplaceAll(events[i], `"m"`, fmt.Sprintf("%q", served))
+			}
+			writeEvents(w, events, true)
+		}
+	}))
+	tg := rqTarget(url)
+	tg.Model = ""
+	r := newTestRequester(t, tg, rqProbe(config.APIChat), Options{})
+	step := func(want probe.Disposition, reason string, wantCalls int) {
+		t.Helper()
+		res := doRequest(context.Background(), r, 1)
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Disposition != want || res.Reason != reason || modelsCalls != wantCalls {
+			t.Fatalf("got %s/%s (%s) after %d /v1/models calls, want %s/%s after %d", res.Disposition, res.Reason, res.Error,
+				modelsCalls, want, reason, wantCalls)
+		}
+	}
+	step(probe.ServerFailure, probe.ReasonModelDiscovery, 1)
+	step(probe.ServerFailure, probe.ReasonModelDiscovery, 2) // retried on the next request
+	mu.Lock()
+	modelsOK = true
+	mu.Unlock()
+	step(probe.Accepted, "", 3)
+	step(probe.Accepted, "", 3) // cached
+	mu.Lock()
+	served = "new-model"
+	mu.Unlock()
+	step(probe.ServerFailure, probe.ReasonHTTP4xx, 3) // 404: forget the model
+	step(probe.Accepted, "", 4)
+}
+
+// chatMulti streams "ab" as two tokens in one event, then "c" and "d".
+var chatMulti = []string{
+	`{"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`,
+	`{"model":"m","choices":[{"index":0,"delta":{"content":"ab"}}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,
+	`{"model":"m","choices":[{"index":0,"delta":{"content":"c"}}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`,
+	`{"model":"m","choices":[{"index":0,"delta":{"content":"d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":4}}`,
+}
+
+func hashOf(text string) string {
+	h := fingerprint.NewHasher(1)
+	h.Add(text, 1)
+	return h.Sum()
+}
+
+// TestRequesterFingerprint: a fingerprint probe's completed request carries
+// the hash of its answer's first tokens (counted by continuous usage) and
+// its prompt's index, whatever the judge decides; a stream cut short and a
+// probe without fingerprint carry none. A prompt's seed is sent as seed.
+func TestRequesterFingerprint(t *testing.T) {
+	seed := int64(7)
+	for _, tt := range []struct {
+		name     string
+		events   []string
+		done     bool
+		fp       *config.Fingerprint
+		minOut   int
+		wantText string // "" = no fingerprint
+		wantDisp probe.Disposition
+	}{
+		{"first token", chatOK, true, &config.Fingerprint{Tokens: 1, Confirm: 3}, 1, "14", probe.Accepted},
+		{"shorter answer", chatOK, true, &config.Fingerprint{Tokens: 16, Confirm: 3}, 1, "144", probe.Accepted},
+		{"usage counts tokens", chatMulti, true, &config.Fingerprint{Tokens: 3, Confirm: 3}, 1, "abc", probe.Accepted},
+		{"event reaching the count is whole", chatMulti, true, &config.Fingerprint{Tokens: 1, Confirm: 3}, 1, "ab", probe.Accepted},
+		{"quality failure still fingerprinted", chatOK, true, &config.Fingerprint{Tokens: 2, Confirm: 3}, 5, "144", probe.QualityFailure},
+		{"no done", chatOK, false, &config.Fingerprint{Tokens: 2, Confirm: 3}, 1, "", probe.ServerFailure},
+		{"no fingerprint", chatOK, true, nil, 1, "", probe.Accepted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c capture
+			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c.record(r)
+				writeEvents(w, tt.events, tt.done)
+			}))
+			p := rqProbe(config.APIChat)
+			p.Fingerprint, p.Quality.MinOutputTokens = tt.fp, tt.minOut
+			p.Workload.Prompts = append(p.Workload.Prompts, config.Prompt{Messages: []config.Message{{Role: "user", Content: "2+2?"}}, Seed: &seed})
+			r := newTestRequester(t, rqTarget(url), p, Options{})
+			for seq := uint64(1); seq <= 2; seq++ {
+				res := doRequest(context.Background(), r, seq)
+				if res.Disposition != tt.wantDisp {
+					t.Fatalf("request %d: disposition %s (%s), want %s", seq, res.Disposition, res.Error, tt.wantDisp)
+				}
+				switch fp := res.Fingerprint; {
+				case tt.wantText == "" && fp != nil:
+					t.Errorf("request %d: fingerprint %+v, want none", seq, *fp)
+				case tt.wantText == "":
+				case fp == nil:
+					t.Errorf("request %d: no fingerprint, want the hash of %q", seq, tt.wantText)
+				case fp.Hash != hashOf(tt.wantText) || fp.Prompt != int(seq-1) || fp.Changed:
+					t.Errorf("request %d: fingerprint %+v, want prompt %d, hash %s of %q", seq, *fp, seq-1, hashOf(tt.wantText), tt.wantText)
+				}
+			}
+			if _, ok := c.bodies[0]["seed"]; ok {
+				t.Errorf("prompt 0 has no seed, body sent %v", c.bodies[0]["seed"])
+			}
+			if got := c.bodies[1]["seed"]; got != float64(7) {
+				t.Errorf("prompt 1 sent seed %v, want 7", got)
+			}
+		})
 	}
 }

@@ -18,64 +18,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// Chat events of a good two-token answer, as vLLM streams them.
-var chatOK = []string{
-	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":5,"completion_tokens":0}}`,
-	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"14"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":6,"completion_tokens":1}}`,
-	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"4"},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}}`,
-	`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}}`,
-}
-
-// writeEvents writes events as SSE, flushing each, then [DONE] if done.
-func writeEvents(w http.ResponseWriter, events []string, done bool) {
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	for _, e := range events {
-		fmt.Fprintf(w, "data: %s\n\n", e)
-		w.(http.Flusher).Flush()
-	}
-	if done {
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}
-}
-
-func streamHandler(events []string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) { writeEvents(w, events, true) }
-}
-
-func rqTarget(url string) config.Target {
-	return config.Target{Name: "t", URL: url, Model: "m"}
-}
-
-func rqProbe(api string) config.Probe {
-	return config.Probe{
-		Name: "p", API: api, Timeout: model.Duration(2 * time.Second),
-		Request: config.Request{MaxTokens: 16},
-		Workload: config.Workload{Prompts: []config.Prompt{{
-			Prompt: "What is 12*12?", Messages: []config.Message{{Role: "user", Content: "What is 12*12?"}},
-		}}},
-		Quality: config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1},
-	}
-}
-
-func newTestRequester(t *testing.T, tg config.Target, p config.Probe, o Options) *Requester {
-	t.Helper()
-	r, err := New(tg, p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	return r
-}
-
-func doRequest(ctx context.Context, r *Requester, seq uint64) *probe.Result {
-	res := &probe.Result{Seq: seq, Target: "t", Probe: "p", Scheduled: time.Now()}
-	r.Do(ctx, res)
-	return res
-}
 
 func TestRequesterFaults(t *testing.T) {
 	badRequest := `{"error":{"message":"max_tokens=99999 cannot be greater than max_model_len=4096.","type":"BadRequestError","param":"max_tokens","code":400}}`
@@ -134,13 +79,12 @@ func TestRequesterFaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(tc.handler)
-			defer srv.Close()
+			url := serve(t, tc.handler)
 			o, p := Options{}, rqProbe(config.APIChat)
 			if tc.edit != nil {
 				tc.edit(&o, &p)
 			}
-			res := doRequest(context.Background(), newTestRequester(t, rqTarget(srv.URL), p, o), 1)
+			res := doRequest(context.Background(), newTestRequester(t, rqTarget(url), p, o), 1)
 			if res.Disposition != tc.want || res.Reason != tc.reason || res.HTTPStatus != tc.status {
 				t.Fatalf("got %s/%s status %d (err %q), want %s/%s status %d", res.Disposition, res.Reason, res.HTTPStatus, res.Error,
 					tc.want, tc.reason, tc.status)
@@ -197,12 +141,7 @@ func waitGone(r *http.Request) {
 }
 
 func TestRequesterConnectionErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
+	refused := "http://" + daemontest.FreeAddr(t)
 	tlsSrv := httptest.NewUnstartedServer(streamHandler(chatOK))
 	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	tlsSrv.StartTLS()
@@ -238,9 +177,8 @@ func TestClassifyDNSError(t *testing.T) {
 }
 
 func TestRequesterCancellation(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(stallHandler))
-	defer srv.Close()
-	r := newTestRequester(t, rqTarget(srv.URL), rqProbe(config.APIChat), Options{})
+	url := serve(t, http.HandlerFunc(stallHandler))
+	r := newTestRequester(t, rqTarget(url), rqProbe(config.APIChat), Options{})
 	tests := []struct {
 		name   string
 		cause  error

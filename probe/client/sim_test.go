@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"testing"
@@ -10,7 +11,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
@@ -138,5 +141,145 @@ func TestRequesterAccuracy(t *testing.T) {
 	t.Logf("client-server timing error over %d samples: p50 %v, p90 %v, max %v", len(errs), p50, p90, errs[len(errs)-1])
 	if p90 > 2*time.Millisecond {
 		t.Fatalf("timing error p90 %v, want <= 2ms", p90)
+	}
+}
+
+// TestReasoningAgainstSimulator runs a chat probe against the simulator as
+// a reasoning model (--reasoning-tokens N) and compares with its trace:
+// TTFT is the first reasoning event, TTFA the first answer event, so
+// TTFA − TTFT is the time the N reasoning deltas took; the ledger records
+// N reasoning tokens; the answer check is not confused by the reasoning.
+func TestReasoningAgainstSimulator(t *testing.T) {
+	const n = 12
+	sim, simURL := startSimulator(t, func(o *simulator.Options) {
+		o.Trace = true
+		simtest.Reasoning(n)(o)
+	})
+	tg := rqTarget(simURL)
+	tg.Model = ""
+	r := newTestRequester(t, tg, simProbe(config.APIChat), Options{})
+	results := map[string]*probe.Result{}
+	for i := range 10 {
+		res := doRequest(context.Background(), r, uint64(i+1))
+		if res.Disposition != probe.Accepted {
+			t.Fatalf("request %d: %s/%s %v %q", i, res.Disposition, res.Reason, res.QualityFailures, res.Error)
+		}
+		rec := ledger.NewRecord(res, config.RecordTextNone)
+		if rec.ReasoningTokens != n || res.ReasoningEvents != n || rec.TTFAS == nil {
+			t.Fatalf("request %d: ledger reasoning_tokens %d, reasoning events %d, ttfa_s %v; want %d, %d, set",
+				i, rec.ReasoningTokens, res.ReasoningEvents, rec.TTFAS, n, n)
+		}
+		results[res.RequestID] = res
+	}
+	var errs []time.Duration
+	for _, tr := range sim.Trace() {
+		res := results[tr.RequestID]
+		if res == nil {
+			continue
+		}
+		var reasoning, answer []time.Time
+		for _, ev := range tr.Events {
+			switch {
+			case ev.Kind == "reasoning":
+				reasoning = append(reasoning, ev.Time)
+			case ev.Tokens > 0 && (ev.Kind == "content" || ev.Kind == "finish"):
+				answer = append(answer, ev.Time)
+			}
+		}
+		if len(reasoning) != n || len(answer) == 0 {
+			t.Fatalf("%s: %d reasoning and %d answer events in the trace, want %d and some", tr.RequestID, len(reasoning), len(answer), n)
+		}
+		truth := answer[0].Sub(reasoning[0])
+		if got := res.TTFA - res.TTFT; got < truth/2 {
+			t.Errorf("%s: TTFA − TTFT = %v, the trace's reasoning took %v", tr.RequestID, got, truth)
+		}
+		errs = append(errs, res.Sent.Add(res.TTFT).Sub(reasoning[0]).Abs(), res.Sent.Add(res.TTFA).Sub(answer[0]).Abs(),
+			((res.TTFA - res.TTFT) - truth).Abs())
+		delete(results, tr.RequestID)
+	}
+	if len(results) != 0 {
+		t.Fatalf("%d requests missing from the trace", len(results))
+	}
+	slices.Sort(errs)
+	p90 := errs[len(errs)*9/10]
+	t.Logf("TTFT/TTFA error against the trace over %d samples: p50 %v, p90 %v, max %v", len(errs), errs[len(errs)/2], p90, errs[len(errs)-1])
+	if p90 > 2*time.Millisecond {
+		t.Fatalf("timing error p90 %v, want <= 2ms", p90)
+	}
+}
+
+// TestToolCallAgainstSimulator sends a forced tool call to the simulator:
+// the assembled call passes quality.tool_call with its arguments schema,
+// and with --fault.bad-tool-call 1 the request fails check tool_call.
+func TestToolCallAgainstSimulator(t *testing.T) {
+	schema := testfile.Temp(t, "weather.schema.json",
+		`{"type":"object","required":["city","unit"],"properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}}}`)
+	var tools []any
+	if err := json.Unmarshal([]byte(`[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+		"properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["c","f"]}},"required":["city","unit"]}}}]`), &tools); err != nil {
+		t.Fatal(err)
+	}
+	sim, simURL := startSimulator(t, nil)
+	tg := rqTarget(simURL)
+	tg.Model = ""
+	p := rqProbe(config.APIChat)
+	p.Request.MaxTokens = 128 // room for the whole call: a call cut at max_tokens ends "length"
+	p.Request.Extra = map[string]any{"tools": tools, "tool_choice": "required"}
+	p.Quality.FinishReasons = []string{"tool_calls"}
+	p.Quality.ToolCall = &config.ToolCallCheck{Name: "get_weather", ArgumentsSchema: schema}
+	r := newTestRequester(t, tg, p, Options{})
+	for _, tc := range []struct {
+		name   string
+		faults simulator.Faults
+		want   probe.Disposition
+		checks []string
+	}{
+		{"valid call", simulator.Faults{}, probe.Accepted, nil},
+		{"bad tool call", simulator.Faults{BadToolCall: 1}, probe.QualityFailure, []string{probe.CheckToolCall}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim.SetFaults(tc.faults)
+			res := doRequest(context.Background(), r, 1)
+			if res.Disposition != tc.want || !slices.Equal(res.QualityFailures, tc.checks) {
+				t.Fatalf("got %s/%s %v %q, want %s %v; calls %+v", res.Disposition, res.Reason, res.QualityFailures, res.Error, tc.want, tc.checks, res.ToolCalls)
+			}
+			if len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != "get_weather" || res.TTFA != res.TTFT {
+				t.Errorf("tool calls %+v, TTFA %v, TTFT %v: want one get_weather call, TTFA = TTFT", res.ToolCalls, res.TTFA, res.TTFT)
+			}
+			if rec := ledger.NewRecord(res, config.RecordTextNone); rec.ToolCalls != 1 {
+				t.Errorf("ledger tool_calls = %d, want 1", rec.ToolCalls)
+			}
+		})
+	}
+}
+
+// TestReasoningStallAgainstSimulator: a reasoning stream that stalls
+// before its answer ends client_timeout with a TTFT but no TTFA; latency
+// views take its TTFA at the time it was abandoned, which violates
+// slo.ttfa, and the ledger has ttfa_s null and the reasoning events seen.
+func TestReasoningStallAgainstSimulator(t *testing.T) {
+	_, simURL := startSimulator(t, func(o *simulator.Options) {
+		simtest.Reasoning(40)(o)
+		simtest.Faults(simulator.Faults{Stall: 1, StallDuration: 5 * time.Second})(o)
+	})
+	tg := rqTarget(simURL)
+	tg.Model = ""
+	p := simProbe(config.APIChat)
+	p.Timeout = model.Duration(time.Second)
+	p.SLO = config.SLO{TTFA: model.Duration(200 * time.Millisecond)}
+	r := newTestRequester(t, tg, p, Options{})
+	res := doRequest(context.Background(), r, 1)
+	ttfa, observed := res.ObservedTTFA()
+	if res.Disposition != probe.ClientTimeout || res.TTFT == 0 || res.TTFA != 0 || !observed || ttfa != res.Elapsed {
+		t.Fatalf("got %s/%s TTFT %v TTFA %v observed %v at %v (elapsed %v), want client_timeout with TTFT, no TTFA, observed at elapsed",
+			res.Disposition, res.Reason, res.TTFT, res.TTFA, observed, ttfa, res.Elapsed)
+	}
+	if !slices.Equal(res.SLOViolations, []string{probe.SLOTTFA}) {
+		t.Errorf("SLO violations %v, want [ttfa]", res.SLOViolations)
+	}
+	rec := ledger.NewRecord(res, config.RecordTextNone)
+	if rec.TTFAS != nil || rec.TTFTS == nil || rec.ReasoningTokens == 0 || rec.ReasoningTokens >= 40 || rec.ReasoningTokens != res.ReasoningEvents {
+		t.Errorf("ledger ttfa_s %v, ttft_s %v, reasoning_tokens %d (events %d): want null, set, the events before the stall",
+			rec.TTFAS, rec.TTFTS, rec.ReasoningTokens, res.ReasoningEvents)
 	}
 }

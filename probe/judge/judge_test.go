@@ -1,8 +1,6 @@
 package judge
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -30,10 +29,7 @@ func goodResult() *probe.Result {
 // writeSchema writes a JSON Schema document to a file and compiles it.
 func writeSchema(t *testing.T, doc string) (string, *jsonschema.Schema) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "schema.json")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testfile.Temp(t, "schema.json", doc)
 	compiled, err := CompileSchema(path)
 	if err != nil {
 		t.Fatal(err)
@@ -196,10 +192,7 @@ func TestJudgeToolCall(t *testing.T) {
 }
 
 func TestJudgeBadSchemaFailsCheck(t *testing.T) {
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"type": 12}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := testfile.Temp(t, "bad.json", `{"type": 12}`)
 	res := goodResult()
 	Request(config.Probe{Quality: config.Quality{JSONSchema: bad}}, nil, res)
 	if !slices.Equal(res.QualityFailures, []string{probe.CheckJSONSchema}) {

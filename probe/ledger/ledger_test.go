@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -273,10 +274,7 @@ func TestLedgerWriteErrors(t *testing.T) {
 }
 
 func TestLedgerOpenFailure(t *testing.T) {
-	notDir := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	notDir := testfile.Temp(t, "file", "")
 	_, err := Open(config.Ledger{Path: filepath.Join(notDir, "ledger.jsonl")}, nil)
 	if err == nil || !strings.Contains(err.Error(), "open ledger") {
 		t.Errorf("err = %v, want an open ledger error", err)

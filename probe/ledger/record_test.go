@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -181,10 +182,7 @@ func TestReadLedgerTorn(t *testing.T) {
 		{"blank lines", good(1) + "\n\n" + good(2), []uint64{1, 2}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ledger.jsonl")
-			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			path := testfile.Temp(t, "ledger.jsonl", tc.content)
 			recs, torn, err := Read(path)
 			if err != nil {
 				t.Fatal(err)

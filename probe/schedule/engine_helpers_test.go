@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 )
 
 // testEpoch is the fake clock's start.
@@ -231,13 +233,7 @@ func (l *recSink) lateCalls() int {
 // waitFor polls cond for up to five seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	daemontest.Poll(t, 5*time.Second, time.Millisecond, what, cond)
 }
 
 // testConfig builds a config of targets and probes; every target runs
@@ -296,9 +292,5 @@ func StopAndReadLedger(t *testing.T, e *Engine, lg *ledger.Ledger, path string) 
 	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := ledger.Read(path)
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: %d torn, %v", torn, err)
-	}
-	return recs
+	return ledgertest.Read(t, path)
 }

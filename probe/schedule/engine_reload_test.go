@@ -13,6 +13,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/history"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 )
 
 func (e *Engine) loopOf(target, probeName string) *loop {
@@ -250,10 +251,7 @@ func TestEngineAccounting(t *testing.T) {
 	if err := lg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := ledger.Read(filepath.Join(dir, "ledger.jsonl"))
-	if err != nil || torn != 0 {
-		t.Fatalf("ledger.Read: torn %d, %v", torn, err)
-	}
+	recs := ledgertest.Read(t, filepath.Join(dir, "ledger.jsonl"))
 	ledgerCount := map[string]int{}
 	for _, r := range recs {
 		ledgerCount[fmt.Sprint(r.Target, "/", r.Probe, " ", r.Disposition)]++

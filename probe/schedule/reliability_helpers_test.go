@@ -2,7 +2,6 @@ package schedule_test
 
 import (
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
@@ -56,13 +56,7 @@ func relServer(t *testing.T, h http.HandlerFunc) string {
 // refusedURL returns a loopback URL nothing listens on.
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := "http://" + l.Addr().String()
-	l.Close()
-	return u
+	return "http://" + daemontest.FreeAddr(t)
 }
 
 // pairCounts are one pair's counters read from the collector.

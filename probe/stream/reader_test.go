@@ -125,9 +125,7 @@ func TestSSEReaderTimestamps(t *testing.T) {
 }
 
 func BenchmarkSSE(b *testing.B) {
-	ev := `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
-		`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
-		`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
+	ev := streamtest.ChatEvent
 	src := streamtest.Loop(bytes.Repeat([]byte(ev), 64))
 	s := NewReader(src, 0, time.Now)
 	b.SetBytes(int64(len(ev)))
@@ -140,9 +138,7 @@ func BenchmarkSSE(b *testing.B) {
 }
 
 func BenchmarkSSEAndDecode(b *testing.B) {
-	ev := `data: {"id":"chatcmpl-a1","object":"chat.completion.chunk","created":1786304610,"model":"granite-4.1-8b",` +
-		`"choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null,"token_ids":null}],` +
-		`"usage":{"prompt_tokens":26,"total_tokens":27,"completion_tokens":1}}` + "\n\n"
+	ev := streamtest.ChatEvent
 	src := streamtest.Loop(bytes.Repeat([]byte(ev), 64))
 	s := NewReader(src, 0, time.Now)
 	var c Chunk

@@ -80,26 +80,11 @@ func (s *scanner) choices(c *Chunk) bool {
 		c.Choices = nil
 		return true
 	}
-	if !s.consume('[') || !s.enter() {
-		return false
-	}
-	defer s.leave()
-	if s.consume(']') {
-		return true
-	}
-	for {
+	return s.array(func() bool {
 		c.Choices = append(c.Choices, Choice{})
 		ch := &c.Choices[len(c.Choices)-1]
-		if !s.object(func(key []byte) bool { return s.choiceField(ch, key) }) {
-			return false
-		}
-		if s.consume(']') {
-			return true
-		}
-		if !s.consume(',') {
-			return false
-		}
-	}
+		return s.object(func(key []byte) bool { return s.choiceField(ch, key) })
+	})
 }
 
 func (s *scanner) choiceField(ch *Choice, key []byte) bool {
@@ -186,22 +171,33 @@ func (s *scanner) tokensDetails(c *Chunk) bool {
 // object reads {"key": value, ...}, calling field for each key with the
 // scanner positioned at the value.
 func (s *scanner) object(field func(key []byte) bool) bool {
-	if !s.consume('{') || !s.enter() {
+	return s.list('{', '}', func() bool {
+		key, ok := s.rawString()
+		return ok && s.consume(':') && field(key)
+	})
+}
+
+// array reads [value, ...], calling elem for each value with the scanner
+// positioned at it.
+func (s *scanner) array(elem func() bool) bool {
+	return s.list('[', ']', elem)
+}
+
+// list reads start, elements separated by commas, end: the shape an
+// object and an array share. elem reads one element.
+func (s *scanner) list(start, end byte, elem func() bool) bool {
+	if !s.consume(start) || !s.enter() {
 		return false
 	}
 	defer s.leave()
-	if s.consume('}') {
+	if s.consume(end) {
 		return true
 	}
 	for {
-		key, ok := s.rawString()
-		if !ok || !s.consume(':') {
+		if !elem() {
 			return false
 		}
-		if !field(key) {
-			return false
-		}
-		if s.consume('}') {
+		if s.consume(end) {
 			return true
 		}
 		if !s.consume(',') {
@@ -330,25 +326,7 @@ func (s *scanner) skip() bool {
 	case '{':
 		return s.object(func([]byte) bool { return s.skip() })
 	case '[':
-		s.i++
-		if !s.enter() {
-			return false
-		}
-		defer s.leave()
-		if s.consume(']') {
-			return true
-		}
-		for {
-			if !s.skip() {
-				return false
-			}
-			if s.consume(']') {
-				return true
-			}
-			if !s.consume(',') {
-				return false
-			}
-		}
+		return s.array(s.skip)
 	case '"':
 		return s.skipString()
 	case 't':

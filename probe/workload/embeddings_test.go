@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // TestRandomEmbeddingsWorkload: an embeddings probe sends text, its length
@@ -47,7 +48,7 @@ func TestRandomEmbeddingsWorkload(t *testing.T) {
 // TestEmbeddingsPromptsAndFile: fixed prompts go as they are; a dataset's
 // messages are joined as for completions.
 func TestEmbeddingsPromptsAndFile(t *testing.T) {
-	path := writeDataset(t, `{"prompt": "p1"}
+	path := testfile.Temp(t, "prompts.jsonl", `{"prompt": "p1"}
 {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "m1"}]}
 {"conversations": [{"from": "human", "value": "h1"}, {"from": "gpt", "value": "answer"}]}
 `)

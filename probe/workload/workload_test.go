@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 func randomProbe(api string, in, out int, ratio float64, seed int64) config.Probe {
@@ -191,17 +192,8 @@ func TestPromptsWorkload(t *testing.T) {
 	}
 }
 
-func writeDataset(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "prompts.jsonl")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestFileWorkload(t *testing.T) {
-	path := writeDataset(t, `{"prompt": "p1"}
+	path := testfile.Temp(t, "prompts.jsonl", `{"prompt": "p1"}
 
 {"messages": [{"role": "user", "content": "m1"}]}
 {"conversations": [{"from": "system", "value": "sys"}, {"from": "human", "value": "h1"}, {"from": "gpt", "value": "answer"}]}
@@ -236,7 +228,7 @@ func TestFileWorkloadErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeDataset(t, tc.body)
+			path := testfile.Temp(t, "prompts.jsonl", tc.body)
 			_, err := New(config.Probe{API: config.APIChat, Workload: config.Workload{File: path}}, nil)
 			if err == nil || err.Error() != path+tc.want {
 				t.Fatalf("err = %v, want %q", err, path+tc.want)

@@ -12,10 +12,10 @@ import (
 // probes (400 replica pairs) at 0.1 requests/s per pair, then times its
 // /metrics and status page; once scraping every replica's /metrics (the
 // default) and once with metrics_path "".
-func runFleet(ctx context.Context, o options, bin string) ([]row, error) {
+func runFleet(ctx context.Context, o options) ([]row, error) {
 	var rows []row
 	for _, noServer := range []bool{false, true} {
-		r, err := perf.Fleet(ctx, perf.FleetOptions{Binary: bin, Targets: 5, Replicas: 40, Probes: 2, Rate: 0.1,
+		r, err := perf.Fleet(ctx, perf.FleetOptions{Binary: o.binary, Targets: 5, Replicas: 40, Probes: 2, Rate: 0.1,
 			Warmup: o.fleetWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second, Fetches: 20,
 			NoServerMetrics: noServer})
 		if err != nil {

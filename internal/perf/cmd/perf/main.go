@@ -1,9 +1,14 @@
 // Command perf runs the prober's own benchmarks (internal/perf) and prints
 // the summary table of docs/BENCHMARKS.md: measurement fidelity against the
 // simulator's ground truth, open-loop schedule accuracy, the daemon's CPU
-// and memory cost, its cost probing a 400-pair fleet, the /metrics scrape cost and the hot paths.
+// and memory cost (the sidecar among the cases), its cost probing a
+// 400-pair fleet, the /metrics scrape cost, the hot paths and a soak of
+// 1,000 pairs under churning reloads. Each part's output starts with the
+// time and the machine's load average, and the summary repeats the load
+// beside each part's rows. Parts are listed in parts.go.
 //
-//	go run ./internal/perf/cmd/perf            # everything, ~13 minutes
+//	go run ./internal/perf/cmd/perf            # everything, ~45 minutes
+//	go run ./internal/perf/cmd/perf -scale 0.1 # everything shortened, the soak to 3 minutes
 //	go run ./internal/perf/cmd/perf -only cost # one part
 //	go run ./internal/perf/cmd/perf -only schedule.workers # bench as worker processes only
 package main
@@ -18,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,26 +33,36 @@ func main() { os.Exit(run()) }
 
 // options are the command-line flags.
 type options struct {
-	only        map[string]bool
 	scale       float64
 	binary      string
 	costWarmup  time.Duration
 	costTime    time.Duration
 	fleetWarmup time.Duration
-	moduleDir   string
+	soakTime    time.Duration
+	// costBaseline is another binary (e.g. built from main) whose
+	// sidecar cost is measured in the same run.
+	costBaseline string
+	moduleDir    string
 }
 
 func run() int {
 	var o options
-	only := flag.String("only", "fidelity,schedule,cost,fleet,scrape,hotpaths", "Comma-separated parts to run.")
-	flag.Float64Var(&o.scale, "scale", 1, "Multiplier of every run's duration (0.2 for a quick look).")
-	flag.StringVar(&o.binary, "binary", "", "vllm-prober binary for the cost run (default: build one).")
+	only := flag.String("only", strings.Join(defaultParts(), ","), "Comma-separated parts to run: "+strings.Join(partNames(), ", ")+".")
+	flag.Float64Var(&o.scale, "scale", 1, "Multiplier of every run's duration, the soak's included (0.2 for a quick look).")
+	flag.StringVar(&o.binary, "binary", "", "vllm-prober binary for the parts that run the daemon (default: build one).")
 	flag.DurationVar(&o.costWarmup, "cost.warmup", 10*time.Second, "Daemon warm-up before the cost is measured.")
 	flag.DurationVar(&o.costTime, "cost.duration", 60*time.Second, "How long the cost is measured per case.")
 	flag.DurationVar(&o.fleetWarmup, "fleet.warmup", 60*time.Second, "Daemon warm-up before the fleet's cost is measured (every pair sends and every replica is scraped).")
+	flag.StringVar(&o.costBaseline, "cost.baseline", "", "Another vllm-prober binary (e.g. built from main) whose 16-token sidecar cost is measured right after this one's.")
+	flag.DurationVar(&o.soakTime, "soak.duration", 30*time.Minute, "How long the soak runs (before -scale).")
 	flag.StringVar(&o.moduleDir, "dir", ".", "The module's root directory.")
 	cpuProfile := flag.String("cpuprofile", "", "Write a CPU profile of the in-process runs (fidelity, schedule) to this file.")
 	flag.Parse()
+	selected, err := selectParts(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -55,38 +71,22 @@ func run() int {
 		}
 		defer stopProfile()
 	}
-	o.only = map[string]bool{}
-	for _, p := range strings.Split(*only, ",") {
-		o.only[strings.TrimSpace(p)] = true
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	fmt.Printf("# vllm-prober perf, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Printf("machine: %d CPUs (%s), %s, %s/%s, load average %s\n\n", runtime.NumCPU(), cpuModel(), runtime.Version(),
-		runtime.GOOS, runtime.GOARCH, loadAverage())
-	var rows []row
-	steps := []struct {
-		name string
-		fn   func(context.Context, options) ([]row, error)
-	}{
-		{"fidelity", runFidelity}, {"schedule", runSchedule}, {"cost", withBinary(runCost)}, {"fleet", withBinary(runFleet)},
-		{"scrape", runScrape}, {"hotpaths", runHotPaths}, {"schedule.workers", runScheduleWorkers},
-	}
-	failed := false
-	for _, s := range steps {
-		if !o.only[s.name] || s.name == "schedule.workers" && o.only["schedule"] {
-			continue
-		}
-		r, err := s.fn(ctx, o)
+	fmt.Printf("machine: %s\n\n", machine())
+	if o.binary == "" && slices.ContainsFunc(selected, func(p part) bool { return p.daemon }) {
+		bin, cleanup, err := buildBinary(ctx, o.moduleDir)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", s.name, err)
-			failed = true
-			continue
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
-		rows = append(rows, r...)
+		defer cleanup()
+		o.binary = bin
 	}
-	fmt.Printf("\n## Summary (load average at the end %s)\n\n", loadAverage())
+	rows, failed := runParts(ctx, o, selected)
+	fmt.Printf("\n## Summary (%s; load average at the end %s)\n\n", machine(), loadAverage())
 	printTable(os.Stdout, rows)
 	if failed {
 		return 1
@@ -94,7 +94,25 @@ func run() int {
 	return 0
 }
 
-// buildBinary compiles the daemon for the cost run.
+// runParts runs each part in turn, printing the time and the machine's
+// load beside its output and recording the load in its rows.
+func runParts(ctx context.Context, o options, selected []part) (rows []partRows, failed bool) {
+	for _, p := range selected {
+		start, loadBefore := time.Now(), loadAverage1()
+		fmt.Printf("\n## %s (%s, load average %s)\n\n", p.name, start.UTC().Format("15:04:05 UTC"), loadAverage())
+		r, err := p.run(ctx, o)
+		loadAfter := loadAverage1()
+		fmt.Printf("%s: took %s, load average %s at the end\n", p.name, time.Since(start).Round(time.Second), loadAverage())
+		rows = append(rows, partRows{rows: r, loadBefore: loadBefore, loadAfter: loadAfter})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", p.name, err)
+			failed = true
+		}
+	}
+	return rows, failed
+}
+
+// buildBinary compiles the daemon once for the parts that run it.
 func buildBinary(ctx context.Context, dir string) (string, func(), error) {
 	tmp, err := os.MkdirTemp("", "vllm-prober-perf-bin-")
 	if err != nil {
@@ -136,6 +154,17 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// machine describes this machine and Go for the record beside the numbers.
+func machine() string {
+	return fmt.Sprintf("%d CPUs (%s), %s, %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// loadAverage1 returns the 1-minute load average of /proc/loadavg.
+func loadAverage1() string {
+	l, _, _ := strings.Cut(loadAverage(), " ")
+	return l
 }
 
 // loadAverage returns the three load averages of /proc/loadavg.

@@ -4,10 +4,79 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/perf"
 )
+
+// part is one benchmark of the harness, selected by its name with -only.
+type part struct {
+	name string
+	run  func(context.Context, options) ([]row, error)
+	// daemon parts run the vllm-prober binary (options.binary).
+	daemon bool
+	// within names the part that already runs this one; such a part runs
+	// only when named, and not when its container is named too.
+	within string
+}
+
+// parts are every part in the order they run. A new part is one line
+// here and a function returning its summary rows.
+var parts = []part{
+	{name: "fidelity", run: runFidelity},
+	{name: "schedule", run: runSchedule, daemon: true},
+	{name: "cost", run: runCost, daemon: true},
+	{name: "fleet", run: runFleet, daemon: true},
+	{name: "scale", run: runScale, daemon: true},
+	{name: "scrape", run: runScrape},
+	{name: "hotpaths", run: runHotPaths},
+	{name: "accuracy", run: runAccuracy, daemon: true},
+	{name: "soak", run: runSoak, daemon: true},
+	{name: "schedule.workers", run: runScheduleWorkers, daemon: true, within: "schedule"},
+}
+
+// defaultParts are the parts -only selects by default: all but those
+// within another.
+func defaultParts() []string {
+	var names []string
+	for _, p := range parts {
+		if p.within == "" {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// partNames are every part's name.
+func partNames() []string {
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
+	}
+	return names
+}
+
+// selectParts returns the parts of a comma-separated -only list in run
+// order, or an error naming an unknown part.
+func selectParts(only string) ([]part, error) {
+	want := map[string]bool{}
+	for name := range strings.SplitSeq(only, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(partNames(), name) {
+			return nil, fmt.Errorf("-only: unknown part %q (parts: %s)", name, strings.Join(partNames(), ", "))
+		}
+		want[name] = true
+	}
+	var selected []part
+	for _, p := range parts {
+		if want[p.name] && !want[p.within] {
+			selected = append(selected, p)
+		}
+	}
+	return selected, nil
+}
 
 // runFidelity measures TTFT and ITL error at 1, 50 and 500 requests/s.
 func runFidelity(ctx context.Context, o options) ([]row, error) {
@@ -67,32 +136,18 @@ func runSchedule(ctx context.Context, o options) ([]row, error) {
 	return append(rows, workers...), err
 }
 
-// binaryFor returns -binary, or a binary built for this run and the
-// function that removes it.
-func binaryFor(ctx context.Context, o options) (string, func(), error) {
-	if o.binary != "" {
-		return o.binary, func() {}, nil
-	}
-	return buildBinary(ctx, o.moduleDir)
-}
-
 // runScheduleWorkers measures the send lag of bench as processes: one
 // process against two --shard worker processes at the same total rate
 // (perf.BenchProcesses). It is part of the schedule part, and a part of
 // its own (schedule.workers) to run it alone.
 func runScheduleWorkers(ctx context.Context, o options) ([]row, error) {
-	bin, cleanup, err := binaryFor(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	runs := []struct {
 		rate float64
 		d    time.Duration
 	}{{10, 20 * time.Second}, {100, 5 * time.Second}}
 	rows := make([]row, 0, len(runs))
 	for _, c := range runs {
-		s, err := perf.BenchProcesses(ctx, bin, c.rate, scaled(c.d, o.scale))
+		s, err := perf.BenchProcesses(ctx, o.binary, c.rate, scaled(c.d, o.scale))
 		if err != nil {
 			return rows, fmt.Errorf("bench processes %g/s: %w", c.rate, err)
 		}
@@ -125,50 +180,63 @@ func benchScheduleRows(ctx context.Context, o options) []row {
 	return rows
 }
 
-// withBinary turns a part that runs the daemon binary into a step: it
-// gets -binary or one built for it.
-func withBinary(run func(ctx context.Context, o options, bin string) ([]row, error)) func(context.Context, options) ([]row, error) {
-	return func(ctx context.Context, o options) ([]row, error) {
-		bin, cleanup, err := binaryFor(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		return run(ctx, o, bin)
+// runCost measures the daemon idle, as a sidecar (1 req/s, 64- and
+// 16-token answers) and with 10×3 pairs; with -cost.baseline it measures
+// the 16-token sidecar again with that binary, right after.
+func runCost(ctx context.Context, o options) ([]row, error) {
+	type costCase struct {
+		targets, probes, tokens int
+		rate                    float64
+		target                  string
+		ok                      func(perf.CostResult) bool
+		binary, label           string
+		env                     []string
 	}
-}
-
-// runCost measures the daemon in the sidecar and the 10×3 cases.
-func runCost(ctx context.Context, o options, bin string) ([]row, error) {
-	var rows []row
 	// The idle case (one request per ~3 hours) is the fixed cost: the
 	// runtime, server-metrics scrapes and /metrics scrapes.
-	for _, c := range []struct {
-		targets, probes int
-		rate            float64
-	}{{1, 1, 0.0001}, {1, 1, 1}, {10, 3, 1}} {
-		r, err := perf.Cost(ctx, perf.CostOptions{Binary: bin, Targets: c.targets, Probes: c.probes, Rate: c.rate,
+	cases := []costCase{
+		{targets: 1, probes: 1, tokens: 64, rate: 0.0001},
+		{targets: 1, probes: 1, tokens: 64, rate: 1, target: "< 0.5% core, < 40 MiB",
+			ok: func(r perf.CostResult) bool { return r.CorePercent < 0.5 && r.RSS < 40<<20 }},
+		{targets: 1, probes: 1, tokens: 16, rate: 1, target: "≤ 0.25% core, ≤ 30 MiB", ok: sidecarMet},
+		// A sidecar may run on one P: no second thread woken per event.
+		{targets: 1, probes: 1, tokens: 16, rate: 1, env: []string{"GOMAXPROCS=1"}},
+		{targets: 10, probes: 3, tokens: 64, rate: 1},
+	}
+	if o.costBaseline != "" {
+		cases = append(cases, costCase{targets: 1, probes: 1, tokens: 16, rate: 1, target: "≤ 0.25% core, ≤ 30 MiB", ok: sidecarMet,
+			binary: o.costBaseline, label: " (baseline " + o.costBaseline + ")"})
+	}
+	var rows []row
+	for _, c := range cases {
+		b := o.binary
+		if c.binary != "" {
+			b = c.binary
+		}
+		r, err := perf.Cost(ctx, perf.CostOptions{Binary: b, Targets: c.targets, Probes: c.probes, Rate: c.rate, OutputTokens: c.tokens, Env: c.env,
 			Warmup: o.costWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second})
 		if err != nil {
-			return rows, fmt.Errorf("%d×%d: %w", c.targets, c.probes, err)
+			return rows, fmt.Errorf("%d×%d%s: %w", c.targets, c.probes, c.label, err)
 		}
-		fmt.Printf("cost %s: %.0f requests in %s, CPU %s (utime+stime %s), %.3f%% of a core, %s/request, RSS %.1f MiB (peak %.1f MiB), /metrics %d bytes\n",
-			r.Name, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks, r.CorePercent,
+		fmt.Printf("cost %s%s: %.0f requests in %s, CPU %s (utime+stime %s), %.3f%% of a core, %s/request, RSS %.1f MiB (peak %.1f MiB), /metrics %d bytes\n",
+			r.Name, c.label, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks, r.CorePercent,
 			r.CPUPerRequest.Round(time.Microsecond), mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes)
-		target, verdict := "", ""
-		if c.targets == 1 && c.rate == 1 {
-			target = "< 0.5% core, < 40 MiB"
-			verdict = meets(r.CorePercent < 0.5 && r.RSS < 40<<20)
+		verdict := ""
+		if c.ok != nil {
+			verdict = meets(c.ok(r))
 		}
 		perRequest := "no requests"
 		if r.Requests > 0 {
 			perRequest = r.CPUPerRequest.Round(10*time.Microsecond).String() + " CPU/request"
 		}
-		rows = append(rows, row{"3 cost", r.Name + " (daemon process)",
-			fmt.Sprintf("%.2f%% core, %s, RSS %.1f MiB", r.CorePercent, perRequest, mib(r.RSS)), target, verdict})
+		rows = append(rows, row{bench: "3 cost", name: r.Name + c.label + " (daemon process)",
+			result: fmt.Sprintf("%.3f%% core, %s, RSS %.1f MiB", r.CorePercent, perRequest, mib(r.RSS)), target: c.target, verdict: verdict})
 	}
 	return rows, nil
 }
+
+// sidecarMet is the sidecar goal: ≤ 0.25% of a core and ≤ 30 MiB RSS.
+func sidecarMet(r perf.CostResult) bool { return r.CorePercent <= 0.25 && r.RSS <= 30<<20 }
 
 // runScrape runs the collector's scrape benchmark.
 func runScrape(ctx context.Context, o options) ([]row, error) {

@@ -1,0 +1,236 @@
+package collector
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// Gather implements prometheus.Gatherer: the same families and series as
+// Collect gives a registry, built directly. A prober with 1,000 pairs has
+// ~45,000 probe series, and a registry's Gather spends most of its time
+// on them: a constant metric allocated per series, its labels checked,
+// the family sorted by label values. Here each pair's label pairs are
+// made once when it starts and shared by every scrape, a family's series
+// are allocated together, and they come in the pairs' order (target,
+// probe, replica), so nothing is sorted per scrape. The daemon serves it
+// next to its registry through Join.
+func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g := gathering{pairs: c.order, flows: make([]flow, len(c.order))}
+	for i, p := range c.order {
+		g.flows[i] = p.flowNow()
+	}
+	out := []*dto.MetricFamily{
+		g.counters(metricname.RequestsOffered, metricname.RequestsOfferedHelp, func(i int, _ *pairMetrics, v []float64) []float64 {
+			return append(v, float64(g.flows[i].offered))
+		}),
+		g.counters(metricname.Requests, metricname.RequestsHelp, func(i int, _ *pairMetrics, v []float64) []float64 {
+			for _, n := range g.flows[i].finished {
+				v = append(v, float64(n))
+			}
+			return v
+		}),
+		g.counters(metricname.Failures, metricname.FailuresHelp, func(_ int, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.reasons) }),
+		g.counters(metricname.SLOViolations, metricname.SLOViolationsHelp, func(_ int, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.slos) }),
+		g.counters(metricname.QualityFailures, metricname.QualityFailuresHelp, func(_ int, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.checks) }),
+		g.inFlight(),
+		g.counters(metricname.PromptTokens, metricname.PromptTokensHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
+			return append(v, float64(p.promptTokens.Load()))
+		}),
+		g.counters(metricname.OutputTokens, metricname.OutputTokensHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
+			return append(v, float64(p.outputTokens.Load()))
+		}),
+		g.counters(metricname.ReasoningTokens, metricname.ReasoningTokensHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
+			return append(v, float64(p.reasoning.Load()))
+		}),
+		g.counters(metricname.OutputFingerprintChanges, metricname.OutputFingerprintChangesHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
+			if !p.fingerprinted.Load() {
+				return v
+			}
+			return append(v, float64(p.fingerprintChanges.Load()))
+		}),
+	}
+	out = append(out, g.histograms()...)
+	// Families without a series are left out, as a registry leaves them.
+	return slices.DeleteFunc(out, func(mf *dto.MetricFamily) bool { return len(mf.Metric) == 0 }), nil
+}
+
+// gathering builds the families of one Gather over the pairs in order.
+type gathering struct {
+	pairs []*pairMetrics
+	flows []flow // each pair's, read once for every family
+}
+
+// loadAll appends the values of counters to v.
+func loadAll(v []float64, counters []atomic.Uint64) []float64 {
+	for i := range counters {
+		v = append(v, float64(counters[i].Load()))
+	}
+	return v
+}
+
+// counters returns a counter family whose values values appends per pair,
+// in the order of the pair's label pairs for the family.
+func (g gathering) counters(name, help string, values func(int, *pairMetrics, []float64) []float64) *dto.MetricFamily {
+	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_COUNTER.Enum()}
+	var vals []float64
+	var labels [][]*dto.LabelPair
+	var created []*timestamppb.Timestamp
+	for i, p := range g.pairs {
+		start := len(vals)
+		vals = values(i, p, vals)
+		sets := p.labels.of(name)
+		for j := range len(vals) - start {
+			labels, created = append(labels, sets[j]), append(created, p.labels.created)
+		}
+	}
+	metrics, counters := make([]dto.Metric, len(vals)), make([]dto.Counter, len(vals))
+	mf.Metric = make([]*dto.Metric, len(vals))
+	for j := range vals {
+		counters[j] = dto.Counter{Value: &vals[j], CreatedTimestamp: created[j]}
+		metrics[j] = dto.Metric{Label: labels[j], Counter: &counters[j]}
+		mf.Metric[j] = &metrics[j]
+	}
+	return mf
+}
+
+// inFlight returns the in-flight gauge family.
+func (g gathering) inFlight() *dto.MetricFamily {
+	name, help := metricname.RequestsInFlight, metricname.RequestsInFlightHelp
+	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_GAUGE.Enum()}
+	n := len(g.pairs)
+	metrics, gauges, vals := make([]dto.Metric, n), make([]dto.Gauge, n), make([]float64, n)
+	mf.Metric = make([]*dto.Metric, n)
+	for i, p := range g.pairs {
+		vals[i] = float64(g.flows[i].inFlight)
+		gauges[i] = dto.Gauge{Value: &vals[i]}
+		metrics[i] = dto.Metric{Label: p.labels.pair, Gauge: &gauges[i]}
+		mf.Metric[i] = &metrics[i]
+	}
+	return mf
+}
+
+// histograms returns the histogram families, each pair's series written
+// by its client_golang histogram (which keeps its label pairs too).
+func (g gathering) histograms() []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, 0, len(histogramFamilies))
+	for _, f := range histogramFamilies {
+		mf := &dto.MetricFamily{Name: new(f.name), Help: new(f.help), Type: dto.MetricType_HISTOGRAM.Enum()}
+		for _, p := range g.pairs {
+			for _, h := range p.hists.Load().families[f.name] {
+				m := &dto.Metric{}
+				if err := h.Write(m); err == nil {
+					mf.Metric = append(mf.Metric, m)
+				}
+			}
+		}
+		out = append(out, mf)
+	}
+	return out
+}
+
+// pairLabelPairs are one pair's label pairs for each of its series,
+// sorted by name as a registry sorts them, made once when the pair starts.
+type pairLabelPairs struct {
+	pair    []*dto.LabelPair // target, probe, replica
+	extra   map[string][][]*dto.LabelPair
+	created *timestamppb.Timestamp // the counters' creation time
+}
+
+// of returns the label pairs of the pair's series of family name: one
+// set per known value of the family's extra label (extraLabels), else the
+// pair's own.
+func (l *pairLabelPairs) of(name string) [][]*dto.LabelPair {
+	if sets, ok := l.extra[name]; ok {
+		return sets
+	}
+	return [][]*dto.LabelPair{l.pair}
+}
+
+// extraLabelPairs are the label pairs of the counter families with an
+// extra label, one per known value in the order the pair's counters hold
+// them (probes_pair.go), shared by every pair.
+var extraLabelPairs = func() map[string][]*dto.LabelPair {
+	out := map[string][]*dto.LabelPair{}
+	add := func(family, label string, values []string) {
+		for _, v := range values {
+			out[family] = append(out[family], &dto.LabelPair{Name: new(label), Value: new(v)})
+		}
+	}
+	dispositions := make([]string, len(probe.Dispositions))
+	for i, d := range probe.Dispositions {
+		dispositions[i] = string(d)
+	}
+	add(metricname.Requests, labelDisposition, dispositions)
+	add(metricname.Failures, labelReason, probe.Reasons)
+	add(metricname.SLOViolations, labelSLO, probe.SLOs)
+	add(metricname.QualityFailures, labelCheck, probe.Checks)
+	return out
+}()
+
+// newPairLabelPairs makes the label pairs of p's series.
+func newPairLabelPairs(p *pairMetrics) *pairLabelPairs {
+	k := p.key
+	byName := func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) }
+	l := &pairLabelPairs{extra: map[string][][]*dto.LabelPair{}, created: timestamppb.New(p.created)}
+	l.pair = slices.SortedFunc(slices.Values([]*dto.LabelPair{
+		{Name: new(labelTarget), Value: new(k.Target)},
+		{Name: new(labelProbe), Value: new(k.Probe)},
+		{Name: new(labelReplica), Value: new(k.Replica)},
+	}), byName)
+	for name, lps := range extraLabelPairs {
+		sets := make([][]*dto.LabelPair, len(lps))
+		for i, lp := range lps {
+			sets[i] = slices.SortedFunc(slices.Values(append(slices.Clone(l.pair), lp)), byName)
+		}
+		l.extra[name] = sets
+	}
+	return l
+}
+
+// comparePairs orders pairs by target, probe and replica.
+func comparePairs(a, b *pairMetrics) int { return compareKeys(a.key, b.key) }
+
+func compareKeys(a, b config.PairKey) int {
+	return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Probe, b.Probe), cmp.Compare(a.Replica, b.Replica))
+}
+
+// Join returns a Gatherer of the families of every one of gs, sorted by
+// name. Unlike prometheus.Gatherers it does not check every series again
+// nor merge families of one name: a Registry checks its own series and
+// Collector.Gather builds its own consistently, so the daemon joins the
+// two without paying for the checks twice. A family gathered twice is an
+// error, and its second copy is left out.
+func Join(gs ...prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var out []*dto.MetricFamily
+		var errs prometheus.MultiError
+		for _, g := range gs {
+			mfs, err := g.Gather()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, mfs...)
+		}
+		slices.SortStableFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		out = slices.CompactFunc(out, func(a, b *dto.MetricFamily) bool {
+			if a.GetName() != b.GetName() {
+				return false
+			}
+			errs = append(errs, fmt.Errorf("metric family %s gathered twice", a.GetName()))
+			return true
+		})
+		return out, errs.MaybeUnwrap()
+	})
+}

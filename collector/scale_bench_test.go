@@ -1,0 +1,51 @@
+package collector
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// leanConfig is targets × probes pairs in lean mode: histograms ttft and
+// e2el, native only (docs/design.md, Series budget).
+func leanConfig(targets, probes int) *config.Config {
+	native := false
+	cfg := &config.Config{}
+	for i := range probes {
+		cfg.Probes = append(cfg.Probes, config.Probe{Name: fmt.Sprintf("chat-%d", i), API: config.APIChat, Rate: 0.05,
+			SLO:        config.SLO{TTFT: dur("1s"), TPOT: dur("100ms"), E2EL: dur("10s")},
+			Histograms: config.LeanHistograms, ClassicBuckets: &native})
+	}
+	for i := range targets {
+		cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("t-%03d", i), URL: "http://127.0.0.1:1"})
+	}
+	return cfg
+}
+
+// BenchmarkScrapeLean measures /metrics of the collector alone with 1,000
+// lean pairs (100 targets × 10 probes), each with 20 accepted requests
+// observed (docs/BENCHMARKS.md, "1,000 pairs"): through a registry
+// (Collect) and gathered directly (Gather), as the daemon serves it.
+func BenchmarkScrapeLean(b *testing.B) {
+	cfg := leanConfig(100, 10)
+	c := New(Options{})
+	syncPairs(c, cfg)
+	for _, p := range cfg.Pairs() {
+		for i := range 20 {
+			c.Offered(p.Key)
+			c.Finished(&probe.Result{Target: p.Key.Target, Probe: p.Key.Probe, RequestID: fmt.Sprintf("chatcmpl-%d", i),
+				Disposition: probe.Accepted, Sent: fixedNow, TTFT: time.Duration(100+i) * time.Millisecond,
+				E2EL: time.Duration(400+i) * time.Millisecond, PromptTokens: 128, OutputTokens: 16})
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	b.Run("registry", func(b *testing.B) { promtext.BenchmarkGather(b, reg) })
+	b.Run("direct", func(b *testing.B) { promtext.BenchmarkGather(b, c) })
+}

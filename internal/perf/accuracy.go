@@ -1,0 +1,252 @@
+package perf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vllm-prober/vllm-prober/bench"
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// The clients the accuracy part compares, in the order of the first round.
+const (
+	ClientDaemon = "daemon" // probe/schedule.Engine + probe/client.Requester, as `vllm-prober run`
+	ClientBench  = "bench"  // bench.Bench (bench/openloop), as `vllm-prober bench` and capacity
+	ClientFloor  = "floor"  // the naive client (floor.go)
+)
+
+// accuracyClients is the order of the first round; each later round starts
+// one client further, so no client always runs first or last.
+var accuracyClients = []string{ClientDaemon, ClientBench, ClientFloor}
+
+// The accuracy workload: completions, 64 prompt tokens, 16 output tokens
+// with ignore_eos, as section 1 (fidelity) uses.
+const (
+	accuracyInputTokens  = 64
+	accuracyOutputTokens = 16
+)
+
+// accuracyTimeout is the daemon's probe timeout in the accuracy runs: the
+// others have none (bench's default is 6 h), and a machine that others
+// load may hold a request for seconds; a timed-out request fails the run.
+const accuracyTimeout = time.Minute
+
+// AccuracyOptions configures one rate of the accuracy part.
+type AccuracyOptions struct {
+	Binary   string // vllm-prober, run as `simulate` with its trace on
+	Rate     float64
+	Duration time.Duration // per client and round
+	Rounds   int           // rounds of the three clients, interleaved
+}
+
+// ClientAccuracy is one client's errors in one round.
+type ClientAccuracy struct {
+	Requests int
+	// TTFT is |client TTFT − server TTFT| per request, ITL |client gap −
+	// server gap| per gap, Lag the send time − planned time per request.
+	TTFT, ITL, Lag Stats
+}
+
+// AccuracyResult is every client's accuracy in every round at one rate.
+type AccuracyResult struct {
+	Rate   float64
+	Rounds []map[string]ClientAccuracy
+}
+
+// Accuracy starts a simulator process with its trace on, warms it up, and
+// runs the daemon's engine, bench's runner and the naive client against it
+// one after another, Rounds times, each at Rate requests/s (Poisson) for
+// Duration, comparing every request with the simulator's trace. The
+// simulator's batch is large and its decode cost flat so it never queues:
+// the point is the clients' error. A request that did not end accepted
+// or has no trace record fails the run.
+func Accuracy(ctx context.Context, o AccuracyOptions) (AccuracyResult, error) {
+	out := AccuracyResult{Rate: o.Rate}
+	sim, err := startProcess(ctx, o.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
+		"--max-num-seqs=4096", "--decode-per-seq=0", "--no-enable-prefix-caching", "--trace", "--trace-limit=1048576")
+	if err != nil {
+		return out, fmt.Errorf("simulator: %w", err)
+	}
+	defer sim.stop()
+	url := "http://" + sim.addr
+	// A fresh server process is slower at first (heap growth, goroutine
+	// stacks): the first client of the first round paid for it alone. A
+	// warm-up run of the naive client, not counted, takes that cost.
+	if _, err := accuracyRun(ctx, url, ClientFloor, "warmup", o.Rate, min(o.Duration, time.Second)); err != nil {
+		return out, fmt.Errorf("warm-up: %w", err)
+	}
+	for r := range max(o.Rounds, 1) {
+		round := map[string]ClientAccuracy{}
+		for k := range accuracyClients {
+			name := accuracyClients[(r+k)%len(accuracyClients)]
+			a, err := accuracyRun(ctx, url, name, fmt.Sprintf("%d", r), o.Rate, o.Duration)
+			if err != nil {
+				return out, fmt.Errorf("round %d, %s: %w", r+1, name, err)
+			}
+			round[name] = a
+		}
+		out.Rounds = append(out.Rounds, round)
+	}
+	return out, nil
+}
+
+// accuracyRun clears the server's trace, runs one client and compares its
+// results with the trace.
+func accuracyRun(ctx context.Context, url, name, id string, rate float64, d time.Duration) (ClientAccuracy, error) {
+	if err := traceRequest(ctx, http.MethodDelete, url, nil); err != nil {
+		return ClientAccuracy{}, err
+	}
+	runtime.GC() // the previous client's garbage is not this one's cost
+	var results []*probe.Result
+	var err error
+	switch name {
+	case ClientDaemon:
+		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: accuracyOutputTokens, duration: d,
+			timeout: accuracyTimeout}.run(ctx)
+	case ClientBench:
+		results, err = runBench(ctx, url, rate, d)
+	case ClientFloor:
+		var f *floor
+		if f, err = newFloor(url, simulator.DefaultOptions().Model, accuracyInputTokens, accuracyOutputTokens); err == nil {
+			results = f.run(ctx, id, floorOffsets(rate, d))
+		}
+	}
+	if err != nil {
+		return ClientAccuracy{}, err
+	}
+	trace, err := fetchTrace(ctx, url, results)
+	if err != nil {
+		return ClientAccuracy{}, err
+	}
+	return accuracyOf(results, trace)
+}
+
+// traceWait bounds how long fetchTrace waits for the server to record the
+// requests a client has seen end.
+const traceWait = 5 * time.Second
+
+// fetchTrace reads the server's trace by request ID. The server records a
+// request when its handler returns, just after the client has read
+// [DONE], so the last records may lag the client: it asks again until
+// every result's record is there or traceWait has passed (accuracyOf then
+// fails on the missing one).
+func fetchTrace(ctx context.Context, url string, results []*probe.Result) (map[string]simulator.TraceRecord, error) {
+	deadline := time.Now().Add(traceWait)
+	for {
+		var recs []simulator.TraceRecord
+		if err := traceRequest(ctx, http.MethodGet, url, &recs); err != nil {
+			return nil, err
+		}
+		trace := make(map[string]simulator.TraceRecord, len(recs))
+		for _, rec := range recs {
+			trace[rec.RequestID] = rec
+		}
+		complete := !slices.ContainsFunc(results, func(r *probe.Result) bool { _, ok := trace[r.RequestID]; return !ok })
+		if complete || time.Now().After(deadline) {
+			return trace, nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// accuracyOf compares results with the trace (compare) and adds the send
+// lag. Every request must have ended accepted: the server is sized not to
+// fail, so a failure is a fault of the run, not a sample to drop.
+func accuracyOf(results []*probe.Result, trace map[string]simulator.TraceRecord) (ClientAccuracy, error) {
+	for _, r := range results {
+		if r.Disposition != probe.Accepted {
+			return ClientAccuracy{}, fmt.Errorf("request %s ended %s/%s: %s", r.RequestID, r.Disposition, r.Reason, r.Error)
+		}
+	}
+	f, err := compare(results, trace)
+	if err != nil {
+		return ClientAccuracy{}, err
+	}
+	lags := make([]time.Duration, len(results))
+	for i, r := range results {
+		lags[i] = r.Lag
+	}
+	return ClientAccuracy{Requests: f.Requests, TTFT: f.TTFT, ITL: f.ITL, Lag: Summarize(lags)}, nil
+}
+
+// runBench runs bench as `vllm-prober bench` does, from its flags, for the
+// requests of d at rate, and returns its results.
+func runBench(ctx context.Context, url string, rate float64, d time.Duration) ([]*probe.Result, error) {
+	app := kingpin.New("perf", "")
+	cmd := app.Command("bench", "")
+	flags := bench.RegisterBenchFlags(cmd)
+	args := []string{"bench", "--base-url=" + url, "--random-input-len=" + strconv.Itoa(accuracyInputTokens),
+		"--random-output-len=" + strconv.Itoa(accuracyOutputTokens), "--ignore-eos", "--seed=1",
+		"--num-prompts=" + strconv.Itoa(len(floorOffsets(rate, d))), "--request-rate=" + strconv.FormatFloat(rate, 'g', -1, 64)}
+	if _, err := app.Parse(args); err != nil {
+		return nil, fmt.Errorf("bench flags: %w", err)
+	}
+	o, err := flags.Options()
+	if err != nil {
+		return nil, err
+	}
+	out, err := bench.Bench(ctx, o, bench.Env{})
+	if err != nil {
+		return nil, err
+	}
+	return out.Run.Results, nil
+}
+
+// traceRequest sends method to the simulator's /sim/trace and decodes the
+// answer into into (nil: none expected).
+func traceRequest(ctx context.Context, method, url string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url+"/sim/trace", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s /sim/trace: %w", method, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return fmt.Errorf("%s /sim/trace: %s: %s", method, resp.Status, b)
+	}
+	if into == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		return fmt.Errorf("decode /sim/trace: %w", err)
+	}
+	return nil
+}
+
+// Median returns, per client, the median over the rounds of each of
+// their statistics (p50 of the p50s, p50 of the p99s), which one
+// disturbed round does not move.
+func (a AccuracyResult) Median(client string) ClientAccuracy {
+	var ttft50, ttft99, itl50, itl99, lag50, lag99 []time.Duration
+	var out ClientAccuracy
+	for _, r := range a.Rounds {
+		c := r[client]
+		out.Requests += c.Requests
+		ttft50, ttft99 = append(ttft50, c.TTFT.P50), append(ttft99, c.TTFT.P99)
+		itl50, itl99 = append(itl50, c.ITL.P50), append(itl99, c.ITL.P99)
+		lag50, lag99 = append(lag50, c.Lag.P50), append(lag99, c.Lag.P99)
+	}
+	med := func(d []time.Duration) time.Duration { return Summarize(slices.Clone(d)).P50 }
+	out.TTFT = Stats{N: len(a.Rounds), P50: med(ttft50), P99: med(ttft99)}
+	out.ITL = Stats{N: len(a.Rounds), P50: med(itl50), P99: med(itl99)}
+	out.Lag = Stats{N: len(a.Rounds), P50: med(lag50), P99: med(lag99)}
+	return out
+}

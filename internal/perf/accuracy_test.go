@@ -1,0 +1,140 @@
+package perf
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/simulator"
+)
+
+// TestAccuracyOf matches hand-made client results with a hand-made trace:
+// the TTFT error per request, the ITL error per gap and the lag are what
+// the arithmetic by hand gives, and a request that failed or that the
+// server never saw fails the run.
+func TestAccuracyOf(t *testing.T) {
+	t0 := time.Now()
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	at := func(v float64) time.Time { return t0.Add(ms(v)) }
+	trace := map[string]simulator.TraceRecord{
+		// Server TTFT 20 ms; gaps 10 and 12 ms.
+		"a": {RequestID: "a", Arrival: at(1), Events: []simulator.TraceEvent{
+			{Time: at(21), Kind: "content", Tokens: 1}, {Time: at(31), Kind: "content", Tokens: 1},
+			{Time: at(43), Kind: "finish", Tokens: 1}, {Time: at(43), Kind: "done"}}},
+		// Server TTFT 30 ms; gap 5 ms.
+		"b": {RequestID: "b", Arrival: at(100), Events: []simulator.TraceEvent{
+			{Time: at(130), Kind: "content", Tokens: 1}, {Time: at(135), Kind: "finish", Tokens: 1}}},
+	}
+	a := &probe.Result{RequestID: "a", Disposition: probe.Accepted, Lag: ms(0.2), Chunks: 3,
+		TTFT: ms(20.5), ITLs: []time.Duration{ms(10.1), ms(11.8)}} // errors 0.5; 0.1, 0.2
+	b := &probe.Result{RequestID: "b", Disposition: probe.Accepted, Lag: ms(0.4), Chunks: 2,
+		TTFT: ms(29.7), ITLs: []time.Duration{ms(5.3)}} // errors 0.3 (absolute); 0.3
+	tests := []struct {
+		name    string
+		results []*probe.Result
+		want    ClientAccuracy
+		wantErr string
+	}{
+		{name: "matched", results: []*probe.Result{a, b}, want: ClientAccuracy{Requests: 2,
+			TTFT: Stats{N: 2, P50: ms(0.3), P99: ms(0.5), Max: ms(0.5)},
+			ITL:  Stats{N: 3, P50: ms(0.2), P99: ms(0.3), Max: ms(0.3)},
+			Lag:  Stats{N: 2, P50: ms(0.2), P99: ms(0.4), Max: ms(0.4)}}},
+		{name: "failed request", results: []*probe.Result{a, {RequestID: "c", Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx, Error: "http 500"}},
+			wantErr: "request c ended server_failure/http_5xx: http 500"},
+		{name: "untraced", results: []*probe.Result{{RequestID: "x", Disposition: probe.Accepted, Chunks: 1}}, wantErr: "request x: no trace record"},
+		{name: "token events differ", results: []*probe.Result{{RequestID: "b", Disposition: probe.Accepted, Chunks: 3, ITLs: make([]time.Duration, 2)}},
+			wantErr: "server wrote 2 token events, client saw 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := accuracyOf(tc.results, trace)
+			if !resultWanted(t, err, tc.wantErr) {
+				return
+			}
+			if !near(got.TTFT, tc.want.TTFT) || !near(got.ITL, tc.want.ITL) || got.Lag != tc.want.Lag || got.Requests != tc.want.Requests {
+				t.Errorf("got  %d requests, TTFT %v, ITL %v, lag %v\nwant %d requests, TTFT %v, ITL %v, lag %v", got.Requests, got.TTFT, got.ITL, got.Lag,
+					tc.want.Requests, tc.want.TTFT, tc.want.ITL, tc.want.Lag)
+			}
+		})
+	}
+}
+
+// near compares stats to the nanosecond: the hand-made milliseconds are
+// floats.
+func near(a, b Stats) bool {
+	eq := func(x, y time.Duration) bool { return (x - y).Abs() <= time.Nanosecond }
+	return a.N == b.N && eq(a.P50, b.P50) && eq(a.P99, b.P99) && eq(a.Max, b.Max)
+}
+
+// TestReadNaive feeds the naive client's reader a stream with a role-less
+// completions answer, a usage chunk, comments and blank lines, on a clock
+// that advances 1 ms per line read: token events are the ones whose choice
+// carries text, each stamped when its line was read.
+func TestReadNaive(t *testing.T) {
+	const stream = ": comment\n\n" + // lines 1-2
+		`data: {"choices":[{"text":"a"}]}` + "\n\n" + // line 3: first token
+		`data: {"choices":[{"text":""}]}` + "\n\n" + // line 5: no text
+		`data: {"choices":[{"text":" b"}]}` + "\n\n" + // line 7
+		`data: {"choices":[],"usage":{"completion_tokens":2}}` + "\n\n" + // line 9
+		"data: [DONE]\n\n"
+	tests := []struct {
+		name, body string
+		want       probe.Result
+	}{
+		{name: "complete", body: stream, want: probe.Result{Disposition: probe.Accepted, Chunks: 2,
+			TTFT: 3 * time.Millisecond, ITLs: []time.Duration{4 * time.Millisecond}}},
+		{name: "no done", body: stream[:strings.Index(stream, "data: [DONE]")], want: probe.Result{Disposition: probe.ServerFailure,
+			Error: "stream ended without [DONE]", Chunks: 2, TTFT: 3 * time.Millisecond, ITLs: []time.Duration{4 * time.Millisecond}}},
+		{name: "bad event", body: "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {oops\n\n",
+			want: probe.Result{Disposition: probe.ServerFailure, Error: "event 2: invalid character 'o'", Chunks: 1, TTFT: time.Millisecond}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := time.Now()
+			clock := sent
+			now := func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+			res := &probe.Result{Sent: sent}
+			readNaive(strings.NewReader(tc.body), now, res)
+			if res.Disposition != tc.want.Disposition || !strings.HasPrefix(res.Error, tc.want.Error) || res.Chunks != tc.want.Chunks ||
+				res.TTFT != tc.want.TTFT || !slices.Equal(res.ITLs, tc.want.ITLs) {
+				t.Errorf("got %s %q, %d chunks, TTFT %v, ITLs %v; want %s %q, %d, %v, %v", res.Disposition, res.Error, res.Chunks, res.TTFT, res.ITLs,
+					tc.want.Disposition, tc.want.Error, tc.want.Chunks, tc.want.TTFT, tc.want.ITLs)
+			}
+		})
+	}
+}
+
+// resultWanted fails t unless err is what a case wants: no error for
+// want "", else an error containing want. It reports whether the case
+// goes on to check its result (no error was wanted).
+func resultWanted(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// TestAccuracyMedian checks that each statistic is the median over the
+// rounds, taken statistic by statistic, so one disturbed round does not
+// move it.
+func TestAccuracyMedian(t *testing.T) {
+	round := func(ttft50, ttft99, lag99 time.Duration) map[string]ClientAccuracy {
+		return map[string]ClientAccuracy{ClientDaemon: {Requests: 10, TTFT: Stats{P50: ttft50, P99: ttft99}, Lag: Stats{P99: lag99}}}
+	}
+	a := AccuracyResult{Rounds: []map[string]ClientAccuracy{
+		round(3, 300, 9), round(1, 100, 7), round(2, 900, 8), // the third round's TTFT p99 is disturbed
+	}}
+	got := a.Median(ClientDaemon)
+	if got.Requests != 30 || got.TTFT.P50 != 2 || got.TTFT.P99 != 300 || got.Lag.P99 != 8 || got.ITL.P50 != 0 {
+		t.Errorf("got %+v", got)
+	}
+}

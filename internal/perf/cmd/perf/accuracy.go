@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/perf"
+)
+
+// accuracyRounds is how many times the three clients run at each rate;
+// the table shows the median over the rounds.
+const accuracyRounds = 3
+
+// runAccuracy measures the TTFT and ITL error and the send lag of the
+// daemon's engine, bench's runner and a naive client against one simulator
+// process at 10 to 2,000 requests/s (perf.Accuracy) and prints one table,
+// with the machine's load average at the start and end of each rate.
+func runAccuracy(ctx context.Context, o options) ([]row, error) {
+	var rows []row
+	fmt.Println("accuracy: median over rounds of each statistic; errors and lag in µs")
+	fmt.Println("| req/s | client | requests | TTFT err p50 / p99 | ITL err p50 / p99 | lag p50 / p99 | load average start → end |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, c := range []struct {
+		rate float64
+		d    time.Duration
+	}{{10, 10 * time.Second}, {300, 4 * time.Second}, {1000, 3 * time.Second}, {2000, 2 * time.Second}} {
+		loadStart := loadAverage()
+		a, err := perf.Accuracy(ctx, perf.AccuracyOptions{Binary: o.binary, Rate: c.rate, Duration: scaled(c.d, o.scale), Rounds: accuracyRounds})
+		if err != nil {
+			return rows, fmt.Errorf("%g/s: %w", c.rate, err)
+		}
+		load := loadStart + " → " + loadAverage()
+		floor := a.Median(perf.ClientFloor)
+		for _, client := range []string{perf.ClientDaemon, perf.ClientBench, perf.ClientFloor} {
+			m := a.Median(client)
+			fmt.Printf("| %g | %s | %d | %s | %s | %s | %s |\n", c.rate, client, m.Requests, pair(m.TTFT), pair(m.ITL), pair(m.Lag), load)
+			if client == perf.ClientFloor {
+				continue
+			}
+			rows = append(rows, accuracyRows(c.rate, client, m, floor)...)
+		}
+	}
+	return rows, nil
+}
+
+// accuracyRows are the summary rows of one client at one rate: its errors
+// against the naive client's and its lag against the pacing goal (≤ 0.5 ms
+// up to 1,000 requests/s, ≤ the naive client's above).
+func accuracyRows(rate float64, client string, m, floor perf.ClientAccuracy) []row {
+	lagTarget, lagOK := "p99 ≤ 0.5 ms", m.Lag.P99 <= 500*time.Microsecond
+	if rate > 1000 {
+		lagTarget, lagOK = "p99 ≤ naive client's", m.Lag.P99 <= floor.Lag.P99
+	}
+	name := fmt.Sprintf("%g req/s, %s", rate, client)
+	return []row{
+		{"1 accuracy", name + ", TTFT error", fmt.Sprintf("%s (naive client %s)", pair(m.TTFT), pair(floor.TTFT)),
+			"≤ naive client", meets(m.TTFT.P50 <= floor.TTFT.P50 && m.TTFT.P99 <= floor.TTFT.P99)},
+		{"1 accuracy", name + ", ITL error", fmt.Sprintf("%s (naive client %s)", pair(m.ITL), pair(floor.ITL)),
+			"≤ naive client", meets(m.ITL.P50 <= floor.ITL.P50 && m.ITL.P99 <= floor.ITL.P99)},
+		{"2 pacing", name + ", lag", fmt.Sprintf("%s (naive client %s)", pair(m.Lag), pair(floor.Lag)), lagTarget, meets(lagOK)},
+	}
+}
+
+// pair renders p50 / p99 in microseconds.
+func pair(s perf.Stats) string {
+	return fmt.Sprintf("%s / %s", usStr(s.P50), usStr(s.P99))
+}

@@ -1,0 +1,139 @@
+package perf
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
+	"github.com/vllm-prober/vllm-prober/probe"
+)
+
+// floor is the naive Go client the accuracy part measures the prober
+// against: net/http, time.Sleep until each planned send, a bufio.Scanner
+// over the SSE body and a time.Now stamp right after each line is read.
+// It is what anyone writes in an afternoon; its error is the floor a
+// careful client must reach. Only its connection pool is sized as the
+// prober's (prometheus/common's transport keeps 1,000 idle connections per
+// host) so the comparison is about timing, not about dialling.
+type floor struct {
+	client *http.Client
+	url    string
+	body   string
+}
+
+// newFloor prepares the naive client's completions request: a prompt of
+// inputTokens words, outputTokens tokens with ignore_eos, streamed.
+func newFloor(base, model string, inputTokens, outputTokens int) (*floor, error) {
+	body, err := json.Marshal(map[string]any{"model": model, "prompt": strings.Repeat("hello ", inputTokens),
+		"max_tokens": outputTokens, "ignore_eos": true, "stream": true})
+	if err != nil {
+		return nil, fmt.Errorf("floor request body: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 20000, 1000
+	return &floor{client: &http.Client{Transport: tr}, url: strings.TrimRight(base, "/") + "/v1/completions", body: string(body)}, nil
+}
+
+// run sends one request at each planned offset from now and returns every
+// request's Result once all have ended. Request i has X-Request-Id
+// floor-<id>-<i> so the server's trace can be matched.
+func (f *floor) run(ctx context.Context, id string, offsets []time.Duration) []*probe.Result {
+	defer f.client.CloseIdleConnections()
+	results := make([]*probe.Result, 0, len(offsets))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, off := range offsets {
+		planned := start.Add(off)
+		time.Sleep(time.Until(planned))
+		if ctx.Err() != nil {
+			break
+		}
+		res := &probe.Result{Seq: uint64(i + 1), RequestID: fmt.Sprintf("floor-%s-%d", id, i), Scheduled: planned}
+		results = append(results, res)
+		wg.Go(func() { f.do(ctx, res) })
+	}
+	wg.Wait()
+	return results
+}
+
+// do sends one request and records its send time, TTFT and ITLs in res;
+// it is accepted when the stream ends with [DONE].
+func (f *floor) do(ctx context.Context, res *probe.Result) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(f.body))
+	if err != nil {
+		res.Disposition, res.Error = probe.ServerFailure, err.Error()
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", res.RequestID)
+	res.Sent = time.Now()
+	res.Lag = res.Sent.Sub(res.Scheduled)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		res.Disposition, res.Error = probe.ServerFailure, err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	res.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		res.Disposition, res.Error = probe.ServerFailure, resp.Status
+		return
+	}
+	readNaive(resp.Body, time.Now, res)
+}
+
+// readNaive reads an SSE completions stream line by line, stamping each
+// line with now() as soon as it is read: an event whose choice carries
+// text is a token event (its stamp is TTFT's end or an ITL's). res is
+// accepted when the stream ends with data: [DONE].
+func readNaive(body io.Reader, now func() time.Time, res *probe.Result) {
+	sc := bufio.NewScanner(body)
+	var last time.Time
+	for sc.Scan() {
+		at := now()
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			res.Disposition = probe.Accepted
+			return
+		}
+		var chunk struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			res.Disposition, res.Error = probe.ServerFailure, fmt.Sprintf("event %d: %v", res.Chunks+1, err)
+			return
+		}
+		if len(chunk.Choices) == 0 || chunk.Choices[0].Text == "" {
+			continue
+		}
+		if res.Chunks == 0 {
+			res.TTFT = at.Sub(res.Sent)
+		} else {
+			res.ITLs = append(res.ITLs, at.Sub(last))
+		}
+		last = at
+		res.Chunks++
+	}
+	res.Disposition, res.Error = probe.ServerFailure, "stream ended without [DONE]"
+	if err := sc.Err(); err != nil {
+		res.Error = err.Error()
+	}
+}
+
+// floorOffsets is the Poisson schedule the naive client and bench send:
+// vLLM's, as bench/openloop draws it.
+func floorOffsets(rate float64, d time.Duration) []time.Duration {
+	return openloop.Schedule(max(int(rate*d.Seconds()), 1), rate, 1, 1)
+}

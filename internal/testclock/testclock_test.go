@@ -1,0 +1,28 @@
+package testclock
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestManual(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := New(start)
+	steps := []struct {
+		name string
+		move func()
+		want time.Time
+	}{
+		{"new reads start", func() {}, start},
+		{"sleep moves on at once", func() { _ = c.Sleep(context.Background(), 2*time.Second) }, start.Add(2 * time.Second)},
+		{"a negative sleep does not move", func() { _ = c.Sleep(context.Background(), -time.Second) }, start.Add(2 * time.Second)},
+		{"set moves anywhere", func() { c.Set(start.Add(-time.Hour)) }, start.Add(-time.Hour)},
+	}
+	for _, st := range steps {
+		st.move()
+		if got := c.Now(); !got.Equal(st.want) {
+			t.Errorf("%s: Now() = %v, want %v", st.name, got, st.want)
+		}
+	}
+}
