@@ -133,3 +133,45 @@ func TestGenerateFleetTargetLevelSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestRateSplitWarning: with rate_split, rules warns for each discovery
+// target whose max_replicas allows more replicas than the longest page
+// short window can judge (10 requests each), and not when max_replicas
+// fits or each replica gets the whole rate.
+func TestRateSplitWarning(t *testing.T) {
+	replicaWarnings := func(cfg *config.Config) map[string]string {
+		_, warnings, err := rules.Generate(cfg, rules.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, w := range warnings {
+			if w.Alert == "replica failing" {
+				got[w.Target] = w.Message
+			}
+		}
+		return got
+	}
+	// 0.5/s over the 10m short window of the 6x page pair: 300 requests,
+	// 10 for each of 30 replicas.
+	cfg := rulestest.FleetConfig()
+	cfg.Probes[0].RateSplit = true
+	got := replicaWarnings(cfg)
+	if len(got) != 2 || got["static"] != "" {
+		t.Fatalf("rate_split warnings for %v, want fleet and pool only", got)
+	}
+	for _, target := range []string{"fleet", "pool"} {
+		if !strings.Contains(got[target], "at most 30 replicas (max_replicas 256)") {
+			t.Errorf("%s: warning %q does not name 30 replicas of the default 256", target, got[target])
+		}
+	}
+	cfg.Targets[0].MaxReplicas, cfg.Targets[1].MaxReplicas = 30, 31
+	if got := replicaWarnings(cfg); len(got) != 1 || !strings.Contains(got["pool"], "(max_replicas 31)") {
+		t.Errorf("with max_replicas 30 and 31: warnings %v, want pool's only", got)
+	}
+	cfg.Probes[0].RateSplit = false
+	cfg.Targets[0].MaxReplicas, cfg.Targets[1].MaxReplicas = 0, 0
+	if got := replicaWarnings(cfg); len(got) != 0 {
+		t.Errorf("without rate_split: warnings %v, want none", got)
+	}
+}

@@ -183,6 +183,9 @@ func New(cfg *config.Config, o Options) (*Plan, error) {
 			pp := p.planPair(t.Name, pr)
 			pp.Replicas = t.Discovery != nil
 			pp.Gateway = pp.Replicas && t.URL != ""
+			if pp.Replicas && pr.RateSplit {
+				p.warnRateSplit(&pp, t.MaxReplicas)
+			}
 			p.Pairs = append(p.Pairs, pp)
 			tp.Rate += pr.Rate
 		}
@@ -194,6 +197,38 @@ func New(cfg *config.Config, o Options) (*Plan, error) {
 	p.warnUncovered(metricname.ScheduleLag, "schedule lag")
 	p.warnTargetsWithout(metricname.TTFT, "client TTFT above server")
 	return p, nil
+}
+
+// warnRateSplit warns when rate_split can leave a replica's share of
+// pp's rate too small for the fleet alerts: a replica is judged only once
+// the short window of a page burn pair holds MinCountWindow of its
+// requests (rules/fleet.go), so a fleet of more replicas than fit the
+// longest such window, up to maxReplicas (0: the default), is not paged
+// per replica (docs/alerts.md, "Replica windows and rate_split").
+func (p *Plan) warnRateSplit(pp *Pair, maxReplicas int) {
+	if maxReplicas <= 0 {
+		maxReplicas = config.DefaultMaxReplicas
+	}
+	var short time.Duration
+	for _, b := range pp.Burns {
+		if b.Severity == SeverityPage {
+			short = max(short, b.Short)
+		}
+	}
+	if short == 0 {
+		return // no page burn pair: no fleet alert to miss
+	}
+	fit := int(math.Floor(pp.Rate * short.Seconds() / MinCountWindow))
+	if fit >= maxReplicas {
+		return
+	}
+	if fit == 0 {
+		p.warn(pp, "replica failing", "judges no replica: rate %g/s holds %.1f requests in the longest page short window %s (want %d) even for one replica",
+			pp.Rate, pp.Rate*short.Seconds(), FmtDur(short), MinCountWindow)
+		return
+	}
+	p.warn(pp, "replica failing", "with rate_split judges a fleet of at most %d replicas (max_replicas %d): each gets %g/s / N, and the longest page short window %s must hold %d of a replica's requests; "+
+		"the replicas of a larger fleet are not paged one by one (the pair's burn still judges the target)", fit, maxReplicas, pp.Rate, FmtDur(short), MinCountWindow)
 }
 
 // Scale applies WindowScale and rounds to the granularity (at least one).
