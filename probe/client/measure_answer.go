@@ -102,6 +102,13 @@ func generatedText(c *stream.Chunk) string {
 		sb.WriteString(ch.Delta.ReasoningText())
 		sb.WriteString(ch.Text)
 		sb.WriteString(ch.Delta.Content)
+		// observe has decoded these already and failed the event if they
+		// were malformed; the id is left out: servers draw it per request.
+		deltas, _ := ch.Delta.ToolCallDeltas()
+		for _, d := range deltas {
+			sb.WriteString(d.Function.Name)
+			sb.WriteString(d.Function.Arguments)
+		}
 	}
 	return sb.String()
 }

@@ -200,6 +200,13 @@ var chatMulti = []string{
 	`{"model":"m","choices":[{"index":0,"delta":{"content":"d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":4}}`,
 }
 
+// chatTool answers with one tool call in two fragments: its id (random
+// per request on a real server) and name, then its arguments.
+var chatTool = []string{
+	`{"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"chatcmpl-tool-1","type":"function","function":{"name":"add","arguments":"{\"a\":"}}]}}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,
+	`{"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"2}"}}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":4}}`,
+}
+
 func hashOf(text string) string {
 	h := fingerprint.NewHasher(1)
 	h.Add(text, 1)
@@ -226,6 +233,7 @@ func TestRequesterFingerprint(t *testing.T) {
 		{"usage counts tokens", chatMulti, true, &config.Fingerprint{Tokens: 3, Confirm: 3}, 1, "abc", probe.Accepted},
 		{"event reaching the count is whole", chatMulti, true, &config.Fingerprint{Tokens: 1, Confirm: 3}, 1, "ab", probe.Accepted},
 		{"quality failure still fingerprinted", chatOK, true, &config.Fingerprint{Tokens: 2, Confirm: 3}, 5, "144", probe.QualityFailure},
+		{"tool call name and arguments", chatTool, true, &config.Fingerprint{Tokens: 16, Confirm: 3}, 1, `add{"a":2}`, probe.Accepted},
 		{"no done", chatOK, false, &config.Fingerprint{Tokens: 2, Confirm: 3}, 1, "", probe.ServerFailure},
 		{"no fingerprint", chatOK, true, nil, 1, "", probe.Accepted},
 	} {
