@@ -202,8 +202,14 @@ func (c Chart) frame(width, height float64) frame {
 	if y1 <= c.YMin {
 		y1 = c.YMin + 1
 	}
-	return frame{x0: x0, x1: x1, y0: c.YMin, y1: y1, left: marginLeft, top: marginTop,
-		w: width - marginLeft - marginRight, h: height - marginTop - marginBottom}
+	top := float64(marginTop)
+	if c.Title != "" && c.YLabel != "" {
+		// The title's line is the top margin's; the Y label goes on a line
+		// of its own below it, above the plot.
+		top += fontSize + 2
+	}
+	return frame{x0: x0, x1: x1, y0: c.YMin, y1: y1, left: marginLeft, top: top,
+		w: width - marginLeft - marginRight, h: height - top - marginBottom}
 }
 
 func (c Chart) writeAxes(b *strings.Builder, f frame) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -97,6 +98,51 @@ func TestChartGeometry(t *testing.T) {
 	if !strings.Contains(b.String(), "TTFT &lt;ms&gt;") {
 		t.Error("title not escaped")
 	}
+}
+
+// TestChartTitleAndYLabel: a chart with both a title and a Y label draws
+// them on lines of their own (they used to share the top line, the label
+// running into the title), both above the plot.
+func TestChartTitleAndYLabel(t *testing.T) {
+	for _, c := range []Chart{
+		{Title: "One prober", YLabel: "% of goal", Width: 346, Height: 158},
+		{YLabel: "% of goal", Width: 346, Height: 158},
+	} {
+		c.Series = []Series{{Name: "a", Points: []Point{{0, 1}, {1, 2}}}}
+		var b strings.Builder
+		if err := c.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		var titleY, labelY, plotTop float64 = -1, -1, -1
+		for _, e := range parse(t, b.String()) {
+			switch {
+			case e.name == "text" && e.attrs["font-weight"] == "bold":
+				titleY = atof(t, e.attrs["y"])
+			case e.name == "text" && e.attrs["x"] == "0":
+				labelY = atof(t, e.attrs["y"])
+			case e.name == "path" && e.attrs["stroke"] == "#888":
+				plotTop = atof(t, strings.Fields(strings.TrimPrefix(strings.Split(e.attrs["d"], "V")[0], "M"))[1])
+			}
+		}
+		if labelY < 0 || plotTop < 0 || labelY >= plotTop {
+			t.Errorf("%q: Y label at y=%v, plot top %v: want the label above the plot", c.Title, labelY, plotTop)
+		}
+		if c.Title != "" && labelY-titleY < fontSize {
+			t.Errorf("%q: title at y=%v, Y label at y=%v: want a line apart", c.Title, titleY, labelY)
+		}
+		if c.Title == "" && plotTop != marginTop {
+			t.Errorf("no title: plot top %v, want %v (unchanged)", plotTop, marginTop)
+		}
+	}
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("coordinate %q: %v", s, err)
+	}
+	return v
 }
 
 func TestChartLonePoint(t *testing.T) {
