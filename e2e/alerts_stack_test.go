@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,33 +95,10 @@ type toolProc struct {
 	name string
 	addr string
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *daemontest.SyncBuffer
 }
 
 func (p *toolProc) url(path string) string { return "http://" + p.addr + path }
-
-// lockedBuffer collects a process's output for diagnostics.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// tail returns the last n bytes written.
-func (l *lockedBuffer) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
-	if len(s) > n {
-		s = "...\n" + s[len(s)-n:]
-	}
-	return s
-}
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
@@ -135,7 +111,7 @@ func writeFile(t *testing.T, path, content string) {
 // kills it at cleanup.
 func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 	t.Helper()
-	p := &toolProc{name: name, addr: addr, logs: &lockedBuffer{}}
+	p := &toolProc{name: name, addr: addr, logs: &daemontest.SyncBuffer{}}
 	p.cmd = exec.Command(requireTool(t, name), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -155,7 +131,7 @@ func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready on %s; logs:\n%s", name, addr, p.logs.tail(4000))
+	t.Fatalf("%s not ready on %s; logs:\n%s", name, addr, p.logs.Tail(4000))
 	return nil
 }
 

@@ -14,27 +14,10 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // faultyWriter accepts up to budget bytes per write while failing, else
 // everything.
@@ -203,7 +186,7 @@ func TestLedgerFlushesOnTick(t *testing.T) {
 
 func TestLedgerWriteErrors(t *testing.T) {
 	w := &faultyWriter{}
-	logs := &syncBuffer{}
+	logs := &daemontest.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	l, err := openLedger(config.Ledger{Path: "ledger.jsonl"}, logger, ledgerOptions{
 		tick: make(chan time.Time),
@@ -368,7 +351,7 @@ func BenchmarkLedgerWrite(b *testing.B) {
 func TestLedgerReopensAVanishedFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ledger")
 	path := filepath.Join(dir, "ledger.jsonl")
-	var logs syncBuffer
+	var logs daemontest.SyncBuffer
 	l, err := openLedger(config.Ledger{Path: path}, slog.New(slog.NewTextHandler(&logs, nil)), ledgerOptions{tick: make(chan time.Time)})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,36 @@
+package daemontest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestSyncBuffer writes from several goroutines while reading: every line
+// arrives whole, and Tail keeps the last bytes and marks the cut.
+func TestSyncBuffer(t *testing.T) {
+	var b SyncBuffer
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				fmt.Fprintf(&b, "g%d line %03d\n", g, i)
+				_ = b.Tail(20)
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := len(b.String()), 4*100*len("g0 line 000\n"); got != want {
+		t.Fatalf("%d bytes written, want %d", got, want)
+	}
+	var small SyncBuffer
+	fmt.Fprint(&small, "abcdef")
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{6, "abcdef"}, {10, "abcdef"}, {3, "...\ndef"}} {
+		if got := small.Tail(tc.n); got != tc.want {
+			t.Errorf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
