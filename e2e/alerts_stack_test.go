@@ -18,6 +18,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
@@ -100,13 +101,6 @@ type toolProc struct {
 
 func (p *toolProc) url(path string) string { return "http://" + p.addr + path }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // startTool runs a Debian tool listening on addr, waits for its /-/ready and
 // kills it at cleanup.
 func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
@@ -145,8 +139,7 @@ func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	s := &alertStack{dir: t.TempDir(), webhook: newWebhook(t)}
 	_, s.simURL = simtest.Start(t, simulator.DefaultOptions())
 
-	cfgPath := filepath.Join(s.dir, "prober.yml")
-	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, maxInFlight, alertTTFT))
+	cfgPath := testfile.Write(t, s.dir, "prober.yml", fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, maxInFlight, alertTTFT))
 	rulesPath := filepath.Join(s.dir, "rules.yml")
 	// Prometheus's service discovery hands over the first targets up to 5s
 	// after start, so absent(up) holds that long; the prober-health for: of
@@ -170,14 +163,12 @@ func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	s.prober = daemontest.Start(t, binary, "--config.file="+cfgPath)
 
 	amAddr := daemontest.FreeAddr(t)
-	amCfg := filepath.Join(s.dir, "alertmanager.yml")
-	writeFile(t, amCfg, alertmanagerConfig(t, s.webhook.url))
+	amCfg := testfile.Write(t, s.dir, "alertmanager.yml", alertmanagerConfig(t, s.webhook.url))
 	s.am = startTool(t, "prometheus-alertmanager", amAddr, "--config.file="+amCfg,
 		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 
 	promAddr := daemontest.FreeAddr(t)
-	promCfg := filepath.Join(s.dir, "prometheus.yml")
-	writeFile(t, promCfg, fmt.Sprintf(prometheusConfig, amAddr, s.prober.Addr))
+	promCfg := testfile.Write(t, s.dir, "prometheus.yml", fmt.Sprintf(prometheusConfig, amAddr, s.prober.Addr))
 	// No --enable-feature=native-histograms: Prometheus 2.42 would then drop
 	// the classic buckets every rule and panel reads.
 	s.prom = startTool(t, "prometheus", promAddr, "--config.file="+promCfg,
@@ -214,7 +205,7 @@ func writeDashboardRules(t *testing.T, cfgPath, path, scaledPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, string(b))
+	testfile.Write(t, filepath.Dir(path), filepath.Base(path), string(b))
 }
 
 func readRuleFile(t *testing.T, path string) *rules.RuleFile {
