@@ -301,8 +301,7 @@ func TestRequesterExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now})
-	r.client.Transport = tr
+	r := scriptedRequester(t, tr, p, Options{Now: clock.Now})
 	res := &probe.Result{Seq: 1, Scheduled: clock.Now().Add(-5 * time.Millisecond)}
 	r.Do(context.Background(), res)
 
@@ -452,8 +451,7 @@ func TestRequesterReasoningExactTiming(t *testing.T) {
 	}}
 	p := rqProbe(config.APIChat)
 	p.SLO = config.SLO{TTFT: model.Duration(300 * time.Millisecond), TTFA: model.Duration(300 * time.Millisecond)}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now})
-	r.client.Transport = tr
+	r := scriptedRequester(t, tr, p, Options{Now: clock.Now})
 	res := &probe.Result{Seq: 1, Scheduled: clock.Now()}
 	r.Do(context.Background(), res)
 
