@@ -19,6 +19,9 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
+// syncBuffer is the log buffer a logger and a test share.
+type syncBuffer = daemontest.SyncBuffer
+
 // faultyWriter accepts up to budget bytes per write while failing, else
 // everything.
 type faultyWriter struct {
@@ -186,7 +189,7 @@ func TestLedgerFlushesOnTick(t *testing.T) {
 
 func TestLedgerWriteErrors(t *testing.T) {
 	w := &faultyWriter{}
-	logs := &daemontest.SyncBuffer{}
+	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	l, err := openLedger(config.Ledger{Path: "ledger.jsonl"}, logger, ledgerOptions{
 		tick: make(chan time.Time),
@@ -351,7 +354,7 @@ func BenchmarkLedgerWrite(b *testing.B) {
 func TestLedgerReopensAVanishedFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ledger")
 	path := filepath.Join(dir, "ledger.jsonl")
-	var logs daemontest.SyncBuffer
+	var logs syncBuffer
 	l, err := openLedger(config.Ledger{Path: path}, slog.New(slog.NewTextHandler(&logs, nil)), ledgerOptions{tick: make(chan time.Time)})
 	if err != nil {
 		t.Fatal(err)
