@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -358,15 +357,11 @@ func runBounded(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return ee.ExitCode(), string(out)
-	case err != nil:
+	code, out, err := daemontest.Output(exec.CommandContext(ctx, binary, args...))
+	if err != nil {
 		t.Fatalf("run %v: %v", args, err)
 	}
-	return 0, string(out)
+	return code, out
 }
 
 // sighup sends SIGHUP to the daemon.

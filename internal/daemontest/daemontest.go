@@ -7,6 +7,7 @@ package daemontest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,14 +56,23 @@ func Main(m *testing.M, dir string, binary *string) int {
 // output.
 func Run(t testing.TB, binary string, args ...string) (int, string) {
 	t.Helper()
-	out, err := exec.Command(binary, args...).CombinedOutput()
+	code, out, err := Output(exec.Command(binary, args...))
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
 		t.Fatalf("run %v: %v", args, err)
 	}
-	return 0, string(out)
+	return code, out
+}
+
+// Output runs cmd to completion and returns its exit code and combined
+// output; err is set only when cmd could not run. It needs no test, so a
+// goroutine may call it.
+func Output(cmd *exec.Cmd) (int, string, error) {
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out), nil
+	}
+	return 0, string(out), err
 }
 
 // Proc is a running daemon.

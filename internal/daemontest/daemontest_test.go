@@ -2,6 +2,8 @@ package daemontest
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -32,5 +34,17 @@ func TestSyncBuffer(t *testing.T) {
 		if got := small.Tail(tc.n); got != tc.want {
 			t.Errorf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestOutput: a command's exit code and output come back as they are, a
+// non-zero exit is no error, and a command that cannot run is one.
+func TestOutput(t *testing.T) {
+	code, out, err := Output(exec.Command("sh", "-c", "echo out; echo err >&2; exit 3"))
+	if err != nil || code != 3 || out != "out\nerr\n" {
+		t.Errorf("exit 3: code %d, output %q, err %v", code, out, err)
+	}
+	if code, _, err := Output(exec.Command(filepath.Join(t.TempDir(), "absent"))); err == nil {
+		t.Errorf("absent binary: code %d and no error", code)
 	}
 }
