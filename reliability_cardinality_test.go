@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
 // TestServerSeriesCapFlag: --server-metrics.max-series-per-target caps what
@@ -29,7 +29,6 @@ func TestServerSeriesCapFlag(t *testing.T) {
 		_, _ = w.Write([]byte(page.String()))
 	}))
 	defer srv.Close()
-	cfgPath := filepath.Join(t.TempDir(), "c.yml")
 	cfg := fmt.Sprintf(`global:
   server_metrics: {interval: 1s, timeout: 1s}
 targets:
@@ -42,9 +41,7 @@ probes:
     rate: 0.01
     workload: {random: {input_tokens: 8, output_tokens: 8}}
 `, srv.URL)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := testfile.Temp(t, "c.yml", cfg)
 	d := startDaemon(t, "--config.file="+cfgPath, "--server-metrics.max-series-per-target=100")
 	dropped := regexp.MustCompile(`(?m)^vllm_prober_server_series_dropped_total\{reason="limit",target="big"\} 49900$`)
 	var body string

@@ -17,6 +17,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
+	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -207,5 +208,128 @@ func TestGracefulShutdown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLedgerDirectoryDeletedWhileRunning deletes the ledger's directory
+// under a running daemon: later records land in the file made again, no
+// write error is counted (none was lost) and the status page says the file
+// was reopened.
+func TestLedgerDirectoryDeletedWhileRunning(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	ledgerDir := filepath.Join(dir, "ledger")
+	ledger := filepath.Join(ledgerDir, "ledger.jsonl")
+	cfgPath := writeChatConfig(t, dir, simURL, 10, ledger)
+	d := startDaemon(t, "--config.file="+cfgPath)
+	waitFor(t, "records in the ledger", func() bool {
+		b, err := os.ReadFile(ledger)
+		return err == nil && len(b) > 0
+	})
+	if err := os.RemoveAll(ledgerDir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "records in the recreated ledger", func() bool {
+		b, err := os.ReadFile(ledger)
+		return err == nil && strings.Count(string(b), "\n") >= 3
+	})
+	_, page := get(t, http.MethodGet, d.URL("/"))
+	if !strings.Contains(page, "write errors: 0 · file deleted or replaced and reopened 1 times") {
+		t.Errorf("status page does not show the reopened ledger:\n%s", page)
+	}
+	if !metricsContain(t, d, "vllm_prober_ledger_write_errors_total 0") {
+		t.Error("write errors counted though no record was lost")
+	}
+	if logs := d.Logs(); !strings.Contains(logs, "ledger file vanished or was replaced") {
+		t.Errorf("reopening not logged:\n%s", logs)
+	}
+}
+
+// TestLedgerRunIDSeparatesRestarts runs the daemon twice on one ledger:
+// each run's records carry the run_id it logged at start, and within a
+// run_id every pair's seq counts from 1 without gaps, which is how a
+// reader tells a restart from lost records.
+func TestLedgerRunIDSeparatesRestarts(t *testing.T) {
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	ledgerPath := filepath.Join(dir, "ledger.jsonl")
+	cfgPath := writeChatConfig(t, dir, simURL, 10, ledgerPath)
+	runIDRE := regexp.MustCompile(`msg="Probing started".* run_id=([0-9a-f]{16})`)
+	var logged []string
+	for range 2 {
+		d := startDaemon(t, "--config.file="+cfgPath)
+		var id string
+		waitFor(t, "the run_id logged at start", func() bool {
+			m := runIDRE.FindStringSubmatch(d.Logs())
+			if m != nil {
+				id = m[1]
+			}
+			return m != nil
+		})
+		waitFor(t, "records of this run", func() bool {
+			recs, _, err := ledger.Read(ledgerPath)
+			n := 0
+			for _, r := range recs {
+				if r.RunID == id {
+					n++
+				}
+			}
+			return err == nil && n >= 3
+		})
+		stopDaemon(t, d)
+		logged = append(logged, id)
+	}
+	if logged[0] == logged[1] {
+		t.Fatalf("both runs logged run_id %s", logged[0])
+	}
+	recs := ledgertest.Read(t, ledgerPath)
+	seqs := map[string][]uint64{}
+	for _, r := range recs {
+		seqs[r.RunID] = append(seqs[r.RunID], r.Seq)
+	}
+	if len(seqs) != 2 || len(seqs[logged[0]]) == 0 || len(seqs[logged[1]]) == 0 {
+		t.Fatalf("records by run_id %v, want those of the logged %v", seqs, logged)
+	}
+	for id, s := range seqs {
+		slices.Sort(s)
+		for i, seq := range s {
+			if seq != uint64(i+1) {
+				t.Errorf("run %s: seqs %v, want 1..%d", id, s, len(s))
+				break
+			}
+		}
+	}
+}
+
+// TestRefusedConnectionIsConnect: a target nothing listens on, whose model
+// the prober would discover from /v1/models, fails with reason connect, not
+// model_discovery, in the ledger, the metrics and on the status page.
+func TestRefusedConnectionIsConnect(t *testing.T) {
+	closed := "http://" + daemontest.FreeAddr(t)
+	dir := t.TempDir()
+	cfgPath, ledgerPath := filepath.Join(dir, "c.yml"), filepath.Join(dir, "ledger.jsonl")
+	writeConfig(t, cfgPath, closed, 5, ledgerPath) // no model: discovered
+	d := startDaemon(t, "--config.file="+cfgPath)
+
+	const connect = `vllm_probe_failures_total{probe="chat",reason="connect",replica="",target="sim"}`
+	waitFor(t, "connect failures", func() bool {
+		return metricsContain(t, d, connect) && !metricsContain(t, d, connect+" 0")
+	})
+	if !metricsContain(t, d, `vllm_probe_failures_total{probe="chat",reason="model_discovery",replica="",target="sim"} 0`) {
+		t.Error("model_discovery failures counted for a refused connection")
+	}
+	_, page := get(t, http.MethodGet, d.URL("/"))
+	if !strings.Contains(page, `<td class="l">connect</td>`) || strings.Contains(page, "model_discovery") {
+		t.Errorf("status page does not show reason connect:\n%s", page)
+	}
+	stopDaemon(t, d)
+	recs, _, err := ledger.Read(ledgerPath)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("ledger: %d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		if r.Disposition != probe.ServerFailure || r.Reason != probe.ReasonConnect || r.Sent != nil {
+			t.Errorf("ledger record %d: %s/%s sent %v, want server_failure/connect, never sent", r.Seq, r.Disposition, r.Reason, r.Sent)
+		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,5 +164,74 @@ func stopDaemon(t *testing.T, d *daemontest.Proc) {
 	t.Helper()
 	if err := d.Stop(t, os.Interrupt); err != nil {
 		t.Fatalf("daemon exit: %v", err)
+	}
+}
+
+// TestURLSecretsNotEchoed writes a token as a target URL's user name and
+// an API key as its query: --config.check and a failed reload's log name
+// the problem without showing either.
+func TestURLSecretsNotEchoed(t *testing.T) {
+	const token, key = "sk-USERINFO-4f2a9c", "QUERYKEY-77b1e0"
+	simURL := startSimulator(t)
+	dir := t.TempDir()
+	cfgPath := writeChatConfig(t, dir, simURL, 2, "")
+	d := startDaemon(t, "--config.file="+cfgPath, "--log.level=debug")
+
+	bad := strings.Replace(simURL, "http://", "http://"+token+"@", 1) + "/?api_key=" + key
+	writeConfig(t, cfgPath, bad, 2, "")
+	code, out := runBinary(t, "--config.file="+cfgPath, "--config.check")
+	if code != 1 || !strings.Contains(out, "targets[0].url: must not contain credentials") {
+		t.Errorf("--config.check: exit %d, want 1 naming the URL:\n%s", code, out)
+	}
+	sighup(t, d)
+	waitFor(t, "the reload to fail", func() bool { return strings.Contains(d.Logs(), "Error reloading config") })
+	_, status := get(t, http.MethodGet, d.URL("/"))
+	for where, text := range map[string]string{"--config.check": out, "logs": d.Logs(), "status page": status} {
+		for _, secret := range []string{token, key} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows %s:\n%s", where, secret, text)
+			}
+		}
+	}
+	if !regexp.MustCompile(`http://xxxxx@127\.0\.0\.1:\d+/\?api_key=xxxxx`).MatchString(d.Logs()) {
+		t.Errorf("reload error does not show the redacted URL:\n%s", d.Logs())
+	}
+}
+
+// TestRedirectedURLSecretsNotShown runs the daemon against a server that
+// redirects every request to a URL with a token as its user name and a key
+// in its query: the ledger, the status page, /api/v1/results and the logs
+// show neither, whether or not the redirect is followed.
+func TestRedirectedURLSecretsNotShown(t *testing.T) {
+	const token, key = "sk-REDIRUSER-81c3", "REDIRQUERY-5d0e"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+token+"@127.0.0.1:1/x?key="+key, http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	cfgPath := filepath.Join(dir, "c.yml")
+	writeConfig(t, cfgPath, srv.URL, 10, ledger)
+	d := startDaemon(t, "--config.file="+cfgPath, "--log.level=debug")
+	waitFor(t, "failed requests in the ledger and a failed scrape", func() bool {
+		b, _ := os.ReadFile(ledger)
+		_, page := get(t, http.MethodGet, d.URL("/"))
+		return strings.Contains(string(b), `"disposition":"server_failure"`) && strings.Contains(page, "failing")
+	})
+	shown := map[string]string{}
+	_, shown["status page"] = get(t, http.MethodGet, d.URL("/"))
+	_, shown["/api/v1/results"] = get(t, http.MethodGet, d.URL("/api/v1/results?limit=1000"))
+	stopDaemon(t, d)
+	b, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown["ledger"], shown["logs"] = string(b), d.Logs()
+	for where, text := range shown {
+		for _, secret := range []string{token, key} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows %s:\n%s", where, secret, text)
+			}
+		}
 	}
 }

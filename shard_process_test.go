@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
@@ -53,11 +54,8 @@ func runProcs(t *testing.T, argv ...[]string) ([]int, []string) {
 	var wg sync.WaitGroup
 	for i, args := range argv {
 		wg.Go(func() {
-			b, err := exec.Command(binary, args...).CombinedOutput()
-			outs[i] = string(b)
-			if ee, ok := err.(*exec.ExitError); ok {
-				codes[i] = ee.ExitCode()
-			} else if err != nil {
+			var err error
+			if codes[i], outs[i], err = daemontest.Output(exec.Command(binary, args...)); err != nil {
 				codes[i], outs[i] = -1, err.Error()
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -165,5 +167,38 @@ func TestWebProbeOutlastsWriteTimeout(t *testing.T) {
 	code, body := get(t, http.MethodGet, "http://"+addr+"/probe?target=sim&probe=chat")
 	if code != http.StatusOK || !strings.Contains(body, "vllm_probe_requests_total") {
 		t.Errorf("/probe: %d %.200s", code, body)
+	}
+}
+
+// TestProbeEndpointUnpairedPair: /probe with a target and a probe that both
+// exist but are not paired (the target's probes list leaves the probe out)
+// answers 400 and says so.
+func TestProbeEndpointUnpairedPair(t *testing.T) {
+	simURL := startSimulator(t)
+	cfg := fmt.Sprintf(`targets:
+  - {name: a, url: %[1]s, probes: [chat]}
+  - {name: b, url: %[1]s, probes: [other]}
+probes:
+  - {name: chat, api: chat, rate: 0.2, workload: {random: {input_tokens: 8, output_tokens: 4}}}
+  - {name: other, api: completions, rate: 0.2, workload: {random: {input_tokens: 8, output_tokens: 4}}}
+`, simURL)
+	cfgPath := testfile.Temp(t, "c.yml", cfg)
+	d := startDaemon(t, "--config.file="+cfgPath)
+	for _, tc := range []struct {
+		query string
+		code  int
+		body  string
+	}{
+		{"target=a&probe=chat", 200, `vllm_probe_success{probe="chat",target="a"}`},
+		{"target=b&probe=other", 200, `vllm_probe_success{probe="other",target="b"}`},
+		{"target=a&probe=other", 400, `probe "other" is not paired with target "a"`},
+		{"target=b&probe=chat", 400, `probe "chat" is not paired with target "b"`},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			code, body := get(t, http.MethodGet, d.URL("/probe?"+tc.query))
+			if code != tc.code || !strings.Contains(body, tc.body) {
+				t.Errorf("%d %q, want %d containing %q", code, body, tc.code, tc.body)
+			}
+		})
 	}
 }

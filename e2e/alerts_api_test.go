@@ -273,8 +273,8 @@ func (s *alertStack) diagnostics() string {
 	}
 	b.WriteString("== webhook notifications\n" + s.webhook.summary())
 	b.WriteString("== prober logs\n" + tailString(s.prober.Logs(), 4000))
-	b.WriteString("== prometheus logs\n" + s.prom.logs.tail(3000))
-	b.WriteString("== alertmanager logs\n" + s.am.logs.tail(3000))
+	b.WriteString("== prometheus logs\n" + s.prom.logs.Tail(3000))
+	b.WriteString("== alertmanager logs\n" + s.am.logs.Tail(3000))
 	return b.String()
 }
 

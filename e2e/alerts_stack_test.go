@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/simulator"
 	"github.com/vllm-prober/vllm-prober/simulator/simtest"
@@ -96,46 +96,16 @@ type toolProc struct {
 	name string
 	addr string
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *daemontest.SyncBuffer
 }
 
 func (p *toolProc) url(path string) string { return "http://" + p.addr + path }
-
-// lockedBuffer collects a process's output for diagnostics.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// tail returns the last n bytes written.
-func (l *lockedBuffer) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
-	if len(s) > n {
-		s = "...\n" + s[len(s)-n:]
-	}
-	return s
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // startTool runs a Debian tool listening on addr, waits for its /-/ready and
 // kills it at cleanup.
 func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 	t.Helper()
-	p := &toolProc{name: name, addr: addr, logs: &lockedBuffer{}}
+	p := &toolProc{name: name, addr: addr, logs: &daemontest.SyncBuffer{}}
 	p.cmd = exec.Command(requireTool(t, name), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -155,7 +125,7 @@ func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready on %s; logs:\n%s", name, addr, p.logs.tail(4000))
+	t.Fatalf("%s not ready on %s; logs:\n%s", name, addr, p.logs.Tail(4000))
 	return nil
 }
 
@@ -169,8 +139,7 @@ func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	s := &alertStack{dir: t.TempDir(), webhook: newWebhook(t)}
 	_, s.simURL = simtest.Start(t, simulator.DefaultOptions())
 
-	cfgPath := filepath.Join(s.dir, "prober.yml")
-	writeFile(t, cfgPath, fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, maxInFlight, alertTTFT))
+	cfgPath := testfile.Write(t, s.dir, "prober.yml", fmt.Sprintf(proberConfig, alertTarget, s.simURL, alertProbe, maxInFlight, alertTTFT))
 	rulesPath := filepath.Join(s.dir, "rules.yml")
 	// Prometheus's service discovery hands over the first targets up to 5s
 	// after start, so absent(up) holds that long; the prober-health for: of
@@ -194,14 +163,12 @@ func startAlertStack(t *testing.T, maxInFlight int) *alertStack {
 	s.prober = daemontest.Start(t, binary, "--config.file="+cfgPath)
 
 	amAddr := daemontest.FreeAddr(t)
-	amCfg := filepath.Join(s.dir, "alertmanager.yml")
-	writeFile(t, amCfg, alertmanagerConfig(t, s.webhook.url))
+	amCfg := testfile.Write(t, s.dir, "alertmanager.yml", alertmanagerConfig(t, s.webhook.url))
 	s.am = startTool(t, "prometheus-alertmanager", amAddr, "--config.file="+amCfg,
 		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 
 	promAddr := daemontest.FreeAddr(t)
-	promCfg := filepath.Join(s.dir, "prometheus.yml")
-	writeFile(t, promCfg, fmt.Sprintf(prometheusConfig, amAddr, s.prober.Addr))
+	promCfg := testfile.Write(t, s.dir, "prometheus.yml", fmt.Sprintf(prometheusConfig, amAddr, s.prober.Addr))
 	// No --enable-feature=native-histograms: Prometheus 2.42 would then drop
 	// the classic buckets every rule and panel reads.
 	s.prom = startTool(t, "prometheus", promAddr, "--config.file="+promCfg,
@@ -238,7 +205,7 @@ func writeDashboardRules(t *testing.T, cfgPath, path, scaledPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, string(b))
+	testfile.Write(t, filepath.Dir(path), filepath.Base(path), string(b))
 }
 
 func readRuleFile(t *testing.T, path string) *rules.RuleFile {

@@ -68,8 +68,8 @@ func TestFleetAlerts(t *testing.T) {
 	checkRules(t, rulesPath)
 	p := daemontest.Start(t, binary, "--config.file="+cfg)
 	promAddr := daemontest.FreeAddr(t)
-	writeFile(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(fleetPromConfig, p.Addr))
-	prom := startTool(t, "prometheus", promAddr, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	promCfg := testfile.Write(t, dir, "prometheus.yml", fmt.Sprintf(fleetPromConfig, p.Addr))
+	prom := startTool(t, "prometheus", promAddr, "--config.file="+promCfg,
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -69,14 +68,9 @@ func promtoolCheck(t *testing.T, promtool, page string) (int, string) {
 	t.Helper()
 	check := exec.Command(promtool, "check", "metrics")
 	check.Stdin = strings.NewReader(page)
-	var out bytes.Buffer
-	check.Stdout, check.Stderr = &out, &out
-	err := check.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String()
-	}
+	code, out, err := daemontest.Output(check)
 	if err != nil {
 		t.Fatalf("promtool: %v", err)
 	}
-	return 0, out.String()
+	return code, out
 }

@@ -2,8 +2,11 @@ package simulator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,4 +179,146 @@ func get(t testing.TB, url string) (*http.Response, []byte) {
 		}
 	}
 	return resp, []byte(b.String())
+}
+
+// TestQueueing shows that with a bounded batch later requests wait: their
+// TTFT includes the queue time, which the per-request metrics and the
+// server's queue-time histogram both see.
+func TestQueueing(t *testing.T) {
+	cases := []struct {
+		name         string
+		maxNumSeqs   int
+		minLastQueue time.Duration // the longest queue time must reach this
+	}{
+		{"max-num-seqs 2 queues", 2, 50 * time.Millisecond},
+		// That eight slots admit all eight at once is checked on the
+		// engine's own clock (engine.TestAdmission): here the queue times
+		// are wall-clock and grow on a loaded machine.
+		{"max-num-seqs 8", 8, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fastOptions()
+			o.MaxNumSeqs = tc.maxNumSeqs
+			o.PrefillBase, o.DecodeBase = 5*time.Millisecond, 5*time.Millisecond
+			_, url := startTest(t, o)
+			queues, ttfts := runConcurrent(t, url, 8)
+			for i := range queues {
+				if ttfts[i] < queues[i] {
+					t.Errorf("request %d: client TTFT %s shorter than its queue time %s", i, ttfts[i], queues[i])
+				}
+			}
+			sorted := slices.Clone(queues)
+			slices.Sort(sorted)
+			longest := sorted[len(sorted)-1]
+			if longest < tc.minLastQueue {
+				t.Errorf("longest queue time %s, want at least %s (all: %v)", longest, tc.minLastQueue, sorted)
+			}
+			h := promtext.Scrape(t, url+"/metrics")["vllm:request_queue_time_seconds"].Metric[0].GetHistogram()
+			var sum time.Duration
+			for _, q := range queues {
+				sum += q
+			}
+			if h.GetSampleCount() != 8 {
+				t.Errorf("queue histogram count %d, want 8", h.GetSampleCount())
+			}
+			if got := time.Duration(h.GetSampleSum() * float64(time.Second)); got-sum > time.Millisecond || sum-got > time.Millisecond {
+				t.Errorf("queue histogram sum %s, per-request sum %s", got, sum)
+			}
+		})
+	}
+}
+
+// runConcurrent sends n streaming requests at once and returns each one's
+// server queue time (from the per-request metrics) and client TTFT.
+func runConcurrent(t *testing.T, url string, n int) ([]time.Duration, []time.Duration) {
+	t.Helper()
+	queues := make([]time.Duration, n)
+	ttfts := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"prompt":"request %d","max_tokens":5,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, i)
+			r := streamRequest(context.Background(), t, url+"/v1/completions", body)
+			if r.readErr != nil || !r.done() {
+				t.Errorf("request %d: err %v, events %v", i, r.readErr, r.events)
+				return
+			}
+			ttfts[i] = r.contentTimes()[0]
+			var u struct {
+				Metrics wire.PerRequestMetrics `json:"metrics"`
+			}
+			usage := r.events[len(r.events)-2]
+			if err := json.NewDecoder(strings.NewReader(usage)).Decode(&u); err != nil || u.Metrics.QueueTimeMs == nil {
+				t.Errorf("request %d: usage chunk without metrics: %s", i, usage)
+				return
+			}
+			queues[i] = time.Duration(*u.Metrics.QueueTimeMs * float64(time.Millisecond))
+		})
+	}
+	wg.Wait()
+	return queues, ttfts
+}
+
+// BenchmarkEventTiming measures how closely the simulator's event write
+// times (taken after each flush) follow its configured latency model with
+// jitter off: the first content event against PrefillBase +
+// PrefillPerToken*prompt tokens from arrival, every later gap against
+// DecodeBase + DecodePerSeq. Requests run one at a time (idle server).
+//
+//	go test -run '^$' -bench EventTiming -benchtime 100x ./simulator/
+func BenchmarkEventTiming(b *testing.B) {
+	o := DefaultOptions()
+	o.Jitter, o.PrefixCaching, o.Trace = 0, false, true
+	s, url := startTest(b, o)
+	const promptTokens, outputTokens = 100, 16
+	wantTTFT := o.PrefillBase + promptTokens*o.PrefillPerToken
+	wantITL := o.DecodeBase + o.DecodePerSeq
+	ids := strings.TrimSuffix(strings.Repeat("7,", promptTokens), ",")
+	body := fmt.Sprintf(`{"prompt":[%s],"max_tokens":%d,"ignore_eos":true,"stream":true}`, ids, outputTokens)
+	b.ResetTimer()
+	for range b.N {
+		r := streamRequest(context.Background(), b, url+"/v1/completions", body)
+		if !r.done() {
+			b.Fatalf("stream not done: %v", r.readErr)
+		}
+	}
+	b.StopTimer()
+	var ttftErr, itlErr []float64
+	for _, rec := range s.Trace() {
+		var prev time.Time
+		for _, ev := range rec.Events {
+			if ev.Tokens == 0 {
+				continue
+			}
+			if prev.IsZero() {
+				ttftErr = append(ttftErr, float64(ev.Time.Sub(rec.Arrival)-wantTTFT)/float64(time.Microsecond))
+			} else {
+				itlErr = append(itlErr, float64(ev.Time.Sub(prev)-wantITL)/float64(time.Microsecond))
+			}
+			prev = ev.Time
+		}
+	}
+	report(b, "ttft", ttftErr)
+	report(b, "itl", itlErr)
+}
+
+// report adds the mean signed error and p50, p99 and max of the absolute
+// error, in microseconds.
+func report(b *testing.B, name string, errs []float64) {
+	abs := make([]float64, len(errs))
+	sum := 0.0
+	for i, e := range errs {
+		abs[i] = math.Abs(e)
+		sum += e
+	}
+	slices.Sort(abs)
+	if len(abs) == 0 {
+		return
+	}
+	q := func(p float64) float64 { return abs[min(len(abs)-1, int(math.Ceil(p*float64(len(abs))))-1)] }
+	b.ReportMetric(sum/float64(len(errs)), name+"_mean_err_us")
+	b.ReportMetric(q(0.50), name+"_p50_abs_err_us")
+	b.ReportMetric(q(0.99), name+"_p99_abs_err_us")
+	b.ReportMetric(abs[len(abs)-1], name+"_max_abs_err_us")
 }

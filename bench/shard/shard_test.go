@@ -3,7 +3,6 @@ package shard
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/report"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -70,15 +70,11 @@ func TestJoin(t *testing.T) {
 func TestReadResults(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, runID, shard string) string {
-		p := filepath.Join(dir, name)
 		b, err := json.Marshal(map[string]any{"shard": File{RunID: runID, Shard: shard}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return testfile.Write(t, dir, name, string(b))
 	}
 	s0, s2 := write("s0.json", "r1", "0/3"), write("s2.json", "r1", "2/3")
 	got, err := ReadResults([]string{s2, s0})

@@ -1,11 +1,13 @@
 // Package daemontest builds the vllm-prober binary and runs it as a user
 // would, for the tests of the main package and the end-to-end tests, and
 // holds the helpers every test that waits on a server shares: polling for
-// a state and a free loopback address.
+// a state, a free loopback address and a log buffer safe to share.
 package daemontest
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,14 +56,23 @@ func Main(m *testing.M, dir string, binary *string) int {
 // output.
 func Run(t testing.TB, binary string, args ...string) (int, string) {
 	t.Helper()
-	out, err := exec.Command(binary, args...).CombinedOutput()
+	code, out, err := Output(exec.Command(binary, args...))
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
 		t.Fatalf("run %v: %v", args, err)
 	}
-	return 0, string(out)
+	return code, out
+}
+
+// Output runs cmd to completion and returns its exit code and combined
+// output; err is set only when cmd could not run. It needs no test, so a
+// goroutine may call it.
+func Output(cmd *exec.Cmd) (int, string, error) {
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out), nil
+	}
+	return 0, string(out), err
 }
 
 // Proc is a running daemon.
@@ -69,8 +80,7 @@ type Proc struct {
 	Cmd  *exec.Cmd
 	Addr string
 	Done chan struct{} // closed when stderr ends
-	mu   sync.Mutex
-	logs strings.Builder
+	logs SyncBuffer
 }
 
 var listeningRE = regexp.MustCompile(`msg=Listening address=(\S+)`)
@@ -93,9 +103,7 @@ func Start(t testing.TB, binary string, args ...string) *Proc {
 		sc.Buffer(make([]byte, 64*1024), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			p.mu.Lock()
-			p.logs.WriteString(line + "\n")
-			p.mu.Unlock()
+			fmt.Fprintln(&p.logs, line)
 			if m := listeningRE.FindStringSubmatch(line); m != nil {
 				select {
 				case addrCh <- m[1]:
@@ -166,8 +174,6 @@ func (p *Proc) Stop(t testing.TB, sig os.Signal) error {
 
 // Logs returns what the daemon logged so far.
 func (p *Proc) Logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.logs.String()
 }
 
@@ -212,4 +218,35 @@ func Poll(t testing.TB, timeout, every time.Duration, what string, cond func() b
 		time.Sleep(every)
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// SyncBuffer collects what a process or a logger writes while a test reads
+// it: Write, String and Tail may be called from different goroutines.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Tail returns the last n bytes written, after "...\n" when earlier ones
+// are left out.
+func (s *SyncBuffer) Tail(n int) string {
+	out := s.String()
+	if len(out) > n {
+		out = "...\n" + out[len(out)-n:]
+	}
+	return out
 }

@@ -66,6 +66,15 @@ func newTestRequester(t *testing.T, tg config.Target, p config.Probe, o Options)
 	return r
 }
 
+// scriptedRequester is a Requester of p whose requests go to tr instead
+// of the network (a scripted or recording transport).
+func scriptedRequester(t *testing.T, tr http.RoundTripper, p config.Probe, o Options) *Requester {
+	t.Helper()
+	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, o)
+	r.client.Transport = tr
+	return r
+}
+
 func doRequest(ctx context.Context, r *Requester, seq uint64) *probe.Result {
 	res := &probe.Result{Seq: seq, Target: "t", Probe: "p", Scheduled: time.Now()}
 	r.Do(ctx, res)

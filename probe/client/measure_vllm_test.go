@@ -109,9 +109,8 @@ func runVLLMCase(t *testing.T, tt vllmCase) {
 	p.Request.IgnoreEOS = true
 	item := workload.ItemFor(p, "hi", nil)
 	item.MaxTokens = 2
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now,
+	r := scriptedRequester(t, tr, p, Options{Now: clock.Now,
 		Timing: TimingVLLMBench, Items: []workload.Item{item}})
-	r.client.Transport = tr
 	res := &probe.Result{Seq: 5, RequestID: "bench-x-4"}
 	r.Do(context.Background(), res)
 	w := tt.want
@@ -161,9 +160,8 @@ func checkVLLMPayload(t *testing.T, tr *recordingTransport, res *probe.Result, c
 func TestRequesterItems(t *testing.T) {
 	clock := testclock.New(time.Unix(9000, 0))
 	tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.Now()}}
-	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), rqProbe(config.APICompletions), Options{
+	r := scriptedRequester(t, tr, rqProbe(config.APICompletions), Options{
 		Now: clock.Now, Endpoint: "/proxy/v1/completions", Items: []workload.Item{{Prompt: "a", MaxTokens: 16}, {Prompt: "b", MaxTokens: 3}}})
-	r.client.Transport = tr
 	tests := []struct {
 		seq       uint64
 		prompt    string
@@ -197,8 +195,7 @@ func TestRequesterByIndex(t *testing.T) {
 	send := func(seqs ...uint64) map[uint64]string {
 		clock := testclock.New(time.Unix(9000, 0))
 		tr := &recordingTransport{inner: &scriptedTransport{clock: clock, t0: clock.Now()}}
-		r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), p, Options{Now: clock.Now, ByIndex: true})
-		r.client.Transport = tr
+		r := scriptedRequester(t, tr, p, Options{Now: clock.Now, ByIndex: true})
 		bodies := map[uint64]string{}
 		for _, seq := range seqs {
 			tr.inner.pieces = everyTenMS(vbCmplA, "[DONE]")

@@ -112,11 +112,8 @@ func TestRequesterAccuracy(t *testing.T) {
 		results[res.RequestID] = res
 	}
 	var errs []time.Duration
-	for _, rec := range sim.Trace() {
-		res := results[rec.RequestID]
-		if res == nil {
-			continue
-		}
+	for _, tr := range traced(t, sim, results) {
+		res, rec := tr.res, tr.rec
 		var tokens []time.Time
 		for _, ev := range rec.Events {
 			if ev.Tokens > 0 {
@@ -133,15 +130,7 @@ func TestRequesterAccuracy(t *testing.T) {
 			errs = append(errs, (itl - tokens[i+1].Sub(tokens[i])).Abs())
 		}
 	}
-	if len(errs) == 0 {
-		t.Fatal("no traced request matched")
-	}
-	slices.Sort(errs)
-	p50, p90 := errs[len(errs)/2], errs[len(errs)*9/10]
-	t.Logf("client-server timing error over %d samples: p50 %v, p90 %v, max %v", len(errs), p50, p90, errs[len(errs)-1])
-	if p90 > 2*time.Millisecond {
-		t.Fatalf("timing error p90 %v, want <= 2ms", p90)
-	}
+	checkTraceErrors(t, "client-server timing error", errs)
 }
 
 // TestReasoningAgainstSimulator runs a chat probe against the simulator as
@@ -172,11 +161,8 @@ func TestReasoningAgainstSimulator(t *testing.T) {
 		results[res.RequestID] = res
 	}
 	var errs []time.Duration
-	for _, tr := range sim.Trace() {
-		res := results[tr.RequestID]
-		if res == nil {
-			continue
-		}
+	for _, pair := range traced(t, sim, results) {
+		res, tr := pair.res, pair.rec
 		var reasoning, answer []time.Time
 		for _, ev := range tr.Events {
 			switch {
@@ -195,14 +181,39 @@ func TestReasoningAgainstSimulator(t *testing.T) {
 		}
 		errs = append(errs, res.Sent.Add(res.TTFT).Sub(reasoning[0]).Abs(), res.Sent.Add(res.TTFA).Sub(answer[0]).Abs(),
 			((res.TTFA - res.TTFT) - truth).Abs())
-		delete(results, tr.RequestID)
 	}
-	if len(results) != 0 {
-		t.Fatalf("%d requests missing from the trace", len(results))
+	checkTraceErrors(t, "TTFT/TTFA error against the trace", errs)
+}
+
+// tracedResult is a result with the simulator's trace record of its request.
+type tracedResult struct {
+	res *probe.Result
+	rec simulator.TraceRecord
+}
+
+// traced pairs every result (by request id) with its trace record, in
+// trace order; a result the trace lacks fails the test.
+func traced(t *testing.T, sim *simulator.Server, results map[string]*probe.Result) []tracedResult {
+	t.Helper()
+	var out []tracedResult
+	for _, rec := range sim.Trace() {
+		if res := results[rec.RequestID]; res != nil {
+			out = append(out, tracedResult{res, rec})
+		}
 	}
+	if len(out) != len(results) {
+		t.Fatalf("%d of %d requests missing from the trace", len(results)-len(out), len(results))
+	}
+	return out
+}
+
+// checkTraceErrors logs the spread of the client's timing errors against
+// the trace and fails when their p90 is above 2 ms.
+func checkTraceErrors(t *testing.T, what string, errs []time.Duration) {
+	t.Helper()
 	slices.Sort(errs)
 	p90 := errs[len(errs)*9/10]
-	t.Logf("TTFT/TTFA error against the trace over %d samples: p50 %v, p90 %v, max %v", len(errs), errs[len(errs)/2], p90, errs[len(errs)-1])
+	t.Logf("%s over %d samples: p50 %v, p90 %v, max %v", what, len(errs), errs[len(errs)/2], p90, errs[len(errs)-1])
 	if p90 > 2*time.Millisecond {
 		t.Fatalf("timing error p90 %v, want <= 2ms", p90)
 	}
