@@ -96,15 +96,17 @@ func (stampSender) Close() {}
 type BenchScheduleResult struct {
 	Rate     float64
 	Offered  int
-	Precise  Stats // Sleep = wait.Precise, bench's wait
-	Timer    Stats // Sleep = wait.Sleep, bench's wait before, in the same run
+	Precise  Stats // Sleep nil: one wait.Timer for the run, bench's wait
+	PerWait  Stats // Sleep = wait.Precise: a timerfd made and closed per wait, bench's wait before wait.Timer
+	Timer    Stats // Sleep = wait.Sleep, bench's wait before wait.Precise, in the same run
 	Sharded2 Stats // wait.Precise, the schedule split into two shards run at once
 }
 
 // BenchSchedule offers the Poisson schedule of rate requests/s for d
-// through bench/openloop three times: on the precise wait, on a plain
-// runtime timer, and split into two shards (--shard 0/2 and 1/2) from a
-// common start, as two workers run it; and reports the lag of each.
+// through bench/openloop four times: on the precise wait with one timerfd
+// for the run, with a timerfd per wait, on a plain runtime timer, and split
+// into two shards (--shard 0/2 and 1/2) from a common start, as two
+// workers run it; and reports the lag of each.
 func BenchSchedule(ctx context.Context, rate float64, d time.Duration) BenchScheduleResult {
 	n := int(rate * d.Seconds())
 	offsets := openloop.Schedule(n, rate, 1, 1)
@@ -119,6 +121,7 @@ func BenchSchedule(ctx context.Context, rate float64, d time.Duration) BenchSche
 		return Summarize(l)
 	}
 	out.Precise = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}}))
+	out.PerWait = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}, Sleep: wait.Precise}))
 	out.Timer = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}, Sleep: wait.Sleep}))
 	start := time.Now().Add(50 * time.Millisecond)
 	runs := make([]*openloop.Run, 2)
