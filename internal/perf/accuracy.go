@@ -97,6 +97,10 @@ type ClientAccuracy struct {
 	// TTFT is |client TTFT − server TTFT| per request, ITL |client gap −
 	// server gap| per gap, Lag the send time − planned time per request.
 	TTFT, ITL, Lag Stats
+	// Trip is the server's arrival − the client's send time per request,
+	// the part of the TTFT error spent before the server saw the request
+	// (FidelityResult.Trip).
+	Trip Stats
 	// Burst is how many of the ITL gaps the server wrote as one burst
 	// (errorSamples.burst).
 	Burst int
@@ -228,7 +232,7 @@ func accuracyOf(results []*probe.Result, trace map[string]simulator.TraceRecord)
 		lags[i] = r.Lag
 	}
 	return ClientAccuracy{Requests: e.requests, TTFT: Summarize(slices.Clone(e.ttft)), ITL: Summarize(slices.Clone(e.itl)),
-		Lag: Summarize(slices.Clone(lags)), Burst: e.burst, samples: e, lags: lags}, nil
+		Lag: Summarize(slices.Clone(lags)), Trip: Summarize(slices.Clone(e.trip)), Burst: e.burst, samples: e, lags: lags}, nil
 }
 
 // runBench runs bench as `vllm-prober bench` does, from its flags, for the
@@ -286,21 +290,22 @@ func traceRequest(ctx context.Context, method, url string, into any) error {
 // too few requests for a p99 of its own (the p99 of 100 is the second
 // largest).
 func (a AccuracyResult) Median(client string) ClientAccuracy {
-	var ttft50, itl50, lag50 []time.Duration
-	var ttft, itl, lag []time.Duration
+	var ttft50, itl50, lag50, trip50 []time.Duration
+	var ttft, itl, lag, trip []time.Duration
 	var out ClientAccuracy
 	for _, r := range a.Rounds {
 		c := r[client]
 		out.Requests += c.Requests
 		out.Burst += c.Burst
-		ttft50, itl50, lag50 = append(ttft50, c.TTFT.P50), append(itl50, c.ITL.P50), append(lag50, c.Lag.P50)
+		ttft50, itl50, lag50, trip50 = append(ttft50, c.TTFT.P50), append(itl50, c.ITL.P50), append(lag50, c.Lag.P50), append(trip50, c.Trip.P50)
 		ttft, itl, lag = append(ttft, c.samples.ttft...), append(itl, c.samples.itl...), append(lag, c.lags...)
+		trip = append(trip, c.samples.trip...)
 	}
 	pooled := func(p50s, all []time.Duration) Stats {
 		s := Summarize(all)
 		s.P50 = Summarize(p50s).P50
 		return s
 	}
-	out.TTFT, out.ITL, out.Lag = pooled(ttft50, ttft), pooled(itl50, itl), pooled(lag50, lag)
+	out.TTFT, out.ITL, out.Lag, out.Trip = pooled(ttft50, ttft), pooled(itl50, itl), pooled(lag50, lag), pooled(trip50, trip)
 	return out
 }
