@@ -27,12 +27,17 @@ type ScheduleResult struct {
 	// TimerLag is SchedulerLag with the engine sleeping on a plain runtime
 	// timer, as it did before wait.Precise: the baseline, in the same run.
 	TimerLag Stats
-	Failed   int // sent requests that did not end accepted
+	// PerWaitLag is SchedulerLag with a timerfd made and closed per wait
+	// (wait.Precise), as the engine waited before each loop kept a
+	// wait.Timer, in the same run.
+	PerWaitLag Stats
+	Failed     int // sent requests that did not end accepted
 }
 
 // Schedule offers rate requests/s (Poisson, one output token) for d, once
-// against an in-process simulator with a near-zero latency model and once
-// with a no-op Sender, and reports the schedule lag of both.
+// against an in-process simulator with a near-zero latency model and then
+// with a no-op Sender on each of the engine's waits (its own, a timerfd per
+// wait, a runtime timer), and reports the schedule lag of each.
 func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResult, error) {
 	out := ScheduleResult{Rate: rate}
 	sim, url, err := startSimulator(func(o *simulator.Options) {
@@ -65,7 +70,7 @@ func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResul
 	for _, c := range []struct {
 		sleep func(context.Context, time.Duration) error
 		dst   *Stats
-	}{{nil, &out.SchedulerLag}, {wait.Sleep, &out.TimerLag}} {
+	}{{nil, &out.SchedulerLag}, {wait.Precise, &out.PerWaitLag}, {wait.Sleep, &out.TimerLag}} {
 		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d, newSender: noop, sleep: c.sleep}.run(ctx)
 		if err != nil {
 			return out, err
