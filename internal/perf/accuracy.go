@@ -45,7 +45,7 @@ const (
 const accuracyTimeout = time.Minute
 
 // accuracySimulator is the server of the accuracy runs: the simulator's
-// defaults with jitter off, a batch larger than any run's concurrency, no
+// defaults with jitter off, a batch of 4,096 (above a run's concurrency while it keeps up), no
 // prefix cache, and no cost per prompt token or per sequence, so the
 // modelled engine keeps up at every rate: every step costs the fixed
 // prefill and decode bases (27 ms) whatever the batch. With the default
