@@ -45,10 +45,11 @@ const (
 const accuracyTimeout = time.Minute
 
 // accuracySimulator is the server of the accuracy runs: the simulator's
-// defaults with jitter off, a batch of 4,096 (above a run's concurrency while it keeps up), no
-// prefix cache, and no cost per prompt token or per sequence, so the
-// modelled engine keeps up at every rate: every step costs the fixed
-// prefill and decode bases (27 ms) whatever the batch. With the default
+// defaults with jitter off, a batch of 4,096 (above a run's concurrency
+// while the server keeps up), no prefix cache, and no cost per prompt
+// token or per sequence, so the modelled engine keeps up at every rate:
+// every step costs the fixed prefill and decode bases (27 ms) whatever the
+// batch. With the default
 // 50 µs per prompt token, 64-token prompts took 3.2 ms of engine time
 // each, more than a second per second from about 300 requests/s: the
 // engine fell behind, its outputs queued and reached the handlers in
