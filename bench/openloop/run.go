@@ -53,7 +53,7 @@ type Options struct {
 	Ledger   *ledger.Ledger                                   // nil = none
 	OnFinish func(r *probe.Result)                            // called once per offered request; may be nil
 	Now      func() time.Time                                 // nil = time.Now
-	Sleep    func(ctx context.Context, d time.Duration) error // nil = wait.Precise, the daemon's send-time wait
+	Sleep    func(ctx context.Context, d time.Duration) error // nil = a wait.Timer, the daemon's send-time wait
 }
 
 // Shard is one of Count parts of a schedule: the requests whose index
@@ -115,7 +115,10 @@ func Execute(ctx context.Context, o Options) *Run {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = wait.Precise
+		// One timerfd for all the run's waits (the daemon's wait).
+		t := wait.NewTimer()
+		defer t.Close()
+		o.Sleep = t.Wait
 	}
 	if o.FirstSeq == 0 {
 		o.FirstSeq = 1

@@ -36,10 +36,53 @@ const (
 	accuracyOutputTokens = 16
 )
 
-// accuracyTimeout is the daemon's probe timeout in the accuracy runs: the
-// others have none (bench's default is 6 h), and a machine that others
-// load may hold a request for seconds; a timed-out request fails the run.
+// accuracyTimeout bounds every request of every client in the accuracy
+// runs alike (the daemon's probe timeout, bench's --timeout, the naive
+// client's http.Client.Timeout): a round stops offering at its duration and
+// then waits for its requests up to this bound, so a request in flight at
+// the end is measured, not cancelled. A machine that others load may hold
+// a request for seconds; a timed-out request fails the run.
 const accuracyTimeout = time.Minute
+
+// accuracySimulator is the server of the accuracy runs: the simulator's
+// defaults with jitter off, a batch of 4,096 (above a run's concurrency
+// while the server keeps up), no prefix cache, and no cost per prompt
+// token or per sequence, so the modelled engine keeps up at every rate:
+// every step costs the fixed prefill and decode bases (27 ms) whatever the
+// batch. With the default
+// 50 µs per prompt token, 64-token prompts took 3.2 ms of engine time
+// each, more than a second per second from about 300 requests/s: the
+// engine fell behind, its outputs queued and reached the handlers in
+// bursts written back to back, and the ITL error's median measured how
+// many gaps fell in such bursts (which every client reads as 0, rightly)
+// instead of the clients' clocks.
+func accuracySimulator() simulator.Options {
+	o := simulator.DefaultOptions()
+	o.Jitter, o.MaxNumSeqs, o.PrefixCaching = 0, 4096, false
+	o.PrefillPerToken, o.DecodePerSeq = 0, 0
+	return o
+}
+
+// simulateArgs are the `vllm-prober simulate` flags that set o's engine
+// model, with the trace on.
+func simulateArgs(o simulator.Options) []string {
+	args := []string{"simulate", "--web.listen-address=127.0.0.1:0", "--trace", "--trace-limit=1048576",
+		"--jitter=" + strconv.FormatFloat(o.Jitter, 'g', -1, 64), "--max-num-seqs=" + strconv.Itoa(o.MaxNumSeqs),
+		"--prefill-base=" + o.PrefillBase.String(), "--prefill-per-token=" + o.PrefillPerToken.String(),
+		"--decode-base=" + o.DecodeBase.String(), "--decode-per-seq=" + o.DecodePerSeq.String(), "--no-enable-prefix-caching"}
+	if o.PrefixCaching {
+		args[len(args)-1] = "--enable-prefix-caching"
+	}
+	return args
+}
+
+// engineShare is the share of each second the modelled engine spends on
+// rate requests/s of in prompt and out output tokens beyond its fixed
+// step costs: at 1 or more it falls behind whatever the batch.
+func engineShare(o simulator.Options, rate float64, in, out int) float64 {
+	perRequest := time.Duration(in)*o.PrefillPerToken + time.Duration(out)*o.DecodePerSeq
+	return rate * perRequest.Seconds()
+}
 
 // AccuracyOptions configures one rate of the accuracy part.
 type AccuracyOptions struct {
@@ -55,6 +98,16 @@ type ClientAccuracy struct {
 	// TTFT is |client TTFT − server TTFT| per request, ITL |client gap −
 	// server gap| per gap, Lag the send time − planned time per request.
 	TTFT, ITL, Lag Stats
+	// Trip is the server's arrival − the client's send time per request,
+	// the part of the TTFT error spent before the server saw the request
+	// (FidelityResult.Trip).
+	Trip Stats
+	// Burst is how many of the ITL gaps the server wrote as one burst
+	// (errorSamples.burst).
+	Burst int
+	// samples are the errors Stats summarize, kept for Median's p99.
+	samples errorSamples
+	lags    []time.Duration
 }
 
 // AccuracyResult is every client's accuracy in every round at one rate.
@@ -67,13 +120,12 @@ type AccuracyResult struct {
 // runs the daemon's engine, bench's runner and the naive client against it
 // one after another, Rounds times, each at Rate requests/s (Poisson) for
 // Duration, comparing every request with the simulator's trace. The
-// simulator's batch is large and its decode cost flat so it never queues:
-// the point is the clients' error. A request that did not end accepted
-// or has no trace record fails the run.
+// simulator never queues (accuracySimulator): the point is the clients'
+// error. A request that did not end accepted or has no trace record fails
+// the run.
 func Accuracy(ctx context.Context, o AccuracyOptions) (AccuracyResult, error) {
 	out := AccuracyResult{Rate: o.Rate}
-	sim, err := startProcess(ctx, o.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
-		"--max-num-seqs=4096", "--decode-per-seq=0", "--no-enable-prefix-caching", "--trace", "--trace-limit=1048576")
+	sim, err := startProcess(ctx, o.Binary, simulatorURL, simulateArgs(accuracySimulator())...)
 	if err != nil {
 		return out, fmt.Errorf("simulator: %w", err)
 	}
@@ -112,12 +164,12 @@ func accuracyRun(ctx context.Context, url, name, id string, rate float64, d time
 	switch name {
 	case ClientDaemon:
 		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: accuracyOutputTokens, duration: d,
-			timeout: accuracyTimeout}.run(ctx)
+			timeout: accuracyTimeout, grace: accuracyTimeout}.run(ctx)
 	case ClientBench:
 		results, err = runBench(ctx, url, rate, d)
 	case ClientFloor:
 		var f *floor
-		if f, err = newFloor(url, simulator.DefaultOptions().Model, accuracyInputTokens, accuracyOutputTokens); err == nil {
+		if f, err = newFloor(url, simulator.DefaultOptions().Model, accuracyInputTokens, accuracyOutputTokens, accuracyTimeout); err == nil {
 			results = f.run(ctx, id, floorOffsets(rate, d))
 		}
 	}
@@ -172,7 +224,7 @@ func accuracyOf(results []*probe.Result, trace map[string]simulator.TraceRecord)
 			return ClientAccuracy{}, fmt.Errorf("request %s ended %s/%s: %s", r.RequestID, r.Disposition, r.Reason, r.Error)
 		}
 	}
-	f, err := compare(results, trace)
+	e, err := errorsOf(results, trace)
 	if err != nil {
 		return ClientAccuracy{}, err
 	}
@@ -180,7 +232,8 @@ func accuracyOf(results []*probe.Result, trace map[string]simulator.TraceRecord)
 	for i, r := range results {
 		lags[i] = r.Lag
 	}
-	return ClientAccuracy{Requests: f.Requests, TTFT: f.TTFT, ITL: f.ITL, Lag: Summarize(lags)}, nil
+	return ClientAccuracy{Requests: e.requests, TTFT: Summarize(slices.Clone(e.ttft)), ITL: Summarize(slices.Clone(e.itl)),
+		Lag: Summarize(slices.Clone(lags)), Trip: Summarize(slices.Clone(e.trip)), Burst: e.burst, samples: e, lags: lags}, nil
 }
 
 // runBench runs bench as `vllm-prober bench` does, from its flags, for the
@@ -191,7 +244,8 @@ func runBench(ctx context.Context, url string, rate float64, d time.Duration) ([
 	flags := bench.RegisterBenchFlags(cmd)
 	args := []string{"bench", "--base-url=" + url, "--random-input-len=" + strconv.Itoa(accuracyInputTokens),
 		"--random-output-len=" + strconv.Itoa(accuracyOutputTokens), "--ignore-eos", "--seed=1",
-		"--num-prompts=" + strconv.Itoa(len(floorOffsets(rate, d))), "--request-rate=" + strconv.FormatFloat(rate, 'g', -1, 64)}
+		"--num-prompts=" + strconv.Itoa(len(floorOffsets(rate, d))), "--request-rate=" + strconv.FormatFloat(rate, 'g', -1, 64),
+		"--timeout=" + accuracyTimeout.String()}
 	if _, err := app.Parse(args); err != nil {
 		return nil, fmt.Errorf("bench flags: %w", err)
 	}
@@ -231,22 +285,28 @@ func traceRequest(ctx context.Context, method, url string, into any) error {
 	return nil
 }
 
-// Median returns, per client, the median over the rounds of each of
-// their statistics (p50 of the p50s, p50 of the p99s), which one
-// disturbed round does not move.
+// Median returns, per client, the median over the rounds of each p50
+// (which one disturbed round does not move) and the p99 of every round's
+// samples together, with their count in N: a round at 10 requests/s has
+// too few requests for a p99 of its own (the p99 of 100 is the second
+// largest).
 func (a AccuracyResult) Median(client string) ClientAccuracy {
-	var ttft50, ttft99, itl50, itl99, lag50, lag99 []time.Duration
+	var ttft50, itl50, lag50, trip50 []time.Duration
+	var ttft, itl, lag, trip []time.Duration
 	var out ClientAccuracy
 	for _, r := range a.Rounds {
 		c := r[client]
 		out.Requests += c.Requests
-		ttft50, ttft99 = append(ttft50, c.TTFT.P50), append(ttft99, c.TTFT.P99)
-		itl50, itl99 = append(itl50, c.ITL.P50), append(itl99, c.ITL.P99)
-		lag50, lag99 = append(lag50, c.Lag.P50), append(lag99, c.Lag.P99)
+		out.Burst += c.Burst
+		ttft50, itl50, lag50, trip50 = append(ttft50, c.TTFT.P50), append(itl50, c.ITL.P50), append(lag50, c.Lag.P50), append(trip50, c.Trip.P50)
+		ttft, itl, lag = append(ttft, c.samples.ttft...), append(itl, c.samples.itl...), append(lag, c.lags...)
+		trip = append(trip, c.samples.trip...)
 	}
-	med := func(d []time.Duration) time.Duration { return Summarize(slices.Clone(d)).P50 }
-	out.TTFT = Stats{N: len(a.Rounds), P50: med(ttft50), P99: med(ttft99)}
-	out.ITL = Stats{N: len(a.Rounds), P50: med(itl50), P99: med(itl99)}
-	out.Lag = Stats{N: len(a.Rounds), P50: med(lag50), P99: med(lag99)}
+	pooled := func(p50s, all []time.Duration) Stats {
+		s := Summarize(all)
+		s.P50 = Summarize(p50s).P50
+		return s
+	}
+	out.TTFT, out.ITL, out.Lag, out.Trip = pooled(ttft50, ttft), pooled(itl50, itl), pooled(lag50, lag), pooled(trip50, trip)
 	return out
 }

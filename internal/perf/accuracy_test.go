@@ -123,18 +123,57 @@ func resultWanted(t *testing.T, err error, want string) bool {
 	return true
 }
 
-// TestAccuracyMedian checks that each statistic is the median over the
-// rounds, taken statistic by statistic, so one disturbed round does not
-// move it.
+// TestAccuracyMedian checks that each p50 is the median over the rounds,
+// taken statistic by statistic, so one disturbed round does not move it,
+// and that each p99 is that of every round's samples together, with their
+// count.
 func TestAccuracyMedian(t *testing.T) {
-	round := func(ttft50, ttft99, lag99 time.Duration) map[string]ClientAccuracy {
-		return map[string]ClientAccuracy{ClientDaemon: {Requests: 10, TTFT: Stats{P50: ttft50, P99: ttft99}, Lag: Stats{P99: lag99}}}
+	round := func(ttft50 time.Duration, ttfts ...time.Duration) map[string]ClientAccuracy {
+		return map[string]ClientAccuracy{ClientDaemon: {Requests: len(ttfts), TTFT: Stats{P50: ttft50}, Burst: 1,
+			samples: errorSamples{ttft: ttfts}, lags: ttfts}}
 	}
-	a := AccuracyResult{Rounds: []map[string]ClientAccuracy{
-		round(3, 300, 9), round(1, 100, 7), round(2, 900, 8), // the third round's TTFT p99 is disturbed
-	}}
+	// 300 samples: 1..300 µs spread over three rounds; the p99 of all of
+	// them is the 297th (nearest rank), which no round has alone.
+	var all [3][]time.Duration
+	for v := range 300 {
+		all[v%3] = append(all[v%3], time.Duration(v+1)*time.Microsecond)
+	}
+	a := AccuracyResult{Rounds: []map[string]ClientAccuracy{round(3, all[0]...), round(1, all[1]...), round(900, all[2]...)}}
 	got := a.Median(ClientDaemon)
-	if got.Requests != 30 || got.TTFT.P50 != 2 || got.TTFT.P99 != 300 || got.Lag.P99 != 8 || got.ITL.P50 != 0 {
-		t.Errorf("got %+v", got)
+	want := Stats{N: 300, P50: 3, P99: 297 * time.Microsecond, Max: 300 * time.Microsecond}
+	if got.Requests != 300 || got.Burst != 3 || got.TTFT != want || got.Lag.N != 300 || got.Lag.P99 != want.P99 || got.ITL.N != 0 {
+		t.Errorf("got %+v, want TTFT %+v", got, want)
+	}
+}
+
+// TestAccuracySimulatorKeepsUp checks that the accuracy runs' simulator
+// spends well under a second of engine time per second at the highest rate
+// (2,000 requests/s of 64 prompt and 16 output tokens) beyond its fixed
+// step costs, so it does not queue, and that the flags it is started with
+// carry its engine model.
+func TestAccuracySimulatorKeepsUp(t *testing.T) {
+	o := accuracySimulator()
+	if share := engineShare(o, 2000, accuracyInputTokens, accuracyOutputTokens); share > 0.1 {
+		t.Errorf("engine share at 2,000 requests/s = %.2f of each second, want <= 0.1", share)
+	}
+	args := strings.Join(simulateArgs(o), " ")
+	for _, want := range []string{"--prefill-per-token=0s", "--decode-per-seq=0s", "--max-num-seqs=4096", "--jitter=0", "--no-enable-prefix-caching", "--trace"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("simulate args %q lack %s", args, want)
+		}
+	}
+}
+
+// TestFloorRequest checks that the naive client asks for what the daemon
+// asks (usage in every event), so the server does the same work for both,
+// and bounds its requests as the other clients are bounded.
+func TestFloorRequest(t *testing.T) {
+	f, err := newFloor("http://127.0.0.1:1/", "m", 4, 16, accuracyTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.body, `"stream_options":{"continuous_usage_stats":true,"include_usage":true}`) || f.client.Timeout != accuracyTimeout ||
+		f.url != "http://127.0.0.1:1/v1/completions" {
+		t.Errorf("floor request %s to %s, timeout %v", f.body, f.url, f.client.Timeout)
 	}
 }

@@ -52,15 +52,42 @@ func Fidelity(ctx context.Context, rate float64, d time.Duration, outputTokens i
 	return out, err
 }
 
-// compare matches results with trace records. An accepted request without
-// its record, or whose token events differ in number, is an error: nothing
-// is dropped silently.
+// compare matches results with trace records (errorsOf) and summarizes
+// the errors.
 func compare(results []*probe.Result, trace map[string]simulator.TraceRecord) (FidelityResult, error) {
-	var out FidelityResult
-	var ttft, itl, trip, delivery []time.Duration
+	e, err := errorsOf(results, trace)
+	if err != nil {
+		return FidelityResult{Requests: e.requests, Skipped: e.skipped}, err
+	}
+	return FidelityResult{Requests: e.requests, Skipped: e.skipped, TTFT: Summarize(e.ttft), ITL: Summarize(e.itl),
+		Trip: Summarize(e.trip), Delivery: Summarize(e.delivery)}, nil
+}
+
+// burstGap is the largest server gap between two token events that counts
+// as one burst of writes: the simulator wrote the second right after the
+// first (engine outputs that queued for the handler), not one engine step
+// later.
+const burstGap = 100 * time.Microsecond
+
+// errorSamples are the errors of every compared request and gap, as
+// FidelityResult defines them, before they are summarized.
+type errorSamples struct {
+	requests, skipped         int
+	ttft, itl, trip, delivery []time.Duration
+	// burst counts the gaps whose two events the server wrote within
+	// burstGap: a client that reads both in one read measures 0 and is
+	// right whatever its clock does.
+	burst int
+}
+
+// errorsOf matches results with trace records. An accepted request
+// without its record, or whose token events differ in number, is an
+// error: nothing is dropped silently.
+func errorsOf(results []*probe.Result, trace map[string]simulator.TraceRecord) (errorSamples, error) {
+	var out errorSamples
 	for _, res := range results {
 		if res.Disposition != probe.Accepted {
-			out.Skipped++
+			out.skipped++
 			continue
 		}
 		rec, ok := trace[res.RequestID]
@@ -71,15 +98,18 @@ func compare(results []*probe.Result, trace map[string]simulator.TraceRecord) (F
 		if len(writes) != res.Chunks || len(res.ITLs) != len(writes)-1 {
 			return out, fmt.Errorf("request %s: server wrote %d token events, client saw %d", res.RequestID, len(writes), res.Chunks)
 		}
-		out.Requests++
-		ttft = append(ttft, (res.TTFT - writes[0].Sub(rec.Arrival)).Abs())
-		trip = append(trip, rec.Arrival.Sub(res.Sent))
-		delivery = append(delivery, res.Sent.Add(res.TTFT).Sub(writes[0]))
+		out.requests++
+		out.ttft = append(out.ttft, (res.TTFT - writes[0].Sub(rec.Arrival)).Abs())
+		out.trip = append(out.trip, rec.Arrival.Sub(res.Sent))
+		out.delivery = append(out.delivery, res.Sent.Add(res.TTFT).Sub(writes[0]))
 		for i, gap := range res.ITLs {
-			itl = append(itl, (gap - writes[i+1].Sub(writes[i])).Abs())
+			server := writes[i+1].Sub(writes[i])
+			if server <= burstGap {
+				out.burst++
+			}
+			out.itl = append(out.itl, (gap - server).Abs())
 		}
 	}
-	out.TTFT, out.ITL, out.Trip, out.Delivery = Summarize(ttft), Summarize(itl), Summarize(trip), Summarize(delivery)
 	return out, nil
 }
 

@@ -19,9 +19,11 @@ import (
 // against: net/http, time.Sleep until each planned send, a bufio.Scanner
 // over the SSE body and a time.Now stamp right after each line is read.
 // It is what anyone writes in an afternoon; its error is the floor a
-// careful client must reach. Only its connection pool is sized as the
-// prober's (prometheus/common's transport keeps 1,000 idle connections per
-// host) so the comparison is about timing, not about dialling.
+// careful client must reach. Its connection pool is sized as the prober's
+// (prometheus/common's transport keeps 1,000 idle connections per host) so
+// the comparison is about timing, not about dialling, and its request asks
+// for the daemon's stream_options (usage in every event) so the server does
+// the same work for both.
 type floor struct {
 	client *http.Client
 	url    string
@@ -29,16 +31,18 @@ type floor struct {
 }
 
 // newFloor prepares the naive client's completions request: a prompt of
-// inputTokens words, outputTokens tokens with ignore_eos, streamed.
-func newFloor(base, model string, inputTokens, outputTokens int) (*floor, error) {
+// inputTokens words, outputTokens tokens with ignore_eos, streamed with
+// continuous usage as the daemon asks; every request ends within timeout.
+func newFloor(base, model string, inputTokens, outputTokens int, timeout time.Duration) (*floor, error) {
 	body, err := json.Marshal(map[string]any{"model": model, "prompt": strings.Repeat("hello ", inputTokens),
-		"max_tokens": outputTokens, "ignore_eos": true, "stream": true})
+		"max_tokens": outputTokens, "ignore_eos": true, "stream": true,
+		"stream_options": map[string]bool{"include_usage": true, "continuous_usage_stats": true}})
 	if err != nil {
 		return nil, fmt.Errorf("floor request body: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 20000, 1000
-	return &floor{client: &http.Client{Transport: tr}, url: strings.TrimRight(base, "/") + "/v1/completions", body: string(body)}, nil
+	return &floor{client: &http.Client{Transport: tr, Timeout: timeout}, url: strings.TrimRight(base, "/") + "/v1/completions", body: string(body)}, nil
 }
 
 // run sends one request at each planned offset from now and returns every

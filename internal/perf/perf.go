@@ -98,6 +98,9 @@ type load struct {
 	sleep func(context.Context, time.Duration) error
 	// timeout is the probe's timeout; 0 = 10 s.
 	timeout time.Duration
+	// grace is how long in-flight requests may finish once the run stops
+	// offering; 0 = 10 s.
+	grace time.Duration
 }
 
 // run drives the engine for l.duration and returns every Result once all
@@ -107,7 +110,10 @@ func (l load) run(ctx context.Context) (offered int, results []*probe.Result, er
 	if l.timeout == 0 {
 		l.timeout = 10 * time.Second
 	}
-	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{c}, Grace: 10 * time.Second, NewRequester: l.newSender, Sleep: l.sleep})
+	if l.grace == 0 {
+		l.grace = 10 * time.Second
+	}
+	e := schedule.NewEngine(schedule.EngineOptions{Sinks: []probe.Sink{c}, Grace: l.grace, NewRequester: l.newSender, Sleep: l.sleep})
 	p := config.Probe{
 		Name: "perf", API: config.APICompletions, Rate: l.rate, Burstiness: l.burstiness,
 		MaxInFlight: 1 << 16, Timeout: model.Duration(l.timeout),

@@ -27,12 +27,17 @@ type ScheduleResult struct {
 	// TimerLag is SchedulerLag with the engine sleeping on a plain runtime
 	// timer, as it did before wait.Precise: the baseline, in the same run.
 	TimerLag Stats
-	Failed   int // sent requests that did not end accepted
+	// PerWaitLag is SchedulerLag with a timerfd made and closed per wait
+	// (wait.Precise), as the engine waited before each loop kept a
+	// wait.Timer, in the same run.
+	PerWaitLag Stats
+	Failed     int // sent requests that did not end accepted
 }
 
 // Schedule offers rate requests/s (Poisson, one output token) for d, once
-// against an in-process simulator with a near-zero latency model and once
-// with a no-op Sender, and reports the schedule lag of both.
+// against an in-process simulator with a near-zero latency model and then
+// with a no-op Sender on each of the engine's waits (its own, a timerfd per
+// wait, a runtime timer), and reports the schedule lag of each.
 func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResult, error) {
 	out := ScheduleResult{Rate: rate}
 	sim, url, err := startSimulator(func(o *simulator.Options) {
@@ -65,7 +70,7 @@ func Schedule(ctx context.Context, rate float64, d time.Duration) (ScheduleResul
 	for _, c := range []struct {
 		sleep func(context.Context, time.Duration) error
 		dst   *Stats
-	}{{nil, &out.SchedulerLag}, {wait.Sleep, &out.TimerLag}} {
+	}{{nil, &out.SchedulerLag}, {wait.Precise, &out.PerWaitLag}, {wait.Sleep, &out.TimerLag}} {
 		_, results, err = load{url: url, rate: rate, burstiness: 1, outputTokens: 1, duration: d, newSender: noop, sleep: c.sleep}.run(ctx)
 		if err != nil {
 			return out, err
@@ -96,15 +101,17 @@ func (stampSender) Close() {}
 type BenchScheduleResult struct {
 	Rate     float64
 	Offered  int
-	Precise  Stats // Sleep = wait.Precise, bench's wait
-	Timer    Stats // Sleep = wait.Sleep, bench's wait before, in the same run
+	Precise  Stats // Sleep nil: one wait.Timer for the run, bench's wait
+	PerWait  Stats // Sleep = wait.Precise: a timerfd made and closed per wait, bench's wait before wait.Timer
+	Timer    Stats // Sleep = wait.Sleep, bench's wait before wait.Precise, in the same run
 	Sharded2 Stats // wait.Precise, the schedule split into two shards run at once
 }
 
 // BenchSchedule offers the Poisson schedule of rate requests/s for d
-// through bench/openloop three times: on the precise wait, on a plain
-// runtime timer, and split into two shards (--shard 0/2 and 1/2) from a
-// common start, as two workers run it; and reports the lag of each.
+// through bench/openloop four times: on the precise wait with one timerfd
+// for the run, with a timerfd per wait, on a plain runtime timer, and split
+// into two shards (--shard 0/2 and 1/2) from a common start, as two
+// workers run it; and reports the lag of each.
 func BenchSchedule(ctx context.Context, rate float64, d time.Duration) BenchScheduleResult {
 	n := int(rate * d.Seconds())
 	offsets := openloop.Schedule(n, rate, 1, 1)
@@ -119,6 +126,7 @@ func BenchSchedule(ctx context.Context, rate float64, d time.Duration) BenchSche
 		return Summarize(l)
 	}
 	out.Precise = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}}))
+	out.PerWait = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}, Sleep: wait.Precise}))
 	out.Timer = lags(openloop.Execute(ctx, openloop.Options{Offsets: offsets, Sender: stampSender{}, Sleep: wait.Sleep}))
 	start := time.Now().Add(50 * time.Millisecond)
 	runs := make([]*openloop.Run, 2)

@@ -26,24 +26,63 @@ import (
 // back to a runtime timer when the timerfd cannot be made. A wait that is
 // already due (d <= 0) returns at once, as Sleep does: an open-loop runner
 // that is behind its schedule asks for many, and a timerfd for each (six
-// system calls) made it fall further behind at 2,000 requests/s.
+// system calls) made it fall further behind at 2,000 requests/s. A loop
+// that waits again and again keeps one Timer instead.
 func Precise(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return context.Cause(ctx)
 	}
-	end := time.Now().Add(d)
-	f, err := newTimerFD(d)
+	t := NewTimer()
+	defer t.Close()
+	return t.Wait(ctx, d)
+}
+
+// Timer is Precise with its timerfd kept from one wait to the next: a
+// wait re-arms it and reads it (two or three system calls) where Precise
+// makes, registers, unregisters and closes one (six or seven). One loop
+// owns it: waits must not overlap. Close releases the timerfd.
+type Timer struct {
+	f  *os.File // nil: the timerfd could not be made; waits use Sleep
+	fd int
+}
+
+// NewTimer returns a Timer; it waits on a runtime timer when no timerfd
+// can be made.
+func NewTimer() *Timer {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
+		return &Timer{}
+	}
+	f := os.NewFile(uintptr(fd), "timerfd")
+	if f == nil {
+		unix.Close(fd)
+		return &Timer{}
+	}
+	return &Timer{f: f, fd: fd}
+}
+
+// Wait waits d as Precise does, on t's timerfd.
+func (t *Timer) Wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
+	if t.f == nil {
 		return Sleep(ctx, d)
 	}
-	defer f.Close()
-	if err := f.SetReadDeadline(end); err != nil {
+	end := time.Now().Add(d)
+	// Arming resets the count of expirations, so an expiry left over from
+	// a wait that the deadline ended first cannot end this one early.
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, time.Nanosecond)))}
+	if err := unix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
 		return Sleep(ctx, d)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	if err := t.f.SetReadDeadline(end); err != nil {
+		return Sleep(ctx, d)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = t.f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var expirations [8]byte
-	_, err = f.Read(expirations[:])
+	_, err := t.f.Read(expirations[:])
 	if cause := context.Cause(ctx); cause != nil {
 		return cause
 	}
@@ -53,20 +92,9 @@ func Precise(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// newTimerFD returns a pollable one-shot timerfd that expires after d.
-func newTimerFD(d time.Duration) (*os.File, error) {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
-		return nil, err
+// Close releases the timerfd.
+func (t *Timer) Close() {
+	if t.f != nil {
+		_ = t.f.Close()
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, time.Nanosecond)))}
-	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "timerfd")
-	if f == nil {
-		return nil, errors.New("timerfd: invalid descriptor")
-	}
-	return f, nil
 }

@@ -32,22 +32,54 @@ func TestPrecise(t *testing.T) {
 		{name: "cancelled while waiting", d: time.Hour, wantErr: errRemoved,
 			cancel: func(c context.CancelCauseFunc) { time.AfterFunc(5*time.Millisecond, func() { c(errRemoved) }) }},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-			if tc.cancel != nil {
-				tc.cancel(cancel)
-			}
-			start := time.Now()
-			err := Precise(ctx, tc.d)
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
-			}
-			if tc.wantErr == nil && time.Since(start) < tc.d {
-				t.Errorf("woke after %v, before %v", time.Since(start), tc.d)
-			}
-		})
+	// The same cases through Precise and, one after another, through one
+	// Timer: a Timer's earlier waits (cancelled ones included) do not end
+	// a later one early.
+	timer := NewTimer()
+	defer timer.Close()
+	for name, wait := range map[string]func(context.Context, time.Duration) error{"Precise": Precise, "Timer": timer.Wait} {
+		for _, tc := range tests {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithCancelCause(context.Background())
+				defer cancel(nil)
+				if tc.cancel != nil {
+					tc.cancel(cancel)
+				}
+				start := time.Now()
+				err := wait(ctx, tc.d)
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				if tc.wantErr == nil && time.Since(start) < tc.d {
+					t.Errorf("woke after %v, before %v", time.Since(start), tc.d)
+				}
+			})
+		}
+	}
+}
+
+// TestTimerStaleExpiry checks that an expiry nobody read (the wait was
+// cancelled before its timerfd fired) does not end the Timer's next wait
+// early.
+func TestTimerStaleExpiry(t *testing.T) {
+	timer := NewTimer()
+	defer timer.Close()
+	if timer.f == nil {
+		t.Fatal("no timerfd")
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(time.Millisecond, func() { cancel(errRemoved) })
+	if err := timer.Wait(ctx, 2*time.Millisecond); !errors.Is(err, errRemoved) {
+		t.Fatalf("cancelled wait: err = %v", err)
+	}
+	time.Sleep(5 * time.Millisecond) // the timerfd expires, unread
+	const d = 20 * time.Millisecond
+	start := time.Now()
+	if err := timer.Wait(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < d {
+		t.Errorf("woke after %v, before %v", waited, d)
 	}
 }
 
@@ -79,6 +111,19 @@ func BenchmarkPrecise(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		if err := Precise(ctx, 10*time.Microsecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTimer measures the CPU cost of one short wait on a kept Timer
+// (arm, poll), as the daemon's and bench's loops wait.
+func BenchmarkTimer(b *testing.B) {
+	ctx := context.Background()
+	t := NewTimer()
+	defer t.Close()
+	for b.Loop() {
+		if err := t.Wait(ctx, 10*time.Microsecond); err != nil {
 			b.Fatal(err)
 		}
 	}

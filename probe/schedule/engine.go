@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
@@ -63,7 +62,7 @@ type EngineOptions struct {
 	// their pair is removed or changed; 0 = 10s.
 	Grace time.Duration
 	Now   func() time.Time                                 // nil = time.Now
-	Sleep func(ctx context.Context, d time.Duration) error // nil = a real timer
+	Sleep func(ctx context.Context, d time.Duration) error // nil = a wait.Timer per loop
 	// NewRequester builds the Sender of a pair; nil = client.New.
 	NewRequester func(config.Target, config.Probe) (Sender, error)
 	// KeptStopped is how many stopped pairs (removed, drained) keep their
@@ -135,11 +134,6 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	if o.KeptStopped <= 0 {
 		o.KeptStopped = defaultKeptStopped
-	}
-	if o.Sleep == nil {
-		// A plain runtime timer made sends 0.5 ms late at the median
-		// (docs/BENCHMARKS.md, schedule accuracy).
-		o.Sleep = wait.Precise
 	}
 	if o.NewRequester == nil {
 		logger := o.Logger

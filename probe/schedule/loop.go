@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/redact"
+	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 )
@@ -99,12 +100,21 @@ func resumeAt(start, next time.Time, oldMean, newMean float64) (t time.Time, ok 
 // responses. A loop that falls behind still sends every request, late.
 func (e *Engine) run(l *loop, first time.Time) {
 	defer close(l.done)
+	sleep := e.o.Sleep
+	if sleep == nil {
+		// A plain runtime timer made sends 0.5 ms late at the median
+		// (docs/BENCHMARKS.md, schedule accuracy); the loop keeps one
+		// timerfd for all its waits.
+		t := wait.NewTimer()
+		defer t.Close()
+		sleep = t.Wait
+	}
 	planned := first
 	for {
 		l.next = planned
 		// A Sleep may end early; the planned time decides, not the wake-up.
 		for d := planned.Sub(e.o.Now()); d > 0; d = planned.Sub(e.o.Now()) {
-			if err := e.o.Sleep(l.schedCtx, d); err != nil {
+			if err := sleep(l.schedCtx, d); err != nil {
 				return
 			}
 		}
