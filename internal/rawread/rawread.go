@@ -6,7 +6,7 @@
 // non-blocking and the poller waits), so that wake-up is pure cost: on a
 // prober streaming one answer, one extra thread wake-up and a few short
 // sleeps per streamed event, about a quarter of an idle sidecar's CPU
-// (docs/BENCHMARKS.md, "Sidecar"). Conns from Dial read through the
+// (docs/BENCHMARKS.md, "Wake-ups"). Conns from Dial read through the
 // connection's syscall.RawConn with a raw read system call instead; the
 // poller, deadlines, Close and errors are the same as net.Conn's.
 package rawread
