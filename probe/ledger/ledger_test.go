@@ -214,16 +214,24 @@ func (m *manualTimer) armedCount() int {
 	return m.armed
 }
 
-// TestLedgerFlushTimer: a buffered record arms one flush timer, which
-// writes it; an idle ledger (nothing buffered) has no timer at all, so it
-// never wakes the process.
-func TestLedgerFlushTimer(t *testing.T) {
+// openTimed opens a ledger in a temporary directory whose flush timer the
+// test fires.
+func openTimed(t *testing.T) (*Ledger, string, *manualTimer) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
 	timer := &manualTimer{}
 	l, err := openLedger(config.Ledger{Path: path}, nil, ledgerOptions{afterFunc: timer.afterFunc})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, path, timer
+}
+
+// TestLedgerFlushTimer: a buffered record arms one flush timer, which
+// writes it; an idle ledger (nothing buffered) has no timer at all, so it
+// never wakes the process.
+func TestLedgerFlushTimer(t *testing.T) {
+	l, path, timer := openTimed(t)
 	defer l.Close()
 	for i, step := range []struct {
 		name      string
@@ -279,12 +287,7 @@ func TestLedgerIdleRunsNothing(t *testing.T) {
 // TestLedgerEarlyFlushDisarmsTimer: a flush before the timer (a full
 // buffer, a rotation) stops it; Close stops it too.
 func TestLedgerEarlyFlushDisarmsTimer(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	timer := &manualTimer{}
-	l, err := openLedger(config.Ledger{Path: path}, nil, ledgerOptions{afterFunc: timer.afterFunc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, path, timer := openTimed(t)
 	l.Write(seqResult(1))
 	flushNow(l)
 	if got := timer.fire(); got != 0 {
