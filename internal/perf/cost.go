@@ -19,18 +19,23 @@ import (
 
 // CostResult is what the daemon process used while probing.
 type CostResult struct {
-	Name              string
-	Targets, Probes   int
-	Rate              float64 // per pair, requests/s
-	Duration          time.Duration
-	Requests          float64       // vllm_probe_requests_total growth over Duration
-	CPU               time.Duration // on-CPU time of every thread over Duration
-	CPUTicks          time.Duration // utime+stime growth (10 ms resolution), a cross-check
-	RSS, PeakRSS      int64         // VmRSS at the end and VmHWM, bytes
-	ScrapeBytes       int           // size of the last /metrics answer
-	CorePercent       float64       // CPU / Duration, percent of one core
-	CPUPerRequest     time.Duration
-	DaemonPID, SimPID int
+	Name            string
+	Targets, Probes int
+	Rate            float64 // per pair, requests/s
+	Duration        time.Duration
+	Requests        float64       // vllm_probe_requests_total growth over Duration
+	CPU             time.Duration // on-CPU time of every thread over Duration
+	CPUTicks        time.Duration // utime+stime growth (10 ms resolution), a cross-check
+	RSS, PeakRSS    int64         // VmRSS at the end and VmHWM, bytes
+	ScrapeBytes     int           // size of the last /metrics answer
+	CorePercent     float64       // CPU / Duration, percent of one core
+	CPUPerRequest   time.Duration
+	// Voluntary and Involuntary are the daemon threads' context switches
+	// over Duration: voluntary ones count its wake-ups (a load-independent
+	// measure of what the CPU share depends on), involuntary ones grow
+	// with the load.
+	Voluntary, Involuntary int64
+	DaemonPID, SimPID      int
 }
 
 // CostOptions configures Cost.
@@ -129,6 +134,7 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 	out.ScrapeBytes = size
 	out.Requests = reqAfter - reqBefore
 	out.CPU, out.CPUTicks = after.cpu-before.cpu, after.ticks-before.ticks
+	out.Voluntary, out.Involuntary = after.voluntary-before.voluntary, after.involuntary-before.involuntary
 	out.RSS, out.PeakRSS = after.rss, after.peakRSS
 	out.CorePercent = 100 * out.CPU.Seconds() / out.Duration.Seconds()
 	if out.Requests > 0 {

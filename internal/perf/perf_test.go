@@ -82,7 +82,7 @@ PASS
 
 func TestProcParsers(t *testing.T) {
 	stat := "4242 (vllm prober) S 1 4242 4242 0 -1 4194560 2398 0 0 0 150 37 0 0 20 0 9 0 1234 1392640 6876 18446744073709551615"
-	status := "Name:\tvllm-prober\nVmHWM:\t   30000 kB\nVmRSS:\t   27548 kB\n"
+	status := "Name:\tvllm-prober\nVmHWM:\t   30000 kB\nVmRSS:\t   27548 kB\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n"
 	tests := []struct {
 		name string
 		got  func() (int64, error)
@@ -93,6 +93,8 @@ func TestProcParsers(t *testing.T) {
 		{"VmRSS", func() (int64, error) { return parseStatusKB(status, "VmRSS:"), nil }, 27548 << 10},
 		{"VmHWM", func() (int64, error) { return parseStatusKB(status, "VmHWM:"), nil }, 30000 << 10},
 		{"missing key", func() (int64, error) { return parseStatusKB(status, "VmSwap:"), nil }, 0},
+		{"voluntary switches", func() (int64, error) { return parseStatusInt(status, "voluntary_ctxt_switches:"), nil }, 1234},
+		{"involuntary switches", func() (int64, error) { return parseStatusInt(status, "nonvoluntary_ctxt_switches:"), nil }, 56},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,6 +92,10 @@ type procSample struct {
 	cpu          time.Duration // sum of the threads' on-CPU time (schedstat)
 	ticks        time.Duration // utime + stime
 	rss, peakRSS int64
+	// Context switches summed over the threads: voluntary ones are the
+	// times a thread went to sleep (each one a later wake-up), whatever
+	// the load; involuntary ones are preemptions and grow with the load.
+	voluntary, involuntary int64
 }
 
 // clockTick is USER_HZ, 100 on every Linux architecture Go supports.
@@ -115,6 +119,10 @@ func sampleProcess(pid int) (procSample, error) {
 			return s, err
 		}
 		s.cpu += ns
+		if st, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "status")); err == nil {
+			s.voluntary += parseStatusInt(string(st), "voluntary_ctxt_switches:")
+			s.involuntary += parseStatusInt(string(st), "nonvoluntary_ctxt_switches:")
+		}
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
@@ -170,12 +178,18 @@ func parseStatCPU(s string) (time.Duration, error) {
 
 // parseStatusKB returns the value of a "Key:  123 kB" line in bytes, or 0.
 func parseStatusKB(status, key string) int64 {
+	return parseStatusInt(status, key) << 10
+}
+
+// parseStatusInt returns the number after key in /proc/.../status, 0 when
+// the key is missing.
+func parseStatusInt(status, key string) int64 {
 	for line := range strings.Lines(status) {
 		if rest, ok := strings.CutPrefix(line, key); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/rawread"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/judge"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
@@ -95,8 +96,9 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	// Raw reads: no runtime thread woken per streamed event (internal/rawread).
 	client, err := config.NewHTTPClient(t.HTTPClientConfig, "vllm_prober_"+t.Name,
-		promconfig.WithUserAgent(o.UserAgent))
+		promconfig.WithUserAgent(o.UserAgent), promconfig.WithDialContextFunc(rawread.Dial))
 	if err != nil {
 		return nil, fmt.Errorf("http client of target %q: %w", t.Name, err)
 	}

@@ -1,5 +1,5 @@
 // Package ledger keeps the JSON Lines ledger: one record per finished
-// request, buffered and flushed at least every second, the file reopened
+// request, buffered and flushed within a second, the file reopened
 // when it vanishes or is replaced, and read back for hand counts
 // (docs/design.md, "Ledger").
 package ledger
@@ -35,8 +35,10 @@ const (
 var errLedgerClosed = errors.New("ledger closed")
 
 // Ledger is the append-only JSON Lines file of every finished request. It
-// buffers whole lines and writes them at least every second, before a
-// rotation and on Close, so a clean shutdown never leaves a torn record.
+// buffers whole lines and writes them within a second of the first one
+// buffered, before a rotation and on Close, so a clean shutdown never
+// leaves a torn record. The flush timer is armed only while a line waits:
+// an idle ledger wakes nobody.
 // A failing disk never stops probing: lost records are counted in
 // WriteErrors and the state change is logged once. A file deleted or
 // replaced under it is opened again at the next flush (see Reopens). A Ledger with an empty
@@ -58,21 +60,24 @@ type Ledger struct {
 	unhealthy      bool
 	closed         bool
 
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+	stopFlush func() bool // the armed flush timer's stop; nil when none is armed
+
 	writeErrors atomic.Uint64
 	reopens     atomic.Uint64
-	stop        chan struct{}
-	done        chan struct{}
 }
 
 // ledgerOptions are the seams tests use; the zero value is production.
 type ledgerOptions struct {
-	tick     <-chan time.Time // nil = a one second ticker
-	open     func(path string) (io.WriteCloser, int64, error)
-	maxBytes int64 // overrides cfg.MaxSizeMB when > 0
+	// afterFunc arms the flush timer: f runs once, d from now, unless
+	// stop is called first. nil = time.AfterFunc.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+	open      func(path string) (io.WriteCloser, int64, error)
+	maxBytes  int64 // overrides cfg.MaxSizeMB when > 0
 }
 
-// Open opens (appending to) the ledger file of cfg and starts its
-// flush ticker. An empty cfg.Path returns a Ledger that writes nothing.
+// Open opens (appending to) the ledger file of cfg. An empty cfg.Path
+// returns a Ledger that writes nothing.
 func Open(cfg config.Ledger, logger *slog.Logger) (*Ledger, error) {
 	return openLedger(cfg, logger, ledgerOptions{})
 }
@@ -88,6 +93,7 @@ func openLedger(cfg config.Ledger, logger *slog.Logger, o ledgerOptions) (*Ledge
 		maxBytes:   int64(max(cfg.MaxSizeMB, 0)) << 20,
 		maxFiles:   max(cfg.MaxFiles, 0),
 		open:       o.open,
+		afterFunc:  o.afterFunc,
 	}
 	if l.path == "" {
 		return l, nil
@@ -103,14 +109,6 @@ func openLedger(cfg config.Ledger, logger *slog.Logger, o ledgerOptions) (*Ledge
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	l.w, l.size = w, size
-	tick := o.tick
-	var ticker *time.Ticker
-	if tick == nil {
-		ticker = time.NewTicker(ledgerFlushEvery)
-		tick = ticker.C
-	}
-	l.stop, l.done = make(chan struct{}), make(chan struct{})
-	go l.flushLoop(tick, ticker)
 	return l, nil
 }
 
@@ -158,21 +156,16 @@ func endsWithNewline(path string, size int64) bool {
 	return b[0] == '\n'
 }
 
-func (l *Ledger) flushLoop(tick <-chan time.Time, ticker *time.Ticker) {
-	defer close(l.done)
-	if ticker != nil {
-		defer ticker.Stop()
+// timedFlush is the flush timer's function: it writes what is buffered
+// and leaves the timer to be armed again by the next buffered line.
+func (l *Ledger) timedFlush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopFlush == nil {
+		return // Close or an early flush stopped it after it fired
 	}
-	for {
-		select {
-		case <-tick:
-			l.mu.Lock()
-			l.flushLocked()
-			l.mu.Unlock()
-		case <-l.stop:
-			return
-		}
-	}
+	l.stopFlush = nil
+	l.flushLocked()
 }
 
 // Write appends the record of r. It never blocks on more than one buffered
@@ -200,12 +193,30 @@ func (l *Ledger) Write(r *probe.Result) {
 	l.buf = append(l.buf, line...)
 	if len(l.buf) >= ledgerBufferBytes {
 		l.flushLocked()
+		return
+	}
+	if l.stopFlush == nil {
+		l.armFlushLocked()
 	}
 }
 
-// flushLocked writes the buffered lines in one write. Lines whose newline
-// did not reach the file are lost and counted.
+// armFlushLocked starts the flush timer.
+func (l *Ledger) armFlushLocked() {
+	if l.afterFunc != nil {
+		l.stopFlush = l.afterFunc(ledgerFlushEvery, l.timedFlush)
+		return
+	}
+	l.stopFlush = time.AfterFunc(ledgerFlushEvery, l.timedFlush).Stop
+}
+
+// flushLocked writes the buffered lines in one write and disarms the
+// flush timer. Lines whose newline did not reach the file are lost and
+// counted.
 func (l *Ledger) flushLocked() {
+	if l.stopFlush != nil {
+		l.stopFlush()
+		l.stopFlush = nil
+	}
 	if len(l.buf) == 0 {
 		return
 	}
@@ -333,11 +344,6 @@ func (l *Ledger) Close() error {
 		return nil
 	}
 	l.closed = true
-	l.mu.Unlock()
-	close(l.stop)
-	<-l.done
-
-	l.mu.Lock()
 	defer l.mu.Unlock()
 	before := l.writeErrors.Load()
 	l.flushLocked()

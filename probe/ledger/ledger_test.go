@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func seqResult(seq int) *probe.Result {
 	return &probe.Result{Seq: uint64(seq), Target: "t", Probe: "p", Scheduled: testEpoch, Disposition: probe.Accepted}
 }
 
-// flushNow runs one flush as the ticker would.
+// flushNow runs one flush as the flush timer would.
 func flushNow(l *Ledger) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -98,7 +99,7 @@ func TestLedgerRotation(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.jsonl")
 			perFile := 5
 			l, err := openLedger(config.Ledger{Path: path, MaxFiles: tc.maxFiles}, nil,
-				ledgerOptions{tick: make(chan time.Time), maxBytes: lineLen*int64(perFile) + 1})
+				ledgerOptions{afterFunc: (&manualTimer{}).afterFunc, maxBytes: lineLen*int64(perFile) + 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,32 +154,96 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-func TestLedgerFlushesOnTick(t *testing.T) {
+// manualTimer is the ledger's flush timer in tests: it fires only when the
+// test calls fire, and counts how often the ledger armed it.
+type manualTimer struct {
+	mu      sync.Mutex
+	pending []func()
+	armed   int
+}
+
+func (m *manualTimer) afterFunc(_ time.Duration, f func()) func() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.armed++
+	i := len(m.pending)
+	m.pending = append(m.pending, f)
+	return func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		was := m.pending[i] != nil
+		m.pending[i] = nil
+		return was
+	}
+}
+
+// fire runs every armed, unstopped timer and returns how many ran.
+func (m *manualTimer) fire() int {
+	m.mu.Lock()
+	fs := m.pending
+	m.pending = nil
+	m.mu.Unlock()
+	n := 0
+	for _, f := range fs {
+		if f != nil {
+			f()
+			n++
+		}
+	}
+	return n
+}
+
+func (m *manualTimer) armedCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.armed
+}
+
+// openTimed opens a ledger in a temporary directory whose flush timer the
+// test fires.
+func openTimed(t *testing.T) (*Ledger, string, *manualTimer) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
-	tick := make(chan time.Time)
-	l, err := openLedger(config.Ledger{Path: path}, nil, ledgerOptions{tick: tick})
+	timer := &manualTimer{}
+	l, err := openLedger(config.Ledger{Path: path}, nil, ledgerOptions{afterFunc: timer.afterFunc})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, path, timer
+}
+
+// TestLedgerFlushTimer: a buffered record arms one flush timer, which
+// writes it; an idle ledger (nothing buffered) has no timer at all, so it
+// never wakes the process.
+func TestLedgerFlushTimer(t *testing.T) {
+	l, path, timer := openTimed(t)
 	defer l.Close()
 	for i, step := range []struct {
-		name  string
-		write int
-		tick  bool
-		want  int
+		name      string
+		write     int
+		fire      bool
+		wantFired int
+		wantArmed int
+		want      int
 	}{
-		{"buffered until the tick", 2, false, 0},
-		{"flushed by the tick", 0, true, 2},
-		{"next write buffered again", 1, false, 2},
-		{"next tick flushes it", 0, true, 3},
+		{"idle after open: no timer", 0, true, 0, 0, 0},
+		{"buffered until the timer, armed once", 2, false, 0, 1, 0},
+		{"flushed by the timer", 0, true, 1, 1, 2},
+		{"idle again: no timer", 0, true, 0, 1, 2},
+		{"next write arms it again", 1, false, 0, 2, 2},
+		{"the timer flushes it", 0, true, 1, 2, 3},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			for j := range step.write {
 				l.Write(seqResult(i*10 + j))
 			}
-			if step.tick {
-				tick <- testEpoch
-				tick <- testEpoch // the loop has finished the first flush once it takes the second tick
+			if step.fire {
+				if got := timer.fire(); got != step.wantFired {
+					t.Errorf("%d timers fired, want %d", got, step.wantFired)
+				}
+			}
+			if got := timer.armedCount(); got != step.wantArmed {
+				t.Errorf("timer armed %d times, want %d", got, step.wantArmed)
 			}
 			if got := len(readSeqs(t, path)); got != step.want {
 				t.Errorf("%d records in the file, want %d", got, step.want)
@@ -187,13 +252,53 @@ func TestLedgerFlushesOnTick(t *testing.T) {
 	}
 }
 
+// TestLedgerIdleRunsNothing: the production ledger starts no goroutine
+// of its own (no ticker loop), and its real timer still writes a record
+// without a Close.
+func TestLedgerIdleRunsNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	before := runtime.NumGoroutine()
+	l := mustOpen(t, config.Ledger{Path: path})
+	defer l.Close()
+	// Polled, in case a goroutine of the runtime or the test framework
+	// comes or goes meanwhile; a ledger's own loop would stay.
+	daemontest.Poll(t, time.Second, 10*time.Millisecond, "no goroutine of an idle ledger", func() bool {
+		return runtime.NumGoroutine() == before
+	})
+	l.Write(seqResult(7))
+	daemontest.Poll(t, 5*time.Second, 20*time.Millisecond, "the timed flush", func() bool {
+		return len(readSeqs(t, path)) == 1
+	})
+}
+
+// TestLedgerEarlyFlushDisarmsTimer: a flush before the timer (a full
+// buffer, a rotation) stops it; Close stops it too.
+func TestLedgerEarlyFlushDisarmsTimer(t *testing.T) {
+	l, path, timer := openTimed(t)
+	l.Write(seqResult(1))
+	flushNow(l)
+	if got := timer.fire(); got != 0 {
+		t.Errorf("after an early flush %d timers fired, want 0", got)
+	}
+	l.Write(seqResult(2))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := timer.fire(); got != 0 {
+		t.Errorf("after Close %d timers fired, want 0", got)
+	}
+	if got := readSeqs(t, path); len(got) != 2 {
+		t.Errorf("records %v, want 2", got)
+	}
+}
+
 func TestLedgerWriteErrors(t *testing.T) {
 	w := &faultyWriter{}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	l, err := openLedger(config.Ledger{Path: "ledger.jsonl"}, logger, ledgerOptions{
-		tick: make(chan time.Time),
-		open: func(string) (io.WriteCloser, int64, error) { return w, 0, nil },
+		afterFunc: (&manualTimer{}).afterFunc,
+		open:      func(string) (io.WriteCloser, int64, error) { return w, 0, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +460,7 @@ func TestLedgerReopensAVanishedFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ledger")
 	path := filepath.Join(dir, "ledger.jsonl")
 	var logs syncBuffer
-	l, err := openLedger(config.Ledger{Path: path}, slog.New(slog.NewTextHandler(&logs, nil)), ledgerOptions{tick: make(chan time.Time)})
+	l, err := openLedger(config.Ledger{Path: path}, slog.New(slog.NewTextHandler(&logs, nil)), ledgerOptions{afterFunc: (&manualTimer{}).afterFunc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package rawread
+
+// raceEnabled is true under the race detector.
+const raceEnabled = false

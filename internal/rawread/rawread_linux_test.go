@@ -1,0 +1,123 @@
+package rawread
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pair dials a 127.0.0.1 listener with dial and returns both ends.
+func pair(t *testing.T, dial func(context.Context, string, string) (net.Conn, error)) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err = dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// TestReadLikeTCPConn reads data, a deadline, EOF, a reset and a Close
+// through Dial's conn and a plain net.TCPConn: the same bytes and the same
+// errors by errors.Is and net.Error.
+func TestReadLikeTCPConn(t *testing.T) {
+	plain := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	for _, dial := range []struct {
+		name string
+		fn   func(context.Context, string, string) (net.Conn, error)
+	}{{"net.TCPConn", plain}, {"rawread", Dial}} {
+		t.Run(dial.name, func(t *testing.T) {
+			t.Run("data then EOF", func(t *testing.T) {
+				c, s := pair(t, dial.fn)
+				go func() {
+					s.Write([]byte("data: one\n\n"))
+					time.Sleep(10 * time.Millisecond)
+					s.Write([]byte("data: two\n\n"))
+					s.Close()
+				}()
+				got, err := io.ReadAll(c)
+				if err != nil || string(got) != "data: one\n\ndata: two\n\n" {
+					t.Errorf("ReadAll = %q, %v", got, err)
+				}
+				if n, err := c.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+					t.Errorf("Read after EOF = %d, %v; want 0, EOF", n, err)
+				}
+			})
+			t.Run("empty buffer", func(t *testing.T) {
+				c, _ := pair(t, dial.fn)
+				if n, err := c.Read(nil); n != 0 || err != nil {
+					t.Errorf("Read(nil) = %d, %v; want 0, nil", n, err)
+				}
+			})
+			t.Run("deadline", func(t *testing.T) {
+				c, _ := pair(t, dial.fn)
+				c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+				_, err := c.Read(make([]byte, 8))
+				var ne net.Error
+				var oe *net.OpError
+				if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() ||
+					!errors.As(err, &oe) || oe.Op != "read" {
+					t.Errorf("Read past the deadline = %v, want a read timeout", err)
+				}
+			})
+			t.Run("closed while reading", func(t *testing.T) {
+				c, _ := pair(t, dial.fn)
+				go func() {
+					time.Sleep(20 * time.Millisecond)
+					c.Close()
+				}()
+				if _, err := c.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
+					t.Errorf("Read on a closed conn = %v, want net.ErrClosed", err)
+				}
+			})
+			t.Run("reset by peer", func(t *testing.T) {
+				c, s := pair(t, dial.fn)
+				s.(*net.TCPConn).SetLinger(0)
+				s.Close()
+				_, err := c.Read(make([]byte, 8))
+				var oe *net.OpError
+				if !errors.Is(err, syscall.ECONNRESET) || !errors.As(err, &oe) || oe.Op != "read" {
+					t.Errorf("Read after a reset = %v, want a read ECONNRESET", err)
+				}
+			})
+		})
+	}
+}
+
+// TestDialRaw: a TCP conn from Dial reads with raw system calls; a dial
+// error is returned as it is.
+func TestDialRaw(t *testing.T) {
+	c, _ := pair(t, Dial)
+	if _, raw := c.(*conn); !raw {
+		t.Errorf("Dial returned %T, want *rawread.conn", c)
+	}
+	if _, err := Dial(context.Background(), "tcp", "127.0.0.1:1"); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Dial to a closed port = %v, want ECONNREFUSED", err)
+	}
+}
