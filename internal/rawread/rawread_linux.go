@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // conn is a TCP connection whose Read is a raw read system call.
@@ -36,14 +38,14 @@ func (c *conn) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	var n int
-	var errno syscall.Errno
+	var errno unix.Errno
 	err := c.raw.Read(func(fd uintptr) bool {
 		for {
 			r, e := read(fd, p)
 			switch e {
-			case syscall.EINTR:
+			case unix.EINTR:
 				continue
-			case syscall.EAGAIN:
+			case unix.EAGAIN:
 				return false // wait in the poller
 			}
 			n, errno = int(r), e
@@ -74,16 +76,18 @@ func (c *conn) opError(err error) error {
 // race detector it is syscall.Read, whose race annotations let the
 // detector see that what a peer wrote before sending happened before it
 // was read; a raw system call has none, and tests would report races that
-// are not there.
-func read(fd uintptr, p []byte) (int, syscall.Errno) {
+// are not there. It must be the syscall package's: net writes through
+// syscall.Write, and x/sys/unix's Read annotates a synchronisation point of
+// its own that those writes never release.
+func read(fd uintptr, p []byte) (int, unix.Errno) {
 	if raceEnabled {
 		n, err := syscall.Read(int(fd), p)
-		var e syscall.Errno
+		var e unix.Errno
 		if err != nil && !errors.As(err, &e) {
-			e = syscall.EIO // not on Linux, whose syscall.Read returns an Errno
+			e = unix.EIO // not on Linux, whose syscall.Read returns an Errno
 		}
 		return n, e
 	}
-	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	return int(r), e
 }
