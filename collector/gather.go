@@ -104,9 +104,11 @@ func loadAll(v []float64, counters []atomic.Uint64) []float64 {
 func (g gathering) counters(f counterFamily) *dto.MetricFamily {
 	name, help := f.name, f.help
 	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_COUNTER.Enum()}
-	var vals []float64
-	var labels [][]*dto.LabelPair
-	var created []*timestamppb.Timestamp
+	n := 0 // at most one series per label set
+	for _, p := range g.pairs {
+		n += len(p.labels.of(name))
+	}
+	vals, labels, created := make([]float64, 0, n), make([][]*dto.LabelPair, 0, n), make([]*timestamppb.Timestamp, 0, n)
 	for i, p := range g.pairs {
 		start := len(vals)
 		vals = f.values(&g.flows[i], p, vals)
@@ -163,9 +165,10 @@ func (g gathering) histograms() []*dto.MetricFamily {
 // pairLabelPairs are one pair's label pairs for each of its series,
 // sorted by name as a registry sorts them, made once when the pair starts.
 type pairLabelPairs struct {
-	pair    []*dto.LabelPair // target, probe, replica
-	extra   map[string][][]*dto.LabelPair
-	created *timestamppb.Timestamp // the counters' creation time
+	pair     []*dto.LabelPair   // target, probe, replica
+	pairOnly [][]*dto.LabelPair // {pair}, the sets of a family without an extra label
+	extra    map[string][][]*dto.LabelPair
+	created  *timestamppb.Timestamp // the counters' creation time
 }
 
 // of returns the label pairs of the pair's series of family name: one
@@ -175,7 +178,7 @@ func (l *pairLabelPairs) of(name string) [][]*dto.LabelPair {
 	if sets, ok := l.extra[name]; ok {
 		return sets
 	}
-	return [][]*dto.LabelPair{l.pair}
+	return l.pairOnly
 }
 
 // extraLabelPairs are the label pairs of the counter families with an
@@ -209,6 +212,7 @@ func newPairLabelPairs(p *pairMetrics) *pairLabelPairs {
 		{Name: new(labelProbe), Value: new(k.Probe)},
 		{Name: new(labelReplica), Value: new(k.Replica)},
 	}), byName)
+	l.pairOnly = [][]*dto.LabelPair{l.pair}
 	for name, lps := range extraLabelPairs {
 		sets := make([][]*dto.LabelPair, len(lps))
 		for i, lp := range lps {
