@@ -10,10 +10,11 @@ import (
 // entry is one kept record in a compact form: its pair's names are the
 // ring's (pairHistory.key), its optional numbers are values with a flag
 // rather than pointers, and the process's run ID is not repeated. A
-// ledger.Record is ~630 bytes with what it points to; an entry less than
-// half of that, which a full history of 1,000 pairs × 200 records feels
-// (docs/BENCHMARKS.md, "1,000 pairs"). record gives the Record back
-// exactly as ledger.NewRecord made it (TestEntryRoundTrip).
+// 16-token answer's ledger.Record is ~640 bytes with what it points to;
+// its entry ~370 with its request ID (TestHistoryBytesPerResult), which a
+// full history of 1,000 pairs × 200 records feels (docs/BENCHMARKS.md,
+// "1,000 pairs"). record gives the Record back exactly as
+// ledger.NewRecord made it (TestEntryRoundTrip).
 type entry struct {
 	ord, seq                        uint64
 	scheduledSec, sentSec           int64
