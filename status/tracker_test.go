@@ -169,6 +169,32 @@ func TestTrackerWindowMemory(t *testing.T) {
 	}
 }
 
+// TestRecentKeepsEveryPhase: a recent request gives back every HTTP phase
+// of probe.Phases, 0 for one that did not happen and for an unknown name,
+// and keeping it allocates nothing (its phases are inline, not a map).
+func TestRecentKeepsEveryPhase(t *testing.T) {
+	if len(probe.Phases) > maxPhases {
+		t.Fatalf("%d phases, a recent request keeps %d", len(probe.Phases), maxPhases)
+	}
+	res := &probe.Result{Disposition: probe.Accepted, Phases: probe.PhaseTimes{}}
+	for i, name := range probe.Phases[1:] { // dns did not happen
+		res.Phases[name] = time.Duration(i+1) * time.Millisecond
+	}
+	var r recentRing
+	if allocs := testing.AllocsPerRun(100, func() { r.add(res) }); allocs != 0 {
+		t.Errorf("keeping a recent request allocates %.0f times, want 0", allocs)
+	}
+	v := r.newestFirst()[0]
+	for _, name := range probe.Phases {
+		if got := v.Phase(name); got != res.Phases[name] {
+			t.Errorf("phase %s: %v, want %v", name, got, res.Phases[name])
+		}
+	}
+	if got := v.Phase("unknown"); got != 0 {
+		t.Errorf("unknown phase: %v, want 0", got)
+	}
+}
+
 func equal(a, b any) bool {
 	switch av := a.(type) {
 	case float64:
