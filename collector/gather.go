@@ -34,8 +34,11 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	}
 	out = append(out, g.inFlight())
 	out = append(out, g.histograms()...)
-	// Families without a series are left out, as a registry leaves them.
-	return slices.DeleteFunc(out, func(mf *dto.MetricFamily) bool { return len(mf.Metric) == 0 }), nil
+	// Families without a series are left out, and the rest sorted by name,
+	// as a registry gathers them.
+	out = slices.DeleteFunc(out, func(mf *dto.MetricFamily) bool { return len(mf.Metric) == 0 })
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out, nil
 }
 
 // counterFamily is one counter family of the probe series: values appends

@@ -214,7 +214,9 @@ func compareWithRegistry(t *testing.T, c *Collector) {
 	if len(got) != len(want) {
 		t.Fatalf("%d families, want %d: %v", len(got), len(want), familyNames(got))
 	}
-	slices.SortFunc(got, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	if !slices.IsSortedFunc(got, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) }) {
+		t.Errorf("families not sorted by name: %v", familyNames(got))
+	}
 	for i, w := range want {
 		g := got[i]
 		if g.GetName() != w.GetName() || g.GetHelp() != w.GetHelp() || g.GetType() != w.GetType() {
