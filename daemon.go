@@ -178,11 +178,12 @@ func newDaemon(logger *slog.Logger, f *daemonFlags, safe *config.SafeConfig, new
 	d.fleet = newFleet(logger, newSource, discoveryMetrics, d.replicasChanged)
 	d.self = collector.NewSelfMetrics(func() float64 { return float64(lg.WriteErrors()) })
 	d.self.SetReload(true, time.Now())
+	clients := new(client.Pool) // the probes of a target share its connections
 	d.engine = schedule.NewEngine(schedule.EngineOptions{
 		Logger: logger,
 		Sinks:  []probe.Sink{d.coll, d.tracker, lg, d.history, d.scraper},
 		NewRequester: func(t config.Target, p config.Probe) (schedule.Sender, error) {
-			return client.New(t, p, client.Options{Logger: logger, UserAgent: userAgent()})
+			return client.New(t, p, client.Options{Logger: logger, UserAgent: userAgent(), Clients: clients})
 		},
 	})
 	reg := prometheus.NewRegistry()

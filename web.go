@@ -28,7 +28,7 @@ const maxResultsLimit = 1000
 // routes returns the daemon's HTTP handler.
 func (d *daemon) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(d.flags.telemetryPath, fastGzip(promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+	mux.Handle(d.flags.telemetryPath, fastGzip(collector.MetricsHandler(d.reg, promhttp.HandlerOpts{
 		EnableOpenMetrics:  true,
 		ErrorLog:           errorLogger{d.logger},
 		DisableCompression: true,

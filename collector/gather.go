@@ -27,43 +27,66 @@ import (
 func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	g := c.gatheringNow()
+	out := make([]*dto.MetricFamily, 0, len(counterFamilies)+1+len(histogramFamilies))
+	for _, f := range counterFamilies {
+		out = append(out, g.counters(f))
+	}
+	out = append(out, g.inFlight())
+	out = append(out, g.histograms()...)
+	// Families without a series are left out, and the rest sorted by name,
+	// as a registry gathers them.
+	out = slices.DeleteFunc(out, func(mf *dto.MetricFamily) bool { return len(mf.Metric) == 0 })
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
+// counterFamily is one counter family of the probe series: values appends
+// a pair's values in the order of its label pairs for the family.
+type counterFamily struct {
+	name, help string
+	values     func(f *flow, p *pairMetrics, v []float64) []float64
+}
+
+// counterFamilies are the counter families of the probe series.
+var counterFamilies = []counterFamily{
+	{metricname.RequestsOffered, metricname.RequestsOfferedHelp, func(f *flow, _ *pairMetrics, v []float64) []float64 {
+		return append(v, float64(f.offered))
+	}},
+	{metricname.Requests, metricname.RequestsHelp, func(f *flow, _ *pairMetrics, v []float64) []float64 {
+		for _, n := range f.finished {
+			v = append(v, float64(n))
+		}
+		return v
+	}},
+	{metricname.Failures, metricname.FailuresHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.reasons) }},
+	{metricname.SLOViolations, metricname.SLOViolationsHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.slos) }},
+	{metricname.QualityFailures, metricname.QualityFailuresHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.checks) }},
+	{metricname.PromptTokens, metricname.PromptTokensHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 {
+		return append(v, float64(p.promptTokens.Load()))
+	}},
+	{metricname.OutputTokens, metricname.OutputTokensHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 {
+		return append(v, float64(p.outputTokens.Load()))
+	}},
+	{metricname.ReasoningTokens, metricname.ReasoningTokensHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 {
+		return append(v, float64(p.reasoning.Load()))
+	}},
+	{metricname.OutputFingerprintChanges, metricname.OutputFingerprintChangesHelp, func(_ *flow, p *pairMetrics, v []float64) []float64 {
+		if !p.fingerprinted.Load() {
+			return v
+		}
+		return append(v, float64(p.fingerprintChanges.Load()))
+	}},
+}
+
+// gatheringNow reads every pair's flow once for one Gather or one text
+// exposition; c.mu is held.
+func (c *Collector) gatheringNow() gathering {
 	g := gathering{pairs: c.order, flows: make([]flow, len(c.order))}
 	for i, p := range c.order {
 		g.flows[i] = p.flowNow()
 	}
-	out := []*dto.MetricFamily{
-		g.counters(metricname.RequestsOffered, metricname.RequestsOfferedHelp, func(i int, _ *pairMetrics, v []float64) []float64 {
-			return append(v, float64(g.flows[i].offered))
-		}),
-		g.counters(metricname.Requests, metricname.RequestsHelp, func(i int, _ *pairMetrics, v []float64) []float64 {
-			for _, n := range g.flows[i].finished {
-				v = append(v, float64(n))
-			}
-			return v
-		}),
-		g.counters(metricname.Failures, metricname.FailuresHelp, func(_ int, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.reasons) }),
-		g.counters(metricname.SLOViolations, metricname.SLOViolationsHelp, func(_ int, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.slos) }),
-		g.counters(metricname.QualityFailures, metricname.QualityFailuresHelp, func(_ int, p *pairMetrics, v []float64) []float64 { return loadAll(v, p.checks) }),
-		g.inFlight(),
-		g.counters(metricname.PromptTokens, metricname.PromptTokensHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
-			return append(v, float64(p.promptTokens.Load()))
-		}),
-		g.counters(metricname.OutputTokens, metricname.OutputTokensHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
-			return append(v, float64(p.outputTokens.Load()))
-		}),
-		g.counters(metricname.ReasoningTokens, metricname.ReasoningTokensHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
-			return append(v, float64(p.reasoning.Load()))
-		}),
-		g.counters(metricname.OutputFingerprintChanges, metricname.OutputFingerprintChangesHelp, func(_ int, p *pairMetrics, v []float64) []float64 {
-			if !p.fingerprinted.Load() {
-				return v
-			}
-			return append(v, float64(p.fingerprintChanges.Load()))
-		}),
-	}
-	out = append(out, g.histograms()...)
-	// Families without a series are left out, as a registry leaves them.
-	return slices.DeleteFunc(out, func(mf *dto.MetricFamily) bool { return len(mf.Metric) == 0 }), nil
+	return g
 }
 
 // gathering builds the families of one Gather over the pairs in order.
@@ -80,16 +103,18 @@ func loadAll(v []float64, counters []atomic.Uint64) []float64 {
 	return v
 }
 
-// counters returns a counter family whose values values appends per pair,
-// in the order of the pair's label pairs for the family.
-func (g gathering) counters(name, help string, values func(int, *pairMetrics, []float64) []float64) *dto.MetricFamily {
+// counters returns the counter family f.
+func (g gathering) counters(f counterFamily) *dto.MetricFamily {
+	name, help := f.name, f.help
 	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_COUNTER.Enum()}
-	var vals []float64
-	var labels [][]*dto.LabelPair
-	var created []*timestamppb.Timestamp
+	n := 0 // at most one series per label set
+	for _, p := range g.pairs {
+		n += len(p.labels.of(name))
+	}
+	vals, labels, created := make([]float64, 0, n), make([][]*dto.LabelPair, 0, n), make([]*timestamppb.Timestamp, 0, n)
 	for i, p := range g.pairs {
 		start := len(vals)
-		vals = values(i, p, vals)
+		vals = f.values(&g.flows[i], p, vals)
 		sets := p.labels.of(name)
 		for j := range len(vals) - start {
 			labels, created = append(labels, sets[j]), append(created, p.labels.created)
@@ -143,9 +168,10 @@ func (g gathering) histograms() []*dto.MetricFamily {
 // pairLabelPairs are one pair's label pairs for each of its series,
 // sorted by name as a registry sorts them, made once when the pair starts.
 type pairLabelPairs struct {
-	pair    []*dto.LabelPair // target, probe, replica
-	extra   map[string][][]*dto.LabelPair
-	created *timestamppb.Timestamp // the counters' creation time
+	pair     []*dto.LabelPair   // target, probe, replica
+	pairOnly [][]*dto.LabelPair // {pair}, the sets of a family without an extra label
+	extra    map[string][][]*dto.LabelPair
+	created  *timestamppb.Timestamp // the counters' creation time
 }
 
 // of returns the label pairs of the pair's series of family name: one
@@ -155,7 +181,7 @@ func (l *pairLabelPairs) of(name string) [][]*dto.LabelPair {
 	if sets, ok := l.extra[name]; ok {
 		return sets
 	}
-	return [][]*dto.LabelPair{l.pair}
+	return l.pairOnly
 }
 
 // extraLabelPairs are the label pairs of the counter families with an
@@ -189,6 +215,7 @@ func newPairLabelPairs(p *pairMetrics) *pairLabelPairs {
 		{Name: new(labelProbe), Value: new(k.Probe)},
 		{Name: new(labelReplica), Value: new(k.Replica)},
 	}), byName)
+	l.pairOnly = [][]*dto.LabelPair{l.pair}
 	for name, lps := range extraLabelPairs {
 		sets := make([][]*dto.LabelPair, len(lps))
 		for i, lp := range lps {
@@ -211,26 +238,43 @@ func compareKeys(a, b config.PairKey) int {
 // nor merge families of one name: a Registry checks its own series and
 // Collector.Gather builds its own consistently, so the daemon joins the
 // two without paying for the checks twice. A family gathered twice is an
-// error, and its second copy is left out.
-func Join(gs ...prometheus.Gatherer) prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		var out []*dto.MetricFamily
-		var errs prometheus.MultiError
-		for _, g := range gs {
-			mfs, err := g.Gather()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			out = append(out, mfs...)
+// error, and its second copy is left out. Its AppendText writes the same
+// families in the text format without building a Collector's series
+// first (text.go).
+func Join(gs ...prometheus.Gatherer) *Joined { return &Joined{gs: gs} }
+
+// Joined is the Gatherer Join returns.
+type Joined struct {
+	gs []prometheus.Gatherer
+	// lastSize is the size of the last text answer (MetricsHandler), the
+	// next one's first capacity.
+	lastSize atomic.Int64
+}
+
+// Gather implements prometheus.Gatherer.
+func (j *Joined) Gather() ([]*dto.MetricFamily, error) {
+	var out []*dto.MetricFamily
+	var errs prometheus.MultiError
+	for _, g := range j.gs {
+		mfs, err := g.Gather()
+		if err != nil {
+			errs = append(errs, err)
 		}
-		slices.SortStableFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
-		out = slices.CompactFunc(out, func(a, b *dto.MetricFamily) bool {
-			if a.GetName() != b.GetName() {
-				return false
-			}
-			errs = append(errs, fmt.Errorf("metric family %s gathered twice", a.GetName()))
-			return true
-		})
-		return out, errs.MaybeUnwrap()
+		out = append(out, mfs...)
+	}
+	return sortFamilies(out, errs)
+}
+
+// sortFamilies sorts mfs by name and leaves out the second copy of a
+// family, adding an error for it to errs.
+func sortFamilies(mfs []*dto.MetricFamily, errs prometheus.MultiError) ([]*dto.MetricFamily, error) {
+	slices.SortStableFunc(mfs, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	mfs = slices.CompactFunc(mfs, func(a, b *dto.MetricFamily) bool {
+		if a.GetName() != b.GetName() {
+			return false
+		}
+		errs = append(errs, fmt.Errorf("metric family %s gathered twice", a.GetName()))
+		return true
 	})
+	return mfs, errs.MaybeUnwrap()
 }

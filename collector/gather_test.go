@@ -3,13 +3,18 @@ package collector
 import (
 	"cmp"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -21,6 +26,21 @@ import (
 // for full, lean and native-only pairs, a fingerprinted probe, a replica
 // pair and every kind of result; and the pairs' series come in pair order.
 func TestGatherMatchesRegistry(t *testing.T) {
+	c, keys := everyKindOfPair("10.0.0.1:8000")
+	compareWithRegistry(t, c)
+	// A stopped pair leaves both, in the middle of the order.
+	c.PairStopped(keys[2])
+	compareWithRegistry(t, c)
+	if n := len(c.order); n != len(keys)-1 {
+		t.Errorf("%d pairs in order after one of %d stopped", n, len(keys))
+	}
+}
+
+// everyKindOfPair returns a collector with full, lean and native-only
+// pairs, a fingerprinted probe and a replica pair (replica its host:port),
+// each with results of every kind and one request in flight, and the
+// pairs' keys, the replica's first.
+func everyKindOfPair(replicaAddr string) (*Collector, []config.PairKey) {
 	native := false
 	cfg := testConfig(map[string][]string{"t1": nil, "t2": nil}, map[string]config.SLO{
 		"full": {TTFT: dur("300ms"), TPOT: dur("50ms"), E2EL: dur("5s")},
@@ -37,7 +57,7 @@ func TestGatherMatchesRegistry(t *testing.T) {
 	}
 	c := New(Options{Now: clock})
 	syncPairs(c, cfg)
-	replica := config.Pair{Key: config.PairKey{Target: "t1", Probe: "lean", Replica: "10.0.0.1:8000"}, Probe: cfg.Probes[0]}
+	replica := config.Pair{Key: config.PairKey{Target: "t1", Probe: "lean", Replica: replicaAddr}, Probe: cfg.Probes[0]}
 	for _, p := range cfg.Probes {
 		if p.Name == "lean" {
 			replica.Probe = p
@@ -67,13 +87,115 @@ func TestGatherMatchesRegistry(t *testing.T) {
 		}
 		c.Offered(k) // one in flight
 	}
-	compareWithRegistry(t, c)
-	// A stopped pair leaves both, in the middle of the order.
-	c.PairStopped(keys[2])
-	compareWithRegistry(t, c)
-	if n := len(c.order); n != len(keys)-1 {
-		t.Errorf("%d pairs in order after one of %d stopped", n, len(keys))
+	return c, keys
+}
+
+// TestAppendTextMatchesEncoder: the text exposition of a Join is byte for
+// byte what expfmt's encoder writes of its Gather, with other families
+// before, between and after the collector's, label values that need
+// escaping, and a stopped pair; the handler serves it, and a family
+// gathered twice goes the generic way, which reports it.
+func TestAppendTextMatchesEncoder(t *testing.T) {
+	c, keys := everyKindOfPair("a\"b\\c\nd")
+	reg := prometheus.NewRegistry()
+	for _, name := range []string{"aaa_first", "vllm_probe_m_between", "zzz_last"} {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "A \\ help\nline."}, []string{"l"})
+		g.WithLabelValues("v\"").Set(1.5)
+		reg.MustRegister(g)
 	}
+	j := Join(reg, c)
+	for _, format := range []expfmt.Format{expfmt.NewFormat(expfmt.TypeTextPlain), expfmt.FmtText + "; escaping=underscores"} {
+		compareText(t, j, format)
+	}
+	c.PairStopped(keys[2])
+	compareText(t, j, expfmt.NewFormat(expfmt.TypeTextPlain))
+
+	srv := httptest.NewServer(MetricsHandler(j, promhttp.HandlerOpts{DisableCompression: true, EnableOpenMetrics: true}))
+	defer srv.Close()
+	want := encodeText(t, j, expfmt.NewFormat(expfmt.TypeTextPlain))
+	if got, ctype := fetch(t, srv.URL, ""); got != want || ctype != string(expfmt.NewFormat(expfmt.TypeTextPlain))+"; escaping=underscores" {
+		t.Errorf("handler: Content-Type %q, body equal %v", ctype, got == want)
+	}
+	if got, ctype := fetch(t, srv.URL, "application/openmetrics-text;version=1.0.0"); !strings.HasPrefix(ctype, "application/openmetrics-text") ||
+		!strings.HasSuffix(got, "# EOF\n") {
+		t.Errorf("OpenMetrics asked: Content-Type %q, body ends %q", ctype, got[max(0, len(got)-20):])
+	}
+
+	dup := prometheus.NewRegistry()
+	dup.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm_probe_requests_in_flight"}))
+	if _, err := Join(c, dup).AppendText(nil, expfmt.NewFormat(expfmt.TypeTextPlain)); err == nil ||
+		!strings.Contains(err.Error(), "vllm_probe_requests_in_flight gathered twice") {
+		t.Errorf("AppendText with a family twice: error %v", err)
+	}
+	dupSrv := httptest.NewServer(MetricsHandler(Join(c, dup), promhttp.HandlerOpts{DisableCompression: true}))
+	defer dupSrv.Close()
+	resp, err := http.Get(dupSrv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("a family twice: status %d, want promhttp's 500", resp.StatusCode)
+	}
+}
+
+// compareText checks j.AppendText against expfmt's encoding of j.Gather.
+func compareText(t *testing.T, j *Joined, format expfmt.Format) {
+	t.Helper()
+	want := encodeText(t, j, format)
+	got, err := j.AppendText([]byte("kept:"), format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "kept:"+want {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split("kept:"+want, "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("%s: line %d\n got %q\nwant %q", format, i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("%s: %d lines, want %d", format, len(gl), len(wl))
+	}
+}
+
+// encodeText is j's Gather encoded in format by expfmt.
+func encodeText(t *testing.T, j *Joined, format expfmt.Format) string {
+	t.Helper()
+	mfs, err := j.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	enc := expfmt.NewEncoder(&b, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// fetch GETs url with accept as the Accept header and returns the body
+// and its Content-Type.
+func fetch(t *testing.T, url, accept string) (string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body), resp.Header.Get("Content-Type")
 }
 
 // compareWithRegistry checks c.Gather against a pedantic registry's.
@@ -92,7 +214,9 @@ func compareWithRegistry(t *testing.T, c *Collector) {
 	if len(got) != len(want) {
 		t.Fatalf("%d families, want %d: %v", len(got), len(want), familyNames(got))
 	}
-	slices.SortFunc(got, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	if !slices.IsSortedFunc(got, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) }) {
+		t.Errorf("families not sorted by name: %v", familyNames(got))
+	}
 	for i, w := range want {
 		g := got[i]
 		if g.GetName() != w.GetName() || g.GetHelp() != w.GetHelp() || g.GetType() != w.GetType() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
@@ -31,7 +32,8 @@ func leanConfig(targets, probes int) *config.Config {
 // BenchmarkScrapeLean measures /metrics of the collector alone with 1,000
 // lean pairs (100 targets × 10 probes), each with 20 accepted requests
 // observed (docs/BENCHMARKS.md, "1,000 pairs"): through a registry
-// (Collect) and gathered directly (Gather), as the daemon serves it.
+// (Collect), gathered directly (Gather), and written directly in the text
+// format (text), as the daemon serves it to a Prometheus that asks for text.
 func BenchmarkScrapeLean(b *testing.B) {
 	cfg := leanConfig(100, 10)
 	c := New(Options{})
@@ -48,4 +50,17 @@ func BenchmarkScrapeLean(b *testing.B) {
 	reg.MustRegister(c)
 	b.Run("registry", func(b *testing.B) { promtext.BenchmarkGather(b, reg) })
 	b.Run("direct", func(b *testing.B) { promtext.BenchmarkGather(b, c) })
+	b.Run("text", func(b *testing.B) {
+		j, format := Join(prometheus.NewRegistry(), c), expfmt.NewFormat(expfmt.TypeTextPlain)
+		var size int
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := j.AppendText(make([]byte, 0, size), format) // as MetricsHandler, from the last size
+			if err != nil {
+				b.Fatal(err)
+			}
+			size = len(out)
+		}
+		b.ReportMetric(float64(size), "bytes/scrape")
+	})
 }

@@ -3,8 +3,6 @@ package collector
 import (
 	"bufio"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -31,22 +29,9 @@ func scrapePair(t *testing.T, c *Collector, target, probeName string) (series, s
 	reg.MustRegister(c)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
-	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	body, _ := fetch(t, srv.URL, string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	pr, tg := fmt.Sprintf("probe=%q", probeName), fmt.Sprintf("target=%q", target)
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "#") && hasLabel(line, pr) && hasLabel(line, tg) {

@@ -1,7 +1,7 @@
 package status
 
 import (
-	"maps"
+	"slices"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -19,16 +19,27 @@ type RequestView struct {
 	Disposition probe.Disposition
 	Reason      string
 	HTTPStatus  int
-	Phases      probe.PhaseTimes
-	TTFT, E2EL  time.Duration
+	// phases are the durations of probe.Phases, in that order: a pair's
+	// 20 recent requests keep them inline rather than in a map each
+	// (~4.5 KiB a pair).
+	phases     [maxPhases]time.Duration
+	TTFT, E2EL time.Duration
 	// Server is the server's own timing (vLLM's per-request metrics); nil
 	// when the server sent none.
 	Server *probe.ServerTiming
 	Error  string
 }
 
+// maxPhases bounds probe.Phases (TestRecentKeepsEveryPhase).
+const maxPhases = 8
+
 // Phase returns the duration of an HTTP phase, 0 when it did not happen.
-func (v RequestView) Phase(name string) time.Duration { return v.Phases[name] }
+func (v RequestView) Phase(name string) time.Duration {
+	if i := slices.Index(probe.Phases, name); i >= 0 && i < maxPhases {
+		return v.phases[i]
+	}
+	return 0
+}
 
 // recentRing keeps the last recentRequests requests of a pair.
 type recentRing struct {
@@ -39,7 +50,10 @@ type recentRing struct {
 
 func (r *recentRing) add(res *probe.Result) {
 	v := RequestView{Scheduled: res.Scheduled, Disposition: res.Disposition, Reason: res.Reason,
-		HTTPStatus: res.HTTPStatus, Phases: maps.Clone(res.Phases), TTFT: res.TTFT, E2EL: res.E2EL, Error: res.Error}
+		HTTPStatus: res.HTTPStatus, TTFT: res.TTFT, E2EL: res.E2EL, Error: res.Error}
+	for i, name := range probe.Phases[:min(len(probe.Phases), maxPhases)] {
+		v.phases[i] = res.Phases[name]
+	}
 	if res.Server != nil {
 		s := *res.Server
 		v.Server = &s

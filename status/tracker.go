@@ -35,7 +35,7 @@ type Tracker struct {
 type pairKey = config.PairKey
 
 type sample struct {
-	at time.Time
+	at time.Duration // since the pair started (pairState.added): 16 bytes a sample, not 32
 	v  time.Duration
 }
 
@@ -217,14 +217,15 @@ func (t *Tracker) Finished(r *probe.Result) {
 	st.prune(now.Add(-t.opts.Window))
 	st.finished = t.bounded(append(st.finished, finish{at: now, accepted: r.Disposition == probe.Accepted,
 		abandoned: r.Abandoned(), completed: r.ServerCompleted()}))
+	at := now.Sub(st.added)
 	if d, ok := r.ObservedTTFT(); ok {
-		st.ttft = t.boundedSamples(append(st.ttft, sample{now, d}))
+		st.ttft = t.boundedSamples(append(st.ttft, sample{at, d}))
 	}
 	if d, ok := r.ObservedTTFA(); ok {
-		st.ttfa = t.boundedSamples(append(st.ttfa, sample{now, d}))
+		st.ttfa = t.boundedSamples(append(st.ttfa, sample{at, d}))
 	}
 	for _, g := range r.ITLs {
-		st.itl = append(st.itl, sample{now, g})
+		st.itl = append(st.itl, sample{at, g})
 	}
 	st.itl = t.boundedSamples(st.itl)
 	st.hour.record(now, r)
@@ -328,17 +329,26 @@ func (st *pairState) prune(since time.Time) {
 		i++
 	}
 	st.finished = st.finished[i:]
-	st.ttft = pruneSamples(st.ttft, since)
-	st.ttfa = pruneSamples(st.ttfa, since)
-	st.itl = pruneSamples(st.itl, since)
+	cut := since.Sub(st.added)
+	st.ttft = pruneSamples(st.ttft, cut)
+	st.ttfa = pruneSamples(st.ttfa, cut)
+	st.itl = pruneSamples(st.itl, cut)
 }
 
-func pruneSamples(s []sample, since time.Time) []sample {
+// pruneSamples drops the samples taken before cut (since the pair
+// started), moving the rest to the front of the same array: the window's
+// array then stays as large as the most samples it held at once, where
+// reslicing would leave the dropped ones in front until append copies
+// the rest into an array twice their number.
+func pruneSamples(s []sample, cut time.Duration) []sample {
 	i := 0
-	for i < len(s) && s[i].at.Before(since) {
+	for i < len(s) && s[i].at < cut {
 		i++
 	}
-	return s[i:]
+	if i == 0 {
+		return s
+	}
+	return s[:copy(s, s[i:])]
 }
 
 // sampleQuantile returns the q-quantile (nearest rank: a latency some

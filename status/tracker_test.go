@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
@@ -135,6 +136,62 @@ func TestTrackerBoundsSamples(t *testing.T) {
 	ps := tr.Snapshot()[0]
 	if ps.WindowSamplesTTFT != 10 || ps.WindowSamplesITL != 10 || ps.TTFTP50 < 90*time.Millisecond {
 		t.Errorf("samples %d/%d, ttft p50 %v: want the 10 newest kept", ps.WindowSamplesTTFT, ps.WindowSamplesITL, ps.TTFTP50)
+	}
+}
+
+// TestTrackerWindowMemory: a pair at 0.05 req/s with 16-token answers
+// keeps its five-minute window of ITL samples in an array about as large
+// as the most samples the window held at once (append's rounding: a
+// quarter more at most), 16 bytes each, however long it runs (1,000 such pairs: docs/BENCHMARKS.md, "1,000 pairs").
+func TestTrackerWindowMemory(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+	tr := NewTracker(TrackerOptions{Now: clock.now, Window: 5 * time.Minute})
+	syncPairs(tr, trackerConfig("p"))
+	key := config.PairKey{Target: "t", Probe: "p"}
+	most := 0
+	for range 3 * 60 { // an hour, a request every 20 s
+		clock.t = clock.t.Add(20 * time.Second)
+		r := &probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, TTFT: 100 * time.Millisecond}
+		for i := range 15 {
+			r.ITLs = append(r.ITLs, time.Duration(20+i)*time.Millisecond)
+		}
+		tr.Offered(key)
+		tr.Finished(r)
+		most = max(most, len(tr.pairs[key].itl))
+	}
+	st := tr.pairs[key]
+	if held, bound := cap(st.itl)*int(unsafe.Sizeof(sample{})), most*16*5/4; held > bound {
+		t.Errorf("the window's ITL samples hold %d bytes (%d of %d bytes), want at most %d (the most at once, %d, × 16 bytes + 25%%)",
+			held, cap(st.itl), unsafe.Sizeof(sample{}), bound, most)
+	}
+	if n := len(st.itl); n != 16*15 {
+		t.Errorf("%d ITL samples in the window, want 240 (the 16 requests of the last five minutes, both ends included, × 15 gaps)", n)
+	}
+}
+
+// TestRecentKeepsEveryPhase: a recent request gives back every HTTP phase
+// of probe.Phases, 0 for one that did not happen and for an unknown name,
+// and keeping it allocates nothing (its phases are inline, not a map).
+func TestRecentKeepsEveryPhase(t *testing.T) {
+	if len(probe.Phases) > maxPhases {
+		t.Fatalf("%d phases, a recent request keeps %d", len(probe.Phases), maxPhases)
+	}
+	res := &probe.Result{Disposition: probe.Accepted, Phases: probe.PhaseTimes{}}
+	for i, name := range probe.Phases[1:] { // dns did not happen
+		res.Phases[name] = time.Duration(i+1) * time.Millisecond
+	}
+	var r recentRing
+	if allocs := testing.AllocsPerRun(100, func() { r.add(res) }); allocs != 0 {
+		t.Errorf("keeping a recent request allocates %.0f times, want 0", allocs)
+	}
+	v := r.newestFirst()[0]
+	for _, name := range probe.Phases {
+		if got := v.Phase(name); got != res.Phases[name] {
+			t.Errorf("phase %s: %v, want %v", name, got, res.Phases[name])
+		}
+	}
+	if got := v.Phase("unknown"); got != 0 {
+		t.Errorf("unknown phase: %v, want 0", got)
 	}
 }
 

@@ -15,10 +15,7 @@ import (
 	"strings"
 	"time"
 
-	promconfig "github.com/prometheus/common/config"
-
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/internal/rawread"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/judge"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
@@ -55,6 +52,9 @@ type Options struct {
 	// (workload.Source.ItemAt) rather than its next one, so workers that
 	// each send a share of one schedule send the prompts one process would.
 	ByIndex bool
+	// Clients, when set, shares one HTTP client among the Requesters of
+	// a target (Pool); nil = the Requester builds its own.
+	Clients *Pool
 }
 
 // Requester sends, times, parses and judges the requests of one (target,
@@ -64,6 +64,7 @@ type Requester struct {
 	probe   config.Probe // Quality.Model defaults to the target's model
 	opts    Options
 	client  *http.Client
+	release func() // gives client back: Close
 	url     string // the endpoint requests are posted to
 	base    string // the target URL without a trailing slash
 	timeout time.Duration
@@ -96,13 +97,11 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	// Raw reads: no runtime thread woken per streamed event (internal/rawread).
-	client, err := config.NewHTTPClient(t.HTTPClientConfig, "vllm_prober_"+t.Name,
-		promconfig.WithUserAgent(o.UserAgent), promconfig.WithDialContextFunc(rawread.Dial))
+	client, release, err := httpClientOf(t, o)
 	if err != nil {
 		return nil, fmt.Errorf("http client of target %q: %w", t.Name, err)
 	}
-	r := &Requester{target: t, probe: p, opts: o, client: client, timeout: time.Duration(p.Timeout)}
+	r := &Requester{target: t, probe: p, opts: o, client: client, release: release, timeout: time.Duration(p.Timeout)}
 	if r.timeout <= 0 {
 		r.timeout = time.Duration(config.DefaultProbe.Timeout)
 	}
@@ -123,14 +122,14 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	r.models = &modelSource{fixed: t.Model, client: client, base: r.base, logger: o.Logger}
 	if p.Quality.JSONSchema != "" && p.Quality.Schema == nil {
 		if r.probe.Quality.Schema, err = judge.CompileSchema(p.Quality.JSONSchema); err != nil {
-			client.CloseIdleConnections()
+			release()
 			return nil, fmt.Errorf("probe %q: %w", p.Name, err)
 		}
 	}
 	if tc := p.Quality.ToolCall; tc != nil && tc.ArgumentsSchema != "" && tc.Schema == nil {
 		c := *tc // the config's check is shared; compile into a copy
 		if c.Schema, err = judge.CompileSchema(c.ArgumentsSchema); err != nil {
-			client.CloseIdleConnections()
+			release()
 			return nil, fmt.Errorf("probe %q tool_call: %w", p.Name, err)
 		}
 		r.probe.Quality.ToolCall = &c
@@ -139,7 +138,7 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 		r.work, err = workload.New(p, r.countTokens)
 	}
 	if err != nil {
-		client.CloseIdleConnections()
+		release()
 		return nil, fmt.Errorf("probe %q workload: %w", p.Name, err)
 	}
 	return r, nil
@@ -160,9 +159,23 @@ func (r *Requester) Model(ctx context.Context) (string, error) {
 	return r.models.get(ctx)
 }
 
-// Close closes idle connections.
+// Close closes idle connections (of a shared client: when its last
+// Requester closes).
 func (r *Requester) Close() {
-	r.client.CloseIdleConnections()
+	r.release()
+}
+
+// httpClientOf returns the HTTP client of a Requester of target t, from
+// o.Clients when set, and the function that gives it back.
+func httpClientOf(t config.Target, o Options) (*http.Client, func(), error) {
+	if o.Clients != nil {
+		return o.Clients.get(t, o.UserAgent)
+	}
+	c, err := newHTTPClient(t, o.UserAgent)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, c.CloseIdleConnections, nil
 }
 
 // Do sends one request and fills res. The caller sets res.Seq, Target,

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
@@ -130,6 +135,103 @@ func TestRequesterKeepAlive(t *testing.T) {
 	}
 	if len(conns) != 1 {
 		t.Fatalf("%d connections for 5 sequential requests, want 1 (keep-alive)", len(conns))
+	}
+}
+
+// TestPoolSharesConnections: the probes of one target with a Pool send
+// over one keep-alive connection (three without it); a target whose
+// http_client_config differs gets its own client; the last Close of a
+// shared client closes its idle connection, and the pool forgets it.
+func TestPoolSharesConnections(t *testing.T) {
+	var mu sync.Mutex
+	conns, closed := map[string]bool{}, 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeEvents(w, chatOK, true)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			mu.Lock()
+			closed++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	connsAfter := func(pool *Pool, tg config.Target) (int, []*Requester) {
+		mu.Lock()
+		clear(conns)
+		mu.Unlock()
+		var rs []*Requester
+		for i := range 3 {
+			p := rqProbe(config.APIChat)
+			p.Name = fmt.Sprintf("p%d", i)
+			r, err := New(tg, p, Options{Clients: pool})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+			for seq := range 2 {
+				if res := doRequest(context.Background(), r, uint64(seq)); res.Disposition != probe.Accepted {
+					t.Fatalf("probe %d request %d: %s/%s %s", i, seq, res.Disposition, res.Reason, res.Error)
+				}
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns), rs
+	}
+	waitClosed := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			got := closed
+			mu.Unlock()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections closed, want %d", got, want)
+			}
+		}
+	}
+	if n, rs := connsAfter(nil, rqTarget(srv.URL)); n != 3 {
+		t.Errorf("without a pool: %d connections for 3 probes, want 3", n)
+	} else {
+		for _, r := range rs {
+			r.Close()
+		}
+		waitClosed(3)
+	}
+	pool := new(Pool)
+	n, rs := connsAfter(pool, rqTarget(srv.URL))
+	if n != 1 {
+		t.Errorf("with a pool: %d connections for 3 probes of one target, want 1", n)
+	}
+	other := rqTarget(srv.URL)
+	other.HTTPClientConfig.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{"X-Other": {Values: []string{"1"}}}}
+	if o, err := New(other, rqProbe(config.APIChat), Options{Clients: pool}); err != nil {
+		t.Fatal(err)
+	} else {
+		if o.client == rs[0].client {
+			t.Error("a target with another http_client_config shares the first one's client")
+		}
+		o.Close()
+	}
+	before := 3
+	rs[0].Close()
+	rs[1].Close()
+	time.Sleep(50 * time.Millisecond)
+	waitClosed(before) // still in use by rs[2]
+	rs[2].Close()
+	waitClosed(before + 1)
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if len(pool.clients) != 0 {
+		t.Errorf("pool keeps %d clients after every Requester closed", len(pool.clients))
 	}
 }
 

@@ -40,22 +40,25 @@ type History struct {
 
 type pairHistory struct {
 	recent, failures ring
-}
-
-type historyEntry struct {
-	ord uint64
-	rec ledger.Record
+	// model and finishReason are the last record's, whose strings the
+	// next record shares when it names the same.
+	model, finishReason string
 }
 
 // ring is a fixed-capacity buffer that overwrites its oldest entry.
 type ring struct {
-	buf  []historyEntry
+	buf  []entry
 	size int
 	next int
 }
 
-func (r *ring) add(e historyEntry) {
+func (r *ring) add(e entry) {
 	if len(r.buf) < r.size {
+		if len(r.buf) == cap(r.buf) {
+			// Doubling up to size exactly: append would round a full
+			// ring of 200 up to 256 entries.
+			r.buf = append(make([]entry, 0, min(r.size, max(8, 2*cap(r.buf)))), r.buf...)
+		}
 		r.buf = append(r.buf, e)
 		return
 	}
@@ -102,7 +105,14 @@ func (h *History) add(r *probe.Result, liveOnly bool) {
 		h.pairs[key] = p
 	}
 	h.ord++
-	e := historyEntry{ord: h.ord, rec: rec}
+	if rec.Model == p.model {
+		rec.Model = p.model
+	}
+	if rec.FinishReason == p.finishReason {
+		rec.FinishReason = p.finishReason
+	}
+	p.model, p.finishReason = rec.Model, rec.FinishReason
+	e := newEntry(h.ord, &rec)
 	p.recent.add(e)
 	if r.Disposition != probe.Accepted {
 		p.failures.add(e)
@@ -191,14 +201,16 @@ func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []
 		return nil
 	}
 	h.mu.Lock()
-	var entries []historyEntry
+	var entries []keyed
 	for key, p := range h.pairs {
 		if m.matches(key) {
-			entries = append(entries, which(p).buf...)
+			for _, e := range which(p).buf {
+				entries = append(entries, keyed{key, e})
+			}
 		}
 	}
 	h.mu.Unlock()
-	slices.SortFunc(entries, func(a, b historyEntry) int {
+	slices.SortFunc(entries, func(a, b keyed) int {
 		switch {
 		case a.ord > b.ord:
 			return -1
@@ -212,7 +224,13 @@ func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []
 	}
 	out := make([]ledger.Record, len(entries))
 	for i, e := range entries {
-		out[i] = e.rec
+		out[i] = e.record(e.key.Target, e.key.Probe, e.key.Replica)
 	}
 	return out
+}
+
+// keyed is an entry with its pair's key, for merging pairs.
+type keyed struct {
+	key config.PairKey
+	entry
 }

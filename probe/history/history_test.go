@@ -2,6 +2,8 @@ package history
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -196,4 +198,73 @@ func TestHistoryReplicaMatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEntryRoundTrip: what the history gives back is exactly the record
+// ledger.NewRecord makes of each kind of result (the failures' text cut
+// to 1 KiB aside): sent or never sent, every optional number set or not,
+// server timing, flags, a fingerprint, a capacity run's level, a count
+// past 32 bits, a zero schedule time.
+func TestEntryRoundTrip(t *testing.T) {
+	sent := testEpoch.Add(3 * time.Millisecond)
+	results := []*probe.Result{
+		{Seq: 1, RequestID: "chatcmpl-1", Scheduled: testEpoch, Sent: sent, Lag: 3 * time.Millisecond, Disposition: probe.Accepted,
+			HTTPStatus: 200, TTFT: 20 * time.Millisecond, TTFA: 25 * time.Millisecond, TPOT: 5 * time.Millisecond, E2EL: 100 * time.Millisecond,
+			ITLs: []time.Duration{4 * time.Millisecond, 6 * time.Millisecond}, PromptTokens: 128, OutputTokens: 16, Chunks: 16,
+			FinishReason: "length", Model: "sim-llama", Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond},
+			ReasoningTokens: 3, ToolCalls: []probe.ToolCall{{Name: "f"}}, Fingerprint: &probe.OutputFingerprint{Hash: "abc"}},
+		{Seq: 2, RequestID: "r2", Scheduled: testEpoch, Disposition: probe.Cancelled, Error: "never sent"},
+		{Seq: 3, RequestID: "r3", Scheduled: testEpoch, Sent: sent, Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
+			SLOViolations: []string{probe.SLOTTFT}, QualityFailures: []string{probe.CheckRegex}, Flags: []string{"no_usage"},
+			TTFT: 2 * time.Second, Text: "an answer"},
+		{Seq: 4, RequestID: "r4", Scheduled: testEpoch, Sent: sent, Disposition: probe.ClientTimeout, E2EL: time.Second, Level: 2.5, Repeat: 3},
+		{Seq: 5, RequestID: "r5", Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, PromptTokens: 1 << 40},
+	}
+	h := New(10)
+	var want []ledger.Record
+	for _, r := range results {
+		r.Target, r.Probe, r.Replica = "t", "p", "10.0.0.1:8000"
+		h.Add(r)
+		want = append(want, ledger.NewRecord(r, config.RecordTextFailures))
+	}
+	got := h.RecentOf(Match{Target: "t", Probe: "p", Replica: AnyReplica}, 0)
+	slices.Reverse(got)
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("record %d:\n got %+v\nwant %+v", i+1, got[i], want[i])
+		}
+	}
+}
+
+// TestHistoryBytesPerResult: a full history keeps at most 400 bytes per
+// 16-token accepted result (628 as ledger records), so 1,000 pairs × the
+// default 200 stay under ~80 MiB (docs/BENCHMARKS.md, "1,000 pairs").
+func TestHistoryBytesPerResult(t *testing.T) {
+	const pairs, kept = 100, 200
+	h := New(kept)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for n := range kept {
+		for i := range pairs {
+			r := &probe.Result{Seq: uint64(n + 1), Target: fmt.Sprintf("t-%d", i/10), Probe: fmt.Sprintf("chat-%d", i%10),
+				RequestID: fmt.Sprintf("chatcmpl-%032d", n), Scheduled: testEpoch, Sent: testEpoch, Lag: time.Millisecond,
+				Disposition: probe.Accepted, HTTPStatus: 200, TTFT: 20 * time.Millisecond, TPOT: 5 * time.Millisecond,
+				E2EL: 100 * time.Millisecond, ITLs: make([]time.Duration, 15), PromptTokens: 128, OutputTokens: 16, Chunks: 16,
+				FinishReason: string([]byte("length")), Model: string([]byte("sim-llama")), // decoded per response
+				Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond}}
+			h.Add(r)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / (pairs * kept)
+	t.Logf("%.0f bytes per kept result", per)
+	if per > 400 {
+		t.Errorf("%.0f bytes per kept result, want at most 400", per)
+	}
+	runtime.KeepAlive(h)
 }
