@@ -256,7 +256,14 @@ func TestBenchChatAgainstSimulator(t *testing.T) {
 // block gets the TTFA section, whose median is the TTFT median plus the
 // reasoning deltas' time.
 func TestBenchReasoningAgainstSimulator(t *testing.T) {
-	url, _ := startSim(t, simtest.Reasoning(6))
+	// Decode steps of 10 ms: with startSim's 1 ms, a simulator handler that
+	// waited for a CPU (a loaded machine, the race detector) wrote its
+	// queued reasoning and answer events together, the client read them in
+	// one read and stamped both alike, and TTFA equalled TTFT.
+	url, _ := startSim(t, func(o *simulator.Options) {
+		simtest.Reasoning(6)(o)
+		o.DecodeBase = 10 * time.Millisecond
+	})
 	o := benchTestOptions(url)
 	o.Backend, o.Endpoint, o.NumPrompts, o.RandomOutputLen = backendOpenAIChat, "/v1/chat/completions", 8, 12
 	var stdout bytes.Buffer
