@@ -230,17 +230,11 @@ func TestGenerateNoFleetNoExtraRules(t *testing.T) {
 }
 
 // TestGenerateMixedFormsGateway: a target with a gateway whose probes
-// export TTFT in both forms (chat with classic buckets, lean native only)
-// gets each side of the gateway's `or` in one pair of parentheses, the
+// export TTFT in both forms (MixedFleetConfig) gets each side of the gateway's `or` in one pair of parentheses, the
 // classic and native quantiles joined inside it, and the whole once more
 // before the schedule lag alert's comparison.
 func TestGenerateMixedFormsGateway(t *testing.T) {
-	cfg := rulestest.FleetConfig()
-	off := false
-	lean := rulestest.Probe("lean", 0.5, 0.99, config.SLO{TTFT: rulestest.Sec(time.Second)})
-	lean.Histograms, lean.ClassicBuckets = []string{config.HistogramTTFT, config.HistogramScheduleLag}, &off
-	cfg.Probes = append(cfg.Probes, lean)
-	rf, _, err := rules.Generate(cfg, rules.Options{})
+	rf, _, err := rules.Generate(rulestest.MixedFleetConfig(), rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
