@@ -86,6 +86,9 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 	if err != nil {
 		return fmt.Errorf("demo directory: %w", err)
 	}
+	// The directory outlives the demo, so its ledger can be read; the last
+	// line says where it is.
+	defer fmt.Fprintf(out, "%s%s (config, ledger, file_sd); remove it when done\n", demoDirKept, dir)
 	sdPath := filepath.Join(dir, "fleet.json")
 	sd, err := json.Marshal([]map[string]any{{"targets": replicas, "labels": map[string]string{"zone": "demo"}}})
 	if err != nil {
@@ -116,6 +119,10 @@ func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writ
 	}
 	return runDaemon(ctx, logger, &f.daemon, hooks)
 }
+
+// demoDirKept starts the line the demo prints last: the path of its
+// directory, kept after exit.
+const demoDirKept = "demo directory kept: "
 
 // demoSummaries prints the live summaries while the demo runs and the
 // final table after the drain.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -131,7 +130,12 @@ func TestDemoFinalTableEqualsLedger(t *testing.T) {
 	if ledgerPath == "" {
 		t.Fatalf("demo printed no ledger path:\n%s", out)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(ledgerPath)) })
+	// The last line names the directory the demo kept: the ledger's.
+	out, kept, ok := strings.Cut(out, "\n"+demoDirKept)
+	if dir, _, _ := strings.Cut(kept, " "); !ok || dir != filepath.Dir(ledgerPath) || strings.Count(kept, "\n") != 1 || !strings.HasSuffix(kept, "\n") {
+		t.Fatalf("the demo's last line does not name its directory %s:\n%s", filepath.Dir(ledgerPath), stdout)
+	}
+	daemontest.RemoveDemoDir(t, filepath.Dir(ledgerPath))
 
 	_, final, ok := strings.Cut(out, "final, after every request ended")
 	if !ok {

@@ -66,31 +66,25 @@ func TestCollectorCountsResults(t *testing.T) {
 	tests := []struct {
 		name, metric, want string
 	}{
-		{"dispositions", metricname.Requests, lines(
-			"# HELP vllm_probe_requests_total "+metricname.RequestsHelp, "# TYPE vllm_probe_requests_total counter",
+		{"dispositions", metricname.Requests, family("vllm_probe_requests_total", metricname.RequestsHelp, "counter",
 			`vllm_probe_requests_total{disposition="accepted",probe="p",replica="",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="cancelled",probe="p",replica="",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="client_timeout",probe="p",replica="",target="t"} 0`,
 			`vllm_probe_requests_total{disposition="latency_failure",probe="p",replica="",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="quality_failure",probe="p",replica="",target="t"} 1`,
 			`vllm_probe_requests_total{disposition="server_failure",probe="p",replica="",target="t"} 1`)},
-		{"offered counts every request, in flight returns to 0", metricname.RequestsOffered, lines(
-			"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
+		{"offered counts every request, in flight returns to 0", metricname.RequestsOffered, family("vllm_probe_requests_offered_total", metricname.RequestsOfferedHelp, "counter",
 			`vllm_probe_requests_offered_total{probe="p",replica="",target="t"} 6`)},
-		{"in flight", metricname.RequestsInFlight, lines(
-			"# HELP vllm_probe_requests_in_flight "+metricname.RequestsInFlightHelp, "# TYPE vllm_probe_requests_in_flight gauge",
+		{"in flight", metricname.RequestsInFlight, family("vllm_probe_requests_in_flight", metricname.RequestsInFlightHelp, "gauge",
 			`vllm_probe_requests_in_flight{probe="p",replica="",target="t"} 0`)},
-		{"slo violations", metricname.SLOViolations, lines(
-			"# HELP vllm_probe_slo_violations_total "+metricname.SLOViolationsHelp, "# TYPE vllm_probe_slo_violations_total counter",
+		{"slo violations", metricname.SLOViolations, family("vllm_probe_slo_violations_total", metricname.SLOViolationsHelp, "counter",
 			`vllm_probe_slo_violations_total{probe="p",replica="",slo="e2el",target="t"} 1`,
 			`vllm_probe_slo_violations_total{probe="p",replica="",slo="tpot",target="t"} 0`,
 			`vllm_probe_slo_violations_total{probe="p",replica="",slo="ttfa",target="t"} 1`,
 			`vllm_probe_slo_violations_total{probe="p",replica="",slo="ttft",target="t"} 2`)},
-		{"reasoning tokens", metricname.ReasoningTokens, lines(
-			"# HELP vllm_probe_reasoning_tokens_total "+metricname.ReasoningTokensHelp, "# TYPE vllm_probe_reasoning_tokens_total counter",
+		{"reasoning tokens", metricname.ReasoningTokens, family("vllm_probe_reasoning_tokens_total", metricname.ReasoningTokensHelp, "counter",
 			`vllm_probe_reasoning_tokens_total{probe="p",replica="",target="t"} 7`)},
-		{"output tokens", metricname.OutputTokens, lines(
-			"# HELP vllm_probe_output_tokens_total "+metricname.OutputTokensHelp, "# TYPE vllm_probe_output_tokens_total counter",
+		{"output tokens", metricname.OutputTokens, family("vllm_probe_output_tokens_total", metricname.OutputTokensHelp, "counter",
 			`vllm_probe_output_tokens_total{probe="p",replica="",target="t"} 12`)},
 	}
 	c := New(Options{Now: clock})
@@ -125,10 +119,16 @@ func TestCollectorCountsResults(t *testing.T) {
 // writeZeros writes the HELP and TYPE lines of counter name and a zero
 // sample for each value, labelled by labels with %q for the value.
 func writeZeros[V ~string](w *strings.Builder, name, help, labels string, values []V) {
-	w.WriteString(lines("# HELP "+name+" "+help, "# TYPE "+name+" counter"))
+	w.WriteString(family(name, help, "counter"))
 	for _, v := range values {
 		fmt.Fprintf(w, name+labels+" 0\n", v)
 	}
+}
+
+// family returns the exposition text of metric family name: its HELP and
+// TYPE lines, then samples, one a line.
+func family(name, help, typ string, samples ...string) string {
+	return lines(append([]string{"# HELP " + name + " " + help, "# TYPE " + name + " " + typ}, samples...)...)
 }
 
 func upperBounds(h *dto.Histogram) []float64 {
@@ -276,8 +276,7 @@ func TestCollectorPairChanges(t *testing.T) {
 	syncPairs(c, testConfig(map[string][]string{"t1": {"keep", "change"}, "t2": {"keep"}}, map[string]config.SLO{"keep": slow, "change": slow, "drop": slow}))
 	finish(c, &probe.Result{Target: "t1", Probe: "drop", Disposition: probe.Accepted}) // removed pair: ignored
 
-	want := lines(
-		"# HELP vllm_probe_requests_offered_total "+metricname.RequestsOfferedHelp, "# TYPE vllm_probe_requests_offered_total counter",
+	want := family("vllm_probe_requests_offered_total", metricname.RequestsOfferedHelp, "counter",
 		`vllm_probe_requests_offered_total{probe="change",replica="",target="t1"} 1`,
 		`vllm_probe_requests_offered_total{probe="keep",replica="",target="t1"} 1`,
 		`vllm_probe_requests_offered_total{probe="keep",replica="",target="t2"} 0`,

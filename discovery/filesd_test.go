@@ -34,7 +34,7 @@ func TestFileSDParse(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		files   map[string]string // under the base directory
-		globs   []string
+		globs   []string          // none: the one file's name
 		want    []Replica
 		wantErr string // with the base directory as <dir>
 	}{
@@ -57,40 +57,40 @@ func TestFileSDParse(t *testing.T) {
 			},
 		},
 		{name: "a glob matching nothing is an empty set", globs: []string{"*.json"}, want: []Replica{}},
-		{name: "JSON empty list", files: map[string]string{"a.json": " []\n"}, globs: []string{"a.json"}, want: []Replica{}},
-		{name: "JSON syntax error", files: map[string]string{"a.json": "[\n{\"targets\": [\"h:1\",]}]"}, globs: []string{"a.json"},
+		{name: "JSON empty list", files: map[string]string{"a.json": " []\n"}, want: []Replica{}},
+		{name: "JSON syntax error", files: map[string]string{"a.json": "[\n{\"targets\": [\"h:1\",]}]"},
 			wantErr: "file_sd: <dir>/a.json:2: invalid character ']' looking for beginning of value"},
-		{name: "JSON wrong type", files: map[string]string{"a.json": "[\n{\"targets\": \"h:1\"}]"}, globs: []string{"a.json"},
+		{name: "JSON wrong type", files: map[string]string{"a.json": "[\n{\"targets\": \"h:1\"}]"},
 			wantErr: "file_sd: <dir>/a.json:2: json: cannot unmarshal string into Go struct field targetGroup.targets of type []string"},
-		{name: "JSON unknown key", files: map[string]string{"a.json": `[{"target": ["h:1"]}]`}, globs: []string{"a.json"},
+		{name: "JSON unknown key", files: map[string]string{"a.json": `[{"target": ["h:1"]}]`},
 			wantErr: `file_sd: <dir>/a.json: json: unknown field "target"`},
-		{name: "JSON truncated", files: map[string]string{"a.json": `[{"targets": ["h:1"`}, globs: []string{"a.json"},
+		{name: "JSON truncated", files: map[string]string{"a.json": `[{"targets": ["h:1"`},
 			wantErr: "file_sd: <dir>/a.json: truncated JSON: unexpected EOF"},
-		{name: "JSON trailing data", files: map[string]string{"a.json": `[] []`}, globs: []string{"a.json"},
+		{name: "JSON trailing data", files: map[string]string{"a.json": `[] []`},
 			wantErr: "file_sd: <dir>/a.json: data after the list of target groups"},
-		{name: "JSON empty file", files: map[string]string{"a.json": " \n"}, globs: []string{"a.json"},
+		{name: "JSON empty file", files: map[string]string{"a.json": " \n"},
 			wantErr: "file_sd: <dir>/a.json: empty document (write [] for no targets)"},
-		{name: "JSON bad target", files: map[string]string{"a.json": `[{"targets": ["h:1"]}, {"targets": ["h:1", "http://h:8000"]}]`}, globs: []string{"a.json"},
+		{name: "JSON bad target", files: map[string]string{"a.json": `[{"targets": ["h:1"]}, {"targets": ["h:1", "http://h:8000"]}]`},
 			wantErr: `file_sd: <dir>/a.json: group 1: target "http://h:8000": want host:port: too many colons in address`},
-		{name: "YAML missing port", files: map[string]string{"a.yml": "- targets:\n  - h:1\n  - vllm-0\n"}, globs: []string{"a.yml"},
+		{name: "YAML missing port", files: map[string]string{"a.yml": "- targets:\n  - h:1\n  - vllm-0\n"},
 			wantErr: `file_sd: <dir>/a.yml:3: target "vllm-0": want host:port: missing port in address`},
-		{name: "YAML bad port", files: map[string]string{"a.yml": "- targets: ['h:0']\n"}, globs: []string{"a.yml"},
+		{name: "YAML bad port", files: map[string]string{"a.yml": "- targets: ['h:0']\n"},
 			wantErr: `file_sd: <dir>/a.yml:1: target "h:0": want host:port: port "0" is not a number from 1 to 65535`},
-		{name: "YAML path in target", files: map[string]string{"a.yml": "- targets: ['h/v1:80']\n"}, globs: []string{"a.yml"},
+		{name: "YAML path in target", files: map[string]string{"a.yml": "- targets: ['h/v1:80']\n"},
 			wantErr: `file_sd: <dir>/a.yml:1: target "h/v1:80": want host:port: "h/v1" is not a host name or address (no scheme or path)`},
-		{name: "YAML target not a string", files: map[string]string{"a.yml": "- targets:\n  - {host: h}\n"}, globs: []string{"a.yml"},
+		{name: "YAML target not a string", files: map[string]string{"a.yml": "- targets:\n  - {host: h}\n"},
 			wantErr: "file_sd: <dir>/a.yml:2: target 0 of group 0: want a host:port string"},
-		{name: "YAML bad label name", files: map[string]string{"a.yml": "- targets: ['h:1']\n  labels: {zone-a: x}\n"}, globs: []string{"a.yml"},
+		{name: "YAML bad label name", files: map[string]string{"a.yml": "- targets: ['h:1']\n  labels: {zone-a: x}\n"},
 			wantErr: `file_sd: <dir>/a.yml: group 0: label name "zone-a" is not a valid Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)`},
-		{name: "YAML unknown key", files: map[string]string{"a.yml": "- targets: ['h:1']\n  label: {a: b}\n"}, globs: []string{"a.yml"},
+		{name: "YAML unknown key", files: map[string]string{"a.yml": "- targets: ['h:1']\n  label: {a: b}\n"},
 			wantErr: "file_sd: <dir>/a.yml: yaml: unmarshal errors:\n  line 2: field label not found in type discovery.yamlTargetGroup"},
-		{name: "YAML not a list", files: map[string]string{"a.yml": "\ntargets: ['h:1']\n"}, globs: []string{"a.yml"},
+		{name: "YAML not a list", files: map[string]string{"a.yml": "\ntargets: ['h:1']\n"},
 			wantErr: "file_sd: <dir>/a.yml:2: want a list of target groups, not !!map"},
-		{name: "YAML syntax error", files: map[string]string{"a.yml": "- targets: ['h:1'\n"}, globs: []string{"a.yml"},
+		{name: "YAML syntax error", files: map[string]string{"a.yml": "- targets: ['h:1'\n"},
 			wantErr: "file_sd: <dir>/a.yml: yaml: line 1: did not find expected ',' or ']'"},
-		{name: "YAML two documents", files: map[string]string{"a.yml": "[]\n---\n[]\n"}, globs: []string{"a.yml"},
+		{name: "YAML two documents", files: map[string]string{"a.yml": "[]\n---\n[]\n"},
 			wantErr: "file_sd: <dir>/a.yml: more than one YAML document"},
-		{name: "YAML empty file", files: map[string]string{"a.yaml": "# nothing\n"}, globs: []string{"a.yaml"},
+		{name: "YAML empty file", files: map[string]string{"a.yaml": "# nothing\n"},
 			wantErr: "file_sd: <dir>/a.yaml: empty document (write [] for no targets)"},
 		{name: "a directory named like a file", files: map[string]string{"d.json/x": ""}, globs: []string{"*.json"},
 			wantErr: "file_sd: open <dir>/d.json: not a regular file (a directory)"},
@@ -103,7 +103,13 @@ func TestFileSDParse(t *testing.T) {
 				}
 				writeFile(t, dir, name, content, true)
 			}
-			d, err := New(Config{FileSD: &FileSDConfig{Files: tc.globs}}, Options{BaseDir: dir})
+			globs := tc.globs
+			if globs == nil && len(tc.files) == 1 {
+				for name := range tc.files {
+					globs = []string{name}
+				}
+			}
+			d, err := New(Config{FileSD: &FileSDConfig{Files: globs}}, Options{BaseDir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

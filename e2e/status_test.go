@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -173,6 +174,98 @@ probes:
 	} {
 		if strings.Contains(body, secretToken) {
 			t.Errorf("%s shows the secret token", name)
+		}
+	}
+}
+
+// TestPairPageAnswerColumnsInChromium: against a reasoning simulator, the
+// pair pages of a reasoning probe and of a forced tool call show, for
+// every recent request Chromium renders, the TTFA, reasoning tokens and
+// tool calls of that request's ledger record.
+func TestPairPageAnswerColumnsInChromium(t *testing.T) {
+	o := simulator.DefaultOptions()
+	o.ReasoningTokens = 8
+	_, simURL := simtest.Start(t, o)
+	cfgPath := testfile.Temp(t, "c.yml", fmt.Sprintf(`targets:
+  - {name: sim, url: %s}
+probes:
+  - name: reasoning
+    api: chat
+    rate: 5
+    request: {max_tokens: 32}
+    workload: {prompts: [{messages: [{role: user, content: "What is 12*12?"}]}]}
+  - name: tools
+    api: chat
+    rate: 5
+    request:
+      max_tokens: 64
+      extra:
+        tools: [{type: function, function: {name: get_weather, parameters: {type: object, properties: {city: {type: string}}, required: [city]}}}]
+        tool_choice: required
+    workload: {prompts: [{messages: [{role: user, content: "What is the weather in Paris?"}]}]}
+`, simURL))
+	d := daemontest.Start(t, binary, "--config.file="+cfgPath)
+	type record struct {
+		Probe           string
+		Scheduled       time.Time
+		TTFAS           *float64 `json:"ttfa_s"`
+		ReasoningTokens int      `json:"reasoning_tokens"`
+		ToolCalls       int      `json:"tool_calls"`
+	}
+	results := func() []record {
+		var res struct{ Data []record }
+		if err := json.Unmarshal([]byte(get(t, d.URL("/api/v1/results?limit=1000"))), &res); err != nil {
+			t.Fatalf("results: %v", err)
+		}
+		return res.Data
+	}
+	daemontest.WaitFor(t, 30*time.Second, "reasoning and tool calls in the results", func() bool {
+		var reasoning, tools bool
+		for _, r := range results() {
+			reasoning = reasoning || r.Probe == "reasoning" && r.ReasoningTokens > 0 && r.TTFAS != nil
+			tools = tools || r.Probe == "tools" && r.ToolCalls > 0
+		}
+		return reasoning && tools
+	})
+	row := regexp.MustCompile(`<tr><td class="l">([0-9:.]+)</td>[\s\S]*?<td class="ttfa">([^<]*)</td>[\s\S]*?<td class="reasoning">([^<]*)</td><td class="l tools">([^<]*)</td></tr>`)
+	for _, p := range []string{"reasoning", "tools"} {
+		rows := row.FindAllStringSubmatch(chromiumDOM(t, d.URL("/pair?target=sim&probe="+p), ""), -1)
+		byTime := map[string][]record{} // fetched after the page: a superset of its rows
+		for _, r := range results() {
+			if r.Probe == p {
+				k := r.Scheduled.UTC().Format("15:04:05.000")
+				byTime[k] = append(byTime[k], r)
+			}
+		}
+		var reasoning, tools int
+		for _, m := range rows {
+			recs := byTime[m[1]]
+			if len(recs) != 1 {
+				t.Fatalf("%s: row scheduled %s has %d ledger records, want 1", p, m[1], len(recs))
+			}
+			r := recs[0]
+			if r.TTFAS == nil {
+				if m[2] != "–" {
+					t.Errorf("%s %s: TTFA %q, the record has none", p, m[1], m[2])
+				}
+			} else if ms, err := strconv.ParseFloat(strings.TrimSuffix(m[2], " ms"), 64); err != nil || math.Abs(ms-*r.TTFAS*1000) > 0.051 {
+				t.Errorf("%s %s: TTFA %q, the record's is %.4f ms", p, m[1], m[2], *r.TTFAS*1000)
+			}
+			wantReasoning, wantTools := "–", "–"
+			if r.ReasoningTokens > 0 {
+				reasoning++
+				wantReasoning = strconv.Itoa(r.ReasoningTokens)
+			}
+			if r.ToolCalls > 0 {
+				tools++
+				wantTools = strconv.Itoa(r.ToolCalls) + " (get_weather)"
+			}
+			if m[3] != wantReasoning || m[4] != wantTools {
+				t.Errorf("%s %s: reasoning tokens %q and tool calls %q, want %q and %q", p, m[1], m[3], m[4], wantReasoning, wantTools)
+			}
+		}
+		if len(rows) == 0 || p == "reasoning" && reasoning == 0 || p == "tools" && tools == 0 {
+			t.Errorf("%s: %d recent rows, %d with reasoning, %d with tool calls", p, len(rows), reasoning, tools)
 		}
 	}
 }

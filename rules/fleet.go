@@ -84,16 +84,16 @@ func (p builder) targetExpr(expr func(matchers, window string) string, w string)
 
 // targetQuantile is the q-quantile of metric (quantileExpr) over the
 // series targetExpr selects: a target with a gateway by its gateway's
-// series only. It is parenthesised when it joins two sides, so a
-// comparison after it applies to both.
+// series only. Without gateways it is quantileOperand; with them it joins
+// two sides, each in one pair of parentheses, and is parenthesised as a
+// whole, so a comparison after it applies to both.
 func (p builder) targetQuantile(q, metric, by, w string, f histogramForms) string {
-	e := p.targetExpr(func(matchers, window string) string {
-		return quantileExpr(q, metric, selector(matchers), by, window, f)
-	}, w)
-	if len(p.Gateways) > 0 {
-		return "(\n" + e + "\n)"
+	if len(p.Gateways) == 0 {
+		return quantileOperand(q, metric, selector(p.jobMatcher()), by, w, f)
 	}
-	return e
+	return "(\n" + p.targetExpr(func(matchers, window string) string {
+		return quantileExpr(q, metric, selector(matchers), by, window, f)
+	}, w) + "\n)"
 }
 
 // fleetWindows are the windows the fleet alerts read: the page windows of

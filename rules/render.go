@@ -156,7 +156,7 @@ func (p builder) latencyAlerts() []Rule {
 			forms := histogramForms{classic: pp.Hist.Classic, native: !pp.Hist.Classic}
 			r := Rule{
 				Alert: AlertLatencyHigh,
-				Expr: quantileExpr("0.99", plan.SLOMetric[l.SLO], p.sel(extra), "target, probe", plan.FmtDur(l.Window), forms) +
+				Expr: quantileOperand("0.99", plan.SLOMetric[l.SLO], p.sel(extra), "target, probe", plan.FmtDur(l.Window), forms) +
 					"\n> " + plan.FmtF(l.Threshold.Seconds()),
 				For:         plan.FmtDur(p.Scale(p.Options.LatencyFor)),
 				Labels:      map[string]string{"severity": SeverityTicket, "slo": l.SLO, "target": pp.Target, "probe": pp.Probe},

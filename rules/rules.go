@@ -32,6 +32,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulefile"
 )
 
 // Options tune the generated rules. Zero values take the documented
@@ -55,26 +56,13 @@ const (
 type builder struct{ *plan.Plan }
 
 // RuleFile is a Prometheus rule file.
-type RuleFile struct {
-	Groups []RuleGroup `yaml:"groups"`
-}
+type RuleFile = rulefile.RuleFile
 
 // RuleGroup is one group of rules evaluated together.
-type RuleGroup struct {
-	Name     string `yaml:"name"`
-	Interval string `yaml:"interval,omitempty"`
-	Rules    []Rule `yaml:"rules"`
-}
+type RuleGroup = rulefile.RuleGroup
 
 // Rule is one recording (Record set) or alerting (Alert set) rule.
-type Rule struct {
-	Record      string            `yaml:"record,omitempty"`
-	Alert       string            `yaml:"alert,omitempty"`
-	Expr        string            `yaml:"expr"`
-	For         string            `yaml:"for,omitempty"`
-	Labels      map[string]string `yaml:"labels,omitempty"`
-	Annotations map[string]string `yaml:"annotations,omitempty"`
-}
+type Rule = rulefile.Rule
 
 // Generate builds the rule file for cfg. Warnings list windows that were
 // widened or alerts that were dropped; the same text is in the annotations
@@ -87,11 +75,11 @@ func Generate(cfg *config.Config, o Options) (*RuleFile, []Warning, error) {
 	p := builder{pl}
 	// Alerts share a group with the recording rules they read, so they see
 	// this evaluation's values (groups are evaluated independently).
-	rf := &RuleFile{Groups: []RuleGroup{
-		{Name: "vllm-prober.slo", Rules: slices.Concat(p.recordingRules(), p.fleetRecordingRules(), p.burnAlerts(), p.fleetAlerts())},
-		{Name: "vllm-prober.latency", Rules: p.latencyAlerts()},
-		{Name: "vllm-prober.health", Rules: append(p.ttftRecordingRules(), p.healthAlerts()...)},
-	}}
+	rf := rulefile.Rendered(pl,
+		RuleGroup{Name: "vllm-prober.slo", Rules: slices.Concat(p.recordingRules(), p.fleetRecordingRules(), p.burnAlerts(), p.fleetAlerts())},
+		RuleGroup{Name: "vllm-prober.latency", Rules: p.latencyAlerts()},
+		RuleGroup{Name: "vllm-prober.health", Rules: append(p.ttftRecordingRules(), p.healthAlerts()...)},
+	)
 	if drift := p.outputChangedAlerts(); len(drift) > 0 {
 		rf.Groups = append(rf.Groups, RuleGroup{Name: "vllm-prober.output", Rules: drift})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulefile"
 	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
 )
 
@@ -162,4 +163,25 @@ func TestGenerateRecording(t *testing.T) {
 			t.Errorf("absent expr = %s", got)
 		}
 	})
+}
+
+// TestGenerateKeepsPlan: the rule file Generate returns carries the plan
+// it was rendered from, the one rules/promtest writes its tests from
+// instead of building a second; a file built by hand carries none.
+func TestGenerateKeepsPlan(t *testing.T) {
+	cfg := rulestest.FleetConfig()
+	rf, warnings, err := rules.Generate(cfg, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rulefile.Plan(rf)
+	if p == nil {
+		t.Fatal("Generate's rule file carries no plan")
+	}
+	if len(p.Gateways) != 1 || p.Gateways[0] != "fleet" || len(p.Warnings) != len(warnings) {
+		t.Errorf("plan has gateways %v and %d warnings, want [fleet] and %d", p.Gateways, len(p.Warnings), len(warnings))
+	}
+	if p := rulefile.Plan(&rules.RuleFile{}); p != nil {
+		t.Errorf("a rule file built by hand carries plan %v", p)
+	}
 }

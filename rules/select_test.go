@@ -229,6 +229,32 @@ func TestGenerateNoFleetNoExtraRules(t *testing.T) {
 	}
 }
 
+// TestGenerateMixedFormsGateway: a target with a gateway whose probes
+// export TTFT in both forms (MixedFleetConfig) gets each side of the gateway's `or` in one pair of parentheses, the
+// classic and native quantiles joined inside it, and the whole once more
+// before the schedule lag alert's comparison.
+func TestGenerateMixedFormsGateway(t *testing.T) {
+	rf, _, err := rules.Generate(rulestest.MixedFleetConfig(), rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quantile := func(q, metric, by, sel string) string {
+		return "histogram_quantile(" + q + ", sum by (" + by + ", le) (rate(" + metric + "_bucket" + sel + "[10m])))\nor\n" +
+			"histogram_quantile(" + q + ", sum by (" + by + ") (rate(" + metric + sel + "[10m])))"
+	}
+	sides := func(q, metric, by string) string {
+		return "(\n" + quantile(q, metric, by, `{job="vllm-prober",target!~"fleet"}`) + "\n)\nor\n(\n" +
+			quantile(q, metric, by, `{job="vllm-prober",target=~"fleet",replica=""}`) + "\n)"
+	}
+	if got, want := rulestest.Records(rf)[rules.RecordClientTTFT+"10m"].Expr, "(\n"+sides("0.5", "vllm_probe_time_to_first_token_seconds", "target")+"\n)"; got != want {
+		t.Errorf("client TTFT record:\n%s\nwant:\n%s", got, want)
+	}
+	lag := rulestest.Alerts(rf, rules.AlertScheduleLag)
+	if want := "(\n" + sides("0.99", "vllm_probe_schedule_lag_seconds", "target, probe") + "\n)\n> 1"; len(lag) != 1 || lag[0].Expr != want {
+		t.Errorf("schedule lag alerts %v, want one with expr:\n%s", lag, want)
+	}
+}
+
 // TestGenerateFleetTargetLevelSeries: the target-level records and
 // alerts of a target with a gateway, the client TTFT record and the
 // schedule lag alert among them, read only its gateway's series

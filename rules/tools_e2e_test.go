@@ -84,6 +84,7 @@ func TestPromtoolPassesGeneratedRules(t *testing.T) {
 		{"reasoning: ttft and ttfa SLOs", rulestest.ReasoningConfig(), rules.Options{}},
 		{"fleet and fingerprint", rulestest.FleetConfig(), rules.Options{}},
 		{"fleet and fingerprint, e2e windows", rulestest.FleetConfig(), rules.Options{WindowScale: 1.0 / 60}},
+		{"fleet with classic and native-only histograms", rulestest.MixedFleetConfig(), rules.Options{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

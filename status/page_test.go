@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,47 @@ func TestRenderPair(t *testing.T) {
 	}
 	if _, _, ok := tr.Pair(config.PairKey{Target: "t", Probe: "nope"}); ok {
 		t.Error("an unknown pair was found")
+	}
+}
+
+// TestRenderPairRecentAnswer: each recent request shows its TTFA,
+// reasoning tokens and tool calls from its Result, and "–" for a request
+// whose Result has none, newest first.
+func TestRenderPairRecentAnswer(t *testing.T) {
+	tr := NewTracker(TrackerOptions{})
+	syncPairs(tr, trackerConfig("p"))
+	results := []probe.Result{
+		{Disposition: probe.Accepted, TTFT: 100 * time.Millisecond, TTFA: 412500 * time.Microsecond, E2EL: time.Second, ReasoningTokens: 37,
+			ToolCalls: []probe.ToolCall{{ID: "call-1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}, {ID: "call-2", Name: "get_time"}}},
+		{Disposition: probe.Accepted, TTFT: 90 * time.Millisecond, TTFA: 90 * time.Millisecond, E2EL: time.Second,
+			ToolCalls: []probe.ToolCall{{ID: "call-3", Name: "lookup"}}},
+		{Disposition: probe.Accepted, TTFT: 50 * time.Millisecond, E2EL: time.Second},
+	}
+	offerAndFinish(tr, results)
+	ps, recent, _ := tr.Pair(config.PairKey{Target: "t", Probe: "p"})
+	var sb strings.Builder
+	if err := RenderPair(&sb, PairPage{Now: time.Unix(0, 0), Stats: ps, Recent: recent}); err != nil {
+		t.Fatal(err)
+	}
+	page := sb.String()
+	for _, want := range []string{"<th>TTFA</th>", "<th>reasoning tokens</th>", `<th class="l">tool calls</th>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("recent table lacks header %q", want)
+		}
+	}
+	cells := regexp.MustCompile(`<td class="ttfa">([^<]*)</td>.*\n<td class="reasoning">([^<]*)</td><td class="l tools">([^<]*)</td>`).FindAllStringSubmatch(page, -1)
+	want := [][3]string{ // newest first
+		{"–", "–", "–"},
+		{"90.0 ms", "–", "1 (lookup)"},
+		{"412.5 ms", "37", "2 (get_weather, …)"},
+	}
+	if len(cells) != len(want) {
+		t.Fatalf("%d recent rows with TTFA, reasoning and tool cells, want %d:\n%s", len(cells), len(want), page)
+	}
+	for i, w := range want {
+		if got := [3]string{cells[i][1], cells[i][2], cells[i][3]}; got != w {
+			t.Errorf("row %d (TTFA, reasoning tokens, tool calls) = %q, want %q", i, got, w)
+		}
 	}
 }
 

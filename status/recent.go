@@ -1,6 +1,7 @@
 package status
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 // their HTTP phases.
 const recentRequests = 20
 
-// RequestView is one recent request on the detail page: its phases and the
+// RequestView is one recent request on the detail page: its phases, the
 // client's and, when the server sent per-request metrics, the server's
-// TTFT.
+// TTFT, and what a reasoning or tool-calling probe's answer held.
 type RequestView struct {
 	Scheduled   time.Time
 	Disposition probe.Disposition
@@ -22,8 +23,15 @@ type RequestView struct {
 	// phases are the durations of probe.Phases, in that order: a pair's
 	// 20 recent requests keep them inline rather than in a map each
 	// (~4.5 KiB a pair).
-	phases     [maxPhases]time.Duration
-	TTFT, E2EL time.Duration
+	phases           [maxPhases]time.Duration
+	TTFT, TTFA, E2EL time.Duration
+	// ReasoningTokens is probe.Result.ReasoningTokens, 0 when the answer
+	// had no reasoning.
+	ReasoningTokens int32
+	// ToolCalls is the number of the answer's function calls and ToolName
+	// the first one's name.
+	ToolCalls int32
+	ToolName  string
 	// Server is the server's own timing (vLLM's per-request metrics); nil
 	// when the server sent none.
 	Server *probe.ServerTiming
@@ -50,7 +58,11 @@ type recentRing struct {
 
 func (r *recentRing) add(res *probe.Result) {
 	v := RequestView{Scheduled: res.Scheduled, Disposition: res.Disposition, Reason: res.Reason,
-		HTTPStatus: res.HTTPStatus, TTFT: res.TTFT, E2EL: res.E2EL, Error: res.Error}
+		HTTPStatus: res.HTTPStatus, TTFT: res.TTFT, TTFA: res.TTFA, E2EL: res.E2EL, Error: res.Error,
+		ReasoningTokens: int32(min(res.ReasoningTokens, math.MaxInt32)), ToolCalls: int32(min(len(res.ToolCalls), math.MaxInt32))}
+	if len(res.ToolCalls) > 0 {
+		v.ToolName = res.ToolCalls[0].Name
+	}
 	for i, name := range probe.Phases[:min(len(probe.Phases), maxPhases)] {
 		v.phases[i] = res.Phases[name]
 	}

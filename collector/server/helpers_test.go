@@ -13,12 +13,15 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/testclock"
 )
 
-// fixedNow is the clock of every test: durations are 0, timestamps exact.
-var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-
-func clock() time.Time { return fixedNow }
+// fixedNow and clock are the clock of every test (testclock.Fixed):
+// durations are 0, timestamps exact.
+var (
+	fixedNow = testclock.Fixed
+	clock    = testclock.Frozen
+)
 
 // manualTicker replaces time.NewTicker: Tick wakes every live loop once.
 type manualTicker struct {

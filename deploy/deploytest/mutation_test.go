@@ -28,6 +28,11 @@ func TestWiringChecksFail(t *testing.T) {
 			edit(&vs[i])
 		}
 	}
+	// keepMounts drops every volume mount of the prober but the first n.
+	keepMounts := func(m *manifests, n int) {
+		c := prober(m)
+		c.VolumeMounts = c.VolumeMounts[:n]
+	}
 	for _, tc := range []struct {
 		name   string
 		mutate func(m *manifests)
@@ -39,10 +44,7 @@ func TestWiringChecksFail(t *testing.T) {
 			editConfig(m, "history_limit", "histroy_limit")
 			config(m).Data["vllm-prober.yml"] += "\nbogus: 1\n"
 		}, "config"},
-		{"secret not mounted", func(m *manifests) {
-			c := prober(m)
-			c.VolumeMounts = c.VolumeMounts[:1]
-		}, "not in a mounted Secret"},
+		{"secret not mounted", func(m *manifests) { keepMounts(m, 1) }, "not in a mounted Secret"},
 		{"secret file renamed", func(m *manifests) {
 			editVolumes(m, func(v *corev1.Volume) {
 				if v.Secret != nil {
@@ -71,10 +73,7 @@ func TestWiringChecksFail(t *testing.T) {
 		}, "3 containers"},
 		{"no memory limit", func(m *manifests) { delete(prober(m).Resources.Limits, corev1.ResourceMemory) }, "memory needs a request and a limit"},
 		{"writable root", func(m *manifests) { *prober(m).SecurityContext.ReadOnlyRootFilesystem = false }, "not read-only"},
-		{"ledger not mounted", func(m *manifests) {
-			c := prober(m)
-			c.VolumeMounts = c.VolumeMounts[:2]
-		}, "no writable volume"},
+		{"ledger not mounted", func(m *manifests) { keepMounts(m, 2) }, "no writable volume"},
 		{"ledger volume too small", func(m *manifests) {
 			editVolumes(m, func(v *corev1.Volume) {
 				if v.Name == "ledger" {

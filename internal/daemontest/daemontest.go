@@ -128,9 +128,10 @@ func Start(t testing.TB, binary string, args ...string) *Proc {
 
 // StartDemo runs `binary demo` with args on a loopback listen address
 // until the test ends, and reads its standard output up to the line that
-// names the metrics URL. It returns that URL, the output read so far and
+// names its config. It returns the metrics URL, the output read so far and
 // the scanner of the rest, which the caller must keep draining so the demo
-// never blocks on a full pipe.
+// never blocks on a full pipe. When the test ends it stops the demo and
+// removes the directory the demo kept (RemoveDemoDir).
 func StartDemo(t testing.TB, binary string, args ...string) (metricsURL, head string, stdout *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"demo", "--web.listen-address=127.0.0.1:0"}, args...)...)
@@ -141,19 +142,45 @@ func StartDemo(t testing.TB, binary string, args ...string) (metricsURL, head st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var dir string
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if dir != "" {
+			removeDemoDir(t, dir)
+		}
+	})
 	sc := bufio.NewScanner(pipe)
 	var out strings.Builder
-	for metricsURL == "" && sc.Scan() {
+	for dir == "" && sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "metrics:" {
+		switch f := strings.Fields(sc.Text()); {
+		case len(f) == 2 && f[0] == "metrics:":
 			metricsURL = f[1]
+		case len(f) == 2 && f[0] == "config:":
+			dir = filepath.Dir(f[1])
 		}
 	}
-	if metricsURL == "" {
-		t.Fatalf("demo printed no metrics URL:\n%s", out.String())
+	if metricsURL == "" || dir == "" {
+		t.Fatalf("demo printed no metrics URL or no config path:\n%s", out.String())
 	}
 	return metricsURL, out.String(), sc
+}
+
+// RemoveDemoDir removes, when the test ends, dir: the directory a demo
+// created and kept after it exited. The test fails if dir is not there.
+func RemoveDemoDir(t testing.TB, dir string) {
+	t.Cleanup(func() { removeDemoDir(t, dir) })
+}
+
+func removeDemoDir(t testing.TB, dir string) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || !strings.HasPrefix(filepath.Base(dir), "vllm-prober-demo-") {
+		t.Errorf("the demo's directory %q is not there to remove (stat: %v)", dir, err)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Errorf("remove the demo's directory: %v", err)
+	}
 }
 
 // Stop sends sig to the daemon, waits until it exits and returns the error

@@ -1,6 +1,7 @@
-// Package testclock holds a clock for tests that decide every time
-// themselves: Now is what the test last set, and Sleep moves the clock on
-// at once instead of waiting, so timing tests are exact and fast.
+// Package testclock holds the clocks of tests that decide every time
+// themselves: Fixed for tests whose clock never moves, and Manual, whose
+// Now is what the test last set and whose Sleep moves the clock on at once
+// instead of waiting, so timing tests are exact and fast.
 package testclock
 
 import (
@@ -8,6 +9,13 @@ import (
 	"sync"
 	"time"
 )
+
+// Fixed is the time of tests whose clock never moves: every duration
+// measured against it is 0 and every timestamp is exact.
+var Fixed = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// Frozen returns Fixed; it is the Now function of such tests.
+func Frozen() time.Time { return Fixed }
 
 // Manual is a clock that moves only when told. It is safe for concurrent
 // use.

@@ -26,3 +26,13 @@ func TestManual(t *testing.T) {
 		}
 	}
 }
+
+func TestFrozen(t *testing.T) {
+	// The collector tests' expected exposition text spells this instant.
+	want := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := range 2 {
+		if got := Frozen(); !got.Equal(want) || got.Location() != time.UTC {
+			t.Fatalf("call %d: Frozen() = %v, want %v (UTC)", i, got, want)
+		}
+	}
+}

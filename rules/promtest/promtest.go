@@ -8,6 +8,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+	"github.com/vllm-prober/vllm-prober/rules/internal/rulefile"
 )
 
 // requestsPerStep is the counter increment per test step.
@@ -22,14 +23,11 @@ const requestsPerStep = 6
 // so are those that would need a histogram no pair exports with classic
 // buckets (fed).
 func Generate(cfg *config.Config, o rules.Options) (*File, error) {
-	p, err := plan.New(cfg, o)
-	if err != nil {
-		return nil, err
-	}
 	rf, _, err := rules.Generate(cfg, o)
 	if err != nil {
 		return nil, err
 	}
+	p := rulefile.Plan(rf)
 	tb := &testBuilder{p: p, rules: rf, step: testStep(p)}
 	tf := &File{RuleFiles: []string{p.Options.RuleFileName}, EvaluationInterval: plan.FmtDur(tb.step)}
 	tf.Tests = append(tf.Tests, tb.healthy(), tb.absent(), tb.proberDown(), tb.reloadFailed(), tb.ledgerErrors())

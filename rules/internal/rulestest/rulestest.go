@@ -82,6 +82,18 @@ func FleetConfig() *config.Config {
 	}
 }
 
+// MixedFleetConfig is FleetConfig with a second probe, lean, exporting
+// TTFT and schedule lag native-only, so the fleet's gateway reads both
+// histogram forms.
+func MixedFleetConfig() *config.Config {
+	cfg := FleetConfig()
+	off := false
+	lean := Probe("lean", 0.5, 0.99, config.SLO{TTFT: Sec(time.Second)})
+	lean.Histograms, lean.ClassicBuckets = []string{config.HistogramTTFT, config.HistogramScheduleLag}, &off
+	cfg.Probes = append(cfg.Probes, lean)
+	return cfg
+}
+
 // LeanConfig has a probe with every histogram (full), one with TTFT and
 // E2EL native-only (lean) and one with E2EL only, classic (e2el-only);
 // target b runs only e2el-only.
