@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -93,9 +94,68 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	return out, err
 }
 
+// FloorCost measures the naive client (floor) as Cost measures the
+// daemon: the simulator as Cost starts it, and the client as a process of
+// its own, command with the simulator's URL, opts.Rate and
+// opts.OutputTokens added as the flags RunFloorClient's caller reads
+// (-floor.client, -floor.rate, -floor.tokens). The client sends the
+// requests alone: no ledger, no server metrics, no /metrics, no judging.
+// Its requests are the ones the simulator finished. It is the floor of
+// what a streamed request costs a Go process on this machine.
+func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostResult, error) {
+	if opts.OutputTokens == 0 {
+		opts.OutputTokens = 64
+	}
+	out := CostResult{Name: fmt.Sprintf("naive client @ %g/s, %d tokens", opts.Rate, opts.OutputTokens), Targets: 1, Probes: 1, Rate: opts.Rate}
+	sim, err := startProcess(ctx, opts.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
+		"--max-num-seqs=1024", "--decode-per-seq=20us")
+	if err != nil {
+		return out, fmt.Errorf("simulator: %w", err)
+	}
+	defer sim.stop()
+	out.SimPID = sim.cmd.Process.Pid
+	simURL := "http://" + sim.addr
+	args := append(command[1:len(command):len(command)], "-floor.client="+simURL,
+		fmt.Sprintf("-floor.rate=%g", opts.Rate), fmt.Sprintf("-floor.tokens=%d", opts.OutputTokens))
+	client, err := startCommand(exec.CommandContext(ctx, command[0], args...), floorReady)
+	if err != nil {
+		return out, fmt.Errorf("naive client: %w", err)
+	}
+	defer client.stop()
+	out.DaemonPID = client.cmd.Process.Pid
+	opts.ScrapeEvery = 0 // it has no /metrics
+	err = measureCounting(ctx, &out, func() (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests) }, opts)
+	out.ScrapeBytes = 0 // the simulator's, not the client's
+	return out, err
+}
+
+// floorReady is the line RunFloorClient logs once it is about to send.
+var floorReady = regexp.MustCompile(`naive client ready url=(\S+)`)
+
+// RunFloorClient is the naive client of FloorCost: it sends requests to
+// the simulator at url at a Poisson rate, each a streamed completion of
+// outputTokens tokens with a 128-word prompt, until ctx ends, after
+// logging floorReady's line to stderr.
+func RunFloorClient(ctx context.Context, url string, rate float64, outputTokens int) error {
+	f, err := newFloor(url, "sim-llama", 128, outputTokens, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "naive client ready url=%s\n", url)
+	f.run(ctx, "cost", floorOffsets(rate, time.Hour))
+	return nil
+}
+
 // measure samples the daemon after the warm-up and over opts.Duration,
 // scraping /metrics every opts.ScrapeEvery meanwhile.
 func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostOptions) error {
+	return measureCounting(ctx, out, func() (float64, int, error) { return requestsTotal(metricsURL, probeRequests) }, opts)
+}
+
+// measureCounting is measure with the requests counted by count (their
+// total so far and the size of the answer it read), which also serves as
+// the scrape every opts.ScrapeEvery.
+func measureCounting(ctx context.Context, out *CostResult, count func() (float64, int, error), opts CostOptions) error {
 	if err := wait.Sleep(ctx, opts.Warmup); err != nil {
 		return err
 	}
@@ -103,7 +163,7 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 	if err != nil {
 		return err
 	}
-	reqBefore, _, err := requestsTotal(metricsURL)
+	reqBefore, _, err := count()
 	if err != nil {
 		return err
 	}
@@ -117,7 +177,7 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 			return err
 		}
 		if opts.ScrapeEvery > 0 {
-			if _, _, err = requestsTotal(metricsURL); err != nil {
+			if _, _, err = count(); err != nil {
 				return err
 			}
 		}
@@ -127,7 +187,7 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 		return err
 	}
 	out.Duration = time.Since(start)
-	reqAfter, size, err := requestsTotal(metricsURL)
+	reqAfter, size, err := count()
 	if err != nil {
 		return err
 	}
@@ -200,9 +260,16 @@ func writeProbes(b *strings.Builder, n int, rate float64, outputTokens int) {
 	}
 }
 
-// requestsTotal scrapes url and returns the sum of
-// vllm_probe_requests_total and the size of the answer.
-func requestsTotal(url string) (float64, int, error) {
+// The counters of finished requests: the daemon's, and the simulator's
+// (the naive client has no metrics of its own).
+const (
+	probeRequests     = "vllm_probe_requests_total"
+	simulatorRequests = "vllm:request_success_total"
+)
+
+// requestsTotal scrapes url and returns the sum of counter's series and
+// the size of the answer.
+func requestsTotal(url, counter string) (float64, int, error) {
 	resp, err := http.Get(url)
 	if err != nil {
 		return 0, 0, fmt.Errorf("scrape: %w", err)
@@ -218,7 +285,7 @@ func requestsTotal(url string) (float64, int, error) {
 		return 0, 0, fmt.Errorf("parse scrape: %w", err)
 	}
 	total := 0.0
-	for _, m := range families["vllm_probe_requests_total"].GetMetric() {
+	for _, m := range families[counter].GetMetric() {
 		total += m.GetCounter().GetValue()
 	}
 	return total, len(body), nil

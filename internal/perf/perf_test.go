@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -197,5 +198,32 @@ func TestRuns(t *testing.T) {
 				t.Fatalf("%d samples, %v", n, err)
 			}
 		})
+	}
+}
+
+// TestFloorClientCounted: the cost part's naive client sends to the
+// simulator until stopped, and the simulator's finished-request counter,
+// which FloorCost reads as the client's requests, counts them.
+func TestFloorClientCounted(t *testing.T) {
+	sim, url, err := startSimulator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if err := RunFloorClient(ctx, url, 40, 4); err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := requestsTotal(url+"/metrics", simulatorRequests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("the simulator counted no finished request of the naive client")
+	}
+	// The daemon's counter is not the simulator's.
+	if probe, _, err := requestsTotal(url+"/metrics", probeRequests); err != nil || probe != 0 {
+		t.Errorf("%s in the simulator's metrics: %v, %v", probeRequests, probe, err)
 	}
 }

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/perf"
 )
 
 func main() { os.Exit(run()) }
@@ -43,6 +45,8 @@ type options struct {
 	// sidecar cost is measured in the same run.
 	costBaseline string
 	moduleDir    string
+	// self runs this command again (the cost part's naive client).
+	self []string
 }
 
 func run() int {
@@ -57,7 +61,26 @@ func run() int {
 	flag.DurationVar(&o.soakTime, "soak.duration", 30*time.Minute, "How long the soak runs (before -scale).")
 	flag.StringVar(&o.moduleDir, "dir", ".", "The module's root directory.")
 	cpuProfile := flag.String("cpuprofile", "", "Write a CPU profile of the in-process runs (fidelity, schedule) to this file.")
+	// The cost part runs this command again as the naive client.
+	floorClient := flag.String("floor.client", "", "Run only the naive client against this simulator URL until stopped (the cost part's naive client process).")
+	floorRate := flag.Float64("floor.rate", 1, "The naive client's requests per second (with -floor.client).")
+	floorTokens := flag.Int("floor.tokens", 16, "The naive client's streamed tokens per request (with -floor.client).")
 	flag.Parse()
+	if *floorClient != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := perf.RunFloorClient(ctx, *floorClient, *floorRate, *floorTokens); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	o.self = []string{exe}
 	selected, err := selectParts(*only)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

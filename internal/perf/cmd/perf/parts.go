@@ -194,6 +194,7 @@ func runCost(ctx context.Context, o options) ([]row, error) {
 		ok                      func(perf.CostResult) bool
 		binary, label           string
 		env                     []string
+		floor                   bool // the naive client (perf.FloorCost), not the daemon
 	}
 	// The idle case (one request per ~3 hours) is the fixed cost: the
 	// runtime, server-metrics scrapes and /metrics scrapes.
@@ -214,14 +215,24 @@ func runCost(ctx context.Context, o options) ([]row, error) {
 		cases = append(cases, costCase{targets: 1, probes: 1, tokens: 16, rate: 1, target: "≤ 0.25% core, ≤ 30 MiB", ok: sidecarMet,
 			binary: o.costBaseline, label: " (baseline " + o.costBaseline + ")"})
 	}
+	// The naive client alone sending the sidecar's requests (no ledger,
+	// metrics or judging): what the requests cost any Go client here.
+	cases = append(cases, costCase{targets: 1, probes: 1, tokens: 16, rate: 1, floor: true, label: " (floor: the naive client's process)"})
 	var rows []row
 	for _, c := range cases {
 		b := o.binary
 		if c.binary != "" {
 			b = c.binary
 		}
-		r, err := perf.Cost(ctx, perf.CostOptions{Binary: b, Targets: c.targets, Probes: c.probes, Rate: c.rate, OutputTokens: c.tokens, Env: c.env,
-			Warmup: o.costWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second})
+		co := perf.CostOptions{Binary: b, Targets: c.targets, Probes: c.probes, Rate: c.rate, OutputTokens: c.tokens, Env: c.env,
+			Warmup: o.costWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second}
+		var r perf.CostResult
+		var err error
+		if c.floor {
+			r, err = perf.FloorCost(ctx, co, o.self)
+		} else {
+			r, err = perf.Cost(ctx, co)
+		}
 		if err != nil {
 			return rows, fmt.Errorf("%d×%d%s: %w", c.targets, c.probes, c.label, err)
 		}
@@ -236,7 +247,11 @@ func runCost(ctx context.Context, o options) ([]row, error) {
 		if r.Requests > 0 {
 			perRequest = r.CPUPerRequest.Round(10*time.Microsecond).String() + " CPU/request"
 		}
-		rows = append(rows, row{bench: "3 cost", name: r.Name + c.label + " (daemon process)",
+		process := " (daemon process)"
+		if c.floor {
+			process = ""
+		}
+		rows = append(rows, row{bench: "3 cost", name: r.Name + c.label + process,
 			result: fmt.Sprintf("%.3f%% core, %s, RSS %.1f MiB, %s", r.CorePercent, perRequest, mib(r.RSS), switchRate(r)), target: c.target, verdict: verdict})
 	}
 	return rows, nil
