@@ -187,36 +187,30 @@ func (g gathering) appendInFlight(b []byte) []byte {
 // A native histogram has no other series in this format.
 func (g gathering) appendHistograms(b []byte, name, help string) []byte {
 	started := false
-	for _, p := range g.pairs {
-		for _, h := range p.hists.Load().families[name] {
-			m := &dto.Metric{}
-			if err := h.Write(m); err != nil {
-				continue
-			}
-			if !started {
-				b, started = appendHeader(b, name, help, "histogram"), true
-			}
-			hist := m.GetHistogram()
-			infSeen := false
-			for _, bk := range hist.GetBucket() {
-				v := bk.GetCumulativeCountFloat()
-				if v == 0 {
-					v = float64(bk.GetCumulativeCount())
-				}
-				b = appendSample(b, name, "_bucket", m.Label, "le", bk.GetUpperBound(), v)
-				infSeen = infSeen || math.IsInf(bk.GetUpperBound(), +1)
-			}
-			count := hist.GetSampleCountFloat()
-			if count == 0 {
-				count = float64(hist.GetSampleCount())
-			}
-			if !infSeen {
-				b = appendSample(b, name, "_bucket", m.Label, "le", math.Inf(+1), count)
-			}
-			b = appendSample(b, name, "_sum", m.Label, "", 0, hist.GetSampleSum())
-			b = appendSample(b, name, "_count", m.Label, "", 0, count)
+	g.eachHistogram(name, func(m *dto.Metric) {
+		if !started {
+			b, started = appendHeader(b, name, help, "histogram"), true
 		}
-	}
+		hist := m.GetHistogram()
+		infSeen := false
+		for _, bk := range hist.GetBucket() {
+			v := bk.GetCumulativeCountFloat()
+			if v == 0 {
+				v = float64(bk.GetCumulativeCount())
+			}
+			b = appendSample(b, name, "_bucket", m.Label, "le", bk.GetUpperBound(), v)
+			infSeen = infSeen || math.IsInf(bk.GetUpperBound(), +1)
+		}
+		count := hist.GetSampleCountFloat()
+		if count == 0 {
+			count = float64(hist.GetSampleCount())
+		}
+		if !infSeen {
+			b = appendSample(b, name, "_bucket", m.Label, "le", math.Inf(+1), count)
+		}
+		b = appendSample(b, name, "_sum", m.Label, "", 0, hist.GetSampleSum())
+		b = appendSample(b, name, "_count", m.Label, "", 0, count)
+	})
 	return b
 }
 
