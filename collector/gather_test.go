@@ -156,7 +156,9 @@ func TestAppendTextRewritesChangedPairs(t *testing.T) {
 			c.Finished(&probe.Result{Target: k.Target, Probe: k.Probe, Disposition: probe.Accepted, Sent: fixedNow, Scheduled: fixedNow,
 				TTFT: 700 * time.Millisecond, E2EL: 3 * time.Second, OutputTokens: 7})
 		},
-		func() { c.PairStarted(config.Pair{Key: keys[0], Probe: config.Probe{Name: keys[0].Probe, API: config.APIChat}}) },
+		func() {
+			c.PairStarted(config.Pair{Key: keys[0], Probe: config.Probe{Name: keys[0].Probe, API: config.APIChat}})
+		},
 		func() {
 			c.PairStarted(config.Pair{Key: k, Probe: config.Probe{Name: k.Probe, API: config.APIChat,
 				Fingerprint: &config.Fingerprint{Tokens: 16, Confirm: 3}}})
