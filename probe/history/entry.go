@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"strings"
 	"time"
@@ -10,21 +11,24 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
-// entry is one kept record: ord orders the records of all pairs, and b
-// holds the record's fields as varints in one allocation the GC need not
-// scan. Its pair's names are the ring's (pairHistory.key), the strings
+// entry is one kept record: its order among the records of all pairs and
+// the record's fields as varints, in one allocation the GC need not scan.
+// Its pair's names are the ring's (pairHistory.key), the strings
 // that repeat (disposition, reason, finish reason, model, error, flags)
 // are indexes into the pair's names table, times in seconds that were
 // whole nanoseconds (all but a capacity run's level) are varints of
-// nanoseconds, and the process's run ID is not repeated. A 16-token
-// answer's ledger.Record is ~640 bytes with what it points to; its entry
-// ~150 with its request ID (TestHistoryBytesPerResult), which a full
+// nanoseconds, a request ID's hexadecimal tail is kept as bytes, and the
+// process's run ID is not repeated. A 16-token answer's ledger.Record is
+// ~640 bytes with what it points to; its entry ~110 with its request ID (TestHistoryBytesPerResult), which a full
 // history of 1,000 pairs × 200 records feels (docs/BENCHMARKS.md, "1,000
 // pairs"). record gives the Record back exactly as ledger.NewRecord made
 // it (TestEntryRoundTrip).
-type entry struct {
-	ord uint64
-	b   []byte
+type entry struct{ b []byte }
+
+// ord is e's order among the records of all pairs.
+func (e entry) ord() uint64 {
+	v, _ := binary.Uvarint(e.b)
+	return v
 }
 
 // fields says which pointer fields of a Record an entry has.
@@ -86,6 +90,27 @@ func (e *encoder) name(s string) {
 	e.str(s)
 }
 
+// id appends a request ID: the length of its prefix shifted left once,
+// odd when a hexadecimal tail (lower case, an even number of at least 16
+// digits, as vLLM's) follows as its length in bytes and the bytes.
+func (e *encoder) id(s string) {
+	tail := len(s)
+	for tail > 0 && (s[tail-1] >= '0' && s[tail-1] <= '9' || s[tail-1] >= 'a' && s[tail-1] <= 'f') {
+		tail--
+	}
+	if (len(s)-tail)%2 == 1 {
+		tail++
+	}
+	if len(s)-tail < 16 {
+		e.str(s)
+		return
+	}
+	e.uint(uint64(tail)<<1 | 1)
+	e.buf = append(e.buf, s[:tail]...)
+	e.uint(uint64(len(s)-tail) / 2)
+	e.buf, _ = hex.AppendDecode(e.buf, []byte(s[tail:])) // every digit checked above
+}
+
 // seconds appends an optional number of seconds: 0 for none, 1 and its
 // bits, or 2 + the zigzag of its nanoseconds when time.Duration's Seconds
 // of those gives it back exactly.
@@ -135,6 +160,22 @@ func (d *decoder) str() string {
 	return s
 }
 
+func (d *decoder) id() string {
+	v := d.uint()
+	n := min(int(v>>1), len(d.b))
+	if v&1 == 0 {
+		s := string(d.b[:n])
+		d.b = d.b[n:]
+		return s
+	}
+	prefix := d.b[:n]
+	d.b = d.b[n:]
+	m := min(int(d.uint()), len(d.b))
+	s := string(hex.AppendEncode(prefix[:n:n], d.b[:m]))
+	d.b = d.b[m:]
+	return s
+}
+
 func (d *decoder) seconds() *float64 {
 	var v float64
 	switch t := d.uint(); t {
@@ -163,6 +204,7 @@ func newEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) (entry, 
 		}
 	}
 	e := encoder{buf: scratch[:0], names: n}
+	e.uint(ord)
 	e.uint(uint64(has))
 	e.uint(rec.Seq)
 	e.int(rec.Scheduled.Unix())
@@ -190,7 +232,7 @@ func newEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) (entry, 
 	for _, s := range []string{string(rec.Disposition), rec.Reason, rec.FinishReason, rec.Model, rec.Error} {
 		e.name(s)
 	}
-	e.str(rec.RequestID)
+	e.id(rec.RequestID)
 	e.str(rec.Fingerprint)
 	if rec.Flags == nil {
 		e.uint(0)
@@ -203,7 +245,7 @@ func newEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) (entry, 
 	if rec.Text != nil {
 		e.str(*rec.Text)
 	}
-	return entry{ord: ord, b: append([]byte(nil), e.buf...)}, e.buf
+	return entry{append([]byte(nil), e.buf...)}, e.buf
 }
 
 // record is e as the ledger.Record it was made from, of the pair named
@@ -211,6 +253,7 @@ func newEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) (entry, 
 // slice taken after e was made) is n.
 func (e *entry) record(target, probeName, replica string, n names) ledger.Record {
 	d := decoder{b: e.b, names: n}
+	d.uint() // ord
 	has := fields(d.uint())
 	rec := ledger.Record{Seq: d.uint(), Target: target, Probe: probeName, Replica: replica, RunID: ledger.RunID()}
 	sec := d.int()
@@ -239,7 +282,7 @@ func (e *entry) record(target, probeName, replica string, n names) ledger.Record
 	}
 	rec.Disposition = probe.Disposition(d.str())
 	rec.Reason, rec.FinishReason, rec.Model, rec.Error = d.str(), d.str(), d.str(), d.str()
-	rec.RequestID, rec.Fingerprint = d.str(), d.str()
+	rec.RequestID, rec.Fingerprint = d.id(), d.str()
 	if count := d.uint(); count > 0 {
 		rec.Flags = make([]string, count-1)
 		for i := range rec.Flags {

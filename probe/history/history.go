@@ -3,6 +3,7 @@
 package history
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -198,20 +199,12 @@ func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []
 	for key, p := range h.pairs {
 		if m.matches(key) {
 			for _, e := range which(p).buf {
-				entries = append(entries, keyed{key, p.names, e})
+				entries = append(entries, keyed{key, p.names, e.ord(), e})
 			}
 		}
 	}
 	h.mu.Unlock()
-	slices.SortFunc(entries, func(a, b keyed) int {
-		switch {
-		case a.ord > b.ord:
-			return -1
-		case a.ord < b.ord:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(entries, func(a, b keyed) int { return cmp.Compare(b.ord, a.ord) })
 	if limit > 0 && len(entries) > limit {
 		entries = entries[:limit]
 	}
@@ -226,5 +219,6 @@ func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []
 type keyed struct {
 	key   config.PairKey
 	names names
+	ord   uint64
 	entry
 }
