@@ -13,16 +13,16 @@ import (
 
 // entry is one kept record: its order among the records of all pairs and
 // the record's fields as varints, in one allocation the GC need not scan.
-// Its pair's names are the ring's (pairHistory.key), the strings
-// that repeat (disposition, reason, finish reason, model, error, flags)
-// are indexes into the pair's names table, times in seconds that were
-// whole nanoseconds (all but a capacity run's level) are varints of
-// nanoseconds, a request ID's hexadecimal tail is kept as bytes, and the
-// process's run ID is not repeated. A 16-token answer's ledger.Record is
-// ~640 bytes with what it points to; its entry ~110 with its request ID (TestHistoryBytesPerResult), which a full
-// history of 1,000 pairs × 200 records feels (docs/BENCHMARKS.md, "1,000
-// pairs"). record gives the Record back exactly as ledger.NewRecord made
-// it (TestEntryRoundTrip).
+// Its pair's names are the key of its pair's rings in History.pairs; the
+// strings that repeat (disposition, reason, finish reason, model, error,
+// flags) are indexes into the pair's names table; numbers of seconds that
+// are whole nanoseconds (every latency) are varints of nanoseconds; a
+// request ID's hexadecimal tail is kept as bytes; the process's run ID is
+// not repeated. A 16-token answer's ledger.Record is ~640 bytes with what
+// it points to, its entry ~100 with its request ID
+// (TestHistoryBytesPerResult), which a full history of 1,000 pairs × 200
+// records feels (docs/BENCHMARKS.md, "1,000 pairs"). record gives the
+// Record back exactly as ledger.NewRecord made it (TestEntryRoundTrip).
 type entry struct{ b []byte }
 
 // ord is e's order among the records of all pairs.
