@@ -152,17 +152,24 @@ func (g gathering) histograms() []*dto.MetricFamily {
 	out := make([]*dto.MetricFamily, 0, len(histogramFamilies))
 	for _, f := range histogramFamilies {
 		mf := &dto.MetricFamily{Name: new(f.name), Help: new(f.help), Type: dto.MetricType_HISTOGRAM.Enum()}
-		for _, p := range g.pairs {
-			for _, h := range p.hists.Load().families[f.name] {
-				m := &dto.Metric{}
-				if err := h.Write(m); err == nil {
-					mf.Metric = append(mf.Metric, m)
-				}
-			}
-		}
+		g.eachHistogram(f.name, func(m *dto.Metric) { mf.Metric = append(mf.Metric, m) })
 		out = append(out, mf)
 	}
 	return out
+}
+
+// eachHistogram calls f with each pair's series of histogram family name
+// in the pairs' order, as its client_golang histogram writes it (label
+// pairs included); histograms and appendHistograms both read them so.
+func (g gathering) eachHistogram(name string, f func(*dto.Metric)) {
+	for _, p := range g.pairs {
+		for _, h := range p.hists.Load().families[name] {
+			m := &dto.Metric{}
+			if err := h.Write(m); err == nil {
+				f(m)
+			}
+		}
+	}
 }
 
 // pairLabelPairs are one pair's label pairs for each of its series,

@@ -139,6 +139,39 @@ func TestAppendTextMatchesEncoder(t *testing.T) {
 	}
 }
 
+// TestAppendTextRewritesChangedPairs: a scrape writes again the pairs
+// whose series changed since the last (an offer, a finished request,
+// a reload's new histograms or fingerprint), and each scrape is still
+// byte for byte expfmt's; an unchanged pair's text is the cached one.
+func TestAppendTextRewritesChangedPairs(t *testing.T) {
+	c, keys := everyKindOfPair("10.0.0.1:8000")
+	j, format := Join(c), expfmt.NewFormat(expfmt.TypeTextPlain)
+	compareText(t, j, format)
+	unchanged := c.pair(keys[2])
+	cached := &unchanged.text.b[0]
+	k := keys[1]
+	for _, change := range []func(){
+		func() { c.Offered(k) },
+		func() {
+			c.Finished(&probe.Result{Target: k.Target, Probe: k.Probe, Disposition: probe.Accepted, Sent: fixedNow, Scheduled: fixedNow,
+				TTFT: 700 * time.Millisecond, E2EL: 3 * time.Second, OutputTokens: 7})
+		},
+		func() {
+			c.PairStarted(config.Pair{Key: keys[0], Probe: config.Probe{Name: keys[0].Probe, API: config.APIChat}})
+		},
+		func() {
+			c.PairStarted(config.Pair{Key: k, Probe: config.Probe{Name: k.Probe, API: config.APIChat,
+				Fingerprint: &config.Fingerprint{Tokens: 16, Confirm: 3}}})
+		},
+	} {
+		change()
+		compareText(t, j, format)
+	}
+	if &unchanged.text.b[0] != cached {
+		t.Error("an unchanged pair's text was written again")
+	}
+}
+
 // compareText checks j.AppendText against expfmt's encoding of j.Gather.
 func compareText(t *testing.T, j *Joined, format expfmt.Format) {
 	t.Helper()

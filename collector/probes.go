@@ -73,6 +73,11 @@ type Collector struct {
 	mu    sync.RWMutex
 	pairs map[config.PairKey]*pairMetrics
 	order []*pairMetrics // pairs sorted by key (comparePairs), for Gather
+
+	// textMu guards the pairs' text caches (pairMetrics.text) and
+	// textScratch, where a pair's text is written first.
+	textMu      sync.Mutex
+	textScratch []byte
 }
 
 // pairLabels are the label names every per-pair series starts with.
@@ -141,6 +146,7 @@ func (c *Collector) PairStarted(p config.Pair) {
 			old.shape = shape
 			old.hists.Store(newPairHistograms(k, shape))
 		}
+		old.version.Add(1)
 		return
 	}
 	pm := newPairMetrics(k, shape, c.now())
@@ -200,6 +206,7 @@ func (c *Collector) Finished(r *probe.Result) {
 		c.warnOnce("unknown label value", bad, "target", r.Target, "probe", r.Probe, "replica", r.Replica, "value", bad)
 	}
 	p.hists.Load().observe(r)
+	p.version.Add(1)
 }
 
 // warnOnce logs an uncounted result once per key. Unknown pairs are

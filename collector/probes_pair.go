@@ -54,6 +54,11 @@ type pairMetrics struct {
 	hists atomic.Pointer[pairHistograms]
 	// labels are the label pairs of its series, for Gather.
 	labels *pairLabelPairs
+
+	// version counts the changes to its series; each is counted after
+	// it is made (offer, Collector.Finished and PairStarted).
+	version atomic.Uint64
+	text    pairText
 }
 
 func newPairMetrics(k config.PairKey, shape histogramShape, created time.Time) *pairMetrics {
@@ -77,6 +82,7 @@ func (p *pairMetrics) offer() {
 	p.offered.Add(1)
 	p.inFlight.Add(1)
 	p.flow.Unlock()
+	p.version.Add(1)
 }
 
 // count adds r to the counters and returns the label values it could not

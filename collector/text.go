@@ -114,54 +114,108 @@ func (j *Joined) AppendText(b []byte, format expfmt.Format) ([]byte, error) {
 // maxFamilyName sorts after every metric family name.
 const maxFamilyName = "\xff"
 
-// textFamily is one of a Collector's families and how it is written in
-// the text format.
+// textFamily is one of a Collector's families and how one pair's series
+// of it are written in the text format.
 type textFamily struct {
-	name  string
-	write func(g gathering, b []byte) []byte
+	name, help, kind string
+	series           func(g gathering, b []byte) []byte
 }
 
 // textFamilies are a Collector's families in name order.
 var textFamilies = func() []textFamily {
 	var out []textFamily
 	for _, f := range counterFamilies {
-		out = append(out, textFamily{f.name, func(g gathering, b []byte) []byte { return g.appendCounters(b, f) }})
+		out = append(out, textFamily{f.name, f.help, "counter", func(g gathering, b []byte) []byte { return g.appendCounters(b, f) }})
 	}
-	out = append(out, textFamily{metricname.RequestsInFlight, func(g gathering, b []byte) []byte { return g.appendInFlight(b) }})
+	out = append(out, textFamily{metricname.RequestsInFlight, metricname.RequestsInFlightHelp, "gauge",
+		func(g gathering, b []byte) []byte { return g.appendInFlight(b) }})
 	for _, f := range histogramFamilies {
-		out = append(out, textFamily{f.name, func(g gathering, b []byte) []byte { return g.appendHistograms(b, f.name, f.help) }})
+		out = append(out, textFamily{f.name, f.help, "histogram", func(g gathering, b []byte) []byte { return g.appendHistograms(b, f.name) }})
 	}
 	slices.SortFunc(out, func(a, b textFamily) int { return cmp.Compare(a.name, b.name) })
 	return out
 }()
 
 // appendText writes c's families to w in name order, calling before with
-// each family's name first.
+// each family's name first: a family's header, then each pair's series of
+// it as the pair's text cache has them.
 func (c *Collector) appendText(w *appendWriter, before func(name string) error) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	g := c.gatheringNow()
-	for _, f := range textFamilies {
+	c.textMu.Lock()
+	defer c.textMu.Unlock()
+	for _, p := range c.order {
+		c.textScratch = p.text.refresh(p, c.textScratch)
+	}
+	for i, f := range textFamilies {
 		if err := before(f.name); err != nil {
 			return err
 		}
-		w.b = f.write(g, w.b)
+		started := false
+		for _, p := range c.order {
+			s := p.text.family(i)
+			if len(s) == 0 {
+				continue
+			}
+			if !started {
+				w.b, started = appendHeader(w.b, f.name, f.help, f.kind), true
+			}
+			w.b = append(w.b, s...)
+		}
 	}
 	return nil
 }
 
-// appendCounters appends counter family f, as counters builds it.
+// pairText is a pair's series in the text format, family by family, as of
+// the pair's version when they were written. A scrape writes again only
+// the pairs whose series changed since the last (most do not, at a few
+// requests a minute per pair and a scrape every 15 s), and copies the
+// others' text: ~4.5 KB per lean pair (docs/BENCHMARKS.md, "1,000 pairs").
+// Collector.textMu guards it.
+type pairText struct {
+	version uint64 // the pair's version it was written at, plus one; 0: never
+	b       []byte
+	ends    []int // the end in b of each of textFamilies
+}
+
+// refresh writes p's series again when p changed since they were, in
+// scratch first (returned, for the next pair) so b keeps its size exactly.
+func (t *pairText) refresh(p *pairMetrics, scratch []byte) []byte {
+	// Read before the flow: a change still being made bumps the
+	// version after, so the next scrape writes the pair again.
+	v := p.version.Load() + 1
+	if t.version == v {
+		return scratch
+	}
+	g := gathering{pairs: []*pairMetrics{p}, flows: []flow{p.flowNow()}}
+	scratch, t.ends = scratch[:0], t.ends[:0]
+	for _, f := range textFamilies {
+		scratch = f.series(g, scratch)
+		t.ends = append(t.ends, len(scratch))
+	}
+	if cap(t.b) < len(scratch) || cap(t.b) > 2*len(scratch) {
+		t.b = make([]byte, len(scratch))
+	}
+	t.b = append(t.b[:0], scratch...)
+	t.version = v
+	return scratch
+}
+
+// family returns the pair's series of textFamilies[i].
+func (t *pairText) family(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = t.ends[i-1]
+	}
+	return t.b[start:t.ends[i]]
+}
+
+// appendCounters appends the series of counter family f, as counters
+// builds them.
 func (g gathering) appendCounters(b []byte, f counterFamily) []byte {
 	var vals []float64
-	started := false
 	for i, p := range g.pairs {
 		vals = f.values(&g.flows[i], p, vals[:0])
-		if len(vals) == 0 {
-			continue
-		}
-		if !started {
-			b, started = appendHeader(b, f.name, f.help, "counter"), true
-		}
 		sets := p.labels.of(f.name)
 		for j, v := range vals {
 			b = appendSample(b, f.name, "", sets[j], "", 0, v)
@@ -170,53 +224,40 @@ func (g gathering) appendCounters(b []byte, f counterFamily) []byte {
 	return b
 }
 
-// appendInFlight appends the in-flight gauge family, as inFlight builds it.
+// appendInFlight appends the series of the in-flight gauge family, as
+// inFlight builds them.
 func (g gathering) appendInFlight(b []byte) []byte {
-	if len(g.pairs) == 0 {
-		return b
-	}
-	b = appendHeader(b, metricname.RequestsInFlight, metricname.RequestsInFlightHelp, "gauge")
 	for i, p := range g.pairs {
 		b = appendSample(b, metricname.RequestsInFlight, "", p.labels.pair, "", 0, float64(g.flows[i].inFlight))
 	}
 	return b
 }
 
-// appendHistograms appends histogram family name, as histograms builds
-// it: the classic buckets (a +Inf bucket always), the sum and the count.
-// A native histogram has no other series in this format.
-func (g gathering) appendHistograms(b []byte, name, help string) []byte {
-	started := false
-	for _, p := range g.pairs {
-		for _, h := range p.hists.Load().families[name] {
-			m := &dto.Metric{}
-			if err := h.Write(m); err != nil {
-				continue
+// appendHistograms appends the series of histogram family name, as
+// histograms builds them: the classic buckets (a +Inf bucket always), the
+// sum and the count. A native histogram has no other series in this format.
+func (g gathering) appendHistograms(b []byte, name string) []byte {
+	g.eachHistogram(name, func(m *dto.Metric) {
+		hist := m.GetHistogram()
+		infSeen := false
+		for _, bk := range hist.GetBucket() {
+			v := bk.GetCumulativeCountFloat()
+			if v == 0 {
+				v = float64(bk.GetCumulativeCount())
 			}
-			if !started {
-				b, started = appendHeader(b, name, help, "histogram"), true
-			}
-			hist := m.GetHistogram()
-			infSeen := false
-			for _, bk := range hist.GetBucket() {
-				v := bk.GetCumulativeCountFloat()
-				if v == 0 {
-					v = float64(bk.GetCumulativeCount())
-				}
-				b = appendSample(b, name, "_bucket", m.Label, "le", bk.GetUpperBound(), v)
-				infSeen = infSeen || math.IsInf(bk.GetUpperBound(), +1)
-			}
-			count := hist.GetSampleCountFloat()
-			if count == 0 {
-				count = float64(hist.GetSampleCount())
-			}
-			if !infSeen {
-				b = appendSample(b, name, "_bucket", m.Label, "le", math.Inf(+1), count)
-			}
-			b = appendSample(b, name, "_sum", m.Label, "", 0, hist.GetSampleSum())
-			b = appendSample(b, name, "_count", m.Label, "", 0, count)
+			b = appendSample(b, name, "_bucket", m.Label, "le", bk.GetUpperBound(), v)
+			infSeen = infSeen || math.IsInf(bk.GetUpperBound(), +1)
 		}
-	}
+		count := hist.GetSampleCountFloat()
+		if count == 0 {
+			count = float64(hist.GetSampleCount())
+		}
+		if !infSeen {
+			b = appendSample(b, name, "_bucket", m.Label, "le", math.Inf(+1), count)
+		}
+		b = appendSample(b, name, "_sum", m.Label, "", 0, hist.GetSampleSum())
+		b = appendSample(b, name, "_count", m.Label, "", 0, count)
+	})
 	return b
 }
 

@@ -3,6 +3,7 @@
 package history
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -36,13 +37,12 @@ type History struct {
 	ord       uint64 // insertion order across pairs, for newest-first merges
 	pairs     map[config.PairKey]*pairHistory
 	live      map[config.PairKey]bool // started and not stopped (Sink)
+	scratch   []byte                  // an entry being encoded
 }
 
 type pairHistory struct {
 	recent, failures ring
-	// model and finishReason are the last record's, whose strings the
-	// next record shares when it names the same.
-	model, finishReason string
+	names            names // the strings its entries repeat
 }
 
 // ring is a fixed-capacity buffer that overwrites its oldest entry.
@@ -105,14 +105,8 @@ func (h *History) add(r *probe.Result, liveOnly bool) {
 		h.pairs[key] = p
 	}
 	h.ord++
-	if rec.Model == p.model {
-		rec.Model = p.model
-	}
-	if rec.FinishReason == p.finishReason {
-		rec.FinishReason = p.finishReason
-	}
-	p.model, p.finishReason = rec.Model, rec.FinishReason
-	e := newEntry(h.ord, &rec)
+	var e entry
+	e, h.scratch = newEntry(h.ord, &rec, &p.names, h.scratch)
 	p.recent.add(e)
 	if r.Disposition != probe.Accepted {
 		p.failures.add(e)
@@ -205,32 +199,26 @@ func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []
 	for key, p := range h.pairs {
 		if m.matches(key) {
 			for _, e := range which(p).buf {
-				entries = append(entries, keyed{key, e})
+				entries = append(entries, keyed{key, p.names, e.ord(), e})
 			}
 		}
 	}
 	h.mu.Unlock()
-	slices.SortFunc(entries, func(a, b keyed) int {
-		switch {
-		case a.ord > b.ord:
-			return -1
-		case a.ord < b.ord:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(entries, func(a, b keyed) int { return cmp.Compare(b.ord, a.ord) })
 	if limit > 0 && len(entries) > limit {
 		entries = entries[:limit]
 	}
 	out := make([]ledger.Record, len(entries))
 	for i, e := range entries {
-		out[i] = e.record(e.key.Target, e.key.Probe, e.key.Replica)
+		out[i] = e.record(e.key.Target, e.key.Probe, e.key.Replica, e.names)
 	}
 	return out
 }
 
-// keyed is an entry with its pair's key, for merging pairs.
+// keyed is an entry with its pair's key and names, for merging pairs.
 type keyed struct {
-	key config.PairKey
+	key   config.PairKey
+	names names
+	ord   uint64
 	entry
 }

@@ -203,8 +203,10 @@ func TestHistoryReplicaMatch(t *testing.T) {
 // TestEntryRoundTrip: what the history gives back is exactly the record
 // ledger.NewRecord makes of each kind of result (the failures' text cut
 // to 1 KiB aside): sent or never sent, every optional number set or not,
-// server timing, flags, a fingerprint, a capacity run's level, a count
-// past 32 bits, a zero schedule time.
+// server timing, flags, a fingerprint, a capacity run's level (a whole
+// number of nanoseconds or not), a count past 32 bits, a zero schedule
+// time, a negative lag, request IDs with and without a hexadecimal tail,
+// and more distinct errors and flags than a pair's names table keeps.
 func TestEntryRoundTrip(t *testing.T) {
 	sent := testEpoch.Add(3 * time.Millisecond)
 	results := []*probe.Result{
@@ -219,8 +221,18 @@ func TestEntryRoundTrip(t *testing.T) {
 			TTFT: 2 * time.Second, Text: "an answer"},
 		{Seq: 4, RequestID: "r4", Scheduled: testEpoch, Sent: sent, Disposition: probe.ClientTimeout, E2EL: time.Second, Level: 2.5, Repeat: 3},
 		{Seq: 5, RequestID: "r5", Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, PromptTokens: 1 << 40},
+		{Seq: 6, RequestID: "r6", Scheduled: testEpoch.Add(time.Nanosecond), Sent: testEpoch, Lag: -time.Nanosecond,
+			Disposition: probe.Accepted, E2EL: 1<<40 + 1, Level: 1.0 / 3, Repeat: 1},
 	}
-	h := New(10)
+	for i, id := range []string{"chatcmpl-0123456789abcdef0123456789abcdef", "cmpl-0123456789abcdef0", "0123456789abcdef",
+		"chatcmpl-0123456789ABCDEF0123456789ABCDEF", "cmpl-0123456789abcde", "x-0123456789abcdef-", ""} {
+		results = append(results, &probe.Result{Seq: uint64(100 + i), RequestID: id, Scheduled: testEpoch, Disposition: probe.Accepted})
+	}
+	for i := range 2 * maxNames {
+		results = append(results, &probe.Result{Seq: uint64(7 + i), Scheduled: testEpoch, Disposition: probe.ServerFailure,
+			Error: fmt.Sprintf("error %d", i), Flags: []string{fmt.Sprintf("flag %d", i)}})
+	}
+	h := New(len(results))
 	var want []ledger.Record
 	for _, r := range results {
 		r.Target, r.Probe, r.Replica = "t", "p", "10.0.0.1:8000"
@@ -239,9 +251,10 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHistoryBytesPerResult: a full history keeps at most 400 bytes per
-// 16-token accepted result (628 as ledger records), so 1,000 pairs × the
-// default 200 stay under ~80 MiB (docs/BENCHMARKS.md, "1,000 pairs").
+// TestHistoryBytesPerResult: a full history keeps at most 120 bytes per
+// 16-token accepted result (628 as ledger records, 373 as the structs of
+// fixed fields before the varint form), so 1,000 pairs × the default 200
+// stay under ~23 MiB (docs/BENCHMARKS.md, "1,000 pairs").
 func TestHistoryBytesPerResult(t *testing.T) {
 	const pairs, kept = 100, 200
 	h := New(kept)
@@ -263,8 +276,8 @@ func TestHistoryBytesPerResult(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / (pairs * kept)
 	t.Logf("%.0f bytes per kept result", per)
-	if per > 400 {
-		t.Errorf("%.0f bytes per kept result, want at most 400", per)
+	if per > 120 {
+		t.Errorf("%.0f bytes per kept result, want at most 120", per)
 	}
 	runtime.KeepAlive(h)
 }
