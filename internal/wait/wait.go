@@ -28,3 +28,15 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return context.Cause(ctx)
 	}
 }
+
+// OrTimer returns sleep, the wait a caller asked for, or when it is nil the
+// Wait of a new Timer, the send-time wait of an open-loop loop: one
+// timerfd for all the loop's waits. release closes that Timer (it does
+// nothing for the caller's sleep); the loop calls it when it ends.
+func OrTimer(sleep func(context.Context, time.Duration) error) (w func(context.Context, time.Duration) error, release func()) {
+	if sleep != nil {
+		return sleep, func() {}
+	}
+	t := NewTimer()
+	return t.Wait, t.Close
+}

@@ -52,6 +52,17 @@ type Sender interface {
 	Close()
 }
 
+// Preparer is a Sender that can draw and encode its next request ahead of
+// the request's planned time (*client.Requester is one): the loop prepares
+// while it waits, so the wake-up has only to stamp and write the request.
+type Preparer interface {
+	// Prepare returns request seq ready to send, or nil when preparing
+	// would need a round trip to the target (then Do does the work).
+	Prepare(seq uint64) *client.Prepared
+	// DoPrepared is Do for a request Prepare returned (or nil).
+	DoPrepared(ctx context.Context, res *probe.Result, p *client.Prepared)
+}
+
 // EngineOptions configures an Engine; the zero value is usable.
 type EngineOptions struct {
 	Logger *slog.Logger
@@ -282,7 +293,7 @@ func (e *Engine) ProbeOnce(ctx context.Context, key config.PairKey) (*probe.Resu
 	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
 	defer stop()
 	res := &probe.Result{Target: key.Target, Probe: key.Probe, Replica: key.Replica, Scheduled: e.o.Now()}
-	sendSafely(ctx, e.logger, l.sender, res)
+	sendSafely(ctx, e.logger, res, l.sender.Do)
 	return res, nil
 }
 
