@@ -324,13 +324,7 @@ func (e *Engine) shutdown(ctx context.Context) {
 		<-l.done
 	}
 	idle := waitChan(&e.requests)
-	grace := time.NewTimer(e.o.Grace)
-	defer grace.Stop()
-	select {
-	case <-idle:
-	case <-grace.C:
-	case <-ctx.Done():
-	}
+	e.awaitGrace(idle, ctx.Done())
 	e.stopRoot(probe.ErrShutdown)
 	<-idle
 	e.drains.Wait()
@@ -338,6 +332,18 @@ func (e *Engine) shutdown(ctx context.Context) {
 		l.sender.Close()
 	}
 	e.logger.Info("probe engine stopped", "pairs", len(loops))
+}
+
+// awaitGrace returns when idle is closed, the grace period has passed or
+// stop is closed, whichever comes first.
+func (e *Engine) awaitGrace(idle, stop <-chan struct{}) {
+	grace := time.NewTimer(e.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+	case <-stop:
+	}
 }
 
 // waitChan returns a channel closed when wg's counter reaches zero.

@@ -224,13 +224,7 @@ func (e *Engine) retire(l *loop, removed bool) {
 func (e *Engine) drain(l *loop) {
 	defer e.drains.Done()
 	idle := waitChan(&l.reqs)
-	grace := time.NewTimer(e.o.Grace)
-	defer grace.Stop()
-	select {
-	case <-idle:
-	case <-grace.C:
-	case <-e.root.Done(): // shutdown: its cause wins
-	}
+	e.awaitGrace(idle, e.root.Done()) // shutdown: its cause wins
 	l.cancelReqs(probe.ErrRemoved)
 	<-idle
 	l.sender.Close()
