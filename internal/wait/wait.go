@@ -1,7 +1,10 @@
 // Package wait holds the module's context-aware sleeps: Sleep, on a runtime
-// timer, for tools and harnesses, and Precise, the send-time wait of every
+// timer, for tools and harnesses; Timer, the send-time wait of every
 // open-loop schedule (the daemon's probe/schedule and bench's
-// bench/openloop), which falls back to Sleep where a timerfd cannot be had.
+// bench/openloop, through OrTimer), one timerfd re-armed per wait, which
+// falls back to Sleep where a timerfd cannot be had; and Precise, a
+// timerfd per wait, which the perf harness's schedule part keeps as its
+// baseline.
 package wait
 
 import (
