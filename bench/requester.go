@@ -46,10 +46,16 @@ type idSender struct {
 
 // Do sets the request ID when the caller set none, then sends.
 func (s *idSender) Do(ctx context.Context, res *probe.Result) {
+	s.DoPrepared(ctx, res, nil)
+}
+
+// DoPrepared is Do for a request the Requester prepared (openloop
+// prepares while it waits).
+func (s *idSender) DoPrepared(ctx context.Context, res *probe.Result, p *client.Prepared) {
 	if res.RequestID == "" {
 		res.RequestID = s.prefix + strconv.FormatUint(res.Seq-1, 10)
 	}
-	s.Requester.Do(ctx, res)
+	s.Requester.DoPrepared(ctx, res, p)
 }
 
 // benchTarget is the server of the flags: its URL, model and bearer token.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,12 +115,10 @@ func Execute(ctx context.Context, o Options) *Run {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Sleep == nil {
-		// One timerfd for all the run's waits (the daemon's wait).
-		t := wait.NewTimer()
-		defer t.Close()
-		o.Sleep = t.Wait
-	}
+	// One timerfd for all the run's waits (the daemon's wait).
+	var release func()
+	o.Sleep, release = wait.OrTimer(o.Sleep)
+	defer release()
 	if o.FirstSeq == 0 {
 		o.FirstSeq = 1
 	}
@@ -148,11 +147,21 @@ func Execute(ctx context.Context, o Options) *Run {
 	}
 	var wg sync.WaitGroup
 	var inFlight atomic.Int64
+	// A Preparer draws and encodes each request while the run waits for
+	// its time, when there is time to wait (as the daemon's loop does).
+	preparer, _ := o.Sender.(schedule.Preparer)
 	for j, off := range o.Offsets {
 		if !o.Shard.Has(j) {
 			continue
 		}
 		planned := run.Start.Add(off)
+		do := o.Sender.Do
+		if preparer != nil && planned.After(o.Now()) {
+			runtime.Gosched() // the request just started runs first
+			if p := preparer.Prepare(o.FirstSeq + uint64(j)); p != nil {
+				do = func(ctx context.Context, res *probe.Result) { preparer.DoPrepared(ctx, res, p) }
+			}
+		}
 		if o.Sleep(ctx, planned.Sub(o.Now())) != nil {
 			run.Interrupted, run.Stopped = true, o.Now()
 			break
@@ -171,7 +180,7 @@ func Execute(ctx context.Context, o Options) *Run {
 			defer wg.Done()
 			defer inFlight.Add(-1)
 			came := o.Now()
-			send(reqCtx, o, slots, res, func() {
+			send(reqCtx, o, slots, res, do, func() {
 				run.Ended[i] = o.Now()
 				if !res.Sent.IsZero() {
 					run.Queued[i] = max(res.Sent.Sub(came), 0)
@@ -189,9 +198,9 @@ func Execute(ctx context.Context, o Options) *Run {
 	return run
 }
 
-// send waits for a concurrency slot, sends, calls ended once the request
-// has ended and finishes the Result.
-func send(ctx context.Context, o Options, slots chan struct{}, res *probe.Result, ended func()) {
+// send waits for a concurrency slot, sends through do (the Sender's Do),
+// calls ended once the request has ended and finishes the Result.
+func send(ctx context.Context, o Options, slots chan struct{}, res *probe.Result, do func(context.Context, *probe.Result), ended func()) {
 	sent := true
 	if slots != nil {
 		select {
@@ -202,7 +211,7 @@ func send(ctx context.Context, o Options, slots chan struct{}, res *probe.Result
 		}
 	}
 	if sent && ctx.Err() == nil {
-		o.Sender.Do(ctx, res)
+		do(ctx, res)
 	}
 	if ctx.Err() != nil && (res.Disposition == "" || res.Disposition == probe.Cancelled) {
 		res.Disposition, res.Reason, res.Error = probe.Unfinished, "", errRunEnded.Error()

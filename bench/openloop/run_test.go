@@ -10,6 +10,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 )
 
 // blockingSender holds every request until all of them have started, so a
@@ -164,3 +165,50 @@ type acceptSender struct{}
 
 func (acceptSender) Do(_ context.Context, res *probe.Result) { res.Disposition = probe.Accepted }
 func (acceptSender) Close()                                  {}
+
+// preparingSender is a Preparer that notes which seq it prepared when, and
+// what each request was sent with.
+type preparingSender struct {
+	now  func() time.Time
+	mu   sync.Mutex
+	made map[*client.Prepared]string // "seq@offset"
+	sent map[uint64]string           // by seq: its preparation, or "unprepared"
+}
+
+func (p *preparingSender) Prepare(seq uint64) *client.Prepared {
+	pr := new(client.Prepared)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.made[pr] = fmt.Sprintf("%d@%v", seq, p.now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	return pr
+}
+
+func (p *preparingSender) DoPrepared(_ context.Context, res *probe.Result, pr *client.Prepared) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent[res.Seq] = p.made[pr]
+	res.Disposition = probe.Accepted
+}
+
+func (p *preparingSender) Do(_ context.Context, res *probe.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent[res.Seq] = "unprepared"
+	res.Disposition = probe.Accepted
+}
+
+func (p *preparingSender) Close() {}
+
+// TestExecutePreparesWhileWaiting: a request whose time is still to come
+// is prepared for its seq before the run waits for it; one already due is
+// sent as it is.
+func TestExecutePreparesWhileWaiting(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := &preparingSender{now: clock.Now, made: map[*client.Prepared]string{}, sent: map[uint64]string{}}
+	Execute(context.Background(), Options{Offsets: []time.Duration{0, 10 * time.Millisecond, 30 * time.Millisecond},
+		Sender: s, Now: clock.Now, Sleep: clock.Sleep})
+	want := map[uint64]string{1: "unprepared", 2: "2@0s", 3: "3@10ms"}
+	if fmt.Sprint(s.sent) != fmt.Sprint(want) {
+		t.Fatalf("sent %v, want %v", s.sent, want)
+	}
+}

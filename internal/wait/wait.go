@@ -1,7 +1,10 @@
 // Package wait holds the module's context-aware sleeps: Sleep, on a runtime
-// timer, for tools and harnesses, and Precise, the send-time wait of every
+// timer, for tools and harnesses; Timer, the send-time wait of every
 // open-loop schedule (the daemon's probe/schedule and bench's
-// bench/openloop), which falls back to Sleep where a timerfd cannot be had.
+// bench/openloop, through OrTimer), one timerfd re-armed per wait, which
+// falls back to Sleep where a timerfd cannot be had; and Precise, a
+// timerfd per wait, which the perf harness's schedule part keeps as its
+// baseline.
 package wait
 
 import (
@@ -27,4 +30,16 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// OrTimer returns sleep, the wait a caller asked for, or when it is nil the
+// Wait of a new Timer, the send-time wait of an open-loop loop: one
+// timerfd for all the loop's waits. release closes that Timer (it does
+// nothing for the caller's sleep); the loop calls it when it ends.
+func OrTimer(sleep func(context.Context, time.Duration) error) (w func(context.Context, time.Duration) error, release func()) {
+	if sleep != nil {
+		return sleep, func() {}
+	}
+	t := NewTimer()
+	return t.Wait, t.Close
 }

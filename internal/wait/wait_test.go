@@ -44,3 +44,26 @@ func TestSleepEndsWithContext(t *testing.T) {
 		t.Fatalf("Sleep = %v, want %v", err, context.Canceled)
 	}
 }
+
+// TestOrTimer: a caller's wait is used as given; without one, the wait is
+// a Timer's, which ends with the context's cause.
+func TestOrTimer(t *testing.T) {
+	calls := 0
+	own := func(context.Context, time.Duration) error { calls++; return nil }
+	w, release := OrTimer(own)
+	if err := w(context.Background(), time.Hour); err != nil || calls != 1 {
+		t.Fatalf("caller's wait: err %v, %d calls, want nil and 1", err, calls)
+	}
+	release()
+	w, release = OrTimer(nil)
+	defer release()
+	if err := w(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("timer wait: %v", err)
+	}
+	cause := errors.New("stopped")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	if err := w(ctx, time.Hour); !errors.Is(err, cause) {
+		t.Fatalf("timer wait of an ended context: %v, want %v", err, cause)
+	}
+}

@@ -56,6 +56,16 @@ func (s *modelSource) get(ctx context.Context) (string, error) {
 	return model, nil
 }
 
+// known returns the model when it is known without asking the server.
+func (s *modelSource) known() (string, bool) {
+	if s.fixed != "" {
+		return s.fixed, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model, s.model != ""
+}
+
 // forget drops a discovered model so the next request looks again (the
 // server answered 404: it may now serve another model).
 func (s *modelSource) forget(model string) {

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
@@ -70,6 +71,9 @@ type Requester struct {
 	timeout time.Duration
 	models  *modelSource
 	work    workload.Source // nil when Options.Items replaces it
+	// warm is set once a request has drawn its item: the model is known
+	// and the workload calibrated, so Prepare needs no round trip.
+	warm atomic.Bool
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's
@@ -185,6 +189,57 @@ func httpClientOf(t config.Target, o Options) (*http.Client, func(), error) {
 // shutdown or removed; the probe's timeout gives client_timeout/timeout.
 // It never blocks past the probe timeout.
 func (r *Requester) Do(ctx context.Context, res *probe.Result) {
+	r.DoPrepared(ctx, res, nil)
+}
+
+// Prepared is a request drawn and encoded ahead of its send (Prepare).
+type Prepared struct {
+	seq   uint64
+	model string
+	item  workload.Item
+	body  []byte
+	err   error // encoding the body failed
+}
+
+// Prepare draws and encodes request seq now, what Do would do after its
+// planned time, so that DoPrepared has only to stamp and write it. It
+// returns nil, and Do does the work, while that would need a round trip
+// to the target: before a request has learnt the model and calibrated the
+// workload, or after the model was forgotten. The workload's next item is
+// drawn now, so a caller that prepares must send what it prepared, in
+// order (a Prepared of a workload item that does not depend on seq fits
+// any later request of the Requester). A panic prepares nothing: Do then
+// draws the request, and the panic ends it rather than the caller.
+func (r *Requester) Prepare(seq uint64) (p *Prepared) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.opts.Logger.Error("preparing a request failed unexpectedly", "err", fmt.Sprint(v))
+			p = nil
+		}
+	}()
+	if !r.warm.Load() {
+		return nil
+	}
+	model, ok := r.models.known()
+	if !ok {
+		return nil
+	}
+	// Warm: neither the model nor the workload asks the target, so no
+	// context can end this.
+	item := r.nextItem(context.Background(), model, seq)
+	body, err := r.requestBody(model, item)
+	return &Prepared{seq: seq, model: model, item: item, body: body, err: err}
+}
+
+// fits reports whether p may be sent as request seq: it was prepared for
+// seq, or its item is the workload's next one whatever the seq.
+func (r *Requester) fits(p *Prepared, seq uint64) bool {
+	return p != nil && (p.seq == seq || (len(r.opts.Items) == 0 && !r.opts.ByIndex))
+}
+
+// DoPrepared is Do for a request prepared by Prepare (nil, or one that
+// does not fit res.Seq: Do's own drawing and encoding).
+func (r *Requester) DoPrepared(ctx context.Context, res *probe.Result, p *Prepared) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.opts.Logger.Error("request failed unexpectedly", "err", fmt.Sprint(v))
@@ -197,28 +252,53 @@ func (r *Requester) Do(ctx context.Context, res *probe.Result) {
 	res.Embeddings = r.probe.API == config.APIEmbeddings
 	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
 	defer cancel()
+	if !r.fits(p, res.Seq) {
+		p = r.prepareNow(ctx, res)
+	}
 	var item workload.Item
-	model, err := r.models.get(ctx)
-	if err != nil {
-		r.discoveryFailed(ctx, res, err)
-	} else {
-		item = r.nextItem(ctx, model, res.Seq)
+	if p != nil {
+		item = p.item
 		if !endedByContext(ctx, res) {
-			r.send(ctx, res, model, item)
+			r.send(ctx, res, p)
 		}
 	}
 	if !res.Sent.IsZero() {
 		res.Elapsed = r.opts.Now().Sub(res.Sent)
 	}
-	p := r.probe
-	if p.Quality.Model == "" {
+	pr := r.probe
+	if pr.Quality.Model == "" {
 		// Expect the model the request named, discovered or configured:
 		// a server answering as another model is a quality failure.
-		p.Quality.Model = model
+		pr.Quality.Model = p.modelOrEmpty()
 	}
-	judge.Request(p, item.Expect, res)
+	judge.Request(pr, item.Expect, res)
 	r.opts.Logger.Debug("request finished", "request_id", res.RequestID, "disposition", res.Disposition,
 		"reason", res.Reason, "ttft", res.TTFT, "e2el", res.E2EL, "err", res.Error)
+}
+
+// prepareNow learns the model (discovering it when needed) and draws and
+// encodes request res.Seq within the request's ctx; nil when discovery
+// failed (recorded in res).
+func (r *Requester) prepareNow(ctx context.Context, res *probe.Result) *Prepared {
+	model, err := r.models.get(ctx)
+	if err != nil {
+		r.discoveryFailed(ctx, res, err)
+		return nil
+	}
+	item := r.nextItem(ctx, model, res.Seq)
+	if ctx.Err() == nil {
+		r.warm.Store(true)
+	}
+	body, err := r.requestBody(model, item)
+	return &Prepared{seq: res.Seq, model: model, item: item, body: body, err: err}
+}
+
+// modelOrEmpty is the model p names; "" for nil (discovery failed).
+func (p *Prepared) modelOrEmpty() string {
+	if p == nil {
+		return ""
+	}
+	return p.model
 }
 
 // discoveryFailed records a request that could not learn the model. A

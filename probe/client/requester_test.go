@@ -91,6 +91,42 @@ func TestRequesterRequestShape(t *testing.T) {
 	}
 }
 
+// TestRequesterPreparedSequence: a Requester that prepares each request
+// ahead (Prepare, DoPrepared) sends the bodies one that does not sends, for
+// the same random workload seed; it prepares nothing before a request has
+// learnt the model.
+func TestRequesterPreparedSequence(t *testing.T) {
+	var plain, prepared capture
+	p := rqProbe(config.APICompletions)
+	p.Workload = config.Workload{Random: &config.RandomWorkload{InputTokens: 8, OutputTokens: 4, RangeRatio: 0.5, Seed: 7}}
+	requester := func(c *capture) *Requester {
+		url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c.record(r)
+			writeEvents(w, chatOK, true)
+		}))
+		return newTestRequester(t, rqTarget(url), p, Options{})
+	}
+	a, b := requester(&plain), requester(&prepared)
+	if b.Prepare(1) != nil {
+		t.Fatal("prepared before any request learnt the model")
+	}
+	for seq := uint64(1); seq <= 6; seq++ {
+		doRequest(context.Background(), a, seq)
+		res := &probe.Result{Seq: seq, Target: "t", Probe: "p", Scheduled: time.Now()}
+		pr := b.Prepare(seq)
+		if seq > 1 && pr == nil {
+			t.Fatalf("seq %d: not prepared after a request", seq)
+		}
+		b.DoPrepared(context.Background(), res, pr)
+		if res.Disposition != probe.Accepted {
+			t.Fatalf("seq %d: %s/%s %s", seq, res.Disposition, res.Reason, res.Error)
+		}
+	}
+	if fmt.Sprint(prepared.bodies) != fmt.Sprint(plain.bodies) {
+		t.Fatalf("prepared bodies\n%v\nwant\n%v", prepared.bodies, plain.bodies)
+	}
+}
+
 func TestNewRequesterErrors(t *testing.T) {
 	dataset := testfile.Temp(t, "prompts.jsonl", "{\"prompt\": \"x\"}\nnot json\n")
 	tests := []struct {

@@ -25,13 +25,13 @@ const maxErrorBody = 64 << 10
 // reused.
 const maxDrain = 64 << 10
 
-// send writes the request, reads the stream and records the measurement
-// and any failure in res (the judge runs afterwards).
-func (r *Requester) send(ctx context.Context, res *probe.Result, model string, item workload.Item) {
-	body, err := r.requestBody(model, item)
-	if err != nil {
+// send writes the prepared request, reads the stream and records the
+// measurement and any failure in res (the judge runs afterwards).
+func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
+	model, item, body := p.model, p.item, p.body
+	if p.err != nil {
 		res.Disposition, res.Reason = probe.ServerFailure, probe.ReasonProtocol
-		res.Error = truncate(err.Error(), maxErrorLen)
+		res.Error = truncate(p.err.Error(), maxErrorLen)
 		return
 	}
 	tr := &phaseTrace{now: r.opts.Now}

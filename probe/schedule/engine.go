@@ -52,6 +52,17 @@ type Sender interface {
 	Close()
 }
 
+// Preparer is a Sender that can draw and encode its next request ahead of
+// the request's planned time (*client.Requester is one): the loop prepares
+// while it waits, so the wake-up has only to stamp and write the request.
+type Preparer interface {
+	// Prepare returns request seq ready to send, or nil when preparing
+	// would need a round trip to the target (then Do does the work).
+	Prepare(seq uint64) *client.Prepared
+	// DoPrepared is Do for a request Prepare returned (or nil).
+	DoPrepared(ctx context.Context, res *probe.Result, p *client.Prepared)
+}
+
 // EngineOptions configures an Engine; the zero value is usable.
 type EngineOptions struct {
 	Logger *slog.Logger
@@ -282,7 +293,7 @@ func (e *Engine) ProbeOnce(ctx context.Context, key config.PairKey) (*probe.Resu
 	stop := context.AfterFunc(l.reqCtx, func() { cancel(context.Cause(l.reqCtx)) })
 	defer stop()
 	res := &probe.Result{Target: key.Target, Probe: key.Probe, Replica: key.Replica, Scheduled: e.o.Now()}
-	sendSafely(ctx, e.logger, l.sender, res)
+	sendSafely(ctx, e.logger, res, l.sender.Do)
 	return res, nil
 }
 
@@ -313,13 +324,7 @@ func (e *Engine) shutdown(ctx context.Context) {
 		<-l.done
 	}
 	idle := waitChan(&e.requests)
-	grace := time.NewTimer(e.o.Grace)
-	defer grace.Stop()
-	select {
-	case <-idle:
-	case <-grace.C:
-	case <-ctx.Done():
-	}
+	e.awaitGrace(idle, ctx.Done())
 	e.stopRoot(probe.ErrShutdown)
 	<-idle
 	e.drains.Wait()
@@ -327,6 +332,18 @@ func (e *Engine) shutdown(ctx context.Context) {
 		l.sender.Close()
 	}
 	e.logger.Info("probe engine stopped", "pairs", len(loops))
+}
+
+// awaitGrace returns when idle is closed, the grace period has passed or
+// stop is closed, whichever comes first.
+func (e *Engine) awaitGrace(idle, stop <-chan struct{}) {
+	grace := time.NewTimer(e.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+	case <-stop:
+	}
 }
 
 // waitChan returns a channel closed when wg's counter reaches zero.

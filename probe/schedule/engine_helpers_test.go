@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/probe/ledger/ledgertest"
 )
@@ -130,6 +132,10 @@ type senderFactory struct {
 	release chan struct{}
 	fail    map[string]error // by probe name
 	built   []*fakeSender
+	// prepareClock, when set, makes the senders Preparers
+	// (preparingSender) that read the time from it.
+	prepareClock func() time.Time
+	preparing    []*preparingSender
 }
 
 func (sf *senderFactory) New(t config.Target, p config.Probe) (Sender, error) {
@@ -140,7 +146,60 @@ func (sf *senderFactory) New(t config.Target, p config.Probe) (Sender, error) {
 	}
 	s := &fakeSender{key: pairKey{Target: t.Name, Probe: p.Name}, hold: sf.hold, delay: sf.delay, release: sf.release}
 	sf.built = append(sf.built, s)
+	if sf.prepareClock != nil {
+		ps := &preparingSender{fakeSender: s, now: sf.prepareClock, prepared: map[*client.Prepared]preparation{}}
+		sf.preparing = append(sf.preparing, ps)
+		return ps, nil
+	}
 	return s, nil
+}
+
+// preparingSender is a fakeSender that is also a Preparer: it notes when
+// (on the test's clock) it prepared which seq, and which preparation each
+// request it sent used.
+type preparingSender struct {
+	*fakeSender
+	now      func() time.Time
+	mu       sync.Mutex
+	prepared map[*client.Prepared]preparation
+	sends    []preparedSend
+}
+
+// preparation is one Prepare call: the seq asked for, and when.
+type preparation struct {
+	seq uint64
+	at  time.Time
+}
+
+// preparedSend is one DoPrepared call: the request's seq and the
+// preparation it was given (ok false: none, or one this sender did not make).
+type preparedSend struct {
+	seq  uint64
+	prep preparation
+	ok   bool
+}
+
+func (s *preparingSender) Prepare(seq uint64) *client.Prepared {
+	p := new(client.Prepared)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prepared[p] = preparation{seq: seq, at: s.now()}
+	return p
+}
+
+func (s *preparingSender) DoPrepared(ctx context.Context, res *probe.Result, p *client.Prepared) {
+	s.mu.Lock()
+	prep, ok := s.prepared[p]
+	s.sends = append(s.sends, preparedSend{seq: res.Seq, prep: prep, ok: ok})
+	s.mu.Unlock()
+	s.fakeSender.Do(ctx, res)
+}
+
+// record returns how many requests s prepared and what it sent.
+func (s *preparingSender) record() (prepares int, sends []preparedSend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.prepared), slices.Clone(s.sends)
 }
 
 func (sf *senderFactory) senders(target, probeName string) []*fakeSender {

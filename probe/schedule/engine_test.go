@@ -119,6 +119,65 @@ func TestEngineInFlightCap(t *testing.T) {
 	}
 }
 
+// TestEnginePreparesBeforePlannedTime: with a Preparer the loop prepares
+// each request while it waits for the request's planned time, and the
+// request is sent with the preparation made for its seq.
+func TestEnginePreparesBeforePlannedTime(t *testing.T) {
+	sf := &senderFactory{}
+	h := newHarness(t, sf, EngineOptions{})
+	sf.prepareClock = h.clock.Now
+	p := testProbe("p", 10, 100)
+	p.Burstiness = math.Inf(1) // a request every 100 ms
+	if err := h.engine.Apply(testConfig([]string{"t"}, p)); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		h.run(t, 100*time.Millisecond, 1)
+	}
+	waitFor(t, "5 results", func() bool { _, finished := h.sink.counts("t", "p"); return finished == 5 })
+	prepares, sends := sf.preparing[0].record()
+	if len(sends) != 5 || prepares != 6 { // the sixth waits for its time
+		t.Fatalf("%d prepared, %d sent, want 6 and 5", prepares, len(sends))
+	}
+	scheduled := map[uint64]time.Time{}
+	for _, r := range h.sink.results("t", "p") {
+		scheduled[r.Seq] = r.Scheduled
+	}
+	for _, s := range sends {
+		if !s.ok || s.prep.seq != s.seq || !s.prep.at.Before(scheduled[s.seq]) {
+			t.Errorf("seq %d sent with %+v (ok %v), want the preparation of its seq made before %v", s.seq, s.prep, s.ok, scheduled[s.seq])
+		}
+	}
+}
+
+// TestEnginePreparedSurvivesInFlightCap: a request the in-flight cap
+// refuses draws nothing; the next one sent uses what was prepared, as
+// without preparing it would draw the item the refused one did not.
+func TestEnginePreparedSurvivesInFlightCap(t *testing.T) {
+	sf := &senderFactory{hold: true, release: make(chan struct{})}
+	h := newHarness(t, sf, EngineOptions{})
+	sf.prepareClock = h.clock.Now
+	p := testProbe("p", 10, 1)
+	p.Burstiness = math.Inf(1)
+	if err := h.engine.Apply(testConfig([]string{"t"}, p)); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // seq 1 sent and held, 2 to 4 refused
+		h.run(t, 100*time.Millisecond, 1)
+	}
+	close(sf.release)
+	waitFor(t, "seq 1 to end", func() bool { return h.engine.inFlight("t", "p") == 0 })
+	h.run(t, 100*time.Millisecond, 1) // seq 5 sent
+	prepares, sends := sf.preparing[0].record()
+	want := []preparedSend{{seq: 1, prep: preparation{seq: 1}, ok: true}, {seq: 5, prep: preparation{seq: 2}, ok: true}}
+	for i := range sends {
+		sends[i].prep.at = time.Time{}
+	}
+	if prepares != 3 || !slices.Equal(sends, want) {
+		t.Fatalf("%d prepared, sent %+v; want 3 prepared (seq 1, 2, 6), sent %+v", prepares, sends, want)
+	}
+}
+
 func TestEngineSeededSchedule(t *testing.T) {
 	p := testProbe("p", 5, 100)
 	p.Burstiness = 0.5

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/redact"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
 )
 
@@ -98,20 +100,27 @@ func resumeAt(start, next time.Time, oldMean, newMean float64) (t time.Time, ok 
 // run fires at planned times first + the sum of the gaps drawn so far:
 // absolute times, so the schedule never drifts and never waits for
 // responses. A loop that falls behind still sends every request, late.
+// With a Preparer the loop draws and encodes the next request before it
+// waits for its time, and only when there is time to wait: a loop that is
+// behind leaves that work to the requests' goroutines, as without one.
 func (e *Engine) run(l *loop, first time.Time) {
 	defer close(l.done)
-	sleep := e.o.Sleep
-	if sleep == nil {
-		// A plain runtime timer made sends 0.5 ms late at the median
-		// (docs/BENCHMARKS.md, schedule accuracy); the loop keeps one
-		// timerfd for all its waits.
-		t := wait.NewTimer()
-		defer t.Close()
-		sleep = t.Wait
-	}
+	// A plain runtime timer made sends 0.5 ms late at the median
+	// (docs/BENCHMARKS.md, schedule accuracy); the loop keeps one timerfd
+	// for all its waits.
+	sleep, release := wait.OrTimer(e.o.Sleep)
+	defer release()
+	preparer, _ := l.sender.(Preparer)
+	var prepared *client.Prepared
 	planned := first
 	for {
 		l.next = planned
+		if preparer != nil && prepared == nil && planned.After(e.o.Now()) {
+			// The request just fired runs first: preparing is not its lag.
+			runtime.Gosched()
+			// Only this loop adds to seq: the next request is seq+1.
+			prepared = preparer.Prepare(l.state.seq.Load() + 1)
+		}
 		// A Sleep may end early; the planned time decides, not the wake-up.
 		for d := planned.Sub(e.o.Now()); d > 0; d = planned.Sub(e.o.Now()) {
 			if err := sleep(l.schedCtx, d); err != nil {
@@ -121,14 +130,20 @@ func (e *Engine) run(l *loop, first time.Time) {
 		if l.schedCtx.Err() != nil {
 			return
 		}
-		e.fire(l, planned)
+		if e.fire(l, planned, preparer, prepared) {
+			prepared = nil
+		}
 		planned = planned.Add(l.arrivals.Next())
 	}
 }
 
-// fire offers one request and sends it in its own goroutine, or ends it at
-// once as cancelled/in_flight_cap when max_in_flight are outstanding.
-func (e *Engine) fire(l *loop, planned time.Time) {
+// fire offers one request and sends it in its own goroutine (prepared by
+// preparer when prepared is not nil), or ends it at once as
+// cancelled/in_flight_cap when max_in_flight are outstanding. It reports
+// whether it sent the request, and so used prepared: a refused request
+// leaves it to the next one, which sends the item the refused one would
+// not have drawn.
+func (e *Engine) fire(l *loop, planned time.Time, preparer Preparer, prepared *client.Prepared) bool {
 	res := &probe.Result{
 		Seq:       l.state.seq.Add(1),
 		Target:    l.pair.Key.Target,
@@ -143,24 +158,30 @@ func (e *Engine) fire(l *loop, planned time.Time) {
 		res.Disposition, res.Reason = probe.Cancelled, probe.ReasonInFlightCap
 		res.Error = fmt.Sprintf("max_in_flight %d reached, not sent", l.maxInFlight)
 		e.finish(res)
-		return
+		return false
 	}
 	l.state.inFlight.Add(1)
 	l.reqs.Add(1)
 	e.requests.Add(1)
+	do := l.sender.Do
+	if prepared != nil {
+		do = func(ctx context.Context, res *probe.Result) { preparer.DoPrepared(ctx, res, prepared) }
+	}
 	go func() {
 		defer e.requests.Done()
 		defer l.reqs.Done()
-		sendSafely(l.reqCtx, e.logger, l.sender, res)
+		sendSafely(l.reqCtx, e.logger, res, do)
 		l.fingerprints.Observe(res)
 		l.state.inFlight.Add(-1)
 		e.finish(res)
 	}()
+	return true
 }
 
-// sendSafely runs one Do; a panicking Sender ends its request as a
-// server_failure instead of taking the prober down.
-func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *probe.Result) {
+// sendSafely runs one request through do (a Sender's Do); a panicking
+// Sender ends its request as a server_failure instead of taking the
+// prober down.
+func sendSafely(ctx context.Context, logger *slog.Logger, res *probe.Result, do func(context.Context, *probe.Result)) {
 	defer func() {
 		if p := recover(); p != nil {
 			logger.Error("request panicked", "target", res.Target, "probe", res.Probe, "seq", res.Seq, "panic", p)
@@ -168,7 +189,7 @@ func sendSafely(ctx context.Context, logger *slog.Logger, s Sender, res *probe.R
 			res.Error = "internal error in the prober"
 		}
 	}()
-	s.Do(ctx, res)
+	do(ctx, res)
 	// A redirect's Location or a proxy's error may hold URLs with secrets.
 	res.Error = redact.Text(res.Error)
 }
@@ -203,13 +224,7 @@ func (e *Engine) retire(l *loop, removed bool) {
 func (e *Engine) drain(l *loop) {
 	defer e.drains.Done()
 	idle := waitChan(&l.reqs)
-	grace := time.NewTimer(e.o.Grace)
-	defer grace.Stop()
-	select {
-	case <-idle:
-	case <-grace.C:
-	case <-e.root.Done(): // shutdown: its cause wins
-	}
+	e.awaitGrace(idle, e.root.Done()) // shutdown: its cause wins
 	l.cancelReqs(probe.ErrRemoved)
 	<-idle
 	l.sender.Close()
