@@ -77,10 +77,9 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 		return out, fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	sim, err := startProcess(ctx, opts.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
-		"--max-num-seqs=1024", "--decode-per-seq=20us")
+	sim, err := startCostSimulator(ctx, opts.Binary)
 	if err != nil {
-		return out, fmt.Errorf("simulator: %w", err)
+		return out, err
 	}
 	defer sim.stop()
 	out.SimPID = sim.cmd.Process.Pid
@@ -92,6 +91,17 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	out.DaemonPID = d.cmd.Process.Pid
 	err = measure(ctx, &out, "http://"+d.addr+"/metrics", opts)
 	return out, err
+}
+
+// startCostSimulator starts the simulator of the cost runs: binary's
+// simulate, no jitter, never queueing.
+func startCostSimulator(ctx context.Context, binary string) (*process, error) {
+	sim, err := startProcess(ctx, binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
+		"--max-num-seqs=1024", "--decode-per-seq=20us")
+	if err != nil {
+		return nil, fmt.Errorf("simulator: %w", err)
+	}
+	return sim, nil
 }
 
 // FloorCost measures the naive client (floor) as Cost measures the
@@ -107,10 +117,9 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 		opts.OutputTokens = 64
 	}
 	out := CostResult{Name: fmt.Sprintf("naive client @ %g/s, %d tokens", opts.Rate, opts.OutputTokens), Targets: 1, Probes: 1, Rate: opts.Rate}
-	sim, err := startProcess(ctx, opts.Binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
-		"--max-num-seqs=1024", "--decode-per-seq=20us")
+	sim, err := startCostSimulator(ctx, opts.Binary)
 	if err != nil {
-		return out, fmt.Errorf("simulator: %w", err)
+		return out, err
 	}
 	defer sim.stop()
 	out.SimPID = sim.cmd.Process.Pid
