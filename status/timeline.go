@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -101,25 +102,65 @@ type minuteBucket struct {
 	ttft, itl                          latencyHist
 }
 
-// timeline is a ring of minute buckets.
-type timeline [timelineMinutes]minuteBucket
+// timeline holds the minute buckets of the last hour, oldest first: a
+// pair gets a bucket for a minute in which a request of it ended, so a new
+// or idle pair holds a few rather than the hour's 60 (~9 KiB).
+type timeline struct {
+	buckets []minuteBucket // ascending minute, within timelineMinutes of the newest
+}
 
-// bucket returns the slot of minute m (Unix time / 60, negative before
-// 1970, which a test clock may use).
+// find returns the bucket of minute m (Unix time / 60, negative before
+// 1970, which a test clock may use), nil when no request ended in it.
+func (tl *timeline) find(m int64) *minuteBucket {
+	if i, ok := tl.search(m); ok {
+		return &tl.buckets[i]
+	}
+	return nil
+}
+
+func (tl *timeline) search(m int64) (int, bool) {
+	return slices.BinarySearchFunc(tl.buckets, m, func(b minuteBucket, m int64) int { return cmp.Compare(b.minute, m) })
+}
+
+// bucket returns the bucket of minute m, adding it when it is new. The
+// minutes outside the hour ending at m go (an hour or more before it, or
+// after it when the clock went back), so at most timelineMinutes stay; a
+// gone bucket's histogram memory serves the new one.
 func (tl *timeline) bucket(m int64) *minuteBucket {
-	return &tl[(m%timelineMinutes+timelineMinutes)%timelineMinutes]
+	if i, ok := tl.search(m); ok {
+		return &tl.buckets[i]
+	}
+	nb := minuteBucket{minute: m}
+	tl.buckets = slices.DeleteFunc(tl.buckets, func(b minuteBucket) bool {
+		gone := b.minute <= m-timelineMinutes || b.minute > m
+		if gone && cap(nb.ttft.n) == 0 {
+			nb.ttft, nb.itl = b.ttft, b.itl
+			nb.ttft.reset()
+			nb.itl.reset()
+		}
+		return gone
+	})
+	i, _ := tl.search(m)
+	tl.buckets = insertBounded(tl.buckets, i, nb, timelineMinutes)
+	return &tl.buckets[i]
+}
+
+// insertBounded inserts v at index i of s, growing s by doubling up to
+// limit elements rather than append's growth past it: a full hour or
+// recent ring holds exactly its limit.
+func insertBounded[T any](s []T, i int, v T, limit int) []T {
+	if len(s) == cap(s) {
+		grown := make([]T, len(s), max(min(2*cap(s), limit), len(s)+1, 1))
+		copy(grown, s)
+		s = grown
+	}
+	return slices.Insert(s, i, v)
 }
 
 // record counts a finished request in the minute of now, by the same
 // definitions as the windowed table (finish).
 func (tl *timeline) record(now time.Time, r *probe.Result) {
-	m := now.Unix() / 60
-	b := tl.bucket(m)
-	if b.minute != m {
-		b.ttft.reset()
-		b.itl.reset()
-		*b = minuteBucket{minute: m, ttft: b.ttft, itl: b.itl}
-	}
+	b := tl.bucket(now.Unix() / 60)
 	b.ended++
 	if r.Disposition == probe.Accepted {
 		b.accepted++
@@ -170,12 +211,11 @@ func (tl *timeline) minutes(now, added time.Time) ([]MinuteStats, map[probe.Disp
 	for m := cur - timelineMinutes + 1; m <= cur; m++ {
 		start := time.Unix(m*60, 0)
 		ms := MinuteStats{Start: start, Acceptance: -1}
-		b := tl.bucket(m)
 		ms.Running = start.Add(time.Minute).After(added)
 		if ms.Running {
 			ms.Ran = minTime(now, start.Add(time.Minute)).Sub(maxTime(start, added))
 		}
-		if b.minute == m {
+		if b := tl.find(m); b != nil {
 			ms.Ended, ms.Accepted = int(b.ended), int(b.accepted)
 			if b.judged > 0 {
 				ms.Acceptance = float64(b.accepted) / float64(b.judged)

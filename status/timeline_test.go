@@ -161,15 +161,36 @@ func TestTimelineMemoryFollowsRate(t *testing.T) {
 		}
 		tl.record(start.Add(time.Duration(s)*time.Second), &r)
 	}
-	size := int(unsafe.Sizeof(tl))
-	for _, b := range tl {
+	size := int(unsafe.Sizeof(tl)) + cap(tl.buckets)*int(unsafe.Sizeof(minuteBucket{}))
+	for _, b := range tl.buckets {
 		size += cap(b.ttft.idx) + 4*cap(b.ttft.n) + cap(b.itl.idx) + 4*cap(b.itl.n)
 	}
 	t.Logf("one pair's hour at 0.05 req/s: %d bytes", size)
 	if size > 16<<10 {
 		t.Errorf("one pair's hour at 0.05 req/s holds %d bytes, want at most 16 KiB", size)
 	}
-	if got := quantileOf(0.99, &tl.bucket(start.Unix()/60).ttft); got < 100*time.Millisecond || got > 160*time.Millisecond {
+	if len(tl.buckets) != timelineMinutes {
+		t.Errorf("%d minute buckets after an hour, want %d", len(tl.buckets), timelineMinutes)
+	}
+	if got := quantileOf(0.99, &tl.find(start.Unix()/60).ttft); got < 100*time.Millisecond || got > 160*time.Millisecond {
 		t.Errorf("first minute's TTFT p99 %v, want within the observed 100-150 ms (bucket midpoint)", got)
+	}
+}
+
+// TestTimelineClockBack: a clock gone back keeps the hour ending at its
+// minute, at most timelineMinutes buckets: the minutes after it and those
+// an hour before it go.
+func TestTimelineClockBack(t *testing.T) {
+	var tl timeline
+	r := probe.Result{Disposition: probe.Accepted, TTFT: time.Second}
+	for _, m := range []int64{1000, 1059, 1100, 1080} {
+		tl.record(time.Unix(m*60, 0), &r)
+	}
+	var got []int64
+	for _, b := range tl.buckets {
+		got = append(got, b.minute)
+	}
+	if want := []int64{1059, 1080}; !slices.Equal(got, want) {
+		t.Errorf("minutes kept %v, want %v", got, want)
 	}
 }
