@@ -30,11 +30,19 @@ const (
 // latencyHist counts latencies in the buckets above. It holds only the
 // buckets that counted something, in order: a minute of a pair at a low
 // rate touches a few of them, so a pair's hour costs a few KiB rather
-// than the ~80 KiB of every bucket of every minute.
+// than the ~80 KiB of every bucket of every minute. Each counted bucket
+// is one uint32, its index in the top 8 bits (histBuckets < 256) and its
+// count in the low 24: one slice of 4-byte entries, not a slice of indexes
+// and one of counts (~3 KiB less a pair's hour). A count stops at
+// histCountMax, ~280,000 latencies a second into one bucket of one pair
+// for a minute, beyond what one pair's streams send.
 type latencyHist struct {
-	idx []uint8 // bucket indexes, ascending (histBuckets < 256)
-	n   []uint32
+	counts []uint32 // bucket index << 24 | count, ascending
 }
+
+const histCountMax = 1<<24 - 1
+
+func histEntryIndex(e uint32) int { return int(e >> 24) }
 
 func histIndex(d time.Duration) int {
 	if d <= histMin {
@@ -53,25 +61,25 @@ func histValue(i int) time.Duration {
 }
 
 func (h *latencyHist) add(d time.Duration) {
-	i := uint8(histIndex(d))
-	j, found := slices.BinarySearch(h.idx, i)
-	if found {
-		h.n[j]++
-		return
+	i := histIndex(d)
+	j, found := slices.BinarySearchFunc(h.counts, i, func(e uint32, i int) int { return cmp.Compare(histEntryIndex(e), i) })
+	if !found {
+		h.counts = slices.Insert(h.counts, j, uint32(i)<<24|1)
+	} else if h.counts[j]&histCountMax < histCountMax {
+		h.counts[j]++
 	}
-	h.idx, h.n = slices.Insert(h.idx, j, i), slices.Insert(h.n, j, 1)
 }
 
 // reset empties h, keeping its memory for the next minute.
-func (h *latencyHist) reset() { h.idx, h.n = h.idx[:0], h.n[:0] }
+func (h *latencyHist) reset() { h.counts = h.counts[:0] }
 
 // quantile returns the nearest-rank q-quantile of the counts in hs, or 0
 // when they hold none.
 func quantileOf(q float64, hs ...*latencyHist) time.Duration {
 	var n uint64
 	for _, h := range hs {
-		for _, c := range h.n {
-			n += uint64(c)
+		for _, e := range h.counts {
+			n += uint64(e & histCountMax)
 		}
 	}
 	if n == 0 {
@@ -82,8 +90,8 @@ func quantileOf(q float64, hs ...*latencyHist) time.Duration {
 	next := make([]int, len(hs)) // each h's first bucket not yet counted
 	for i := range histBuckets {
 		for k, h := range hs {
-			if next[k] < len(h.idx) && int(h.idx[next[k]]) == i {
-				seen += uint64(h.n[next[k]])
+			if next[k] < len(h.counts) && histEntryIndex(h.counts[next[k]]) == i {
+				seen += uint64(h.counts[next[k]] & histCountMax)
 				next[k]++
 			}
 		}
@@ -133,7 +141,7 @@ func (tl *timeline) bucket(m int64) *minuteBucket {
 	nb := minuteBucket{minute: m}
 	tl.buckets = slices.DeleteFunc(tl.buckets, func(b minuteBucket) bool {
 		gone := b.minute <= m-timelineMinutes || b.minute > m
-		if gone && cap(nb.ttft.n) == 0 {
+		if gone && cap(nb.ttft.counts) == 0 {
 			nb.ttft, nb.itl = b.ttft, b.itl
 			nb.ttft.reset()
 			nb.itl.reset()
