@@ -49,11 +49,12 @@ func (v RequestView) Phase(name string) time.Duration {
 	return 0
 }
 
-// recentRing keeps the last recentRequests requests of a pair.
+// recentRing keeps the last recentRequests requests of a pair. Its
+// buffer grows to recentRequests as they come (~4 KiB when full), so a
+// pair that ran few requests holds few.
 type recentRing struct {
-	buf  [recentRequests]RequestView
-	next int
-	n    int
+	buf  []RequestView
+	next int // where the next request goes once buf is full
 }
 
 func (r *recentRing) add(res *probe.Result) {
@@ -70,16 +71,20 @@ func (r *recentRing) add(res *probe.Result) {
 		s := *res.Server
 		v.Server = &s
 	}
+	if len(r.buf) < recentRequests {
+		r.buf = insertBounded(r.buf, len(r.buf), v, recentRequests)
+		return
+	}
 	r.buf[r.next] = v
 	r.next = (r.next + 1) % recentRequests
-	r.n = min(r.n+1, recentRequests)
 }
 
 // newestFirst returns the kept requests, the last one to end first.
 func (r *recentRing) newestFirst() []RequestView {
-	out := make([]RequestView, 0, r.n)
-	for i := 1; i <= r.n; i++ {
-		out = append(out, r.buf[(r.next-i+recentRequests)%recentRequests])
+	n := len(r.buf)
+	out := make([]RequestView, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, r.buf[(r.next-i+n)%n])
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -29,11 +30,19 @@ const (
 // latencyHist counts latencies in the buckets above. It holds only the
 // buckets that counted something, in order: a minute of a pair at a low
 // rate touches a few of them, so a pair's hour costs a few KiB rather
-// than the ~80 KiB of every bucket of every minute.
+// than the ~80 KiB of every bucket of every minute. Each counted bucket
+// is one uint32, its index in the top 8 bits (histBuckets < 256) and its
+// count in the low 24: one slice of 4-byte entries, not a slice of indexes
+// and one of counts (~3 KiB less a pair's hour). A count stops at
+// histCountMax, ~280,000 latencies a second into one bucket of one pair
+// for a minute, beyond what one pair's streams send.
 type latencyHist struct {
-	idx []uint8 // bucket indexes, ascending (histBuckets < 256)
-	n   []uint32
+	counts []uint32 // bucket index << 24 | count, ascending
 }
+
+const histCountMax = 1<<24 - 1
+
+func histEntryIndex(e uint32) int { return int(e >> 24) }
 
 func histIndex(d time.Duration) int {
 	if d <= histMin {
@@ -52,25 +61,25 @@ func histValue(i int) time.Duration {
 }
 
 func (h *latencyHist) add(d time.Duration) {
-	i := uint8(histIndex(d))
-	j, found := slices.BinarySearch(h.idx, i)
-	if found {
-		h.n[j]++
-		return
+	i := histIndex(d)
+	j, found := slices.BinarySearchFunc(h.counts, i, func(e uint32, i int) int { return cmp.Compare(histEntryIndex(e), i) })
+	if !found {
+		h.counts = slices.Insert(h.counts, j, uint32(i)<<24|1)
+	} else if h.counts[j]&histCountMax < histCountMax {
+		h.counts[j]++
 	}
-	h.idx, h.n = slices.Insert(h.idx, j, i), slices.Insert(h.n, j, 1)
 }
 
 // reset empties h, keeping its memory for the next minute.
-func (h *latencyHist) reset() { h.idx, h.n = h.idx[:0], h.n[:0] }
+func (h *latencyHist) reset() { h.counts = h.counts[:0] }
 
 // quantile returns the nearest-rank q-quantile of the counts in hs, or 0
 // when they hold none.
 func quantileOf(q float64, hs ...*latencyHist) time.Duration {
 	var n uint64
 	for _, h := range hs {
-		for _, c := range h.n {
-			n += uint64(c)
+		for _, e := range h.counts {
+			n += uint64(e & histCountMax)
 		}
 	}
 	if n == 0 {
@@ -81,8 +90,8 @@ func quantileOf(q float64, hs ...*latencyHist) time.Duration {
 	next := make([]int, len(hs)) // each h's first bucket not yet counted
 	for i := range histBuckets {
 		for k, h := range hs {
-			if next[k] < len(h.idx) && int(h.idx[next[k]]) == i {
-				seen += uint64(h.n[next[k]])
+			if next[k] < len(h.counts) && histEntryIndex(h.counts[next[k]]) == i {
+				seen += uint64(h.counts[next[k]] & histCountMax)
 				next[k]++
 			}
 		}
@@ -101,25 +110,65 @@ type minuteBucket struct {
 	ttft, itl                          latencyHist
 }
 
-// timeline is a ring of minute buckets.
-type timeline [timelineMinutes]minuteBucket
+// timeline holds the minute buckets of the last hour, oldest first: a
+// pair gets a bucket for a minute in which a request of it ended, so a new
+// or idle pair holds a few rather than the hour's 60 (~9 KiB).
+type timeline struct {
+	buckets []minuteBucket // ascending minute, within timelineMinutes of the newest
+}
 
-// bucket returns the slot of minute m (Unix time / 60, negative before
-// 1970, which a test clock may use).
+// find returns the bucket of minute m (Unix time / 60, negative before
+// 1970, which a test clock may use), nil when no request ended in it.
+func (tl *timeline) find(m int64) *minuteBucket {
+	if i, ok := tl.search(m); ok {
+		return &tl.buckets[i]
+	}
+	return nil
+}
+
+func (tl *timeline) search(m int64) (int, bool) {
+	return slices.BinarySearchFunc(tl.buckets, m, func(b minuteBucket, m int64) int { return cmp.Compare(b.minute, m) })
+}
+
+// bucket returns the bucket of minute m, adding it when it is new. The
+// minutes outside the hour ending at m go (an hour or more before it, or
+// after it when the clock went back), so at most timelineMinutes stay; a
+// gone bucket's histogram memory serves the new one.
 func (tl *timeline) bucket(m int64) *minuteBucket {
-	return &tl[(m%timelineMinutes+timelineMinutes)%timelineMinutes]
+	if i, ok := tl.search(m); ok {
+		return &tl.buckets[i]
+	}
+	nb := minuteBucket{minute: m}
+	tl.buckets = slices.DeleteFunc(tl.buckets, func(b minuteBucket) bool {
+		gone := b.minute <= m-timelineMinutes || b.minute > m
+		if gone && cap(nb.ttft.counts) == 0 {
+			nb.ttft, nb.itl = b.ttft, b.itl
+			nb.ttft.reset()
+			nb.itl.reset()
+		}
+		return gone
+	})
+	i, _ := tl.search(m)
+	tl.buckets = insertBounded(tl.buckets, i, nb, timelineMinutes)
+	return &tl.buckets[i]
+}
+
+// insertBounded inserts v at index i of s, growing s by doubling up to
+// limit elements rather than append's growth past it: a full hour or
+// recent ring holds exactly its limit.
+func insertBounded[T any](s []T, i int, v T, limit int) []T {
+	if len(s) == cap(s) {
+		grown := make([]T, len(s), max(min(2*cap(s), limit), len(s)+1, 1))
+		copy(grown, s)
+		s = grown
+	}
+	return slices.Insert(s, i, v)
 }
 
 // record counts a finished request in the minute of now, by the same
 // definitions as the windowed table (finish).
 func (tl *timeline) record(now time.Time, r *probe.Result) {
-	m := now.Unix() / 60
-	b := tl.bucket(m)
-	if b.minute != m {
-		b.ttft.reset()
-		b.itl.reset()
-		*b = minuteBucket{minute: m, ttft: b.ttft, itl: b.itl}
-	}
+	b := tl.bucket(now.Unix() / 60)
 	b.ended++
 	if r.Disposition == probe.Accepted {
 		b.accepted++
@@ -170,12 +219,11 @@ func (tl *timeline) minutes(now, added time.Time) ([]MinuteStats, map[probe.Disp
 	for m := cur - timelineMinutes + 1; m <= cur; m++ {
 		start := time.Unix(m*60, 0)
 		ms := MinuteStats{Start: start, Acceptance: -1}
-		b := tl.bucket(m)
 		ms.Running = start.Add(time.Minute).After(added)
 		if ms.Running {
 			ms.Ran = minTime(now, start.Add(time.Minute)).Sub(maxTime(start, added))
 		}
-		if b.minute == m {
+		if b := tl.find(m); b != nil {
 			ms.Ended, ms.Accepted = int(b.ended), int(b.accepted)
 			if b.judged > 0 {
 				ms.Acceptance = float64(b.accepted) / float64(b.judged)

@@ -148,9 +148,10 @@ func TestTimelineGroundTruth(t *testing.T) {
 }
 
 // TestTimelineMemoryFollowsRate: an hour of a pair at 0.05 req/s, 16
-// tokens each, keeps a few KiB of buckets (only those that counted), not
-// every bucket of every minute (~83 KiB), so 1,000 such pairs fit in a
-// small prober.
+// tokens each, keeps ~9 KiB of buckets (only those that counted, 4 bytes
+// each), not every bucket of every minute (~83 KiB) nor a slice of
+// indexes and one of counts (~13 KiB), so 1,000 such pairs fit in a small
+// prober.
 func TestTimelineMemoryFollowsRate(t *testing.T) {
 	var tl timeline
 	start := time.Unix(1_800_000_000, 0)
@@ -161,15 +162,51 @@ func TestTimelineMemoryFollowsRate(t *testing.T) {
 		}
 		tl.record(start.Add(time.Duration(s)*time.Second), &r)
 	}
-	size := int(unsafe.Sizeof(tl))
-	for _, b := range tl {
-		size += cap(b.ttft.idx) + 4*cap(b.ttft.n) + cap(b.itl.idx) + 4*cap(b.itl.n)
+	size := int(unsafe.Sizeof(tl)) + cap(tl.buckets)*int(unsafe.Sizeof(minuteBucket{}))
+	for _, b := range tl.buckets {
+		size += 4 * (cap(b.ttft.counts) + cap(b.itl.counts))
 	}
 	t.Logf("one pair's hour at 0.05 req/s: %d bytes", size)
-	if size > 16<<10 {
-		t.Errorf("one pair's hour at 0.05 req/s holds %d bytes, want at most 16 KiB", size)
+	if size > 10<<10 {
+		t.Errorf("one pair's hour at 0.05 req/s holds %d bytes, want at most 10 KiB", size)
 	}
-	if got := quantileOf(0.99, &tl.bucket(start.Unix()/60).ttft); got < 100*time.Millisecond || got > 160*time.Millisecond {
+	if len(tl.buckets) != timelineMinutes {
+		t.Errorf("%d minute buckets after an hour, want %d", len(tl.buckets), timelineMinutes)
+	}
+	if got := quantileOf(0.99, &tl.find(start.Unix()/60).ttft); got < 100*time.Millisecond || got > 160*time.Millisecond {
 		t.Errorf("first minute's TTFT p99 %v, want within the observed 100-150 ms (bucket midpoint)", got)
+	}
+}
+
+// TestTimelineClockBack: a clock gone back keeps the hour ending at its
+// minute, at most timelineMinutes buckets: the minutes after it and those
+// an hour before it go.
+func TestTimelineClockBack(t *testing.T) {
+	var tl timeline
+	r := probe.Result{Disposition: probe.Accepted, TTFT: time.Second}
+	for _, m := range []int64{1000, 1059, 1100, 1080} {
+		tl.record(time.Unix(m*60, 0), &r)
+	}
+	var got []int64
+	for _, b := range tl.buckets {
+		got = append(got, b.minute)
+	}
+	if want := []int64{1059, 1080}; !slices.Equal(got, want) {
+		t.Errorf("minutes kept %v, want %v", got, want)
+	}
+}
+
+// TestLatencyHistCountStops: a bucket's count stops at histCountMax
+// rather than running into the next bucket's index.
+func TestLatencyHistCountStops(t *testing.T) {
+	h := latencyHist{counts: []uint32{uint32(histIndex(time.Millisecond))<<24 | (histCountMax - 1)}}
+	h.add(time.Millisecond)
+	h.add(time.Millisecond)
+	h.add(time.Second)
+	if len(h.counts) != 2 || h.counts[0]&histCountMax != histCountMax || histEntryIndex(h.counts[0]) != histIndex(time.Millisecond) {
+		t.Errorf("counts %x, want bucket %d at %d and one of 1 s", h.counts, histIndex(time.Millisecond), histCountMax)
+	}
+	if got := quantileOf(1, &h); got != histValue(histIndex(time.Second)) {
+		t.Errorf("p100 %v, want the 1 s bucket's %v", got, histValue(histIndex(time.Second)))
 	}
 }

@@ -50,7 +50,7 @@ type pairState struct {
 	ttft, itl    []sample // within the window
 	ttfa         []sample // within the window
 	slo          config.SLO
-	hour         *timeline // the last hour per minute, for the charts
+	hour         timeline // the last hour per minute, for the charts
 	recent       recentRing
 }
 
@@ -166,7 +166,7 @@ func (t *Tracker) PairStarted(p config.Pair) {
 	defer t.mu.Unlock()
 	st := t.pairs[k]
 	if st == nil {
-		st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}, hour: new(timeline)}
+		st = &pairState{added: t.opts.Now(), dispositions: map[probe.Disposition]uint64{}}
 		t.pairs[k] = st
 		t.order = insertGrouped(t.order, k)
 	}

@@ -1,7 +1,9 @@
 package status
 
 import (
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +171,47 @@ func TestTrackerWindowMemory(t *testing.T) {
 	}
 }
 
+// TestTrackerBytesPerNewPair: 1,000 pairs that each ran the three
+// requests of their first minute at 0.05 req/s hold at most 2 KiB each:
+// a pair's hour and recent requests grow as its requests end rather than
+// starting at their full ~13 KiB (docs/BENCHMARKS.md, "1,000 pairs").
+func TestTrackerBytesPerNewPair(t *testing.T) {
+	const pairs = 1000
+	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+	cfg := &config.Config{}
+	for i := range pairs / 10 {
+		cfg.Targets = append(cfg.Targets, config.Target{Name: "t-" + strconv.Itoa(i)})
+	}
+	for i := range 10 {
+		cfg.Probes = append(cfg.Probes, config.Probe{Name: "chat-" + strconv.Itoa(i), Objective: 0.99})
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	tr := NewTracker(TrackerOptions{Now: clock.now})
+	syncPairs(tr, cfg)
+	for range 3 {
+		clock.t = clock.t.Add(20 * time.Second)
+		for _, p := range cfg.Pairs() {
+			r := &probe.Result{Target: p.Key.Target, Probe: p.Key.Probe, Disposition: probe.Accepted, TTFT: 100 * time.Millisecond,
+				ITLs: []time.Duration{20 * time.Millisecond, 21 * time.Millisecond}}
+			tr.Offered(p.Key)
+			tr.Finished(r)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / pairs
+	t.Logf("%.0f bytes per pair", per)
+	if per > 3<<10 {
+		t.Errorf("%.0f bytes per pair after its first three requests, want at most 3 KiB", per)
+	}
+	if n := len(tr.Snapshot()); n != pairs {
+		t.Errorf("%d pairs tracked, want %d", n, pairs)
+	}
+	runtime.KeepAlive(tr)
+}
+
 // TestRecentKeepsEveryPhase: a recent request gives back every HTTP phase
 // of probe.Phases, 0 for one that did not happen and for an unknown name,
 // and keeping it allocates nothing (its phases are inline, not a map).
@@ -181,6 +224,9 @@ func TestRecentKeepsEveryPhase(t *testing.T) {
 		res.Phases[name] = time.Duration(i+1) * time.Millisecond
 	}
 	var r recentRing
+	for range recentRequests {
+		r.add(res)
+	}
 	if allocs := testing.AllocsPerRun(100, func() { r.add(res) }); allocs != 0 {
 		t.Errorf("keeping a recent request allocates %.0f times, want 0", allocs)
 	}
