@@ -114,7 +114,7 @@ type minuteBucket struct {
 // pair gets a bucket for a minute in which a request of it ended, so a new
 // or idle pair holds a few rather than the hour's 60 (~9 KiB).
 type timeline struct {
-	buckets []minuteBucket // ascending minute, within timelineMinutes of the newest
+	buckets []minuteBucket // ascending minute, within timelineMinutes+1 of the newest
 }
 
 // find returns the bucket of minute m (Unix time / 60, negative before
@@ -132,15 +132,18 @@ func (tl *timeline) search(m int64) (int, bool) {
 
 // bucket returns the bucket of minute m, adding it when it is new. The
 // minutes outside the hour ending at m go (an hour or more before it, or
-// after it when the clock went back), so at most timelineMinutes stay; a
-// gone bucket's histogram memory serves the new one.
+// more than a minute after it when the clock went back), so at most
+// timelineMinutes+1 stay; a gone bucket's histogram memory serves the new
+// one. The minute after m stays: Finished reads the clock before it takes
+// the tracker's lock, so a request that ended at 12:00:59.9 may be counted
+// after one that ended at 12:01:00.0, and must not drop its minute.
 func (tl *timeline) bucket(m int64) *minuteBucket {
 	if i, ok := tl.search(m); ok {
 		return &tl.buckets[i]
 	}
 	nb := minuteBucket{minute: m}
 	tl.buckets = slices.DeleteFunc(tl.buckets, func(b minuteBucket) bool {
-		gone := b.minute <= m-timelineMinutes || b.minute > m
+		gone := b.minute <= m-timelineMinutes || b.minute > m+1
 		if gone && cap(nb.ttft.counts) == 0 {
 			nb.ttft, nb.itl = b.ttft, b.itl
 			nb.ttft.reset()
@@ -149,7 +152,7 @@ func (tl *timeline) bucket(m int64) *minuteBucket {
 		return gone
 	})
 	i, _ := tl.search(m)
-	tl.buckets = insertBounded(tl.buckets, i, nb, timelineMinutes)
+	tl.buckets = insertBounded(tl.buckets, i, nb, timelineMinutes+1)
 	return &tl.buckets[i]
 }
 

@@ -179,8 +179,8 @@ func TestTimelineMemoryFollowsRate(t *testing.T) {
 }
 
 // TestTimelineClockBack: a clock gone back keeps the hour ending at its
-// minute, at most timelineMinutes buckets: the minutes after it and those
-// an hour before it go.
+// minute and the minute after it: the later minutes and those an hour
+// before it go.
 func TestTimelineClockBack(t *testing.T) {
 	var tl timeline
 	r := probe.Result{Disposition: probe.Accepted, TTFT: time.Second}
@@ -193,6 +193,14 @@ func TestTimelineClockBack(t *testing.T) {
 	}
 	if want := []int64{1059, 1080}; !slices.Equal(got, want) {
 		t.Errorf("minutes kept %v, want %v", got, want)
+	}
+	// Counted out of order across a minute's end (Finished reads the clock
+	// before its lock): the later minute keeps its request.
+	var skew timeline
+	skew.record(time.Unix(2001*60, 0), &r)
+	skew.record(time.Unix(2001*60-1, 0), &r)
+	if len(skew.buckets) != 2 || skew.buckets[0].minute != 2000 || skew.buckets[1].minute != 2001 || skew.buckets[1].ended != 1 {
+		t.Errorf("buckets %+v, want minutes 2000 and 2001 with a request each", skew.buckets)
 	}
 }
 
