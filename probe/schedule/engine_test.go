@@ -104,7 +104,11 @@ func TestEngineInFlightCap(t *testing.T) {
 			t.Errorf("seq %d: %s/%s sent %v, want cancelled/in_flight_cap, never sent", r.Seq, r.Disposition, r.Reason, r.Sent)
 		}
 	}
-	if calls := h.factory.senders("t", "p")[0].calls.Load(); calls != 3 {
+	// The three requests sent run in goroutines of their own, which may
+	// not have reached the sender yet when the loop parks again.
+	sender := h.factory.senders("t", "p")[0]
+	waitFor(t, "the three requests to reach the sender", func() bool { return sender.calls.Load() >= 3 })
+	if calls := sender.calls.Load(); calls != 3 {
 		t.Errorf("sender called %d times, want 3", calls)
 	}
 	h.engine.Shutdown(context.Background())
