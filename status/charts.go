@@ -49,20 +49,22 @@ const minFreshMinute = 20 * time.Second
 // minutesSeries returns one point per minute the pair ran, at the
 // minute's start; a minute without a value (ok false) is a gap. The
 // current minute is left out while younger than minFreshMinute, unless
-// it is the pair's only one.
+// it holds the series' first value (a new pair's first minutes are gaps).
 func minutesSeries(ms []MinuteStats, value func(MinuteStats) (float64, bool)) []svgchart.Point {
 	var pts []svgchart.Point
+	valued := false
 	for i, m := range ms {
 		if !m.Running {
 			continue
 		}
-		if i == len(ms)-1 && m.Ran < minFreshMinute && len(pts) > 0 {
+		if i == len(ms)-1 && m.Ran < minFreshMinute && valued {
 			break
 		}
 		y, ok := value(m)
 		if !ok {
 			y = math.NaN()
 		}
+		valued = valued || ok
 		pts = append(pts, svgchart.Point{X: float64(m.Start.Unix()), Y: y})
 	}
 	return pts

@@ -24,6 +24,9 @@ func TestMinutesSeriesFreshMinute(t *testing.T) {
 		{"a fresh minute that is the pair's only one", []MinuteStats{
 			{Start: at(3)}, {Start: at(4), Running: true, Ran: 5 * time.Second, Ended: 1, Accepted: 1},
 		}, []float64{1}},
+		{"a fresh minute that holds the series' first value", []MinuteStats{
+			{Start: at(3), Running: true, Ran: 30 * time.Second}, {Start: at(4), Running: true, Ran: 5 * time.Second, Ended: 1, Accepted: 1},
+		}, []float64{math.NaN(), 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pts := minutesSeries(c.minutes, value)
