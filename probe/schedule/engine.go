@@ -204,7 +204,7 @@ func (e *Engine) ApplyPairs(pairs []config.Pair) error {
 	var errs []error
 	for _, p := range pairs {
 		old := e.loops[p.Key]
-		if old != nil && old.pair.Fingerprint == p.Fingerprint {
+		if old != nil && old.fingerprint == p.Fingerprint {
 			continue
 		}
 		sender, err := e.o.NewRequester(p.Target, p.Probe)

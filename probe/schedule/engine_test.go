@@ -3,7 +3,9 @@ package schedule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -309,4 +311,37 @@ func checkDrained(t *testing.T, h *harness, target, probeName string, want probe
 			t.Errorf("%s/%s: sender not closed", target, probeName)
 		}
 	}
+}
+
+// TestLoopBytesPerPair: starting 1,000 pairs' loops allocates at most
+// 2 KiB of heap per pair beside their Senders: a loop keeps the pair's
+// key and fingerprint, not a copy of its config.Pair (docs/BENCHMARKS.md,
+// "1,000 pairs").
+func TestLoopBytesPerPair(t *testing.T) {
+	const n = 1000
+	clock := newFakeClock(testEpoch)
+	shared := &fakeSender{}
+	e := NewEngine(EngineOptions{Now: clock.Now, Sleep: clock.Sleep,
+		NewRequester: func(config.Target, config.Probe) (Sender, error) { return shared, nil }})
+	t.Cleanup(func() { e.Shutdown(context.Background()) })
+	cfg := testConfig(nil, testProbe("chat", 0.05, 1))
+	for i := range n {
+		cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("t-%04d", i), URL: "http://127.0.0.1:1"})
+	}
+	pairs := cfg.Pairs()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := e.ApplyPairs(pairs); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "loops to park", func() bool { return clock.parkedCount() == n })
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes per pair", per)
+	if per > 2048 {
+		t.Errorf("%.0f bytes of heap per started pair, want at most 2 KiB (2,788 with a copy of the config.Pair in each loop)", per)
+	}
+	runtime.KeepAlive(pairs)
 }

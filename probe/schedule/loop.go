@@ -19,7 +19,12 @@ import (
 
 // loop is the scheduling loop of one configuration of one pair.
 type loop struct {
-	pair        config.Pair
+	// key and fingerprint are all of the pair a loop keeps: the Sender
+	// holds what the requests need, and a config.Pair (~880 bytes) kept
+	// by every loop was most of a loop's heap at 1,000 pairs
+	// (TestLoopBytesPerPair).
+	key         pairKey
+	fingerprint string
 	sender      Sender
 	state       *pairState
 	arrivals    *Arrivals
@@ -44,7 +49,8 @@ func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop 
 	st := e.pairState(p.Key)
 	st.fingerprints = fingerprint.NewTracker(p, st.fingerprints, e.logger)
 	l := &loop{
-		pair:         p,
+		key:          p.Key,
+		fingerprint:  p.Fingerprint,
 		sender:       sender,
 		state:        st,
 		arrivals:     NewArrivals(p.Probe.Rate, p.Probe.Burstiness, loopSeed(pairSeed(p.Key, p.Probe), st.seq.Load())),
@@ -146,12 +152,12 @@ func (e *Engine) run(l *loop, first time.Time) {
 func (e *Engine) fire(l *loop, planned time.Time, preparer Preparer, prepared *client.Prepared) bool {
 	res := &probe.Result{
 		Seq:       l.state.seq.Add(1),
-		Target:    l.pair.Key.Target,
-		Probe:     l.pair.Key.Probe,
-		Replica:   l.pair.Key.Replica,
+		Target:    l.key.Target,
+		Probe:     l.key.Probe,
+		Replica:   l.key.Replica,
 		Scheduled: planned,
 	}
-	e.sink.Offered(l.pair.Key)
+	e.sink.Offered(l.key)
 	// Only the current loop of a pair adds to its in-flight count, so the
 	// check and the increment cannot race with another fire.
 	if l.state.inFlight.Load() >= l.maxInFlight {
@@ -210,7 +216,7 @@ func (e *Engine) retire(l *loop, removed bool) {
 	if !removed {
 		l.state.resume, l.state.resumeMean = l.next, l.arrivals.mean
 	}
-	e.logger.Info("probe loop stopped", "target", l.pair.Key.Target, "probe", l.pair.Key.Probe, "replica", l.pair.Key.Replica,
+	e.logger.Info("probe loop stopped", "target", l.key.Target, "probe", l.key.Probe, "replica", l.key.Replica,
 		"removed", removed, "in_flight", l.state.inFlight.Load())
 	l.state.draining++
 	e.drains.Add(1)
@@ -231,8 +237,8 @@ func (e *Engine) drain(l *loop) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l.state.draining--
-	if l.state.draining == 0 && e.loops[l.pair.Key] == nil {
-		e.sink.PairStopped(l.pair.Key)
-		e.keepStopped(l.pair.Key, l.state)
+	if l.state.draining == 0 && e.loops[l.key] == nil {
+		e.sink.PairStopped(l.key)
+		e.keepStopped(l.key, l.state)
 	}
 }
