@@ -91,6 +91,10 @@ type ServerScraper struct {
 	loops    map[scrapeKey]*targetLoop
 	running  sync.WaitGroup // every loop goroutine, retired ones included
 	stopped  bool
+	// allow is the last compiled allow regexp, which every loop started
+	// with the same source shares: every loop has the settings' one, and a
+	// compiled copy per target was ~26 KB (100 targets: 2.6 MB).
+	allow *regexp.Regexp
 }
 
 // scrapeSettings is how every target is scraped (global.server_metrics,
@@ -179,11 +183,7 @@ func NewServerScraper(o ScraperOptions) *ServerScraper {
 
 // start launches one loop; s.mu is held.
 func (s *ServerScraper) start(w loopConfig) *targetLoop {
-	allow, err := compileAllow(w.allow)
-	if err != nil {
-		s.logger.Warn("invalid server_metrics.allow, using the default", "err", err)
-		allow, _ = compileAllow(DefaultAllow)
-	}
+	allow := s.allowRegexp(w.allow)
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &targetLoop{cfg: w, allow: allow, cancel: cancel, dropped: map[string]float64{}}
 	l.descs, l.infoValues = newLoopDescs(w)
@@ -198,10 +198,30 @@ func (s *ServerScraper) start(w loopConfig) *targetLoop {
 	return l
 }
 
+// allowRegexp returns the allow regexp of src, the one of the loop
+// started last when it had the same source (a regexp.Regexp is safe for
+// concurrent use), or the default's when src does not compile; s.mu is
+// held.
+func (s *ServerScraper) allowRegexp(src string) *regexp.Regexp {
+	if s.allow != nil && s.allow.String() == anchored(src) {
+		return s.allow
+	}
+	allow, err := compileAllow(src)
+	if err != nil {
+		s.logger.Warn("invalid server_metrics.allow, using the default", "err", err)
+		allow, _ = compileAllow(DefaultAllow)
+	}
+	s.allow = allow
+	return allow
+}
+
+// anchored is src matching whole metric names only.
+func anchored(src string) string { return "^(?:" + src + ")$" }
+
 // compileAllow anchors src, whatever the config did: allow always matches
 // whole metric names.
 func compileAllow(src string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile("^(?:" + src + ")$")
+	re, err := regexp.Compile(anchored(src))
 	if err != nil {
 		return nil, fmt.Errorf("compile allow regexp: %w", err)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"regexp"
 	"testing"
 	"time"
 
@@ -55,5 +56,45 @@ func TestServerScraperFollowsPairs(t *testing.T) {
 	}
 	if st := h.State("a", ""); st != (ScrapeState{}) {
 		t.Errorf("state of a target without pairs: %+v", st)
+	}
+}
+
+// TestServerScraperSharesAllowRegexp: the targets' loops share one
+// compiled allow regexp (~26 KB each when every loop compiled its own,
+// docs/BENCHMARKS.md, "1,000 pairs"); a changed allow gives every
+// restarted loop the new one.
+func TestServerScraperSharesAllowRegexp(t *testing.T) {
+	h := newHarness(t, ScraperOptions{})
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		h.PairStarted(config.Pair{Key: config.PairKey{Target: name, Probe: "p"},
+			Target: config.Target{Name: name, URL: "http://127.0.0.1:1", MetricsPath: "/metrics"}})
+	}
+	allows := func() map[*regexp.Regexp][]string {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		out := map[*regexp.Regexp][]string{}
+		for _, name := range names {
+			re := h.loops[scrapeKey{target: name}].allow
+			out[re] = append(out[re], re.String())
+		}
+		return out
+	}
+	if got := allows(); len(got) != 1 {
+		t.Errorf("%d compiled allow regexps for %d targets, want 1: %v", len(got), len(names), got)
+	}
+	re, err := config.NewRegexp("vllm:num_requests_running")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Configure(config.ServerMetrics{Allow: re})
+	got := allows()
+	if len(got) != 1 {
+		t.Fatalf("%d compiled allow regexps after a change, want 1: %v", len(got), got)
+	}
+	for re := range got {
+		if want := "^(?:vllm:num_requests_running)$"; re.String() != want {
+			t.Errorf("allow after a change %q, want %q", re.String(), want)
+		}
 	}
 }
