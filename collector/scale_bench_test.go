@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -77,4 +78,32 @@ func BenchmarkScrapeLean(b *testing.B) {
 			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
+}
+
+// TestCollectorBytesPerLeanPair: 1,000 lean pairs, each after one
+// accepted request, hold at most 6 KiB of the collector's heap each: a
+// pair keeps its own three label pairs, not a sorted set for each of its
+// counter series with an extra label (docs/BENCHMARKS.md, "1,000 pairs").
+func TestCollectorBytesPerLeanPair(t *testing.T) {
+	const pairs = 1000
+	cfg := leanConfig(pairs/10, 10)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := New(Options{})
+	syncPairs(c, cfg)
+	for _, p := range cfg.Pairs() {
+		c.Offered(p.Key)
+		c.Finished(&probe.Result{Target: p.Key.Target, Probe: p.Key.Probe, RequestID: "chatcmpl-0",
+			Disposition: probe.Accepted, Sent: fixedNow, TTFT: 100 * time.Millisecond,
+			E2EL: 400 * time.Millisecond, PromptTokens: 128, OutputTokens: 16})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / pairs
+	t.Logf("%.0f bytes per pair", per)
+	if per > 6<<10 {
+		t.Errorf("%.0f bytes per lean pair, want at most 6 KiB (7,831 with the label sets kept per pair)", per)
+	}
+	runtime.KeepAlive(c)
 }

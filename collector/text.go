@@ -214,11 +214,16 @@ func (t *pairText) family(i int) []byte {
 // builds them.
 func (g gathering) appendCounters(b []byte, f counterFamily) []byte {
 	var vals []float64
+	extra, ok := extraLabelPairs[f.name]
+	var scratch [4]*dto.LabelPair // a pair's three and the extra label
 	for i, p := range g.pairs {
 		vals = f.values(&g.flows[i], p, vals[:0])
-		sets := p.labels.of(f.name)
 		for j, v := range vals {
-			b = appendSample(b, f.name, "", sets[j], "", 0, v)
+			set := p.labels.pair
+			if ok {
+				set = extra.appendSet(scratch[:0], p.labels.pair, j)
+			}
+			b = appendSample(b, f.name, "", set, "", 0, v)
 		}
 	}
 	return b
