@@ -2,7 +2,6 @@ package collector
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/memtest"
 	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -87,23 +87,19 @@ func BenchmarkScrapeLean(b *testing.B) {
 func TestCollectorBytesPerLeanPair(t *testing.T) {
 	const pairs = 1000
 	cfg := leanConfig(pairs/10, 10)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	c := New(Options{})
-	syncPairs(c, cfg)
-	for _, p := range cfg.Pairs() {
-		c.Offered(p.Key)
-		c.Finished(&probe.Result{Target: p.Key.Target, Probe: p.Key.Probe, RequestID: "chatcmpl-0",
-			Disposition: probe.Accepted, Sent: fixedNow, TTFT: 100 * time.Millisecond,
-			E2EL: 400 * time.Millisecond, PromptTokens: 128, OutputTokens: 16})
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / pairs
+	per := memtest.HeapBytesPer(pairs, func() any {
+		c := New(Options{})
+		syncPairs(c, cfg)
+		for _, p := range cfg.Pairs() {
+			c.Offered(p.Key)
+			c.Finished(&probe.Result{Target: p.Key.Target, Probe: p.Key.Probe, RequestID: "chatcmpl-0",
+				Disposition: probe.Accepted, Sent: fixedNow, TTFT: 100 * time.Millisecond,
+				E2EL: 400 * time.Millisecond, PromptTokens: 128, OutputTokens: 16})
+		}
+		return c
+	})
 	t.Logf("%.0f bytes per pair", per)
 	if per > 6<<10 {
 		t.Errorf("%.0f bytes per lean pair, want at most 6 KiB (7,831 with the label sets kept per pair)", per)
 	}
-	runtime.KeepAlive(c)
 }

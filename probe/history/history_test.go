@@ -3,7 +3,6 @@ package history
 import (
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/memtest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
@@ -258,26 +258,22 @@ func TestEntryRoundTrip(t *testing.T) {
 func TestHistoryBytesPerResult(t *testing.T) {
 	const pairs, kept = 100, 200
 	h := New(kept)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for n := range kept {
-		for i := range pairs {
-			r := &probe.Result{Seq: uint64(n + 1), Target: fmt.Sprintf("t-%d", i/10), Probe: fmt.Sprintf("chat-%d", i%10),
-				RequestID: fmt.Sprintf("chatcmpl-%032d", n), Scheduled: testEpoch, Sent: testEpoch, Lag: time.Millisecond,
-				Disposition: probe.Accepted, HTTPStatus: 200, TTFT: 20 * time.Millisecond, TPOT: 5 * time.Millisecond,
-				E2EL: 100 * time.Millisecond, ITLs: make([]time.Duration, 15), PromptTokens: 128, OutputTokens: 16, Chunks: 16,
-				FinishReason: string([]byte("length")), Model: string([]byte("sim-llama")), // decoded per response
-				Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond}}
-			h.Add(r)
+	per := memtest.HeapBytesPer(pairs*kept, func() any {
+		for n := range kept {
+			for i := range pairs {
+				r := &probe.Result{Seq: uint64(n + 1), Target: fmt.Sprintf("t-%d", i/10), Probe: fmt.Sprintf("chat-%d", i%10),
+					RequestID: fmt.Sprintf("chatcmpl-%032d", n), Scheduled: testEpoch, Sent: testEpoch, Lag: time.Millisecond,
+					Disposition: probe.Accepted, HTTPStatus: 200, TTFT: 20 * time.Millisecond, TPOT: 5 * time.Millisecond,
+					E2EL: 100 * time.Millisecond, ITLs: make([]time.Duration, 15), PromptTokens: 128, OutputTokens: 16, Chunks: 16,
+					FinishReason: string([]byte("length")), Model: string([]byte("sim-llama")), // decoded per response
+					Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond}}
+				h.Add(r)
+			}
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / (pairs * kept)
+		return h
+	})
 	t.Logf("%.0f bytes per kept result", per)
 	if per > 120 {
 		t.Errorf("%.0f bytes per kept result, want at most 120", per)
 	}
-	runtime.KeepAlive(h)
 }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/memtest"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -314,7 +314,7 @@ func checkDrained(t *testing.T, h *harness, target, probeName string, want probe
 }
 
 // TestLoopBytesPerPair: starting 1,000 pairs' loops allocates at most
-// 2 KiB of heap per pair beside their Senders: a loop keeps the pair's
+// 1 KiB of heap per pair beside their Senders: a loop keeps the pair's
 // key and fingerprint, not a copy of its config.Pair (docs/BENCHMARKS.md,
 // "1,000 pairs").
 func TestLoopBytesPerPair(t *testing.T) {
@@ -329,19 +329,15 @@ func TestLoopBytesPerPair(t *testing.T) {
 		cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("t-%04d", i), URL: "http://127.0.0.1:1"})
 	}
 	pairs := cfg.Pairs()
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if err := e.ApplyPairs(pairs); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "loops to park", func() bool { return clock.parkedCount() == n })
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	per := memtest.HeapBytesPer(n, func() any {
+		if err := e.ApplyPairs(pairs); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "loops to park", func() bool { return clock.parkedCount() == n })
+		return nil
+	})
 	t.Logf("%.0f bytes per pair", per)
-	if per > 2048 {
-		t.Errorf("%.0f bytes of heap per started pair, want at most 2 KiB (2,788 with a copy of the config.Pair in each loop)", per)
+	if per > 1024 {
+		t.Errorf("%.0f bytes of heap per started pair, want at most 1 KiB (1,625 with a copy of the config.Pair in each loop)", per)
 	}
-	runtime.KeepAlive(pairs)
 }
