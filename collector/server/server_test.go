@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
@@ -256,6 +258,55 @@ func TestServerScraperApply(t *testing.T) {
 	h.Stop()
 	if n := testutil.CollectAndCount(h); n != 0 {
 		t.Errorf("%d series after Stop", n)
+	}
+}
+
+// TestServerScraperFollowsPairs checks the scraper as a sink of the
+// engine: a target is scraped while one of its pairs runs, a change of a
+// probe leaves its loop alone, a change of the settings restarts it.
+func TestServerScraperFollowsPairs(t *testing.T) {
+	srv := newFakeServer(t, sample(t))
+	h := newHarness(t, ScraperOptions{})
+	target := serverTarget("a", srv)
+	pair := func(probe string, rate float64) config.Pair {
+		return config.Pair{Key: config.PairKey{Target: "a", Probe: probe}, Target: target, Probe: config.Probe{Name: probe, Rate: rate}}
+	}
+	loop := func() *targetLoop {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		return h.loops[scrapeKey{target: "a"}]
+	}
+	h.PairStarted(pair("p", 1))
+	h.PairStarted(pair("q", 1))
+	h.wait(t, "a")
+	first := loop()
+
+	steps := []struct {
+		name    string
+		do      func()
+		scraped bool
+		same    bool // the loop is the first one
+	}{
+		{"a probe change keeps the loop", func() { h.PairStarted(pair("p", 2)) }, true, true},
+		{"one pair stopped keeps the target", func() { h.PairStopped(pair("p", 2).Key) }, true, true},
+		{"unchanged settings keep the loop", func() { h.Configure(config.ServerMetrics{}) }, true, true},
+		{"changed settings restart the loop", func() { h.Configure(config.ServerMetrics{Interval: model.Duration(time.Minute)}) }, true, false},
+		{"the last pair stopped stops the target", func() { h.PairStopped(pair("q", 1).Key) }, false, false},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			st.do()
+			l := loop()
+			if (l != nil) != st.scraped {
+				t.Fatalf("target scraped = %v, want %v", l != nil, st.scraped)
+			}
+			if (l == first) != st.same {
+				t.Errorf("same loop = %v, want %v", l == first, st.same)
+			}
+		})
+	}
+	if st := h.State("a", ""); st != (ScrapeState{}) {
+		t.Errorf("state of a target without pairs: %+v", st)
 	}
 }
 
