@@ -35,6 +35,7 @@ func simulateCommand(app *kingpin.Application) action {
 	cmd.Flag("enable-per-request-metrics", "Attach the per-request `metrics` object (vLLM's --enable-per-request-metrics).").Default("true").BoolVar(&o.PerRequestMetrics)
 	cmd.Flag("enable-prefix-caching", "Reuse KV of identical 16-token prompt blocks.").Default("true").BoolVar(&o.PrefixCaching)
 	cmd.Flag("enable-request-id-headers", "Echo X-Request-Id on responses.").BoolVar(&o.EnableRequestIDHeaders)
+	cmd.Flag("timeout-keep-alive", "Close a keep-alive connection idle this long, as vLLM's server does (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); 0 keeps it open.").Default(d.KeepAlive.String()).DurationVar(&o.KeepAlive)
 	cmd.Flag("trace", "Record per-request event write times, served on GET /sim/trace.").BoolVar(&o.Trace)
 	cmd.Flag("trace-limit", "Trace records kept.").Default(strconv.Itoa(d.TraceLimit)).IntVar(&o.TraceLimit)
 	faultFlags(cmd, &o.Faults)

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
@@ -70,12 +70,7 @@ func relDo(t *testing.T, client *http.Client, method, u string, auth bool) (int,
 	if auth {
 		req.SetBasicAuth("alice", "s3cret")
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := daemontest.Send(t, client, req)
 	return resp.StatusCode, string(b)
 }
 

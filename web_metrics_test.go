@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 )
 
 // TestMetricsGzip: /metrics is gzipped at the fastest level (the gzip
@@ -40,15 +42,7 @@ func TestMetricsGzip(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("Accept-Encoding", tc.accept)
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp, raw := daemontest.Send(t, client, req)
 			body := string(raw)
 			if got := resp.Header.Get("Content-Encoding") == "gzip"; got != tc.gzipped {
 				t.Fatalf("Content-Encoding %q, want gzip: %v", resp.Header.Get("Content-Encoding"), tc.gzipped)

@@ -46,12 +46,7 @@ func distinctSLOConfig(n int) (*Collector, *config.Config) {
 func TestHistogramBucketsBounded(t *testing.T) {
 	const n = 200
 	c, cfg := distinctSLOConfig(n)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := promtext.Gather(t, c)
 	ttft := func(s config.SLO) time.Duration { return time.Duration(s.TTFT) }
 	tpot := func(s config.SLO) time.Duration { return time.Duration(s.TPOT) }
 	own := map[string]func(config.SLO) time.Duration{

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/promtext"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -17,23 +16,15 @@ import (
 // from one scrape.
 func flowCounts(t *testing.T, c *Collector) (offered, finished, inFlight float64) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	fams := promtext.Gather(t, c)
+	for _, m := range fams[metricname.RequestsOffered].GetMetric() {
+		offered += m.GetCounter().GetValue()
 	}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case metricname.RequestsOffered:
-				offered += m.GetCounter().GetValue()
-			case metricname.Requests:
-				finished += m.GetCounter().GetValue()
-			case metricname.RequestsInFlight:
-				inFlight += m.GetGauge().GetValue()
-			}
-		}
+	for _, m := range fams[metricname.Requests].GetMetric() {
+		finished += m.GetCounter().GetValue()
+	}
+	for _, m := range fams[metricname.RequestsInFlight].GetMetric() {
+		inFlight += m.GetGauge().GetValue()
 	}
 	return offered, finished, inFlight
 }

@@ -37,11 +37,9 @@ func knownMetrics(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Record != "" {
-				known[r.Record] = true
-			}
+	for r := range rf.Rules() {
+		if r.Record != "" {
+			known[r.Record] = true
 		}
 	}
 	return known

@@ -188,17 +188,13 @@ func writeDashboardRules(t *testing.T, cfgPath, path, scaledPath string) {
 	}
 	scaled, full := readRuleFile(t, scaledPath), readRuleFile(t, path)
 	have := map[string]bool{}
-	for _, g := range scaled.Groups {
-		for _, r := range g.Rules {
-			have[r.Record] = true
-		}
+	for r := range scaled.Rules() {
+		have[r.Record] = true
 	}
 	var keep []rules.Rule
-	for _, g := range full.Groups {
-		for _, r := range g.Rules {
-			if r.Record != "" && !have[r.Record] {
-				keep = append(keep, r)
-			}
+	for r := range full.Rules() {
+		if r.Record != "" && !have[r.Record] {
+			keep = append(keep, r)
 		}
 	}
 	b, err := rules.Marshal(&rules.RuleFile{Groups: []rules.RuleGroup{{Name: "dashboard-windows", Rules: keep}}}, nil)
@@ -270,18 +266,16 @@ func (s *alertStack) severePage(t *testing.T) map[string]string {
 	t.Helper()
 	var best map[string]string
 	var bestLong time.Duration
-	for _, g := range s.rules.Groups {
-		for _, r := range g.Rules {
-			if r.Alert != rules.AlertFastBurn || r.Labels["target"] != s.pair()["target"] || r.Labels["probe"] != s.pair()["probe"] {
-				continue
-			}
-			long, err := model.ParseDuration(r.Labels["long_window"])
-			if err != nil {
-				t.Fatalf("%s long_window %q: %v", r.Alert, r.Labels["long_window"], err)
-			}
-			if best == nil || time.Duration(long) < bestLong {
-				best, bestLong = with(r.Labels, "alertname", r.Alert), time.Duration(long)
-			}
+	for r := range s.rules.Rules() {
+		if r.Alert != rules.AlertFastBurn || r.Labels["target"] != s.pair()["target"] || r.Labels["probe"] != s.pair()["probe"] {
+			continue
+		}
+		long, err := model.ParseDuration(r.Labels["long_window"])
+		if err != nil {
+			t.Fatalf("%s long_window %q: %v", r.Alert, r.Labels["long_window"], err)
+		}
+		if best == nil || time.Duration(long) < bestLong {
+			best, bestLong = with(r.Labels, "alertname", r.Alert), time.Duration(long)
 		}
 	}
 	if best == nil {

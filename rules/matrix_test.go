@@ -300,13 +300,11 @@ func TestMatrixRules(t *testing.T) {
 	}
 	names := func(rf *rules.RuleFile, alerts bool) []string {
 		var out []string
-		for _, g := range rf.Groups {
-			for _, r := range g.Rules {
-				if alerts && r.Alert != "" {
-					out = append(out, r.Alert+"/"+r.Labels["severity"])
-				} else if !alerts && r.Record != "" {
-					out = append(out, r.Record)
-				}
+		for r := range rf.Rules() {
+			if alerts && r.Alert != "" {
+				out = append(out, r.Alert+"/"+r.Labels["severity"])
+			} else if !alerts && r.Record != "" {
+				out = append(out, r.Record)
 			}
 		}
 		return out

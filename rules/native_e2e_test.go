@@ -187,11 +187,9 @@ func runPrometheus(t *testing.T, dir string, rf *rules.RuleFile, target string, 
 
 // alertExpr returns the expression of the alert for probe ("" = any).
 func alertExpr(rf *rules.RuleFile, alert, probeName string) (string, bool) {
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == alert && (probeName == "" || r.Labels["probe"] == probeName) {
-				return r.Expr, true
-			}
+	for r := range rf.Rules() {
+		if r.Alert == alert && (probeName == "" || r.Labels["probe"] == probeName) {
+			return r.Expr, true
 		}
 	}
 	return "", false

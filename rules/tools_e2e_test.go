@@ -124,11 +124,9 @@ func TestAmtoolRoutesEveryAlert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, g := range rf.Groups {
-			for _, r := range g.Rules {
-				if r.Alert != "" {
-					routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{rules.SeverityPage: "page", rules.SeverityTicket: "ticket"}[r.Labels["severity"]]
-				}
+		for r := range rf.Rules() {
+			if r.Alert != "" {
+				routes[r.Alert+"/"+r.Labels["severity"]] = map[string]string{rules.SeverityPage: "page", rules.SeverityTicket: "ticket"}[r.Labels["severity"]]
 			}
 		}
 	}

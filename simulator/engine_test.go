@@ -1,11 +1,16 @@
 package simulator
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -158,6 +163,75 @@ func TestSimpleEndpoints(t *testing.T) {
 		decodeJSON(t, b, &m)
 		if m.Object != "list" || len(m.Data) != 1 || m.Data[0].ID != "sim-llama" || m.Data[0].MaxModelLen != 8192 || m.Data[0].OwnedBy != "vllm" {
 			t.Errorf("models %s", b)
+		}
+	})
+}
+
+// TestKeepAlive: the server closes a keep-alive connection that stays idle
+// for the keep-alive timeout, as vLLM's uvicorn does, and keeps it open
+// when the timeout is 0; a negative timeout is refused.
+func TestKeepAlive(t *testing.T) {
+	// idleFor sends one request on a new connection, then waits up to
+	// wait for the server to close it: how long that took, or false when
+	// the connection was still open.
+	idleFor := func(t *testing.T, keepAlive, wait time.Duration) (time.Duration, bool) {
+		o := fastOptions()
+		o.KeepAlive = keepAlive
+		s, url, err := Serve(o, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: sim\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		idle := time.Now()
+		if err := conn.SetReadDeadline(idle.Add(wait)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = br.ReadByte()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, false
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("reading the idle connection: %v, want EOF or a timeout", err)
+		}
+		return time.Since(idle), true
+	}
+	t.Run("closes", func(t *testing.T) {
+		const keepAlive = 100 * time.Millisecond
+		took, closed := idleFor(t, keepAlive, 10*time.Second)
+		if !closed || took < keepAlive {
+			t.Errorf("idle connection closed=%v after %s, want closed after at least %s", closed, took, keepAlive)
+		}
+	})
+	t.Run("zero keeps it open", func(t *testing.T) {
+		if took, closed := idleFor(t, 0, 300*time.Millisecond); closed {
+			t.Errorf("idle connection closed after %s with keep-alive timeout 0", took)
+		}
+	})
+	t.Run("default is vLLM's", func(t *testing.T) {
+		if got := DefaultOptions().KeepAlive; got != 5*time.Second {
+			t.Errorf("default keep-alive %s, want vLLM's 5s", got)
+		}
+	})
+	t.Run("negative", func(t *testing.T) {
+		o := fastOptions()
+		o.KeepAlive = -time.Second
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), "keep-alive timeout -1s") {
+			t.Errorf("New with a negative keep-alive: %v, want an error naming it", err)
 		}
 	})
 }

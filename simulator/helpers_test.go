@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 )
 
 // fastOptions is a deterministic, quick latency model for tests.
@@ -53,16 +55,7 @@ func post(t testing.TB, url, body string, header ...string) (*http.Response, []b
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
-	return resp, b
+	return daemontest.Send(t, http.DefaultClient, req)
 }
 
 // events splits an SSE body into its data payloads; it fails on any line

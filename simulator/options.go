@@ -62,6 +62,11 @@ type Options struct {
 	EnableRequestIDHeaders bool
 	// MaxBodyBytes bounds a request body; larger bodies get a 400.
 	MaxBodyBytes int64
+	// KeepAlive is how long the server keeps an idle keep-alive
+	// connection open before it closes it: vLLM's uvicorn
+	// timeout_keep_alive (VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s by default).
+	// 0 keeps idle connections open.
+	KeepAlive time.Duration
 
 	// Trace records, per request, its arrival and the write time of every
 	// event, readable through GET /sim/trace and Server.Trace.
@@ -86,6 +91,10 @@ const DefaultEmbeddingDim = 384
 // with room).
 const maxEmbeddingDim = 1 << 16
 
+// DefaultKeepAlive is vLLM's default keep-alive timeout of its HTTP
+// server (uvicorn's timeout_keep_alive, VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
+const DefaultKeepAlive = 5 * time.Second
+
 // DefaultOptions returns a latency model that looks like a small model on
 // one GPU: idle TTFT of about 20 ms for a 100-token prompt, ITL of about
 // 13 ms growing with the batch, 32 concurrent sequences.
@@ -108,6 +117,7 @@ func DefaultOptions() Options {
 		EmbeddingDim:      DefaultEmbeddingDim,
 		PerRequestMetrics: true,
 		MaxBodyBytes:      16 << 20,
+		KeepAlive:         DefaultKeepAlive,
 		TraceLimit:        10000,
 		Version:           "0.26.0",
 	}
@@ -152,6 +162,9 @@ func (o *Options) validate() error {
 	}
 	if o.KVCacheTokens < o.MaxModelLen {
 		errs = append(errs, fmt.Errorf("kv cache tokens %d: must hold one sequence of max model len %d", o.KVCacheTokens, o.MaxModelLen))
+	}
+	if o.KeepAlive < 0 {
+		errs = append(errs, fmt.Errorf("keep-alive timeout %s: must not be negative (0 keeps idle connections open)", o.KeepAlive))
 	}
 	if o.Jitter < 0 || o.Jitter >= 1 {
 		errs = append(errs, fmt.Errorf("jitter %g: must be in [0, 1)", o.Jitter))

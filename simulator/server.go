@@ -84,6 +84,14 @@ func New(o Options) (*Server, error) {
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// HTTPServer returns an http.Server of the simulator's endpoints that
+// closes idle keep-alive connections as vLLM does (Options.KeepAlive), for
+// serving on listeners of the caller's own.
+func (s *Server) HTTPServer() *http.Server {
+	// A zero IdleTimeout falls back to the zero ReadTimeout: no limit.
+	return &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.o.KeepAlive}
+}
+
 // Start listens on addr ("127.0.0.1:0" picks a free loopback port) and
 // serves in the background. It returns the base URL, e.g.
 // "http://127.0.0.1:41234".
@@ -92,7 +100,7 @@ func (s *Server) Start(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.HTTPServer()
 	s.srvMu.Lock()
 	if s.closed || s.httpSrv != nil {
 		s.srvMu.Unlock()

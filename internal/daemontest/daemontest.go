@@ -218,13 +218,25 @@ func Do(t testing.TB, method, url string, auth ...string) (int, string) {
 	if len(auth) == 2 {
 		req.SetBasicAuth(auth[0], auth[1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, b := Send(t, http.DefaultClient, req)
+	return resp.StatusCode, string(b)
+}
+
+// Send sends req with client and returns the response with its whole
+// body, already closed. It ends the test when no response comes or the
+// body cannot be read.
+func Send(t testing.TB, client *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
+	}
+	return resp, b
 }
 
 // WaitFor polls cond every 100ms until it holds or timeout passes.

@@ -128,7 +128,7 @@ func startReplicas(n int) ([]string, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("simulator: %w", err)
 	}
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := sim.HTTPServer()
 	stop := func() {
 		srv.Close()
 		sim.Close()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"time"
 
 	promconfig "github.com/prometheus/common/config"
 
@@ -18,11 +19,26 @@ import (
 // as requests run at once per target instead of one per pair, each with
 // its two transport goroutines and buffers (docs/BENCHMARKS.md, "1,000
 // pairs"). A client's idle connections close when its last Requester
-// does. It is safe for concurrent use; the zero value is ready.
+// does, and each one after IdleTimeout without a request. It is safe for
+// concurrent use; the zero value is ready.
 type Pool struct {
+	// IdleTimeout is how long a connection may stay idle before it is
+	// closed; 0 means DefaultIdleTimeout. Set it before the first use.
+	IdleTimeout time.Duration
+
 	mu      sync.Mutex
 	clients map[poolKey][]*pooled
 }
+
+// DefaultIdleTimeout is how long a probe connection may stay idle before
+// the prober closes it. It is below vLLM's keep-alive timeout (5 s, its
+// VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so a request is not sent on a connection
+// the server is closing at that moment (which fails the request although
+// the server is fine); the server would close the connection anyway. So
+// a target's idle connections are about as many as its requests that ran
+// at once in the last seconds, not in the last minutes: a central prober
+// keeps fewer, each with its buffers and transport goroutines.
+const DefaultIdleTimeout = 4 * time.Second
 
 // poolKey is what a shared client depends on besides the HTTP client
 // config, which is compared in full (pooled.hc).
@@ -46,7 +62,11 @@ func (p *Pool) get(t config.Target, userAgent string) (*http.Client, func(), err
 			return e.client, p.releaser(k, e), nil
 		}
 	}
-	c, err := newHTTPClient(t, userAgent)
+	idle := p.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	c, err := newHTTPClient(t, userAgent, idle)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,10 +106,11 @@ func (p *Pool) releaser(k poolKey, e *pooled) func() {
 	}
 }
 
-// newHTTPClient builds a client of target t of its own. Its connections
-// read with raw system calls: no runtime thread is woken per streamed
-// event (internal/rawread).
-func newHTTPClient(t config.Target, userAgent string) (*http.Client, error) {
+// newHTTPClient builds a client of target t of its own, whose connections
+// close after idle without a request. They read with raw system calls: no
+// runtime thread is woken per streamed event (internal/rawread).
+func newHTTPClient(t config.Target, userAgent string, idle time.Duration) (*http.Client, error) {
 	return config.NewHTTPClient(t.HTTPClientConfig, "vllm_prober_"+t.Name,
-		promconfig.WithUserAgent(userAgent), promconfig.WithDialContextFunc(rawread.Dial))
+		promconfig.WithUserAgent(userAgent), promconfig.WithDialContextFunc(rawread.Dial),
+		promconfig.WithIdleConnTimeout(idle))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/fingerprint"
+	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
 // capture records the requests a test server received.
@@ -174,33 +175,88 @@ func TestRequesterKeepAlive(t *testing.T) {
 	}
 }
 
+// connServer is a chat server that records the connection (the remote
+// address) of every request and counts the connections closed.
+type connServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	addrs  []string
+	closed int
+}
+
+func startConnServer(t *testing.T) *connServer {
+	c := &connServer{}
+	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.addrs = append(c.addrs, r.RemoteAddr)
+		c.mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeEvents(w, chatOK, true)
+	}))
+	c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			c.mu.Lock()
+			c.closed++
+			c.mu.Unlock()
+		}
+	}
+	c.Start()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// requests returns how many requests the server has received.
+func (c *connServer) requests() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.addrs)
+}
+
+// connsSince returns the distinct connections of the requests from the
+// n-th on.
+func (c *connServer) connsSince(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	for _, a := range c.addrs[n:] {
+		seen[a] = true
+	}
+	return len(seen)
+}
+
+// waitClosed waits up to 5 s until want connections have been closed.
+func (c *connServer) waitClosed(t *testing.T, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		got := c.closed
+		c.mu.Unlock()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections closed, want %d", got, want)
+		}
+	}
+}
+
+// sendAccepted sends request seq with r and fails the test unless it is
+// accepted.
+func sendAccepted(t *testing.T, r *Requester, seq uint64) {
+	t.Helper()
+	if res := doRequest(context.Background(), r, seq); res.Disposition != probe.Accepted {
+		t.Fatalf("%s request %d: %s/%s %s", r.probe.Name, seq, res.Disposition, res.Reason, res.Error)
+	}
+}
+
 // TestPoolSharesConnections: the probes of one target with a Pool send
 // over one keep-alive connection (three without it); a target whose
 // http_client_config differs gets its own client; the last Close of a
 // shared client closes its idle connection, and the pool forgets it.
 func TestPoolSharesConnections(t *testing.T) {
-	var mu sync.Mutex
-	conns, closed := map[string]bool{}, 0
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		conns[r.RemoteAddr] = true
-		mu.Unlock()
-		_, _ = io.Copy(io.Discard, r.Body)
-		writeEvents(w, chatOK, true)
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			mu.Lock()
-			closed++
-			mu.Unlock()
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv := startConnServer(t)
 	connsAfter := func(pool *Pool, tg config.Target) (int, []*Requester) {
-		mu.Lock()
-		clear(conns)
-		mu.Unlock()
+		first := srv.requests()
 		var rs []*Requester
 		for i := range 3 {
 			p := rqProbe(config.APIChat)
@@ -211,28 +267,10 @@ func TestPoolSharesConnections(t *testing.T) {
 			}
 			rs = append(rs, r)
 			for seq := range 2 {
-				if res := doRequest(context.Background(), r, uint64(seq)); res.Disposition != probe.Accepted {
-					t.Fatalf("probe %d request %d: %s/%s %s", i, seq, res.Disposition, res.Reason, res.Error)
-				}
+				sendAccepted(t, r, uint64(seq))
 			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		return len(conns), rs
-	}
-	waitClosed := func(want int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			mu.Lock()
-			got := closed
-			mu.Unlock()
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d connections closed, want %d", got, want)
-			}
-		}
+		return srv.connsSince(first), rs
 	}
 	if n, rs := connsAfter(nil, rqTarget(srv.URL)); n != 3 {
 		t.Errorf("without a pool: %d connections for 3 probes, want 3", n)
@@ -240,7 +278,7 @@ func TestPoolSharesConnections(t *testing.T) {
 		for _, r := range rs {
 			r.Close()
 		}
-		waitClosed(3)
+		srv.waitClosed(t, 3)
 	}
 	pool := new(Pool)
 	n, rs := connsAfter(pool, rqTarget(srv.URL))
@@ -261,13 +299,38 @@ func TestPoolSharesConnections(t *testing.T) {
 	rs[0].Close()
 	rs[1].Close()
 	time.Sleep(50 * time.Millisecond)
-	waitClosed(before) // still in use by rs[2]
+	srv.waitClosed(t, before) // still in use by rs[2]
 	rs[2].Close()
-	waitClosed(before + 1)
+	srv.waitClosed(t, before+1)
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	if len(pool.clients) != 0 {
 		t.Errorf("pool keeps %d clients after every Requester closed", len(pool.clients))
+	}
+}
+
+// TestPoolClosesIdleConnections: a connection idle for the pool's idle
+// timeout is closed by the prober, so the next request dials a new one;
+// a request within the timeout reuses it. The default timeout is below
+// vLLM's keep-alive, so the prober, not the server, closes first.
+func TestPoolClosesIdleConnections(t *testing.T) {
+	if DefaultIdleTimeout >= simulator.DefaultKeepAlive {
+		t.Errorf("default idle timeout %s, want below vLLM's keep-alive %s", DefaultIdleTimeout, simulator.DefaultKeepAlive)
+	}
+	srv := startConnServer(t)
+	r, err := New(rqTarget(srv.URL), rqProbe(config.APIChat), Options{Clients: &Pool{IdleTimeout: 100 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	sendAccepted(t, r, 0)
+	sendAccepted(t, r, 1) // at once: the same connection
+	srv.waitClosed(t, 1)  // by the client, after 100 ms idle
+	sendAccepted(t, r, 2)
+	if srv.connsSince(0) != 2 || srv.connsSince(1) != 2 || srv.connsSince(2) != 1 {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		t.Errorf("connections of requests 0, 1, 2: %v; want 0 and 1 on one, 2 on a new one after the idle close", srv.addrs)
 	}
 }
 

@@ -16,20 +16,18 @@ import (
 
 // find returns the rule of an alert whose labels include want.
 func (tb *testBuilder) find(alert string, want map[string]string) (rules.Rule, bool) {
-	for _, g := range tb.rules.Groups {
-		for _, r := range g.Rules {
-			if r.Alert != alert {
-				continue
+	for r := range tb.rules.Rules() {
+		if r.Alert != alert {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if lv, has := r.Labels[k]; has && lv != v {
+				ok = false
 			}
-			ok := true
-			for k, v := range want {
-				if lv, has := r.Labels[k]; has && lv != v {
-					ok = false
-				}
-			}
-			if ok {
-				return r, true
-			}
+		}
+		if ok {
+			return r, true
 		}
 	}
 	return rules.Rule{}, false

@@ -60,39 +60,45 @@ type Config struct {
 	ExtraITL  time.Duration `json:"extra_itl"`
 }
 
-// faultsWire is the JSON form of Config with durations as raw values.
+// configFields is Config without its methods, so that faultsWire can
+// embed it without recursing into Config's JSON methods.
+type configFields Config
+
+// faultsWire is the JSON form of Config: its rates as they are, and its
+// durations as raw values, which shadow the embedded time.Duration fields.
 type faultsWire struct {
-	HTTP500          float64         `json:"http_500"`
-	HTTP503          float64         `json:"http_503"`
-	HTTP429          float64         `json:"http_429"`
-	SlowHeaders      float64         `json:"slow_headers"`
+	configFields
 	SlowHeadersDelay json.RawMessage `json:"slow_headers_delay"`
-	Stall            float64         `json:"stall"`
 	StallDuration    json.RawMessage `json:"stall_duration"`
-	Disconnect       float64         `json:"disconnect"`
-	ErrorEvent       float64         `json:"error_event"`
-	MalformedEvent   float64         `json:"malformed_event"`
-	NoDone           float64         `json:"no_done"`
-	WrongModel       float64         `json:"wrong_model"`
-	BadAnswer        float64         `json:"bad_answer"`
-	BadToolCall      float64         `json:"bad_tool_call"`
-	OutputVariant    int             `json:"output_variant"`
 	ExtraTTFT        json.RawMessage `json:"extra_ttft"`
 	ExtraITL         json.RawMessage `json:"extra_itl"`
 }
 
+// durationField is one duration of Config: its JSON key, its raw value in
+// a faultsWire and its value in a Config.
+type durationField struct {
+	name string
+	raw  *json.RawMessage
+	dst  *time.Duration
+}
+
+// durations lists the duration fields of c, each with its raw value in w.
+func (w *faultsWire) durations(c *Config) []durationField {
+	return []durationField{
+		{"slow_headers_delay", &w.SlowHeadersDelay, &c.SlowHeadersDelay},
+		{"stall_duration", &w.StallDuration, &c.StallDuration},
+		{"extra_ttft", &w.ExtraTTFT, &c.ExtraTTFT},
+		{"extra_itl", &w.ExtraITL, &c.ExtraITL},
+	}
+}
+
 // MarshalJSON writes durations as Go duration strings.
 func (f Config) MarshalJSON() ([]byte, error) {
-	d := func(v time.Duration) json.RawMessage { return json.RawMessage(`"` + v.String() + `"`) }
-	return json.Marshal(faultsWire{
-		HTTP500: f.HTTP500, HTTP503: f.HTTP503, HTTP429: f.HTTP429,
-		SlowHeaders: f.SlowHeaders, SlowHeadersDelay: d(f.SlowHeadersDelay),
-		Stall: f.Stall, StallDuration: d(f.StallDuration),
-		Disconnect: f.Disconnect, ErrorEvent: f.ErrorEvent, MalformedEvent: f.MalformedEvent,
-		NoDone: f.NoDone, WrongModel: f.WrongModel, BadAnswer: f.BadAnswer,
-		BadToolCall: f.BadToolCall, OutputVariant: f.OutputVariant,
-		ExtraTTFT: d(f.ExtraTTFT), ExtraITL: d(f.ExtraITL),
-	})
+	w := faultsWire{configFields: configFields(f)}
+	for _, d := range w.durations(&f) {
+		*d.raw = json.RawMessage(`"` + d.dst.String() + `"`)
+	}
+	return json.Marshal(w)
 }
 
 // UnmarshalJSON reads Config strictly: unknown keys are errors.
@@ -103,26 +109,11 @@ func (f *Config) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("decode faults: %w", err)
 	}
-	out := Config{
-		HTTP500: w.HTTP500, HTTP503: w.HTTP503, HTTP429: w.HTTP429,
-		SlowHeaders: w.SlowHeaders, Stall: w.Stall, Disconnect: w.Disconnect,
-		ErrorEvent: w.ErrorEvent, MalformedEvent: w.MalformedEvent, NoDone: w.NoDone,
-		WrongModel: w.WrongModel, BadAnswer: w.BadAnswer,
-		BadToolCall: w.BadToolCall, OutputVariant: w.OutputVariant,
-	}
+	out := Config(w.configFields)
 	var err error
-	for _, p := range []struct {
-		name string
-		raw  json.RawMessage
-		dst  *time.Duration
-	}{
-		{"slow_headers_delay", w.SlowHeadersDelay, &out.SlowHeadersDelay},
-		{"stall_duration", w.StallDuration, &out.StallDuration},
-		{"extra_ttft", w.ExtraTTFT, &out.ExtraTTFT},
-		{"extra_itl", w.ExtraITL, &out.ExtraITL},
-	} {
-		if *p.dst, err = parseJSONDuration(p.raw); err != nil {
-			return fmt.Errorf("decode faults: %s: %w", p.name, err)
+	for _, d := range w.durations(&out) {
+		if *d.dst, err = parseJSONDuration(*d.raw); err != nil {
+			return fmt.Errorf("decode faults: %s: %w", d.name, err)
 		}
 	}
 	*f = out
@@ -161,9 +152,9 @@ func (f Config) Validate() error {
 	if f.OutputVariant < 0 {
 		errs = append(errs, fmt.Errorf("output_variant %d: must not be negative", f.OutputVariant))
 	}
-	for name, d := range map[string]time.Duration{"slow_headers_delay": f.SlowHeadersDelay, "stall_duration": f.StallDuration, "extra_ttft": f.ExtraTTFT, "extra_itl": f.ExtraITL} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("fault %s %s: must not be negative", name, d))
+	for _, d := range new(faultsWire).durations(&f) {
+		if *d.dst < 0 {
+			errs = append(errs, fmt.Errorf("fault %s %s: must not be negative", d.name, *d.dst))
 		}
 	}
 	return errors.Join(errs...)

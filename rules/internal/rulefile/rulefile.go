@@ -5,12 +5,29 @@
 // inside the rules packages.
 package rulefile
 
-import "github.com/vllm-prober/vllm-prober/rules/internal/plan"
+import (
+	"iter"
+
+	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
+)
 
 // RuleFile is a Prometheus rule file.
 type RuleFile struct {
 	Groups []RuleGroup `yaml:"groups"`
 	plan   *plan.Plan  // what rules rendered it from; nil for a file built otherwise
+}
+
+// Rules yields every rule of f, group by group, in file order.
+func (f *RuleFile) Rules() iter.Seq[Rule] {
+	return func(yield func(Rule) bool) {
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // RuleGroup is one group of rules evaluated together.

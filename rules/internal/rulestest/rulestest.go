@@ -42,11 +42,9 @@ func Sec(d time.Duration) model.Duration { return model.Duration(d) }
 // Alerts returns the alerting rules named name, in file order.
 func Alerts(rf *rules.RuleFile, name string) []rules.Rule {
 	var out []rules.Rule
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == name {
-				out = append(out, r)
-			}
+	for r := range rf.Rules() {
+		if r.Alert == name {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -55,11 +53,9 @@ func Alerts(rf *rules.RuleFile, name string) []rules.Rule {
 // Records returns the recording rules by the name they record.
 func Records(rf *rules.RuleFile) map[string]rules.Rule {
 	out := map[string]rules.Rule{}
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Record != "" {
-				out[r.Record] = r
-			}
+	for r := range rf.Rules() {
+		if r.Record != "" {
+			out[r.Record] = r
 		}
 	}
 	return out
