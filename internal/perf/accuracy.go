@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"time"
@@ -90,6 +92,11 @@ type AccuracyOptions struct {
 	Rate     float64
 	Duration time.Duration // per client and round
 	Rounds   int           // rounds of the three clients, interleaved
+	// Trace, when set, records an execution trace (runtime/trace) of this
+	// process during each client's run into Trace-<rate>-<round>-<client>.trace,
+	// so that what held a client's goroutines can be compared client by
+	// client (go tool trace -pprof=sched).
+	Trace string
 }
 
 // ClientAccuracy is one client's errors in one round.
@@ -141,7 +148,7 @@ func Accuracy(ctx context.Context, o AccuracyOptions) (AccuracyResult, error) {
 		round := map[string]ClientAccuracy{}
 		for k := range accuracyClients {
 			name := accuracyClients[(r+k)%len(accuracyClients)]
-			a, err := accuracyRun(ctx, url, name, fmt.Sprintf("%d", r), o.Rate, o.Duration)
+			a, err := accuracyRunTraced(ctx, o, url, name, r)
 			if err != nil {
 				return out, fmt.Errorf("round %d, %s: %w", r+1, name, err)
 			}
@@ -150,6 +157,38 @@ func Accuracy(ctx context.Context, o AccuracyOptions) (AccuracyResult, error) {
 		out.Rounds = append(out.Rounds, round)
 	}
 	return out, nil
+}
+
+// accuracyRunTraced is accuracyRun of client name in round r, recorded in
+// an execution trace when o.Trace is set.
+func accuracyRunTraced(ctx context.Context, o AccuracyOptions, url, name string, r int) (a ClientAccuracy, err error) {
+	run := func() error {
+		a, err = accuracyRun(ctx, url, name, strconv.Itoa(r), o.Rate, o.Duration)
+		return err
+	}
+	if o.Trace == "" {
+		return a, run()
+	}
+	return a, withTrace(fmt.Sprintf("%s-%g-%d-%s.trace", o.Trace, o.Rate, r+1, name), run)
+}
+
+// withTrace runs run while this process's execution trace (runtime/trace)
+// is written to path, and returns run's error, or the trace's.
+func withTrace(path string, run func() error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("execution trace: %w", err)
+	}
+	defer f.Close()
+	if err := trace.Start(f); err != nil {
+		return fmt.Errorf("execution trace %s: %w", path, err)
+	}
+	err = run()
+	trace.Stop()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("execution trace %s: %w", path, cerr)
+	}
+	return err
 }
 
 // accuracyRun clears the server's trace, runs one client and compares its

@@ -1,6 +1,10 @@
 package perf
 
 import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +179,28 @@ func TestFloorRequest(t *testing.T) {
 	if !strings.Contains(f.body, `"stream_options":{"continuous_usage_stats":true,"include_usage":true}`) || f.client.Timeout != accuracyTimeout ||
 		f.url != "http://127.0.0.1:1/v1/completions" {
 		t.Errorf("floor request %s to %s, timeout %v", f.body, f.url, f.client.Timeout)
+	}
+}
+
+// TestWithTrace checks the accuracy part's execution traces: the file holds
+// a Go execution trace of the run, the run's error comes back as it is, and
+// a trace that cannot be written fails with its path.
+func TestWithTrace(t *testing.T) {
+	dir := t.TempDir()
+	errRun := errors.New("run failed")
+	path := filepath.Join(dir, "a-10-1-daemon.trace")
+	if err := withTrace(path, func() error { return errRun }); !errors.Is(err, errRun) {
+		t.Fatalf("err = %v, want the run's", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("go 1.")) {
+		t.Errorf("trace starts %q, want a Go execution trace header", b[:min(len(b), 16)])
+	}
+	bad := filepath.Join(dir, "missing", "x.trace")
+	if err := withTrace(bad, func() error { return nil }); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("err = %v, want one naming %s", err, bad)
 	}
 }

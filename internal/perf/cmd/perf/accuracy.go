@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/perf"
@@ -23,15 +26,15 @@ func runAccuracy(ctx context.Context, o options) ([]row, error) {
 		"bursts = ITL gaps the server wrote back to back; trip = server arrival − client send, part of the TTFT error; errors and lag in µs")
 	fmt.Println("| req/s | client | requests | TTFT err p50 / p99 (n) | trip p50 / p99 | ITL err p50 / p99 (n) | bursts | lag p50 / p99 (n) | load average start → end |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	// 10 requests/s runs 30 s per client and round, so that its p99 is of
-	// 900 requests (the 9th largest), not of a handful; the whole part
-	// takes about 7 minutes at scale 1.
-	for _, c := range []struct {
-		rate float64
-		d    time.Duration
-	}{{10, 30 * time.Second}, {300, 4 * time.Second}, {1000, 3 * time.Second}, {2000, 2 * time.Second}} {
+	// The whole part takes about 7 minutes at scale 1.
+	rates, err := accuracyRates(o.accuracyRates)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range rates {
 		loadStart := loadAverage()
-		a, err := perf.Accuracy(ctx, perf.AccuracyOptions{Binary: o.binary, Rate: c.rate, Duration: scaled(c.d, o.scale), Rounds: accuracyRounds})
+		a, err := perf.Accuracy(ctx, perf.AccuracyOptions{Binary: o.binary, Rate: c.rate, Duration: scaled(c.d, o.scale), Rounds: accuracyRounds,
+			Trace: o.trace})
 		if err != nil {
 			return rows, fmt.Errorf("%g/s: %w", c.rate, err)
 		}
@@ -48,6 +51,32 @@ func runAccuracy(ctx context.Context, o options) ([]row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// accuracyRate is one rate of the accuracy part and its duration per
+// client and round at scale 1.
+type accuracyRate struct {
+	rate float64
+	d    time.Duration
+}
+
+// allAccuracyRates are the accuracy part's rates; 10 requests/s runs 30 s
+// per client and round, so that its p99 is of 900 requests (the 9th
+// largest), not of a handful.
+var allAccuracyRates = []accuracyRate{{10, 30 * time.Second}, {300, 4 * time.Second}, {1000, 3 * time.Second}, {2000, 2 * time.Second}}
+
+// accuracyRates returns the rates of list (-accuracy.rates), each one of
+// allAccuracyRates.
+func accuracyRates(list string) ([]accuracyRate, error) {
+	var out []accuracyRate
+	for f := range strings.SplitSeq(list, ",") {
+		i := slices.IndexFunc(allAccuracyRates, func(r accuracyRate) bool { return strconv.FormatFloat(r.rate, 'g', -1, 64) == strings.TrimSpace(f) })
+		if i < 0 {
+			return nil, fmt.Errorf("-accuracy.rates: %q is not one of 10, 300, 1000, 2000", f)
+		}
+		out = append(out, allAccuracyRates[i])
+	}
+	return out, nil
 }
 
 // accuracyRows are the summary rows of one client at one rate: its errors

@@ -11,6 +11,7 @@
 //	go run ./internal/perf/cmd/perf -scale 0.1 # everything shortened, the soak to 3 minutes
 //	go run ./internal/perf/cmd/perf -only cost # one part
 //	go run ./internal/perf/cmd/perf -only schedule.workers # bench as worker processes only
+//	go run ./internal/perf/cmd/perf -only accuracy -accuracy.rates 10 -trace /tmp/acc # an execution trace per client run
 package main
 
 import (
@@ -45,6 +46,11 @@ type options struct {
 	// sidecar cost is measured in the same run.
 	costBaseline string
 	moduleDir    string
+	// trace is the prefix of the accuracy part's execution traces, one per
+	// client run (perf.AccuracyOptions.Trace); "" = none.
+	trace string
+	// accuracyRates are the request rates the accuracy part runs.
+	accuracyRates string
 	// self runs this command again (the cost part's naive client).
 	self []string
 }
@@ -60,6 +66,8 @@ func run() int {
 	flag.StringVar(&o.costBaseline, "cost.baseline", "", "Another vllm-prober binary (e.g. built from main) whose 16-token sidecar cost is measured right after this one's.")
 	flag.DurationVar(&o.soakTime, "soak.duration", 30*time.Minute, "How long the soak runs (before -scale).")
 	flag.StringVar(&o.moduleDir, "dir", ".", "The module's root directory.")
+	flag.StringVar(&o.trace, "trace", "", "Record an execution trace of each client run of the accuracy part into PREFIX-<rate>-<round>-<client>.trace.")
+	flag.StringVar(&o.accuracyRates, "accuracy.rates", "10,300,1000,2000", "Comma-separated request rates the accuracy part runs, of 10, 300, 1000, 2000.")
 	cpuProfile := flag.String("cpuprofile", "", "Write a CPU profile of the in-process runs (fidelity, schedule) to this file.")
 	// The cost part runs this command again as the naive client.
 	floorClient := flag.String("floor.client", "", "Run only the naive client against this simulator URL until stopped (the cost part's naive client process).")

@@ -46,3 +46,18 @@ func TestSelectParts(t *testing.T) {
 		})
 	}
 }
+
+// TestAccuracyRates checks -accuracy.rates: a subset in the order given,
+// each rate with its duration, and an unknown rate refused by name.
+func TestAccuracyRates(t *testing.T) {
+	got, err := accuracyRates("1000, 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []accuracyRate{allAccuracyRates[2], allAccuracyRates[0]}; !slices.Equal(got, want) {
+		t.Errorf("rates %v, want %v", got, want)
+	}
+	if _, err := accuracyRates("10,20"); err == nil || err.Error() != `-accuracy.rates: "20" is not one of 10, 300, 1000, 2000` {
+		t.Errorf("error %v", err)
+	}
+}
