@@ -62,11 +62,7 @@ func (p *Pool) get(t config.Target, userAgent string) (*http.Client, func(), err
 			return e.client, p.releaser(k, e), nil
 		}
 	}
-	idle := p.IdleTimeout
-	if idle == 0 {
-		idle = DefaultIdleTimeout
-	}
-	c, err := newHTTPClient(t, userAgent, idle)
+	c, err := newHTTPClient(t, userAgent, p.IdleTimeout)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,9 +103,13 @@ func (p *Pool) releaser(k poolKey, e *pooled) func() {
 }
 
 // newHTTPClient builds a client of target t of its own, whose connections
-// close after idle without a request. They read with raw system calls: no
-// runtime thread is woken per streamed event (internal/rawread).
+// close after idle without a request (0: DefaultIdleTimeout). They read
+// with raw system calls: no runtime thread is woken per streamed event
+// (internal/rawread).
 func newHTTPClient(t config.Target, userAgent string, idle time.Duration) (*http.Client, error) {
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
 	return config.NewHTTPClient(t.HTTPClientConfig, "vllm_prober_"+t.Name,
 		promconfig.WithUserAgent(userAgent), promconfig.WithDialContextFunc(rawread.Dial),
 		promconfig.WithIdleConnTimeout(idle))

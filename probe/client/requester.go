@@ -175,7 +175,7 @@ func httpClientOf(t config.Target, o Options) (*http.Client, func(), error) {
 	if o.Clients != nil {
 		return o.Clients.get(t, o.UserAgent)
 	}
-	c, err := newHTTPClient(t, o.UserAgent, DefaultIdleTimeout)
+	c, err := newHTTPClient(t, o.UserAgent, 0)
 	if err != nil {
 		return nil, nil, err
 	}
