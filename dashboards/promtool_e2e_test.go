@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 )
 
@@ -16,10 +17,7 @@ import (
 // Grafana variables expanded, as the expression of a recording rule,
 // so the native-histogram forms beside the classic ones are valid PromQL.
 func TestPromtoolParsesEveryQuery(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool not installed: %v", err)
-	}
+	promtool := daemontest.RequireTool(t, "promtool")
 	qs, err := Queries()
 	if err != nil {
 		t.Fatal(err)

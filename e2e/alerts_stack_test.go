@@ -106,7 +106,7 @@ func (p *toolProc) url(path string) string { return "http://" + p.addr + path }
 func startTool(t *testing.T, name, addr string, args ...string) *toolProc {
 	t.Helper()
 	p := &toolProc{name: name, addr: addr, logs: &daemontest.SyncBuffer{}}
-	p.cmd = exec.Command(requireTool(t, name), args...)
+	p.cmd = exec.Command(daemontest.RequireTool(t, name), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -220,7 +220,7 @@ func readRuleFile(t *testing.T, path string) *rules.RuleFile {
 // checkRules runs promtool check rules on the files Prometheus will load.
 func checkRules(t *testing.T, files ...string) {
 	t.Helper()
-	out, err := exec.Command(requireTool(t, "promtool"), append([]string{"check", "rules"}, files...)...).CombinedOutput()
+	out, err := exec.Command(daemontest.RequireTool(t, "promtool"), append([]string{"check", "rules"}, files...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}

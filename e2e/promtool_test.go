@@ -15,7 +15,7 @@ import (
 // TestPromtoolCheckMetricsOnDemo runs the demo with faults and checks its
 // /metrics output with promtool's linter.
 func TestPromtoolCheckMetricsOnDemo(t *testing.T) {
-	promtool := requireTool(t, "promtool")
+	promtool := daemontest.RequireTool(t, "promtool")
 	metricsURL, _, sc := daemontest.StartDemo(t, binary, "--faults", "--duration=60s", "--summary.interval=1s")
 	go func() {
 		for sc.Scan() {

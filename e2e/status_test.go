@@ -45,7 +45,7 @@ func chromiumArgs(t *testing.T, height int) []string {
 // resource, a script).
 func chromiumDOM(t *testing.T, url, shot string) string {
 	t.Helper()
-	bin := requireTool(t, "chromium")
+	bin := daemontest.RequireTool(t, "chromium")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr strings.Builder

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 	"github.com/vllm-prober/vllm-prober/rules/promtest"
@@ -21,10 +22,7 @@ import (
 // and tickets against each scenario's want (docs/alerts.md, "Alert
 // matrix"). Two promtool processes run at a time.
 func TestAlertMatrix(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool is required (apt-get install prometheus): %v", err)
-	}
+	promtool := daemontest.RequireTool(t, "promtool")
 	type cell struct {
 		sc   matrixScenario
 		obj  float64

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vllm-prober/vllm-prober/collector"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
@@ -149,10 +150,7 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 // stops it at cleanup and returns its base URL.
 func runPrometheus(t *testing.T, dir string, rf *rules.RuleFile, target string, flags ...string) string {
 	t.Helper()
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus not installed: %v", err)
-	}
+	promBin := daemontest.RequireTool(t, "prometheus")
 	b, err := rules.Marshal(rf, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/rules/internal/rulestest"
 	"github.com/vllm-prober/vllm-prober/rules/promtest"
@@ -21,11 +22,7 @@ import (
 // tool runs a Prometheus tool, which these tests require.
 func tool(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s is required (apt-get install prometheus prometheus-alertmanager): %v", name, err)
-	}
-	out, err := exec.Command(path, args...).CombinedOutput()
+	out, err := exec.Command(daemontest.RequireTool(t, name), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}

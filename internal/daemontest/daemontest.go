@@ -52,6 +52,19 @@ func Main(m *testing.M, dir string, binary *string) int {
 	return m.Run()
 }
 
+// RequireTool returns the path of a program the tests need (promtool,
+// prometheus, alertmanager, amtool, chromium) and fails the test when it
+// is not on PATH: .ci/run installs them, so a missing one is a broken
+// environment, not a reason to skip.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found on PATH: install it (apt-get install -y --no-install-recommends prometheus prometheus-alertmanager chromium, see .ci/run): %v", name, err)
+	}
+	return p
+}
+
 // Run runs the binary to completion and returns its exit code and combined
 // output.
 func Run(t testing.TB, binary string, args ...string) (int, string) {
