@@ -110,20 +110,13 @@ type minuteBucket struct {
 	ttft, itl                          latencyHist
 }
 
-// timeline holds the minute buckets of the last hour, oldest first: a
-// pair gets a bucket for a minute in which a request of it ended, so a new
-// or idle pair holds a few rather than the hour's 60 (~9 KiB).
+// timeline holds the last hour of a pair, oldest first: the minutes in
+// which a request of it ended, so a new or idle pair holds a few rather
+// than the hour's 60. The newest minutes are buckets a request can still
+// be counted in (bucket); older ones are sealed into a compact encoding.
 type timeline struct {
-	buckets []minuteBucket // ascending minute, within timelineMinutes+1 of the newest
-}
-
-// find returns the bucket of minute m (Unix time / 60, negative before
-// 1970, which a test clock may use), nil when no request ended in it.
-func (tl *timeline) find(m int64) *minuteBucket {
-	if i, ok := tl.search(m); ok {
-		return &tl.buckets[i]
-	}
-	return nil
+	sealed  sealedMinutes  // minutes before every bucket's
+	buckets []minuteBucket // ascending minute, the newest two (three when the clock skews)
 }
 
 func (tl *timeline) search(m int64) (int, bool) {
@@ -133,26 +126,39 @@ func (tl *timeline) search(m int64) (int, bool) {
 // bucket returns the bucket of minute m, adding it when it is new. The
 // minutes outside the hour ending at m go (an hour or more before it, or
 // more than a minute after it when the clock went back), so at most
-// timelineMinutes+1 stay; a gone bucket's histogram memory serves the new
-// one. The minute after m stays: Finished reads the clock before it takes
-// the tracker's lock, so a request that ended at 12:00:59.9 may be counted
-// after one that ended at 12:01:00.0, and must not drop its minute.
+// timelineMinutes+1 stay. The minute before m stays a bucket, and so does
+// the one after it: Finished reads the clock before it takes the
+// tracker's lock, so a request that ended at 12:00:59.9 may be counted
+// after one that ended at 12:01:00.0, and must not drop its minute. Older
+// buckets are sealed; a sealed bucket's histogram memory serves the new
+// one.
 func (tl *timeline) bucket(m int64) *minuteBucket {
 	if i, ok := tl.search(m); ok {
 		return &tl.buckets[i]
 	}
+	from, to := m-timelineMinutes+1, m+1
+	tl.sealed.dropOutside(from, to)
+	if tl.sealed.last >= m-1 && len(tl.sealed.buf) > 0 {
+		// The clock went back: the sealed minutes from m-1 on are buckets again.
+		tl.buckets = slices.Insert(tl.buckets, 0, tl.sealed.popFrom(m-1, nil)...)
+	}
 	nb := minuteBucket{minute: m}
 	tl.buckets = slices.DeleteFunc(tl.buckets, func(b minuteBucket) bool {
-		gone := b.minute <= m-timelineMinutes || b.minute > m+1
-		if gone && cap(nb.ttft.counts) == 0 {
+		gone := b.minute < from || b.minute > to
+		if b.minute < m-1 && !gone {
+			tl.sealed.add(&b)
+		}
+		if (gone || b.minute < m-1) && cap(nb.ttft.counts) == 0 {
 			nb.ttft, nb.itl = b.ttft, b.itl
 			nb.ttft.reset()
 			nb.itl.reset()
 		}
-		return gone
+		return gone || b.minute < m-1
 	})
-	i, _ := tl.search(m)
-	tl.buckets = insertBounded(tl.buckets, i, nb, timelineMinutes+1)
+	i, found := tl.search(m) // found when the clock went back to a sealed minute
+	if !found {
+		tl.buckets = insertBounded(tl.buckets, i, nb, 3)
+	}
 	return &tl.buckets[i]
 }
 
@@ -217,30 +223,42 @@ type MinuteStats struct {
 // the seconds the pair ran in it.
 func (tl *timeline) minutes(now, added time.Time) ([]MinuteStats, map[probe.Disposition]uint64) {
 	cur := now.Unix() / 60
+	first := cur - timelineMinutes + 1
 	out := make([]MinuteStats, 0, timelineMinutes)
-	mix := map[probe.Disposition]uint64{}
-	for m := cur - timelineMinutes + 1; m <= cur; m++ {
+	for m := first; m <= cur; m++ {
 		start := time.Unix(m*60, 0)
 		ms := MinuteStats{Start: start, Acceptance: -1}
 		ms.Running = start.Add(time.Minute).After(added)
 		if ms.Running {
 			ms.Ran = minTime(now, start.Add(time.Minute)).Sub(maxTime(start, added))
 		}
-		if b := tl.find(m); b != nil {
-			ms.Ended, ms.Accepted = int(b.ended), int(b.accepted)
-			if b.judged > 0 {
-				ms.Acceptance = float64(b.accepted) / float64(b.judged)
-			}
-			ms.Goodput = float64(b.accepted) / max(ms.Ran.Seconds(), 1)
-			ms.TTFTP50, ms.TTFTP99 = quantileOf(0.5, &b.ttft), quantileOf(0.99, &b.ttft)
-			ms.ITLP99 = quantileOf(0.99, &b.itl)
-			for i, d := range probe.Dispositions {
-				if n := b.dispositions[i]; n > 0 {
-					mix[d] += uint64(n)
-				}
+		out = append(out, ms)
+	}
+	mix := map[probe.Disposition]uint64{}
+	count := func(b *minuteBucket) {
+		if b.minute < first || b.minute > cur {
+			return
+		}
+		ms := &out[b.minute-first]
+		ms.Ended, ms.Accepted = int(b.ended), int(b.accepted)
+		if b.judged > 0 {
+			ms.Acceptance = float64(b.accepted) / float64(b.judged)
+		}
+		ms.Goodput = float64(b.accepted) / max(ms.Ran.Seconds(), 1)
+		ms.TTFTP50, ms.TTFTP99 = quantileOf(0.5, &b.ttft), quantileOf(0.99, &b.ttft)
+		ms.ITLP99 = quantileOf(0.99, &b.itl)
+		for i, d := range probe.Dispositions {
+			if n := b.dispositions[i]; n > 0 {
+				mix[d] += uint64(n)
 			}
 		}
-		out = append(out, ms)
+	}
+	var sealed minuteBucket
+	for r := tl.sealed.reader(); r.next(&sealed); {
+		count(&sealed)
+	}
+	for i := range tl.buckets {
+		count(&tl.buckets[i])
 	}
 	return out, mix
 }

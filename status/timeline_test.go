@@ -148,10 +148,10 @@ func TestTimelineGroundTruth(t *testing.T) {
 }
 
 // TestTimelineMemoryFollowsRate: an hour of a pair at 0.05 req/s, 16
-// tokens each, keeps ~9 KiB of buckets (only those that counted, 4 bytes
-// each), not every bucket of every minute (~83 KiB) nor a slice of
-// indexes and one of counts (~13 KiB), so 1,000 such pairs fit in a small
-// prober.
+// tokens each, keeps ~2.5 KiB: its older minutes sealed (~35 bytes each),
+// not ~9 KiB of minute buckets with only the histogram buckets that
+// counted, nor every bucket of every minute (~83 KiB), so 1,000 such
+// pairs fit in a small prober.
 func TestTimelineMemoryFollowsRate(t *testing.T) {
 	var tl timeline
 	start := time.Unix(1_800_000_000, 0)
@@ -162,37 +162,65 @@ func TestTimelineMemoryFollowsRate(t *testing.T) {
 		}
 		tl.record(start.Add(time.Duration(s)*time.Second), &r)
 	}
-	size := int(unsafe.Sizeof(tl)) + cap(tl.buckets)*int(unsafe.Sizeof(minuteBucket{}))
+	size := int(unsafe.Sizeof(tl)) + cap(tl.sealed.buf) + cap(tl.buckets)*int(unsafe.Sizeof(minuteBucket{}))
 	for _, b := range tl.buckets {
 		size += 4 * (cap(b.ttft.counts) + cap(b.itl.counts))
 	}
 	t.Logf("one pair's hour at 0.05 req/s: %d bytes", size)
-	if size > 10<<10 {
-		t.Errorf("one pair's hour at 0.05 req/s holds %d bytes, want at most 10 KiB", size)
+	if size > 3<<10 {
+		t.Errorf("one pair's hour at 0.05 req/s holds %d bytes, want at most 3 KiB", size)
 	}
-	if len(tl.buckets) != timelineMinutes {
-		t.Errorf("%d minute buckets after an hour, want %d", len(tl.buckets), timelineMinutes)
+	kept := timelineBuckets(&tl)
+	if len(kept) != timelineMinutes {
+		t.Errorf("%d minutes after an hour, want %d", len(kept), timelineMinutes)
 	}
-	if got := quantileOf(0.99, &tl.find(start.Unix()/60).ttft); got < 100*time.Millisecond || got > 160*time.Millisecond {
-		t.Errorf("first minute's TTFT p99 %v, want within the observed 100-150 ms (bucket midpoint)", got)
+	if got := quantileOf(0.99, &kept[0].ttft); kept[0].minute != start.Unix()/60 || got < 100*time.Millisecond || got > 160*time.Millisecond {
+		t.Errorf("first minute %d TTFT p99 %v, want minute %d within the observed 100-150 ms (bucket midpoint)", kept[0].minute, got, start.Unix()/60)
 	}
+}
+
+// timelineBuckets returns every minute tl keeps, sealed or not, oldest
+// first.
+func timelineBuckets(tl *timeline) []minuteBucket {
+	var out []minuteBucket
+	r := tl.sealed.reader()
+	for {
+		var b minuteBucket
+		if !r.next(&b) {
+			break
+		}
+		out = append(out, b)
+	}
+	return append(out, tl.buckets...)
+}
+
+func timelineMinuteNumbers(tl *timeline) []int64 {
+	var got []int64
+	for _, b := range timelineBuckets(tl) {
+		got = append(got, b.minute)
+	}
+	return got
 }
 
 // TestTimelineClockBack: a clock gone back keeps the hour ending at its
 // minute and the minute after it: the later minutes and those an hour
-// before it go.
+// before it go, sealed or not, and a sealed minute it lands in again
+// counts on.
 func TestTimelineClockBack(t *testing.T) {
 	var tl timeline
 	r := probe.Result{Disposition: probe.Accepted, TTFT: time.Second}
 	for _, m := range []int64{1000, 1059, 1100, 1080} {
 		tl.record(time.Unix(m*60, 0), &r)
 	}
-	var got []int64
-	for _, b := range tl.buckets {
-		got = append(got, b.minute)
-	}
-	if want := []int64{1059, 1080}; !slices.Equal(got, want) {
+	if got, want := timelineMinuteNumbers(&tl), []int64{1059, 1080}; !slices.Equal(got, want) {
 		t.Errorf("minutes kept %v, want %v", got, want)
+	}
+	for _, m := range []int64{1081, 1082, 1083, 1084, 1082} {
+		tl.record(time.Unix(m*60, 0), &r)
+	}
+	got := timelineBuckets(&tl)
+	if ms := timelineMinuteNumbers(&tl); !slices.Equal(ms, []int64{1059, 1080, 1081, 1082, 1083}) || got[3].ended != 2 {
+		t.Errorf("minutes kept %v, minute 1082 ended %d: want 1059 and 1080-1083 with 2 in 1082", ms, got[3].ended)
 	}
 	// Counted out of order across a minute's end (Finished reads the clock
 	// before its lock): the later minute keeps its request.
@@ -201,6 +229,57 @@ func TestTimelineClockBack(t *testing.T) {
 	skew.record(time.Unix(2001*60-1, 0), &r)
 	if len(skew.buckets) != 2 || skew.buckets[0].minute != 2000 || skew.buckets[1].minute != 2001 || skew.buckets[1].ended != 1 {
 		t.Errorf("buckets %+v, want minutes 2000 and 2001 with a request each", skew.buckets)
+	}
+}
+
+// TestSealedMinutesRoundTrip: a sealed minute decodes to the bucket it
+// was, an empty minute and saturated counts included, and dropping
+// records from either end keeps the others decoding.
+func TestSealedMinutesRoundTrip(t *testing.T) {
+	var want []minuteBucket
+	for i, m := range []int64{-3, -1, 5, 6, 200, 201} {
+		b := minuteBucket{minute: m}
+		if i%2 == 1 {
+			b.ended, b.accepted, b.judged, b.completed = 3, 2, 3, math.MaxUint32
+			b.dispositions[0], b.dispositions[7] = 2, 1
+			b.ttft.add(histMin)
+			b.ttft.add(time.Hour) // the last bucket
+			for range 3 {
+				b.itl.add(20 * time.Millisecond)
+			}
+			b.itl.counts[0] |= histCountMax // saturated
+		}
+		want = append(want, b)
+	}
+	var s sealedMinutes
+	for i := range want {
+		s.add(&want[i])
+	}
+	check := func(name string, want []minuteBucket) {
+		t.Helper()
+		got := timelineBuckets(&timeline{sealed: s})
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d minutes, want %d", name, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.minute != w.minute || g.ended != w.ended || g.accepted != w.accepted || g.judged != w.judged ||
+				g.completed != w.completed || g.dispositions != w.dispositions ||
+				!slices.Equal(g.ttft.counts, w.ttft.counts) || !slices.Equal(g.itl.counts, w.itl.counts) {
+				t.Errorf("%s: minute %d decodes to %+v, want %+v", name, i, g, w)
+			}
+		}
+	}
+	check("all", want)
+	s.dropOutside(0, 200)
+	check("dropped both ends", want[2:5])
+	if popped := s.popFrom(6, nil); len(popped) != 2 || popped[0].minute != 6 || popped[1].minute != 200 {
+		t.Errorf("popped %+v, want minutes 6 and 200", popped)
+	}
+	check("popped", want[2:3])
+	s.dropOutside(10, 20)
+	if len(s.buf) != 0 {
+		t.Errorf("%d bytes left after dropping every minute", len(s.buf))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/memtest"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -210,6 +211,67 @@ func TestTrackerBytesPerNewPair(t *testing.T) {
 		t.Errorf("%d pairs tracked, want %d", n, pairs)
 	}
 	runtime.KeepAlive(tr)
+}
+
+// TestTrackerBytesPerPairSteadyState: lean pairs (0.05 req/s,
+// 16-token answers: 15 ITLs, the phases of a real request, one in 25
+// failing with a reason and an error text) after 70 minutes, with their
+// hour, five-minute window and 20 recent requests full, hold at most
+// 13 KiB each (docs/BENCHMARKS.md, "The status tracker at the steady
+// state"); before the hour's older minutes were sealed they held 18,110.
+func TestTrackerBytesPerPairSteadyState(t *testing.T) {
+	const pairs = 250 // as 1,000, in a quarter of the time
+	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+	cfg := &config.Config{}
+	for i := range pairs / 10 {
+		cfg.Targets = append(cfg.Targets, config.Target{Name: "t-" + strconv.Itoa(i)})
+	}
+	for i := range 10 {
+		cfg.Probes = append(cfg.Probes, config.Probe{Name: "chat-" + strconv.Itoa(i), Objective: 0.99})
+	}
+	var tr *Tracker
+	per := memtest.HeapBytesPer(pairs, func() any {
+		tr = NewTracker(TrackerOptions{Now: clock.now})
+		syncPairs(tr, cfg)
+		for n := range 70 * 3 { // a request of every pair every 20 s
+			for i, p := range cfg.Pairs() {
+				clock.t = clock.t.Add(20 * time.Second / pairs)
+				tr.Offered(p.Key)
+				tr.Finished(steadyResult(p.Key, clock.t, n+i))
+			}
+		}
+		return tr
+	})
+	t.Logf("%.0f bytes per pair", per)
+	if per > 13<<10 {
+		t.Errorf("%.0f bytes per pair at the steady state, want at most 13 KiB", per)
+	}
+	ps, recent, _ := tr.Pair(cfg.Pairs()[0].Key)
+	if ps.WindowSamplesITL == 0 || len(recent) != recentRequests || len(ps.Minutes) != timelineMinutes || ps.Minutes[0].Ended != 3 {
+		t.Errorf("window %d ITLs, %d recent, %d minutes (first ended %d): want a full window, 20 recent and a full hour of 3 a minute",
+			ps.WindowSamplesITL, len(recent), len(ps.Minutes), ps.Minutes[0].Ended)
+	}
+}
+
+// steadyResult is the n-th request of a lean pair: accepted with 15 ITLs
+// and a request's phases, or one in 25 a server failure with its own
+// error text and no answer.
+func steadyResult(k config.PairKey, now time.Time, n int) *probe.Result {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	r := &probe.Result{Target: k.Target, Probe: k.Probe, Replica: k.Replica, Scheduled: now.Add(-ms(400)),
+		Disposition: probe.Accepted, HTTPStatus: 200, Phases: probe.PhaseTimes{probe.PhaseConnect: ms(0.3 + float64(n%7)/10),
+			probe.PhaseHeaders: ms(4 + float64(n%5)), probe.PhaseFirstToken: ms(80 + float64(n%13)), probe.PhaseDecode: ms(300 + float64(n%17))}}
+	if n%25 == 0 {
+		r.Disposition, r.Reason, r.HTTPStatus = probe.ServerFailure, probe.ReasonHTTP5xx, 503
+		r.Error = "HTTP 503: " + strconv.Itoa(n) + " Service Unavailable"
+		r.E2EL = ms(5 + float64(n%3))
+		return r
+	}
+	r.TTFT, r.E2EL = ms(85+float64(n%13)), ms(390+float64(n%17))
+	for i := range 15 {
+		r.ITLs = append(r.ITLs, ms(19.5+float64((n+i)%9)/4))
+	}
+	return r
 }
 
 // TestRecentKeepsEveryPhase: a recent request gives back every HTTP phase
