@@ -49,7 +49,7 @@ func TestTrackerForgetsOldSamplesUnwatched(t *testing.T) {
 			TTFT: time.Millisecond, ITLs: []time.Duration{time.Millisecond, time.Millisecond}})
 	}
 	st := tr.pairs[pairKey{Target: "t", Probe: "p"}]
-	if len(st.finished) > 61 || len(st.ttft) > 61 || len(st.itl) > 122 {
-		t.Errorf("kept %d finishes, %d TTFT and %d ITL samples for a one-minute window", len(st.finished), len(st.ttft), len(st.itl))
+	if len(st.window.requests) > 61 || len(st.window.itl) > 122 {
+		t.Errorf("kept %d requests and %d ITL samples for a one-minute window", len(st.window.requests), len(st.window.itl))
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
-	"github.com/vllm-prober/vllm-prober/internal/quantile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -18,7 +17,8 @@ import (
 type TrackerOptions struct {
 	// Window is how far back rates and percentiles look; 0 means 5m.
 	Window time.Duration
-	// MaxSamples bounds the samples kept per pair and quantity; 0 = 20000.
+	// MaxSamples bounds the requests and the ITLs kept per pair in the
+	// window, the newest; 0 = 20000.
 	MaxSamples int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -34,11 +34,6 @@ type Tracker struct {
 
 type pairKey = config.PairKey
 
-type sample struct {
-	at time.Duration // since the pair started (pairState.added): 16 bytes a sample, not 32
-	v  time.Duration
-}
-
 type pairState struct {
 	added        time.Time // when the pair started (PairStarted)
 	objective    float64
@@ -46,21 +41,10 @@ type pairState struct {
 	inFlight     int64
 	abandoned    uint64 // since start (probe.Result.Abandoned)
 	dispositions map[probe.Disposition]uint64
-	finished     []finish // within the window
-	ttft, itl    []sample // within the window
-	ttfa         []sample // within the window
+	window       window // the requests that ended within the window
 	slo          config.SLO
 	hour         timeline // the last hour per minute, for the charts
 	recent       recentRing
-}
-
-// finish is one request that ended, reduced to what the windowed
-// accounting needs (probe.Result.Abandoned, probe.Result.ServerCompleted).
-type finish struct {
-	at        time.Time
-	accepted  bool
-	abandoned bool
-	completed bool
 }
 
 // PairStats is a snapshot of one pair.
@@ -215,35 +199,9 @@ func (t *Tracker) Finished(r *probe.Result) {
 	// Pruned here too, not only when the page is viewed: otherwise samples
 	// older than the window pile up to MaxSamples on an unwatched prober.
 	st.prune(now.Add(-t.opts.Window))
-	st.finished = t.bounded(append(st.finished, finish{at: now, accepted: r.Disposition == probe.Accepted,
-		abandoned: r.Abandoned(), completed: r.ServerCompleted()}))
-	at := now.Sub(st.added)
-	if d, ok := r.ObservedTTFT(); ok {
-		st.ttft = t.boundedSamples(append(st.ttft, sample{at, d}))
-	}
-	if d, ok := r.ObservedTTFA(); ok {
-		st.ttfa = t.boundedSamples(append(st.ttfa, sample{at, d}))
-	}
-	for _, g := range r.ITLs {
-		st.itl = append(st.itl, sample{at, g})
-	}
-	st.itl = t.boundedSamples(st.itl)
+	st.window.add(now.Sub(st.added), r, t.opts.MaxSamples)
 	st.hour.record(now, r)
 	st.recent.add(r)
-}
-
-func (t *Tracker) bounded(f []finish) []finish {
-	if len(f) > t.opts.MaxSamples {
-		f = slices.Delete(f, 0, len(f)-t.opts.MaxSamples)
-	}
-	return f
-}
-
-func (t *Tracker) boundedSamples(s []sample) []sample {
-	if len(s) > t.opts.MaxSamples {
-		s = slices.Delete(s, 0, len(s)-t.opts.MaxSamples)
-	}
-	return s
 }
 
 // Snapshot returns every pair's statistics in the order the pairs
@@ -291,14 +249,14 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time, hour bool) PairStat
 		AbandonedSinceStart: st.abandoned,
 	}
 	var accepted, judged, completed int
-	for _, f := range st.finished {
-		if f.accepted {
+	for _, r := range st.window.requests {
+		if r.flags&endedAccepted != 0 {
 			accepted++
 		}
-		if f.completed {
+		if r.flags&endedCompleted != 0 {
 			completed++
 		}
-		if !f.abandoned {
+		if r.flags&endedAbandoned == 0 {
 			judged++
 		}
 	}
@@ -311,11 +269,11 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time, hour bool) PairStat
 	if judged > 0 {
 		ps.Acceptance = float64(accepted) / float64(judged)
 	}
-	ps.TTFTP50, ps.TTFTP99 = sampleQuantile(st.ttft, 0.5), sampleQuantile(st.ttft, 0.99)
-	ps.ITLP50, ps.ITLP99 = sampleQuantile(st.itl, 0.5), sampleQuantile(st.itl, 0.99)
-	ps.WindowSamplesTTFT, ps.WindowSamplesITL = len(st.ttft), len(st.itl)
-	ps.TTFAP50, ps.TTFAP99 = sampleQuantile(st.ttfa, 0.5), sampleQuantile(st.ttfa, 0.99)
-	ps.WindowSamplesTTFA = len(st.ttfa)
+	ttft, ttfa, itl := st.window.samples()
+	ps.TTFTP50, ps.TTFTP99 = windowQuantile(ttft, 0.5), windowQuantile(ttft, 0.99)
+	ps.ITLP50, ps.ITLP99 = windowQuantile(itl, 0.5), windowQuantile(itl, 0.99)
+	ps.TTFAP50, ps.TTFAP99 = windowQuantile(ttfa, 0.5), windowQuantile(ttfa, 0.99)
+	ps.WindowSamplesTTFT, ps.WindowSamplesITL, ps.WindowSamplesTTFA = len(ttft), len(itl), len(ttfa)
 	ps.SLO = st.slo
 	if hour {
 		ps.Minutes, ps.HourDispositions = st.hour.minutes(now, st.added)
@@ -323,47 +281,7 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time, hour bool) PairStat
 	return ps
 }
 
-func (st *pairState) prune(since time.Time) {
-	i := 0
-	for i < len(st.finished) && st.finished[i].at.Before(since) {
-		i++
-	}
-	st.finished = st.finished[i:]
-	cut := since.Sub(st.added)
-	st.ttft = pruneSamples(st.ttft, cut)
-	st.ttfa = pruneSamples(st.ttfa, cut)
-	st.itl = pruneSamples(st.itl, cut)
-}
-
-// pruneSamples drops the samples taken before cut (since the pair
-// started), moving the rest to the front of the same array: the window's
-// array then stays as large as the most samples it held at once, where
-// reslicing would leave the dropped ones in front until append copies
-// the rest into an array twice their number.
-func pruneSamples(s []sample, cut time.Duration) []sample {
-	i := 0
-	for i < len(s) && s[i].at < cut {
-		i++
-	}
-	if i == 0 {
-		return s
-	}
-	return s[:copy(s, s[i:])]
-}
-
-// sampleQuantile returns the q-quantile (nearest rank: a latency some
-// request saw) of the samples, or 0.
-func sampleQuantile(s []sample, q float64) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	vs := make([]time.Duration, len(s))
-	for i, x := range s {
-		vs[i] = x.v
-	}
-	slices.Sort(vs)
-	return quantile.NearestRank(vs, q)
-}
+func (st *pairState) prune(since time.Time) { st.window.prune(since.Sub(st.added)) }
 
 // insertGrouped adds k to order after the pairs of its target and probe
 // whose replica sorts before it (before the first of them when none does),

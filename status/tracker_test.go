@@ -145,7 +145,7 @@ func TestTrackerBoundsSamples(t *testing.T) {
 // TestTrackerWindowMemory: a pair at 0.05 req/s with 16-token answers
 // keeps its five-minute window of ITL samples in an array about as large
 // as the most samples the window held at once (append's rounding: a
-// quarter more at most), 16 bytes each, however long it runs (1,000 such pairs: docs/BENCHMARKS.md, "1,000 pairs").
+// quarter more at most), 4 bytes each, however long it runs (1,000 such pairs: docs/BENCHMARKS.md, "1,000 pairs").
 func TestTrackerWindowMemory(t *testing.T) {
 	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
 	tr := NewTracker(TrackerOptions{Now: clock.now, Window: 5 * time.Minute})
@@ -160,12 +160,12 @@ func TestTrackerWindowMemory(t *testing.T) {
 		}
 		tr.Offered(key)
 		tr.Finished(r)
-		most = max(most, len(tr.pairs[key].itl))
+		most = max(most, len(tr.pairs[key].window.itl))
 	}
-	st := tr.pairs[key]
-	if held, bound := cap(st.itl)*int(unsafe.Sizeof(sample{})), most*16*5/4; held > bound {
-		t.Errorf("the window's ITL samples hold %d bytes (%d of %d bytes), want at most %d (the most at once, %d, × 16 bytes + 25%%)",
-			held, cap(st.itl), unsafe.Sizeof(sample{}), bound, most)
+	st := tr.pairs[key].window
+	if held, bound := cap(st.itl)*int(unsafe.Sizeof(compactDuration(0))), most*4*5/4; held > bound {
+		t.Errorf("the window's ITL samples hold %d bytes (%d of %d bytes), want at most %d (the most at once, %d, × 4 bytes + 25%%)",
+			held, cap(st.itl), unsafe.Sizeof(compactDuration(0)), bound, most)
 	}
 	if n := len(st.itl); n != 16*15 {
 		t.Errorf("%d ITL samples in the window, want 240 (the 16 requests of the last five minutes, both ends included, × 15 gaps)", n)
@@ -217,8 +217,8 @@ func TestTrackerBytesPerNewPair(t *testing.T) {
 // 16-token answers: 15 ITLs, the phases of a real request, one in 25
 // failing with a reason and an error text) after 70 minutes, with their
 // hour, five-minute window and 20 recent requests full, hold at most
-// 13 KiB each (docs/BENCHMARKS.md, "The status tracker at the steady
-// state"); before the hour's older minutes were sealed they held 18,110.
+// 9 KiB each (docs/BENCHMARKS.md, "The status tracker at the steady
+// state"); before the compact hour and window they held 18,110.
 func TestTrackerBytesPerPairSteadyState(t *testing.T) {
 	const pairs = 250 // as 1,000, in a quarter of the time
 	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
@@ -243,8 +243,8 @@ func TestTrackerBytesPerPairSteadyState(t *testing.T) {
 		return tr
 	})
 	t.Logf("%.0f bytes per pair", per)
-	if per > 13<<10 {
-		t.Errorf("%.0f bytes per pair at the steady state, want at most 13 KiB", per)
+	if per > 9<<10 {
+		t.Errorf("%.0f bytes per pair at the steady state, want at most 9 KiB", per)
 	}
 	ps, recent, _ := tr.Pair(cfg.Pairs()[0].Key)
 	if ps.WindowSamplesITL == 0 || len(recent) != recentRequests || len(ps.Minutes) != timelineMinutes || ps.Minutes[0].Ended != 3 {
@@ -389,5 +389,40 @@ func offerAndFinish(tr *Tracker, results []probe.Result) {
 		tr.Offered(config.PairKey{Target: "t", Probe: "p"})
 		r.Target, r.Probe = "t", "p"
 		tr.Finished(&r)
+	}
+}
+
+// TestCompactDuration: a window's latency is exact to the nanosecond
+// below 2^31 ns, to the microsecond above, saturates at ~35 minutes, and
+// keeps the order of the values.
+func TestCompactDuration(t *testing.T) {
+	tests := []struct {
+		name   string
+		d, got time.Duration
+	}{
+		{"zero", 0, 0},
+		{"negative", -time.Millisecond, 0},
+		{"nanoseconds", 20*time.Millisecond + 7, 20*time.Millisecond + 7},
+		{"last exact", 1<<31 - 1, 1<<31 - 1},
+		{"microseconds above 2^31 ns", 3*time.Second + 1234567, 3*time.Second + 1234*time.Microsecond},
+		{"saturated", 2 * time.Hour, (1<<31 - 2) * time.Microsecond},
+	}
+	var prev compactDuration
+	for _, tc := range tests[2:] {
+		t.Run(tc.name, func(t *testing.T) {
+			c := compact(tc.d)
+			if got := c.duration(); got != tc.got {
+				t.Errorf("%v comes back as %v, want %v", tc.d, got, tc.got)
+			}
+			if c <= prev || c == noDuration {
+				t.Errorf("%v encodes to %#x, not above the smaller value's %#x nor noDuration", tc.d, c, prev)
+			}
+			prev = c
+		})
+	}
+	for _, tc := range tests[:2] {
+		if got := compact(tc.d).duration(); got != tc.got {
+			t.Errorf("%s: %v comes back as %v, want %v", tc.name, tc.d, got, tc.got)
+		}
 	}
 }
