@@ -20,9 +20,8 @@ type RequestView struct {
 	Disposition probe.Disposition
 	Reason      string
 	HTTPStatus  int
-	// phases are the durations of probe.Phases, in that order: a pair's
-	// 20 recent requests keep them inline rather than in a map each
-	// (~4.5 KiB a pair).
+	// phases are the durations of probe.Phases, in that order, inline
+	// rather than in a map.
 	phases           [maxPhases]time.Duration
 	TTFT, TTFA, E2EL time.Duration
 	// ReasoningTokens is probe.Result.ReasoningTokens, 0 when the answer
@@ -49,28 +48,70 @@ func (v RequestView) Phase(name string) time.Duration {
 	return 0
 }
 
+// recentRequest is a RequestView as a pair's recent ring keeps it, ~136
+// bytes rather than ~200: latencies as compactDuration (the same numbers on
+// the page, which shows milliseconds with one decimal), the time as Unix
+// nanoseconds, the server's timing inline. Disposition, Reason and
+// ToolName are the probe's strings, shared rather than copied.
+type recentRequest struct {
+	scheduled             int64 // Unix nanoseconds; 0 for a zero time
+	disposition           probe.Disposition
+	reason, toolName, err string
+	phases                [maxPhases]compactDuration
+	ttft, ttfa, e2el      compactDuration
+	serverQueue           compactDuration
+	serverTTFT            compactDuration
+	reasoning, toolCalls  int32
+	httpStatus            int16
+	hasServer             bool
+}
+
+func newRecentRequest(res *probe.Result) recentRequest {
+	v := recentRequest{disposition: res.Disposition, reason: res.Reason, err: res.Error,
+		httpStatus: int16(min(max(res.HTTPStatus, math.MinInt16), math.MaxInt16)),
+		ttft:       compact(res.TTFT), ttfa: compact(res.TTFA), e2el: compact(res.E2EL),
+		reasoning: int32(min(res.ReasoningTokens, math.MaxInt32)), toolCalls: int32(min(len(res.ToolCalls), math.MaxInt32))}
+	if !res.Scheduled.IsZero() {
+		v.scheduled = res.Scheduled.UnixNano()
+	}
+	if len(res.ToolCalls) > 0 {
+		v.toolName = res.ToolCalls[0].Name
+	}
+	for i, name := range probe.Phases[:min(len(probe.Phases), maxPhases)] {
+		v.phases[i] = compact(res.Phases[name])
+	}
+	if res.Server != nil {
+		v.hasServer, v.serverQueue, v.serverTTFT = true, compact(res.Server.QueueTime), compact(res.Server.TTFT)
+	}
+	return v
+}
+
+func (r *recentRequest) view() RequestView {
+	v := RequestView{Disposition: r.disposition, Reason: r.reason, HTTPStatus: int(r.httpStatus),
+		TTFT: r.ttft.duration(), TTFA: r.ttfa.duration(), E2EL: r.e2el.duration(), Error: r.err,
+		ReasoningTokens: r.reasoning, ToolCalls: r.toolCalls, ToolName: r.toolName}
+	if r.scheduled != 0 {
+		v.Scheduled = time.Unix(0, r.scheduled)
+	}
+	for i, c := range r.phases {
+		v.phases[i] = c.duration()
+	}
+	if r.hasServer {
+		v.Server = &probe.ServerTiming{QueueTime: r.serverQueue.duration(), TTFT: r.serverTTFT.duration()}
+	}
+	return v
+}
+
 // recentRing keeps the last recentRequests requests of a pair. Its
-// buffer grows to recentRequests as they come (~4 KiB when full), so a
+// buffer grows to recentRequests as they come (~2.7 KiB when full), so a
 // pair that ran few requests holds few.
 type recentRing struct {
-	buf  []RequestView
+	buf  []recentRequest
 	next int // where the next request goes once buf is full
 }
 
 func (r *recentRing) add(res *probe.Result) {
-	v := RequestView{Scheduled: res.Scheduled, Disposition: res.Disposition, Reason: res.Reason,
-		HTTPStatus: res.HTTPStatus, TTFT: res.TTFT, TTFA: res.TTFA, E2EL: res.E2EL, Error: res.Error,
-		ReasoningTokens: int32(min(res.ReasoningTokens, math.MaxInt32)), ToolCalls: int32(min(len(res.ToolCalls), math.MaxInt32))}
-	if len(res.ToolCalls) > 0 {
-		v.ToolName = res.ToolCalls[0].Name
-	}
-	for i, name := range probe.Phases[:min(len(probe.Phases), maxPhases)] {
-		v.phases[i] = res.Phases[name]
-	}
-	if res.Server != nil {
-		s := *res.Server
-		v.Server = &s
-	}
+	v := newRecentRequest(res)
 	if len(r.buf) < recentRequests {
 		r.buf = insertBounded(r.buf, len(r.buf), v, recentRequests)
 		return
@@ -84,7 +125,7 @@ func (r *recentRing) newestFirst() []RequestView {
 	n := len(r.buf)
 	out := make([]RequestView, 0, n)
 	for i := 1; i <= n; i++ {
-		out = append(out, r.buf[(r.next-i+n)%n])
+		out = append(out, r.buf[(r.next-i+n)%n].view())
 	}
 	return out
 }

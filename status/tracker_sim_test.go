@@ -127,7 +127,7 @@ func TestTrackerUnderOverload(t *testing.T) {
 		t.Fatalf("recent requests: %d (ok %v), want 20", len(recent), ok)
 	}
 	last := log.results[len(log.results)-1]
-	if recent[0].Scheduled != last.Scheduled || recent[0].Disposition != last.Disposition {
+	if !recent[0].Scheduled.Equal(last.Scheduled) || recent[0].Disposition != last.Disposition {
 		t.Errorf("newest recent request %v %s, want the last result %v %s", recent[0].Scheduled, recent[0].Disposition, last.Scheduled, last.Disposition)
 	}
 	var phased bool
