@@ -48,62 +48,109 @@ func (v RequestView) Phase(name string) time.Duration {
 	return 0
 }
 
-// recentRequest is a RequestView as a pair's recent ring keeps it, ~136
+// recentRequest is a RequestView as a pair's recent ring keeps it, 64
 // bytes rather than ~200: latencies as compactDuration (the same numbers on
 // the page, which shows milliseconds with one decimal), the time as Unix
-// nanoseconds, the server's timing inline. Disposition, Reason and
-// ToolName are the probe's strings, shared rather than copied.
+// nanoseconds, the disposition and reason as their place in probe's lists,
+// and what most requests lack (an error, tool calls, reasoning, the
+// server's timing) in an extra allocated only for those that have it.
 type recentRequest struct {
-	scheduled             int64 // Unix nanoseconds; 0 for a zero time
-	disposition           probe.Disposition
+	scheduled           int64 // Unix nanoseconds; 0 for a zero time
+	phases              [maxPhases]compactDuration
+	ttft, ttfa, e2el    compactDuration
+	httpStatus          int16
+	disposition, reason listed
+	extra               *recentExtra
+}
+
+// recentExtra is what a recent request rarely has.
+type recentExtra struct {
+	disposition           probe.Disposition // one not in probe.Dispositions
 	reason, toolName, err string
-	phases                [maxPhases]compactDuration
-	ttft, ttfa, e2el      compactDuration
-	serverQueue           compactDuration
-	serverTTFT            compactDuration
+	server                *probe.ServerTiming
 	reasoning, toolCalls  int32
-	httpStatus            int16
-	hasServer             bool
+}
+
+// listed is a value's place in a fixed list plus one; 0 is "", unlisted
+// a value not in the list, kept in the request's extra.
+type listed uint8
+
+const unlisted = listed(math.MaxUint8)
+
+func listIndex[S ~string](list []S, v S) listed {
+	if v == "" {
+		return 0
+	}
+	if i := slices.Index(list, v); i >= 0 && i < int(unlisted)-1 {
+		return listed(i + 1)
+	}
+	return unlisted
 }
 
 func newRecentRequest(res *probe.Result) recentRequest {
-	v := recentRequest{disposition: res.Disposition, reason: res.Reason, err: res.Error,
-		httpStatus: int16(min(max(res.HTTPStatus, math.MinInt16), math.MaxInt16)),
-		ttft:       compact(res.TTFT), ttfa: compact(res.TTFA), e2el: compact(res.E2EL),
-		reasoning: int32(min(res.ReasoningTokens, math.MaxInt32)), toolCalls: int32(min(len(res.ToolCalls), math.MaxInt32))}
+	v := recentRequest{httpStatus: int16(min(max(res.HTTPStatus, math.MinInt16), math.MaxInt16)),
+		ttft: compact(res.TTFT), ttfa: compact(res.TTFA), e2el: compact(res.E2EL),
+		disposition: listIndex(probe.Dispositions, res.Disposition), reason: listIndex(probe.Reasons, res.Reason)}
 	if !res.Scheduled.IsZero() {
 		v.scheduled = res.Scheduled.UnixNano()
-	}
-	if len(res.ToolCalls) > 0 {
-		v.toolName = res.ToolCalls[0].Name
 	}
 	for i, name := range probe.Phases[:min(len(probe.Phases), maxPhases)] {
 		v.phases[i] = compact(res.Phases[name])
 	}
-	if res.Server != nil {
-		v.hasServer, v.serverQueue, v.serverTTFT = true, compact(res.Server.QueueTime), compact(res.Server.TTFT)
+	if v.disposition == unlisted || v.reason == unlisted || res.Error != "" || len(res.ToolCalls) > 0 ||
+		res.ReasoningTokens > 0 || res.Server != nil {
+		x := &recentExtra{err: res.Error, reasoning: int32(min(res.ReasoningTokens, math.MaxInt32)),
+			toolCalls: int32(min(len(res.ToolCalls), math.MaxInt32))}
+		if v.disposition == unlisted {
+			x.disposition = res.Disposition
+		}
+		if v.reason == unlisted {
+			x.reason = res.Reason
+		}
+		if len(res.ToolCalls) > 0 {
+			x.toolName = res.ToolCalls[0].Name
+		}
+		if res.Server != nil {
+			s := *res.Server
+			x.server = &s
+		}
+		v.extra = x
 	}
 	return v
 }
 
 func (r *recentRequest) view() RequestView {
-	v := RequestView{Disposition: r.disposition, Reason: r.reason, HTTPStatus: int(r.httpStatus),
-		TTFT: r.ttft.duration(), TTFA: r.ttfa.duration(), E2EL: r.e2el.duration(), Error: r.err,
-		ReasoningTokens: r.reasoning, ToolCalls: r.toolCalls, ToolName: r.toolName}
+	v := RequestView{HTTPStatus: int(r.httpStatus), TTFT: r.ttft.duration(), TTFA: r.ttfa.duration(), E2EL: r.e2el.duration()}
 	if r.scheduled != 0 {
 		v.Scheduled = time.Unix(0, r.scheduled)
 	}
 	for i, c := range r.phases {
 		v.phases[i] = c.duration()
 	}
-	if r.hasServer {
-		v.Server = &probe.ServerTiming{QueueTime: r.serverQueue.duration(), TTFT: r.serverTTFT.duration()}
+	if r.disposition > 0 && r.disposition != unlisted {
+		v.Disposition = probe.Dispositions[r.disposition-1]
+	}
+	if r.reason > 0 && r.reason != unlisted {
+		v.Reason = probe.Reasons[r.reason-1]
+	}
+	if x := r.extra; x != nil {
+		if r.disposition == unlisted {
+			v.Disposition = x.disposition
+		}
+		if r.reason == unlisted {
+			v.Reason = x.reason
+		}
+		v.Error, v.ToolName, v.ReasoningTokens, v.ToolCalls = x.err, x.toolName, x.reasoning, x.toolCalls
+		if x.server != nil {
+			s := *x.server
+			v.Server = &s
+		}
 	}
 	return v
 }
 
 // recentRing keeps the last recentRequests requests of a pair. Its
-// buffer grows to recentRequests as they come (~2.7 KiB when full), so a
+// buffer grows to recentRequests as they come (~1.3 KiB when full), so a
 // pair that ran few requests holds few.
 type recentRing struct {
 	buf  []recentRequest
