@@ -49,8 +49,8 @@ func (v RequestView) Phase(name string) time.Duration {
 }
 
 // recentRequest is a RequestView as a pair's recent ring keeps it, 64
-// bytes rather than ~200: latencies as compactDuration (the same numbers on
-// the page, which shows milliseconds with one decimal), the time as Unix
+// bytes rather than ~200: latencies as compactDuration (exact below
+// 2.1 s, to the microsecond above), the time as Unix
 // nanoseconds, the disposition and reason as their place in probe's lists,
 // and what most requests lack (an error, tool calls, reasoning, the
 // server's timing) in an extra allocated only for those that have it.

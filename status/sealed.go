@@ -4,7 +4,7 @@ import "encoding/binary"
 
 // sealedMinutes holds a pair's minutes older than the mutable ones of its
 // timeline, oldest first, as varints in one byte slice: a minute of a pair
-// at 0.05 req/s (3 requests, 45 ITLs) is ~35 bytes rather than a
+// at 0.05 req/s (3 requests, 45 ITLs) is 20–35 bytes rather than a
 // minuteBucket's ~104 and its two histograms' arrays (docs/design.md,
 // section "Status page"). A record is the minute as its difference from
 // the previous record's (0 for the first, whose minute is first), the four

@@ -148,7 +148,7 @@ func TestTimelineGroundTruth(t *testing.T) {
 }
 
 // TestTimelineMemoryFollowsRate: an hour of a pair at 0.05 req/s, 16
-// tokens each, keeps ~2.5 KiB: its older minutes sealed (~35 bytes each),
+// tokens each, keeps ~2.4 KiB: its older minutes sealed (~35 bytes each),
 // not ~9 KiB of minute buckets with only the histogram buckets that
 // counted, nor every bucket of every minute (~83 KiB), so 1,000 such
 // pairs fit in a small prober.

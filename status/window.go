@@ -12,9 +12,9 @@ import (
 // compactDuration is a non-negative duration in 4 bytes: exact to the
 // nanosecond below 2^31 ns (~2.1 s), to the microsecond above, up to
 // ~35 minutes, where it saturates. Latencies longer than 2.1 s lose under
-// a microsecond, which the pages, showing milliseconds with one decimal,
-// do not show. Encoding keeps the order, so nearest-rank quantiles pick
-// the same request's value.
+// a microsecond, which changes the pages' milliseconds (one decimal) only
+// for a value within a microsecond above a rounding boundary. Encoding
+// keeps the order, so a nearest-rank quantile is the same request's value.
 type compactDuration uint32
 
 const (
