@@ -173,13 +173,8 @@ func TestTrackerWindowMemory(t *testing.T) {
 	}
 }
 
-// TestTrackerBytesPerNewPair: 1,000 pairs that each ran the three
-// requests of their first minute at 0.05 req/s hold at most 2 KiB each:
-// a pair's hour and recent requests grow as its requests end rather than
-// starting at their full ~13 KiB (docs/BENCHMARKS.md, "1,000 pairs").
-func TestTrackerBytesPerNewPair(t *testing.T) {
-	const pairs = 1000
-	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+// manyPairsConfig is pairs/10 targets × 10 chat probes.
+func manyPairsConfig(pairs int) *config.Config {
 	cfg := &config.Config{}
 	for i := range pairs / 10 {
 		cfg.Targets = append(cfg.Targets, config.Target{Name: "t-" + strconv.Itoa(i)})
@@ -187,6 +182,17 @@ func TestTrackerBytesPerNewPair(t *testing.T) {
 	for i := range 10 {
 		cfg.Probes = append(cfg.Probes, config.Probe{Name: "chat-" + strconv.Itoa(i), Objective: 0.99})
 	}
+	return cfg
+}
+
+// TestTrackerBytesPerNewPair: 1,000 pairs that each ran the three
+// requests of their first minute at 0.05 req/s hold at most 2 KiB each:
+// a pair's hour and recent requests grow as its requests end rather than
+// starting at their full ~13 KiB (docs/BENCHMARKS.md, "1,000 pairs").
+func TestTrackerBytesPerNewPair(t *testing.T) {
+	const pairs = 1000
+	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+	cfg := manyPairsConfig(pairs)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -220,17 +226,11 @@ func TestTrackerBytesPerNewPair(t *testing.T) {
 // hour, five-minute window and 20 recent requests full, hold at most
 // 5.5 KiB each (docs/BENCHMARKS.md, "The status tracker at the steady
 // state"); before the compact hour, window and recent requests they held
-// 18,110.
+// 17,884 (18,110 at 1,000 pairs).
 func TestTrackerBytesPerPairSteadyState(t *testing.T) {
 	const pairs = 250 // as 1,000, in a quarter of the time
 	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
-	cfg := &config.Config{}
-	for i := range pairs / 10 {
-		cfg.Targets = append(cfg.Targets, config.Target{Name: "t-" + strconv.Itoa(i)})
-	}
-	for i := range 10 {
-		cfg.Probes = append(cfg.Probes, config.Probe{Name: "chat-" + strconv.Itoa(i), Objective: 0.99})
-	}
+	cfg := manyPairsConfig(pairs)
 	var tr *Tracker
 	per := memtest.HeapBytesPer(pairs, func() any {
 		tr = NewTracker(TrackerOptions{Now: clock.now})
