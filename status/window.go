@@ -92,7 +92,7 @@ func (w *window) add(at time.Duration, r *probe.Result, limit int) {
 	}
 	if n := len(w.itl) - limit; n > 0 {
 		w.itl = w.itl[:copy(w.itl, w.itl[n:])]
-		for i := 0; n > 0; i++ { // the oldest requests lose those ITLs
+		for i := 0; n > 0 && i < len(w.requests); i++ { // the oldest requests lose those ITLs
 			k := min(uint32(n), w.requests[i].itls)
 			w.requests[i].itls -= k
 			n -= int(k)
