@@ -40,12 +40,23 @@ var (
 // Native histogram settings shared by every latency histogram: a growth
 // factor of 1.1 (schema 3) keeps relative error near 5%; at most 160 buckets
 // per series, after which the resolution halves, and a reset at most hourly.
+//
+// Exemplars: a Prometheus ingests those newer than the last it stored, so
+// an exemplar matters until the next scrape only. client_golang frees none
+// on its own: a histogram holds nativeMaxExemplars (~285 bytes each) once
+// it had as many observations, and the TTL only decides which one a new
+// exemplar replaces: one older than the TTL, else the older of the two
+// closest in value, which keeps a slow request's. A TTL of the longest
+// scrape interval (2 minutes) replaces only exemplars every scraper has
+// read; 4 hold a 1-minute interval of a lean pair (0.05 req/s) whole and
+// the spread, slowest included, of a 2-minute one (docs/design.md,
+// "Exemplars"; TestNativeExemplarsKeepTheTail).
 const (
 	nativeBucketFactor    = 1.1
 	nativeMaxBucketNumber = 160
 	nativeMinResetPeriod  = time.Hour
-	nativeMaxExemplars    = 10
-	nativeExemplarTTL     = 10 * time.Minute
+	nativeMaxExemplars    = 4
+	nativeExemplarTTL     = 2 * time.Minute
 )
 
 // withThresholds returns base plus every positive SLO threshold, sorted and

@@ -265,6 +265,35 @@ func TestExemplarLimits(t *testing.T) {
 	}
 }
 
+// TestNativeExemplarsKeepTheTail: a native histogram keeps at most
+// nativeMaxExemplars exemplars; of 2 minutes of requests at 0.05 req/s
+// (the longest scrape interval) with one slow request among them, the slow
+// one's and the newest request's ids are still exposed.
+func TestNativeExemplarsKeepTheTail(t *testing.T) {
+	h := newHistogram(config.PairKey{Target: "t", Probe: "p"}, metricname.TTFT, metricname.TTFTHelp, nil)
+	for i := range 6 {
+		d := time.Duration(100+i) * time.Millisecond
+		if i == 2 {
+			d = 8 * time.Second
+		}
+		observe(h, d, exemplar(fmt.Sprintf("req-%d", i)))
+	}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range m.GetHistogram().GetExemplars() {
+		ids = append(ids, e.GetLabel()[0].GetValue())
+	}
+	if len(ids) > nativeMaxExemplars || !slices.Contains(ids, "req-2") || !slices.Contains(ids, "req-5") {
+		t.Errorf("exemplars %v, want at most %d with req-2 (slow) and req-5 (newest)", ids, nativeMaxExemplars)
+	}
+	if len(ids) != 4 {
+		t.Errorf("%d exemplars %v, want 4", len(ids), ids)
+	}
+}
+
 func TestCollectorPairChanges(t *testing.T) {
 	slow, fast := config.SLO{TTFT: dur("1200ms")}, config.SLO{TTFT: dur("700ms")}
 	c := New(Options{Now: clock})

@@ -103,3 +103,30 @@ func TestCollectorBytesPerLeanPair(t *testing.T) {
 		t.Errorf("%.0f bytes per lean pair, want at most 6 KiB (7,831 with the label sets kept per pair)", per)
 	}
 }
+
+// TestCollectorBytesPerSteadyLeanPair: 1,000 lean pairs after 30 accepted
+// requests each (10 minutes at 0.05 req/s), each with its own request id,
+// hold at most 9 KiB each: their two native histograms keep
+// nativeMaxExemplars exemplars each, ~285 bytes apiece with client_golang's
+// protobuf structs (docs/design.md, "Exemplars").
+func TestCollectorBytesPerSteadyLeanPair(t *testing.T) {
+	const pairs, requests = 1000, 30
+	cfg := leanConfig(pairs/10, 10)
+	per := memtest.HeapBytesPer(pairs, func() any {
+		c := New(Options{})
+		syncPairs(c, cfg)
+		for n := range requests {
+			for _, p := range cfg.Pairs() {
+				c.Offered(p.Key)
+				c.Finished(&probe.Result{Target: p.Key.Target, Probe: p.Key.Probe, RequestID: fmt.Sprintf("chatcmpl-%032x", n),
+					Disposition: probe.Accepted, Sent: fixedNow, TTFT: time.Duration(50+n) * time.Millisecond,
+					E2EL: time.Duration(300+7*n) * time.Millisecond, PromptTokens: 128, OutputTokens: 16})
+			}
+		}
+		return c
+	})
+	t.Logf("%.0f bytes per pair", per)
+	if per > 9<<10 {
+		t.Errorf("%.0f bytes per steady lean pair, want at most 9 KiB (11,409 with 10 exemplars per histogram)", per)
+	}
+}
