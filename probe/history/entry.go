@@ -12,14 +12,14 @@ import (
 )
 
 // entry is one kept record: its order among the records of all pairs and
-// the record's fields as varints, in one allocation the GC need not scan.
-// Its pair's names are the key of its pair's rings in History.pairs; the
+// the record's fields as varints, bytes of its pair's arena the GC need
+// not scan. Its pair's names are its pair's key in History.pairs; the
 // strings that repeat (disposition, reason, finish reason, model, error,
 // flags) are indexes into the pair's names table; numbers of seconds that
 // are whole nanoseconds (every latency) are varints of nanoseconds; a
 // request ID's hexadecimal tail is kept as bytes; the process's run ID is
 // not repeated. A 16-token answer's ledger.Record is ~640 bytes with what
-// it points to, its entry ~100 with its request ID
+// it points to, its entry ~85 with its request ID and index
 // (TestHistoryBytesPerResult), which a full history of 1,000 pairs × 200
 // records feels (docs/BENCHMARKS.md, "1,000 pairs"). record gives the
 // Record back exactly as ledger.NewRecord made it (TestEntryRoundTrip).
@@ -191,9 +191,10 @@ func (d *decoder) seconds() *float64 {
 	return &v
 }
 
-// newEntry is rec encoded, its repeated strings in n; rec's Target,
-// Probe, Replica are its pair's and its RunID this process's.
-func newEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) (entry, []byte) {
+// encodeEntry returns scratch with rec encoded in it, its repeated strings
+// in n; rec's Target, Probe, Replica are its pair's and its RunID this
+// process's.
+func encodeEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) []byte {
 	var has fields
 	for _, o := range []struct {
 		set  bool
@@ -245,7 +246,7 @@ func newEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) (entry, 
 	if rec.Text != nil {
 		e.str(*rec.Text)
 	}
-	return entry{append([]byte(nil), e.buf...)}, e.buf
+	return e.buf
 }
 
 // record is e as the ledger.Record it was made from, of the pair named

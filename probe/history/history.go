@@ -40,30 +40,57 @@ type History struct {
 	scratch   []byte                  // an entry being encoded
 }
 
+// pairHistory is a pair's kept records: the last limit in recent, and
+// those of the last failLimit failures that left it in failed; the
+// failures still in recent are marked there, not copied.
 type pairHistory struct {
-	recent, failures ring
-	names            names // the strings its entries repeat
+	recent, failed arena
+	recentFailures int   // entries of recent that failed
+	names          names // the strings its entries repeat
 }
 
-// ring is a fixed-capacity buffer that overwrites its oldest entry.
-type ring struct {
-	buf  []entry
-	size int
-	next int
-}
-
-func (r *ring) add(e entry) {
-	if len(r.buf) < r.size {
-		if len(r.buf) == cap(r.buf) {
-			// Doubling up to size exactly: append would round a full
-			// ring of 200 up to 256 entries.
-			r.buf = append(make([]entry, 0, min(r.size, max(8, 2*cap(r.buf)))), r.buf...)
+// add keeps e, an encoded record, failed if it was not accepted.
+func (p *pairHistory) add(e []byte, failed bool, failLimit int) {
+	if p.recent.n == p.recent.size {
+		if old, oldFailed := p.recent.pop(); oldFailed {
+			p.recentFailures--
+			// Among the last failLimit failures, it is kept in failed.
+			if p.failed.n+p.recentFailures < failLimit {
+				p.failed.push(old.b, true)
+			}
 		}
-		r.buf = append(r.buf, e)
+	}
+	p.recent.push(e, failed)
+	if failed {
+		p.recentFailures++
+		for p.failed.n > 0 && p.failed.n+p.recentFailures > failLimit {
+			p.failed.pop()
+		}
+	}
+}
+
+// each calls f with the pair's kept records, oldest first: all of recent,
+// or, with failures, the last failLimit failures.
+func (p *pairHistory) each(failures bool, failLimit int, f func(entry)) {
+	if !failures {
+		for i := range p.recent.n {
+			e, _ := p.recent.at(i)
+			f(e)
+		}
 		return
 	}
-	r.buf[r.next] = e
-	r.next = (r.next + 1) % r.size
+	skip := p.failed.n + p.recentFailures - failLimit
+	for _, a := range []*arena{&p.failed, &p.recent} {
+		for i := range a.n {
+			if e, failed := a.at(i); failed {
+				if skip > 0 {
+					skip--
+					continue
+				}
+				f(e)
+			}
+		}
+	}
 }
 
 // New returns a History keeping limit records per pair; a limit
@@ -101,16 +128,12 @@ func (h *History) add(r *probe.Result, liveOnly bool) {
 	}
 	p := h.pairs[key]
 	if p == nil {
-		p = &pairHistory{recent: ring{size: h.limit}, failures: ring{size: h.failLimit}}
+		p = &pairHistory{recent: newArena(h.limit), failed: newArena(h.failLimit)}
 		h.pairs[key] = p
 	}
 	h.ord++
-	var e entry
-	e, h.scratch = newEntry(h.ord, &rec, &p.names, h.scratch)
-	p.recent.add(e)
-	if r.Disposition != probe.Accepted {
-		p.failures.add(e)
-	}
+	h.scratch = encodeEntry(h.ord, &rec, &p.names, h.scratch)
+	p.add(h.scratch, r.Disposition != probe.Accepted, h.failLimit)
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.
@@ -147,7 +170,7 @@ func (h *History) Recent(target, probeName string, limit int) []ledger.Record {
 // RecentOf returns up to limit records, newest first, of the pairs m
 // matches; limit <= 0 returns all kept.
 func (h *History) RecentOf(m Match, limit int) []ledger.Record {
-	return h.collect(m, limit, func(p *pairHistory) *ring { return &p.recent })
+	return h.collect(m, limit, false)
 }
 
 // LastFailures returns up to n records that were not accepted, newest
@@ -160,7 +183,7 @@ func (h *History) LastFailures(target, probeName string, n int) []ledger.Record 
 // LastFailuresOf returns up to n records that were not accepted, newest
 // first, of the pairs m matches; n <= 0 returns all kept.
 func (h *History) LastFailuresOf(m Match, n int) []ledger.Record {
-	return h.collect(m, n, func(p *pairHistory) *ring { return &p.failures })
+	return h.collect(m, n, true)
 }
 
 // PairStarted implements Sink.
@@ -190,7 +213,10 @@ func (h *History) Offered(config.PairKey) {}
 // Finished implements Sink by adding r if its pair runs.
 func (h *History) Finished(r *probe.Result) { h.add(r, true) }
 
-func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []ledger.Record {
+// collect returns up to limit records of the pairs m matches, newest
+// first: their kept failures or all their kept records. It decodes them
+// after the lock, from bytes an arena never writes again.
+func (h *History) collect(m Match, limit int, failures bool) []ledger.Record {
 	if h == nil {
 		return nil
 	}
@@ -198,9 +224,9 @@ func (h *History) collect(m Match, limit int, which func(*pairHistory) *ring) []
 	var entries []keyed
 	for key, p := range h.pairs {
 		if m.matches(key) {
-			for _, e := range which(p).buf {
+			p.each(failures, h.failLimit, func(e entry) {
 				entries = append(entries, keyed{key, p.names, e.ord(), e})
-			}
+			})
 		}
 	}
 	h.mu.Unlock()

@@ -136,6 +136,71 @@ func TestHistoryConcurrent(t *testing.T) {
 	}
 }
 
+// TestHistoryKeepsLikeRings: with failures in runs and alone, the records
+// kept are those of two plain rings: the last limit results, and the last
+// min(limit, 50) failures, whatever arena holds them.
+func TestHistoryKeepsLikeRings(t *testing.T) {
+	for _, limit := range []int{1, 3, 7, 60, 200} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			h := New(limit)
+			var all, failures []uint64
+			for seq := 1; seq <= 700; seq++ {
+				d := probe.Accepted
+				if seq%7 == 0 || seq%100 < 70 && seq%100 >= 10 && seq%3 != 0 {
+					d = probe.QualityFailure
+					failures = append(failures, uint64(seq))
+				}
+				all = append(all, uint64(seq))
+				h.Add(histResult("t", "p", seq, d))
+				if seq%37 != 0 && seq != 700 {
+					continue
+				}
+				want := slices.Clone(all[max(0, len(all)-limit):])
+				slices.Reverse(want)
+				if got := recSeqs(h.Recent("t", "p", 0)); !slices.Equal(got, want) {
+					t.Fatalf("after %d: recent %v, want %v", seq, got, want)
+				}
+				want = slices.Clone(failures[max(0, len(failures)-min(limit, maxKeptFailures)):])
+				slices.Reverse(want)
+				if got := recSeqs(h.LastFailures("t", "p", 0)); !slices.Equal(got, want) {
+					t.Fatalf("after %d: failures %v, want %v", seq, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestHistoryReadsWhileAdding: records read while other goroutines add
+// failures (which move entries between a pair's arenas and copy them to
+// new buffers) decode whole, and the race detector sees no write to their
+// bytes.
+func TestHistoryReadsWhileAdding(t *testing.T) {
+	h := New(20)
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for i := range 400 {
+				d := probe.Accepted
+				if i%3 == 0 {
+					d = probe.ServerFailure
+				}
+				h.Add(histResult("t", "p", w*1000+i, d))
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			for _, r := range append(h.Recent("t", "p", 0), h.LastFailures("t", "p", 0)...) {
+				if r.Target != "t" || r.Text == nil != (r.Disposition == probe.Accepted) || r.Seq%1000 >= 400 {
+					t.Errorf("record %+v", r)
+					return
+				}
+			}
+		}
+	})
+	wg.Wait()
+}
+
 // TestHistorySink checks that a pair's results are kept while it runs,
 // and that those its requests deliver after it stopped are not kept.
 func TestHistorySink(t *testing.T) {
@@ -275,5 +340,36 @@ func TestHistoryBytesPerResult(t *testing.T) {
 	t.Logf("%.0f bytes per kept result", per)
 	if per > 120 {
 		t.Errorf("%.0f bytes per kept result, want at most 120", per)
+	}
+}
+
+// TestHistoryBytesPerFullPair: a pair's full history of 200 16-token
+// results, one in ten a quality failure with its text, keeps at most
+// 24,000 bytes (~22,300): each record in its pair's arena with 4 bytes of
+// index, not an allocation and a slice header of its own in each ring it
+// is in (25,472 bytes so). 1,000 such pairs: ~22 MB.
+func TestHistoryBytesPerFullPair(t *testing.T) {
+	const pairs, added = 100, 300
+	h := New(200)
+	text := strings.Repeat("token ", 16)
+	per := memtest.HeapBytesPer(pairs, func() any {
+		for n := range added {
+			for i := range pairs {
+				r := &probe.Result{Seq: uint64(n + 1), Target: fmt.Sprintf("t-%d", i/10), Probe: fmt.Sprintf("chat-%d", i%10),
+					RequestID: fmt.Sprintf("chatcmpl-%032d", n), Scheduled: testEpoch, Sent: testEpoch, Lag: time.Millisecond,
+					Disposition: probe.Accepted, HTTPStatus: 200, TTFT: time.Duration(20+n%7) * time.Millisecond, TPOT: 5 * time.Millisecond,
+					E2EL: 100 * time.Millisecond, ITLs: make([]time.Duration, 15), PromptTokens: 128, OutputTokens: 16, Chunks: 16,
+					FinishReason: string([]byte("length")), Model: string([]byte("sim-llama")), Text: text}
+				if n%10 == 3 {
+					r.Disposition, r.QualityFailures, r.Reason = probe.QualityFailure, []string{probe.CheckRegex}, "regex"
+				}
+				h.Add(r)
+			}
+		}
+		return h
+	})
+	t.Logf("%.0f bytes per full pair", per)
+	if per > 24000 {
+		t.Errorf("%.0f bytes per full pair, want at most 24,000", per)
 	}
 }
