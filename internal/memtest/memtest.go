@@ -4,7 +4,10 @@
 // so each such test measures the same way.
 package memtest
 
-import "runtime"
+import (
+	"runtime"
+	"runtime/metrics"
+)
 
 // HeapBytesPer returns the heap that build leaves allocated, per one of n
 // items: HeapAlloc after a GC before build and after it. What build
@@ -18,4 +21,21 @@ func HeapBytesPer(n int, build func() any) float64 {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(kept)
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}
+
+// StackBytesPer returns the goroutine stack memory that build leaves in
+// use, per one of n items: runtime/metrics' stack bytes after a GC (which
+// shrinks stacks and frees unused ones) before build and after it.
+func StackBytesPer(n int, build func() any) float64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+	read := func() int64 {
+		runtime.GC()
+		metrics.Read(sample)
+		return int64(sample[0].Value.Uint64())
+	}
+	before := read()
+	kept := build()
+	after := read()
+	runtime.KeepAlive(kept)
+	return float64(after-before) / float64(n)
 }

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -11,9 +12,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/memtest"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/client"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 	"github.com/vllm-prober/vllm-prober/simulator"
+	"github.com/vllm-prober/vllm-prober/simulator/simtest"
 )
 
 // engSimProbe is a probe of the simulator with a quality check and a
@@ -100,5 +104,63 @@ func TestEngineAgainstSimulator(t *testing.T) {
 	}
 	if accepted == 0 || failed == 0 {
 		t.Errorf("%d accepted and %d failed requests, want both: %v", accepted, failed, fromLedger)
+	}
+}
+
+// sharedRequester is one warm Requester as the Sender of many pairs,
+// closed once by its test.
+type sharedRequester struct{ *client.Requester }
+
+func (sharedRequester) Close() {}
+
+// sendOnly is a sharedRequester that is not a Preparer.
+type sendOnly struct{ r sharedRequester }
+
+func (s sendOnly) Do(ctx context.Context, res *probe.Result) { s.r.Do(ctx, res) }
+func (sendOnly) Close()                                      {}
+
+// TestLoopStackPerIdlePair: 2,000 loops parked until their next request,
+// each having prepared it with a real Requester (its JSON body encoded),
+// keep at most 512 bytes of goroutine stack each, after a GC, more than
+// loops that prepare nothing: the encoding's stack is not a loop's own
+// (~1.9 KiB more, 4 KiB stacks for 2, when it was; docs/BENCHMARKS.md,
+// "Collector and history at the steady state").
+func TestLoopStackPerIdlePair(t *testing.T) {
+	const n = 2000
+	_, url := simtest.Start(t, simulator.DefaultOptions())
+	target, p := config.Target{Name: "sim", URL: url, Model: "sim-llama"}, engSimProbe("chat", config.APIChat, 0.05)
+	p.Timeout = model.Duration(10 * time.Second)
+	r, err := client.New(target, p, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	warm := probe.Result{Seq: 1, Target: target.Name, Probe: p.Name, Scheduled: time.Now()}
+	if r.Do(context.Background(), &warm); warm.Disposition != probe.Accepted {
+		t.Fatalf("warming request: %s %s", warm.Disposition, warm.Error)
+	}
+	cfg := testConfig(nil, p)
+	for i := range n {
+		cfg.Targets = append(cfg.Targets, config.Target{Name: fmt.Sprintf("t-%04d", i), URL: url, Model: "sim-llama"})
+	}
+	// Both engines' loops stay parked until the end, so the second's do
+	// not reuse the stacks of the first's.
+	perLoop := func(s Sender) float64 {
+		clock := newFakeClock(testEpoch)
+		e := NewEngine(EngineOptions{Now: clock.Now, Sleep: clock.Sleep,
+			NewRequester: func(config.Target, config.Probe) (Sender, error) { return s, nil }})
+		t.Cleanup(func() { e.Shutdown(context.Background()) })
+		return memtest.StackBytesPer(n, func() any {
+			if err := e.ApplyPairs(cfg.Pairs()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "loops to park", func() bool { return clock.parkedCount() == n })
+			return nil
+		})
+	}
+	plain, preparing := perLoop(sendOnly{sharedRequester{r}}), perLoop(sharedRequester{r})
+	t.Logf("stack bytes per idle loop: %.0f, %.0f with a prepared request", plain, preparing)
+	if preparing-plain > 512 {
+		t.Errorf("a loop that prepared its request keeps %.0f stack bytes more than one that did not, want at most 512", preparing-plain)
 	}
 }

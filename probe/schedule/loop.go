@@ -125,7 +125,7 @@ func (e *Engine) run(l *loop, first time.Time) {
 			// The request just fired runs first: preparing is not its lag.
 			runtime.Gosched()
 			// Only this loop adds to seq: the next request is seq+1.
-			prepared = preparer.Prepare(l.state.seq.Load() + 1)
+			prepared = prepareApart(preparer, l.state.seq.Load()+1)
 		}
 		// A Sleep may end early; the planned time decides, not the wake-up.
 		for d := planned.Sub(e.o.Now()); d > 0; d = planned.Sub(e.o.Now()) {
@@ -141,6 +141,16 @@ func (e *Engine) run(l *loop, first time.Time) {
 		}
 		planned = planned.Add(l.arrivals.Next())
 	}
+}
+
+// prepareApart returns p.Prepare(seq) run on a goroutine of its own:
+// encoding a request grows a stack by KiBs, which a loop, parked between
+// requests for most of its life, would keep until GCs shrink it back
+// (TestLoopStackPerIdlePair); a goroutine that ends gives its stack back.
+func prepareApart(p Preparer, seq uint64) *client.Prepared {
+	done := make(chan *client.Prepared, 1)
+	go func() { done <- p.Prepare(seq) }()
+	return <-done
 }
 
 // fire offers one request and sends it in its own goroutine (prepared by
