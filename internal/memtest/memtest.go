@@ -1,4 +1,4 @@
-// Package memtest measures how much heap a test's data structures keep,
+// Package memtest measures how much heap (or goroutine stack) a test's data structures keep,
 // for the bytes-per-pair and bytes-per-result tests that hold the memory
 // of a 1,000-pair prober (docs/BENCHMARKS.md, "1,000 pairs"). One place,
 // so each such test measures the same way.
