@@ -1,7 +1,7 @@
-// Package memtest measures how much heap (or goroutine stack) a test's data structures keep,
-// for the bytes-per-pair and bytes-per-result tests that hold the memory
-// of a 1,000-pair prober (docs/BENCHMARKS.md, "1,000 pairs"). One place,
-// so each such test measures the same way.
+// Package memtest measures how much heap (or goroutine stack) a test's
+// data structures keep, for the bytes-per-pair and bytes-per-result tests
+// that hold the memory of a 1,000-pair prober (docs/BENCHMARKS.md, "1,000
+// pairs"). One place, so each such test measures the same way.
 package memtest
 
 import (
