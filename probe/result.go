@@ -17,8 +17,11 @@
 package probe
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -353,4 +356,29 @@ func (r *Result) AnswerText() string {
 		b.WriteString(c.Name + "(" + c.Arguments + ")")
 	}
 	return b.String()
+}
+
+// RequestID is the X-Request-Id the prober sends with request seq of a
+// pair: readable (target, probe and seq, joined by "-") and unique across
+// restarts by nonce, a random number written as 8 hexadecimal digits.
+func RequestID(target, probeName string, seq uint64, nonce uint32) string {
+	b := make([]byte, 0, len(target)+len(probeName)+31)
+	b = append(append(append(b, target...), '-'), probeName...)
+	b = strconv.AppendUint(append(b, '-'), seq, 10)
+	b = hex.AppendEncode(append(b, '-'), binary.BigEndian.AppendUint32(nil, nonce))
+	return string(b)
+}
+
+// RequestNonce returns the nonce of id when id is RequestID(target,
+// probeName, seq, nonce) for some nonce, and false for any other id (a
+// server's or a user's).
+func RequestNonce(id, target, probeName string, seq uint64) (uint32, bool) {
+	if len(id) < 8 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(id[len(id)-8:], 16, 32)
+	if err != nil || RequestID(target, probeName, seq, uint32(v)) != id {
+		return 0, false
+	}
+	return uint32(v), true
 }

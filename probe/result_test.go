@@ -1,6 +1,9 @@
 package probe
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestAbandonedAndServerCompleted(t *testing.T) {
 	cases := []struct {
@@ -68,5 +71,30 @@ func TestObservedCensoring(t *testing.T) {
 				t.Errorf("ObservedE2EL = %v s, want %v", got, c.e2el)
 			}
 		})
+	}
+}
+
+// TestRequestID: the prober's X-Request-Id is target-probe-seq-nonce with
+// the nonce as 8 lower-case hexadecimal digits, and RequestNonce gives
+// the nonce back from exactly those IDs of the pair and seq.
+func TestRequestID(t *testing.T) {
+	for _, tc := range []struct {
+		target, probe string
+		seq           uint64
+		nonce         uint32
+	}{{"t", "p", 1, 0}, {"gpu-a", "chat-1", 18446744073709551615, 0xffffffff}, {"", "", 0, 42}, {"a-b", "c", 7, 0x0a0b0c0d}} {
+		id := RequestID(tc.target, tc.probe, tc.seq, tc.nonce)
+		if want := fmt.Sprintf("%s-%s-%d-%08x", tc.target, tc.probe, tc.seq, tc.nonce); id != want {
+			t.Errorf("RequestID = %q, want %q", id, want)
+		}
+		if n, ok := RequestNonce(id, tc.target, tc.probe, tc.seq); !ok || n != tc.nonce {
+			t.Errorf("RequestNonce(%q) = %#x, %v; want %#x, true", id, n, ok, tc.nonce)
+		}
+	}
+	for _, id := range []string{"", "t-p-1-0000002A", "t-p-1-02a", "t-p-2-0000002a", "t-q-1-0000002a", "t-p-01-0000002a",
+		"t-p-1-+000002a", "t-p-1-0x00002a", "chatcmpl-0123456789abcdef", "xt-p-1-0000002a"} {
+		if n, ok := RequestNonce(id, "t", "p", 1); ok {
+			t.Errorf("RequestNonce(%q) = %#x, true; want false", id, n)
+		}
 	}
 }

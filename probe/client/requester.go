@@ -332,7 +332,7 @@ func (r *Requester) nextItem(ctx context.Context, model string, seq uint64) work
 // requestID makes the X-Request-Id of a request: readable, and unique
 // across restarts thanks to the random suffix.
 func (r *Requester) requestID(seq uint64) string {
-	return fmt.Sprintf("%s-%s-%d-%08x", r.target.Name, r.probe.Name, seq, rand.Uint32())
+	return probe.RequestID(r.target.Name, r.probe.Name, seq, rand.Uint32())
 }
 
 // endedByContext sets the cancelled or client_timeout disposition when ctx

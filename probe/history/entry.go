@@ -17,9 +17,11 @@ import (
 // strings that repeat (disposition, reason, finish reason, model, error,
 // flags) are indexes into the pair's names table; numbers of seconds that
 // are whole nanoseconds (every latency) are varints of nanoseconds; a
-// request ID's hexadecimal tail is kept as bytes; the process's run ID is
-// not repeated. A 16-token answer's ledger.Record is ~640 bytes with what
-// it points to, its entry ~85 with its request ID and index
+// request ID the prober made (probe.RequestID: the pair's names, the seq
+// and a nonce) is kept as its 4-byte nonce, another's hexadecimal tail as
+// bytes; the process's run ID is not repeated. A 16-token answer's ledger.Record is ~640 bytes with what
+// it points to, its entry ~85 with a server's request ID and ~66 with the
+// prober's own, index included
 // (TestHistoryBytesPerResult), which a full history of 1,000 pairs × 200
 // records feels (docs/BENCHMARKS.md, "1,000 pairs"). record gives the
 // Record back exactly as ledger.NewRecord made it (TestEntryRoundTrip).
@@ -40,6 +42,7 @@ const (
 	hasLevel
 	hasRepeat
 	hasText
+	hasOwnID // the request ID is probe.RequestID of the record's pair and seq
 )
 
 // maxNames bounds a pair's names table; strings past it are kept inline.
@@ -195,11 +198,12 @@ func (d *decoder) seconds() *float64 {
 // in n; rec's Target, Probe, Replica are its pair's and its RunID this
 // process's.
 func encodeEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) []byte {
+	nonce, own := probe.RequestNonce(rec.RequestID, rec.Target, rec.Probe, rec.Seq)
 	var has fields
 	for _, o := range []struct {
 		set  bool
 		flag fields
-	}{{rec.Sent != nil, hasSent}, {rec.Server != nil, hasServer}, {rec.Level != nil, hasLevel}, {rec.Repeat != nil, hasRepeat}, {rec.Text != nil, hasText}} {
+	}{{rec.Sent != nil, hasSent}, {rec.Server != nil, hasServer}, {rec.Level != nil, hasLevel}, {rec.Repeat != nil, hasRepeat}, {rec.Text != nil, hasText}, {own, hasOwnID}} {
 		if o.set {
 			has |= o.flag
 		}
@@ -233,7 +237,11 @@ func encodeEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) []byt
 	for _, s := range []string{string(rec.Disposition), rec.Reason, rec.FinishReason, rec.Model, rec.Error} {
 		e.name(s)
 	}
-	e.id(rec.RequestID)
+	if own {
+		e.buf = binary.LittleEndian.AppendUint32(e.buf, nonce)
+	} else {
+		e.id(rec.RequestID)
+	}
 	e.str(rec.Fingerprint)
 	if rec.Flags == nil {
 		e.uint(0)
@@ -283,7 +291,13 @@ func (e *entry) record(target, probeName, replica string, n names) ledger.Record
 	}
 	rec.Disposition = probe.Disposition(d.str())
 	rec.Reason, rec.FinishReason, rec.Model, rec.Error = d.str(), d.str(), d.str(), d.str()
-	rec.RequestID, rec.Fingerprint = d.id(), d.str()
+	if has&hasOwnID != 0 {
+		rec.RequestID = probe.RequestID(target, probeName, rec.Seq, binary.LittleEndian.Uint32(d.b))
+		d.b = d.b[4:]
+	} else {
+		rec.RequestID = d.id()
+	}
+	rec.Fingerprint = d.str()
 	if count := d.uint(); count > 0 {
 		rec.Flags = make([]string, count-1)
 		for i := range rec.Flags {

@@ -291,7 +291,10 @@ func TestEntryRoundTrip(t *testing.T) {
 			Disposition: probe.Accepted, E2EL: 1<<40 + 1, Level: 1.0 / 3, Repeat: 1},
 	}
 	for i, id := range []string{"chatcmpl-0123456789abcdef0123456789abcdef", "cmpl-0123456789abcdef0", "0123456789abcdef",
-		"chatcmpl-0123456789ABCDEF0123456789ABCDEF", "cmpl-0123456789abcde", "x-0123456789abcdef-", ""} {
+		"chatcmpl-0123456789ABCDEF0123456789ABCDEF", "cmpl-0123456789abcde", "x-0123456789abcdef-", "",
+		// The prober's own (kept as their nonce) and near misses of it.
+		"t-p-100-0000002a", "t-p-101-ffffffff", "t-p-102-0000002A", "t-p-103-02a", "t-p-3-0000002a", "t-q-105-0000002a",
+		"t-p-106-+000002a", "t-p-0107-0000002a"} {
 		results = append(results, &probe.Result{Seq: uint64(100 + i), RequestID: id, Scheduled: testEpoch, Disposition: probe.Accepted})
 	}
 	for i := range 2 * maxNames {
@@ -318,29 +321,45 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 // TestHistoryBytesPerResult: a full history keeps at most 120 bytes per
-// 16-token accepted result (628 as ledger records, 373 as the structs of
-// fixed fields before the varint form), so 1,000 pairs × the default 200
-// stay under ~23 MiB (docs/BENCHMARKS.md, "1,000 pairs").
+// 16-token accepted result with a server's request ID (vLLM's chatcmpl-
+// and 32 digits; 628 as ledger records, 373 as the structs of fixed
+// fields before the varint form), and at most 70 with the prober's own
+// (probe.RequestID, kept as its nonce: 97 as a string), so 1,000 pairs ×
+// the default 200 stay under ~14 MiB (docs/BENCHMARKS.md, "1,000 pairs").
 func TestHistoryBytesPerResult(t *testing.T) {
 	const pairs, kept = 100, 200
-	h := New(kept)
-	per := memtest.HeapBytesPer(pairs*kept, func() any {
-		for n := range kept {
-			for i := range pairs {
-				r := &probe.Result{Seq: uint64(n + 1), Target: fmt.Sprintf("t-%d", i/10), Probe: fmt.Sprintf("chat-%d", i%10),
-					RequestID: fmt.Sprintf("chatcmpl-%032d", n), Scheduled: testEpoch, Sent: testEpoch, Lag: time.Millisecond,
-					Disposition: probe.Accepted, HTTPStatus: 200, TTFT: 20 * time.Millisecond, TPOT: 5 * time.Millisecond,
-					E2EL: 100 * time.Millisecond, ITLs: make([]time.Duration, 15), PromptTokens: 128, OutputTokens: 16, Chunks: 16,
-					FinishReason: string([]byte("length")), Model: string([]byte("sim-llama")), // decoded per response
-					Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond}}
-				h.Add(r)
+	for _, tc := range []struct {
+		name string
+		id   func(target, probeName string, seq uint64) string
+		most float64
+	}{
+		{"server IDs", func(_, _ string, seq uint64) string { return fmt.Sprintf("chatcmpl-%032d", seq) }, 120},
+		{"own IDs", func(target, probeName string, seq uint64) string {
+			return probe.RequestID(target, probeName, seq, uint32(seq)*2654435761)
+		}, 70},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := New(kept)
+			per := memtest.HeapBytesPer(pairs*kept, func() any {
+				for n := range kept {
+					for i := range pairs {
+						r := &probe.Result{Seq: uint64(n + 1), Target: fmt.Sprintf("target-%03d", i/10), Probe: fmt.Sprintf("chat-%d", i%10),
+							Scheduled: testEpoch, Sent: testEpoch, Lag: time.Millisecond,
+							Disposition: probe.Accepted, HTTPStatus: 200, TTFT: 20 * time.Millisecond, TPOT: 5 * time.Millisecond,
+							E2EL: 100 * time.Millisecond, ITLs: make([]time.Duration, 15), PromptTokens: 128, OutputTokens: 16, Chunks: 16,
+							FinishReason: string([]byte("length")), Model: string([]byte("sim-llama")), // decoded per response
+							Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond}}
+						r.RequestID = tc.id(r.Target, r.Probe, r.Seq)
+						h.Add(r)
+					}
+				}
+				return h
+			})
+			t.Logf("%.0f bytes per kept result", per)
+			if per > tc.most {
+				t.Errorf("%.0f bytes per kept result, want at most %.0f", per, tc.most)
 			}
-		}
-		return h
-	})
-	t.Logf("%.0f bytes per kept result", per)
-	if per > 120 {
-		t.Errorf("%.0f bytes per kept result, want at most 120", per)
+		})
 	}
 }
 
