@@ -19,9 +19,9 @@ import (
 // are whole nanoseconds (every latency) are varints of nanoseconds; a
 // request ID the prober made (probe.RequestID: the pair's names, the seq
 // and a nonce) is kept as its 4-byte nonce, another's hexadecimal tail as
-// bytes; the process's run ID is not repeated. A 16-token answer's ledger.Record is ~640 bytes with what
-// it points to, its entry ~85 with a server's request ID and ~66 with the
-// prober's own, index included
+// bytes; the process's run ID is not repeated. A 16-token answer's
+// ledger.Record is ~640 bytes with what it points to, its entry ~85 with a
+// server's request ID and ~66 with the prober's own, index included
 // (TestHistoryBytesPerResult), which a full history of 1,000 pairs × 200
 // records feels (docs/BENCHMARKS.md, "1,000 pairs"). record gives the
 // Record back exactly as ledger.NewRecord made it (TestEntryRoundTrip).
