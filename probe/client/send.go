@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
@@ -91,48 +92,109 @@ func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) 
 	if r.probe.API == config.APIEmbeddings {
 		return r.embeddingBody(model, it)
 	}
-	rq := r.probe.Request
-	vllm := r.opts.Timing == TimingVLLMBench
-	b := make(map[string]any, 8+len(rq.Extra))
-	if !vllm {
-		b["temperature"] = rq.Temperature
-	} else if r.probe.API != config.APIChat {
-		b["repetition_penalty"] = 1.0
-	}
-	if rq.IgnoreEOS {
-		b["ignore_eos"] = true
-	}
-	if r.probe.API == config.APIChat {
-		// vLLM honours max_completion_tokens; max_tokens is deprecated.
-		b["max_completion_tokens"] = it.MaxTokens
+	var out []byte
+	var err error
+	if b := r.bodyFields(model, it); len(r.probe.Request.Extra) == 0 {
+		out, err = json.Marshal(b)
 	} else {
-		b["max_tokens"] = it.MaxTokens
+		out, err = json.Marshal(b.withExtra(r.probe.Request.Extra))
 	}
-	if it.Seed != nil {
-		b["seed"] = *it.Seed
-	}
-	for k, v := range rq.Extra {
-		b[k] = v
-	}
-	b["model"] = model
-	b["stream"] = true
-	b["stream_options"] = map[string]bool{"include_usage": true, "continuous_usage_stats": true}
-	if vllm {
-		b["stream_options"] = map[string]bool{"include_usage": true}
-	}
-	switch {
-	case r.probe.API == config.APIChat && vllm:
-		b["messages"] = vllmMessages(it.Messages)
-	case r.probe.API == config.APIChat:
-		b["messages"] = it.Messages
-	default:
-		b["prompt"] = it.Prompt
-	}
-	out, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("encode request body: %w", err)
 	}
 	return out, nil
+}
+
+// bodyFields is a completions or chat request body without
+// request.extra. Its fields are in the order json.Marshal writes a map's
+// keys (sorted), so it encodes to the bytes withExtra's map of the same
+// fields does; a struct encodes without boxing each value and sorting the
+// keys (BenchmarkRequestBody). A nil pointer is a field not sent.
+type bodyFields struct {
+	IgnoreEOS           bool            `json:"ignore_eos,omitempty"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
+	MaxTokens           *int            `json:"max_tokens,omitempty"`
+	Messages            *any            `json:"messages,omitempty"`
+	Model               string          `json:"model"`
+	Prompt              *any            `json:"prompt,omitempty"`
+	RepetitionPenalty   *float64        `json:"repetition_penalty,omitempty"`
+	Seed                *int64          `json:"seed,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       map[string]bool `json:"stream_options"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+}
+
+// The stream_options the prober sends, the ones vllm bench serve does and
+// the repetition_penalty it sends with completions; read only.
+var (
+	probeStreamOptions    = map[string]bool{"include_usage": true, "continuous_usage_stats": true}
+	vllmStreamOptions     = map[string]bool{"include_usage": true}
+	vllmRepetitionPenalty = 1.0
+)
+
+// bodyFields returns the body of item it for model.
+func (r *Requester) bodyFields(model string, it workload.Item) bodyFields {
+	vllm := r.opts.Timing == TimingVLLMBench
+	b := bodyFields{IgnoreEOS: r.probe.Request.IgnoreEOS, Model: model, Seed: it.Seed, Stream: true, StreamOptions: probeStreamOptions}
+	switch {
+	case !vllm:
+		b.Temperature = &r.probe.Request.Temperature
+	case r.probe.API != config.APIChat:
+		b.RepetitionPenalty, b.StreamOptions = &vllmRepetitionPenalty, vllmStreamOptions
+	default:
+		b.StreamOptions = vllmStreamOptions
+	}
+	var content any
+	switch {
+	case r.probe.API == config.APIChat && vllm:
+		content = vllmMessages(it.Messages)
+	case r.probe.API == config.APIChat:
+		content = it.Messages
+	default:
+		content = it.Prompt
+	}
+	if r.probe.API == config.APIChat {
+		// vLLM honours max_completion_tokens; max_tokens is deprecated.
+		b.MaxCompletionTokens, b.Messages = &it.MaxTokens, &content
+	} else {
+		b.MaxTokens, b.Prompt = &it.MaxTokens, &content
+	}
+	return b
+}
+
+// withExtra returns b as a map with extra merged in: extra may override
+// sampling fields, never model, the content, stream or stream_options.
+func (b bodyFields) withExtra(extra map[string]any) map[string]any {
+	m := make(map[string]any, 8+len(extra))
+	if b.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
+	if b.MaxCompletionTokens != nil {
+		m["max_completion_tokens"] = *b.MaxCompletionTokens
+	}
+	if b.MaxTokens != nil {
+		m["max_tokens"] = *b.MaxTokens
+	}
+	if b.RepetitionPenalty != nil {
+		m["repetition_penalty"] = *b.RepetitionPenalty
+	}
+	if b.Seed != nil {
+		m["seed"] = *b.Seed
+	}
+	if b.Temperature != nil {
+		m["temperature"] = *b.Temperature
+	}
+	maps.Copy(m, extra)
+	m["model"] = b.Model
+	m["stream"] = b.Stream
+	m["stream_options"] = b.StreamOptions
+	if b.Messages != nil {
+		m["messages"] = *b.Messages
+	}
+	if b.Prompt != nil {
+		m["prompt"] = *b.Prompt
+	}
+	return m
 }
 
 // httpError records a non-200 answer with the server's error message.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/testclock"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
+	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
 func TestRequesterFaults(t *testing.T) {
@@ -750,5 +752,39 @@ func TestEmbeddingsBodyLimit(t *testing.T) {
 	res := doRequest(context.Background(), newTestRequester(t, rqTarget(url), embeddingProbe(4096), Options{MaxBodyBytes: 8192}), 1)
 	if res.Disposition != probe.ServerFailure || res.Reason != probe.ReasonProtocol || !strings.Contains(res.Error, "body longer than the limit") {
 		t.Fatalf("got %s/%s (%s), want server_failure/protocol", res.Disposition, res.Reason, res.Error)
+	}
+}
+
+// TestRequestBodyStructMatchesMap: without request.extra the body is
+// encoded from a struct, with it from a map; both give the same bytes for
+// every API, timing and optional field.
+func TestRequestBodyStructMatchesMap(t *testing.T) {
+	seed := int64(7)
+	for _, api := range []string{config.APICompletions, config.APIChat} {
+		for _, timing := range []Timing{TimingProbe, TimingVLLMBench} {
+			for _, ignoreEOS := range []bool{false, true} {
+				for _, s := range []*int64{nil, &seed} {
+					p := config.Probe{Name: "p", API: api, Request: config.Request{Temperature: 0.7, IgnoreEOS: ignoreEOS},
+						Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 8, OutputTokens: 16, Seed: 1}}}
+					r, err := New(config.Target{Name: "t", URL: "http://127.0.0.1:1", Model: "m"}, p, Options{Timing: timing})
+					if err != nil {
+						t.Fatal(err)
+					}
+					it := workload.Item{Prompt: "hello", Messages: []config.Message{{Role: "user", Content: "hi"}}, MaxTokens: 16, Seed: s}
+					got, err := r.requestBody("m", it)
+					r.Close()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := json.Marshal(r.bodyFields("m", it).withExtra(nil))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(got) != string(want) {
+						t.Errorf("%s, timing %d, ignore_eos %v, seed %v:\nstruct %s\nmap    %s", api, timing, ignoreEOS, s != nil, got, want)
+					}
+				}
+			}
+		}
 	}
 }
