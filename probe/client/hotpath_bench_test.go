@@ -78,3 +78,22 @@ func BenchmarkRequestBody(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRequestBodyEncode measures the JSON body of a chat request
+// alone, for one item drawn before the loop.
+func BenchmarkRequestBodyEncode(b *testing.B) {
+	p := config.Probe{Name: "p", API: config.APIChat, Request: config.Request{IgnoreEOS: true},
+		Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 128, OutputTokens: 16, Seed: 1}}}
+	r, err := New(config.Target{Name: "t", URL: "http://127.0.0.1:1", Model: "m"}, p, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	item := r.work.Next(context.Background(), "m")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.requestBody("m", item); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
