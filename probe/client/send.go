@@ -109,7 +109,7 @@ func (r *Requester) requestBody(model string, it workload.Item) ([]byte, error) 
 // request.extra. Its fields are in the order json.Marshal writes a map's
 // keys (sorted), so it encodes to the bytes withExtra's map of the same
 // fields does; a struct encodes without boxing each value and sorting the
-// keys (BenchmarkRequestBody). A nil pointer is a field not sent.
+// keys (BenchmarkRequestBodyEncode). A nil pointer is a field not sent.
 type bodyFields struct {
 	IgnoreEOS           bool            `json:"ignore_eos,omitempty"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
@@ -153,11 +153,12 @@ func (r *Requester) bodyFields(model string, it workload.Item) bodyFields {
 	default:
 		content = it.Prompt
 	}
+	maxTokens := it.MaxTokens // not &it.MaxTokens: that moves all of it to the heap
 	if r.probe.API == config.APIChat {
 		// vLLM honours max_completion_tokens; max_tokens is deprecated.
-		b.MaxCompletionTokens, b.Messages = &it.MaxTokens, &content
+		b.MaxCompletionTokens, b.Messages = &maxTokens, &content
 	} else {
-		b.MaxTokens, b.Prompt = &it.MaxTokens, &content
+		b.MaxTokens, b.Prompt = &maxTokens, &content
 	}
 	return b
 }
