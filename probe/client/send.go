@@ -136,29 +136,26 @@ var (
 func (r *Requester) bodyFields(model string, it workload.Item) bodyFields {
 	vllm := r.opts.Timing == TimingVLLMBench
 	b := bodyFields{IgnoreEOS: r.probe.Request.IgnoreEOS, Model: model, Seed: it.Seed, Stream: true, StreamOptions: probeStreamOptions}
-	switch {
-	case !vllm:
+	if !vllm {
 		b.Temperature = &r.probe.Request.Temperature
-	case r.probe.API != config.APIChat:
-		b.RepetitionPenalty, b.StreamOptions = &vllmRepetitionPenalty, vllmStreamOptions
-	default:
-		b.StreamOptions = vllmStreamOptions
-	}
-	var content any
-	switch {
-	case r.probe.API == config.APIChat && vllm:
-		content = vllmMessages(it.Messages)
-	case r.probe.API == config.APIChat:
-		content = it.Messages
-	default:
-		content = it.Prompt
-	}
-	maxTokens := it.MaxTokens // not &it.MaxTokens: that moves all of it to the heap
-	if r.probe.API == config.APIChat {
-		// vLLM honours max_completion_tokens; max_tokens is deprecated.
-		b.MaxCompletionTokens, b.Messages = &maxTokens, &content
 	} else {
-		b.MaxTokens, b.Prompt = &maxTokens, &content
+		b.StreamOptions = vllmStreamOptions
+		if r.probe.API != config.APIChat {
+			b.RepetitionPenalty = &vllmRepetitionPenalty
+		}
+	}
+	// Copies, not &it.MaxTokens or &it.Prompt: those move all of it to the heap.
+	maxTokens := it.MaxTokens
+	if r.probe.API == config.APIChat {
+		var messages any = it.Messages
+		if vllm {
+			messages = vllmMessages(it.Messages)
+		}
+		// vLLM honours max_completion_tokens; max_tokens is deprecated.
+		b.MaxCompletionTokens, b.Messages = &maxTokens, &messages
+	} else {
+		prompt := it.Prompt
+		b.MaxTokens, b.Prompt = &maxTokens, &prompt
 	}
 	return b
 }
