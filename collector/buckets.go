@@ -48,9 +48,9 @@ var (
 // exemplar replaces: one older than the TTL, else the older of the two
 // closest in value, which keeps a slow request's. A TTL of the longest
 // scrape interval we plan for (2 minutes) replaces only exemplars every
-// scraper has read; 4 hold a 1-minute interval of a lean pair (0.05 req/s) whole and
-// the spread, slowest included, of a 2-minute one (docs/design.md,
-// "Exemplars"; TestNativeExemplarsKeepTheTail).
+// scraper has read; 4 hold a 1-minute interval of a lean pair (0.05
+// req/s) whole and the spread, slowest included, of a 2-minute one
+// (docs/design.md, "Exemplars"; TestNativeExemplarsKeepTheTail).
 const (
 	nativeBucketFactor    = 1.1
 	nativeMaxBucketNumber = 160
