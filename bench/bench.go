@@ -49,7 +49,11 @@ type Env struct {
 	Stdout   io.Writer
 	Progress io.Writer // the progress bar's terminal, usually os.Stderr
 	Logger   *slog.Logger
-	Now      func() time.Time
+	// Now is the clock; nil = time.Now, on which the requests' response
+	// bytes are stamped with their kernel receive times (client.Options).
+	Now func() time.Time
+	// realClock: Now was nil, and defaults made it time.Now.
+	realClock bool
 }
 
 func (e *Env) defaults() {
@@ -60,7 +64,7 @@ func (e *Env) defaults() {
 		e.Logger = slog.New(slog.DiscardHandler)
 	}
 	if e.Now == nil {
-		e.Now = time.Now
+		e.Now, e.realClock = time.Now, true
 	}
 }
 

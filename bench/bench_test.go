@@ -588,3 +588,29 @@ func TestBenchRefusedFirstRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchRequesterReceiveTimes: bench on the real clock (Env.Now nil)
+// stamps responses with their receive times as the daemon does; on a
+// clock of its own, it reads that clock.
+func TestBenchRequesterReceiveTimes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  Env
+		want bool
+	}{{"real clock", Env{}, true}, {"own clock", Env{Now: time.Now}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			env := c.env
+			env.defaults()
+			env.defaults() // twice, as nested commands do
+			o := benchTestOptions("http://127.0.0.1:1")
+			r, err := newRequester(&o, nil, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if got := r.ReceiveTimes(); got != c.want {
+				t.Errorf("ReceiveTimes = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -29,7 +29,11 @@ func newRequester(o *Options, prompts []dataset.Prompt, env Env) (*idSender, err
 	for i, pr := range prompts {
 		items[i] = pr.Item(p)
 	}
-	r, err := client.New(benchTarget(o), p, client.Options{Logger: env.Logger, Now: env.Now,
+	now := env.Now
+	if env.realClock {
+		now = nil // time.Now, with receive times
+	}
+	r, err := client.New(benchTarget(o), p, client.Options{Logger: env.Logger, Now: now,
 		Timing: client.TimingVLLMBench, Endpoint: o.Endpoint, Items: items, ByIndex: true, MaxBodyBytes: maxBenchBody})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package rawread
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/rawread/rawreadtest"
 )
 
 // pair dials a 127.0.0.1 listener with dial and returns both ends.
@@ -119,5 +122,77 @@ func TestDialRaw(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), "tcp", "127.0.0.1:1"); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("Dial to a closed port = %v, want ECONNREFUSED", err)
+	}
+}
+
+// arrived is the receive time of c's latest read, through StampsOf.
+func arrived(c net.Conn) (time.Time, bool) {
+	s, ok := StampsOf(c)
+	if !ok {
+		return time.Time{}, false
+	}
+	return s.Last()
+}
+
+// hiding wraps a connection as Prometheus's connection tracking does: a
+// struct of its own that embeds it.
+type hiding struct{ net.Conn }
+
+// TestStampsAreReceiveTimes: a connection's stamp is when the bytes of
+// its latest read reached the host, not when they were read: each byte is
+// written and received, and read only later, and its time lies between the
+// write and its receipt. A TLS
+// connection over Dial's, or a wrapper that hides it, gives its
+// connection's time while it is open; the end of the stream keeps the
+// last bytes' time; other connections have none.
+func TestStampsAreReceiveTimes(t *testing.T) {
+	c, s := pair(t, Dial)
+	buf := make([]byte, 16)
+	var last time.Time
+	for i := range 50 {
+		before := time.Now()
+		if _, err := s.Write([]byte{'x'}); err != nil {
+			t.Fatal(err)
+		}
+		after := rawreadtest.Delivered(t, s)
+		time.Sleep(2 * time.Millisecond)
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		at, ok := arrived(c)
+		if !ok {
+			if i == 0 {
+				continue // the kernel may turn stamping on after the first segment
+			}
+			t.Fatalf("read %d has no receive time", i)
+		}
+		if at.Before(before) || at.After(after) {
+			t.Fatalf("read %d: receive time %v after its write began, want before its receipt, %v", i, at.Sub(before), after.Sub(before))
+		}
+		for _, w := range []net.Conn{tls.Client(c, &tls.Config{}), hiding{c}, tls.Client(hiding{c}, &tls.Config{})} {
+			if wAt, ok := arrived(w); !ok || !wAt.Equal(at) {
+				t.Fatalf("through %T: %v, %v; want %v", w, wAt, ok, at)
+			}
+		}
+		last = at
+	}
+	s.Close()
+	if _, err := c.Read(buf); err != io.EOF {
+		t.Fatalf("Read at the end = %v, want EOF", err)
+	}
+	if at, ok := arrived(c); !ok || !at.Equal(last) {
+		t.Errorf("after EOF: %v, %v; want the last bytes' %v", at, ok, last)
+	}
+	w := hiding{c}
+	c.Close()
+	if _, ok := StampsOf(w); ok {
+		t.Error("a wrapper of a closed connection still finds it")
+	}
+	plain, _ := pair(t, func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	})
+	if _, ok := StampsOf(plain); ok {
+		t.Error("a net.TCPConn has receive times")
 	}
 }

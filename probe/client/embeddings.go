@@ -62,7 +62,7 @@ func (r *Requester) readEmbedding(ctx context.Context, res *probe.Result, resp *
 		return
 	}
 	body, err := io.ReadAll(&limitedBody{r: resp.Body, n: r.opts.MaxBodyBytes})
-	end := r.opts.Now()
+	end := m.clock.stamp()
 	if err != nil {
 		classifyStreamError(ctx, res, err)
 		return

@@ -17,6 +17,7 @@ const flagNoUsage = "no_usage"
 type measurement struct {
 	start   time.Time // immediately before the request was written
 	headers time.Time // response headers received
+	clock   *arrivalClock
 	timing  Timing
 
 	first, last time.Time // first and last token-carrying events

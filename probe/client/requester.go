@@ -37,7 +37,9 @@ type Options struct {
 	MaxLineBytes int
 	UserAgent    string
 	// Now is the clock; nil = time.Now. Its monotonic readings are what
-	// is measured.
+	// is measured. On time.Now (nil), response bytes are stamped with
+	// when the kernel received them where it says (arrivalClock); another
+	// clock stamps them when they are read.
 	Now func() time.Time
 	// Timing selects the measurement definitions and payload; the zero
 	// value is the prober's own (TimingProbe).
@@ -74,6 +76,9 @@ type Requester struct {
 	// warm is set once a request has drawn its item: the model is known
 	// and the workload calibrated, so Prepare needs no round trip.
 	warm atomic.Bool
+	// arrivals: stamp response bytes with the kernel's receive times
+	// (arrivalClock); only on the real clock, which they are read against.
+	arrivals bool
 }
 
 // errProbeTimeout is the cause of a request context that hit the probe's
@@ -98,14 +103,16 @@ func New(t config.Target, p config.Probe, o Options) (*Requester, error) {
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
 	}
-	if o.Now == nil {
+	arrivals := o.Now == nil
+	if arrivals {
 		o.Now = time.Now
 	}
 	client, release, err := httpClientOf(t, o)
 	if err != nil {
 		return nil, fmt.Errorf("http client of target %q: %w", t.Name, err)
 	}
-	r := &Requester{target: t, probe: p, opts: o, client: client, release: release, timeout: time.Duration(p.Timeout)}
+	r := &Requester{target: t, probe: p, opts: o, client: client, release: release, timeout: time.Duration(p.Timeout),
+		arrivals: arrivals}
 	if r.timeout <= 0 {
 		r.timeout = time.Duration(config.DefaultProbe.Timeout)
 	}
@@ -162,6 +169,11 @@ func (r *Requester) countTokens(ctx context.Context, model, text string) (int, e
 func (r *Requester) Model(ctx context.Context) (string, error) {
 	return r.models.get(ctx)
 }
+
+// ReceiveTimes reports whether the Requester stamps response bytes with
+// their kernel receive times where the connection has them (it runs on
+// the real clock: Options.Now was nil).
+func (r *Requester) ReceiveTimes() bool { return r.arrivals }
 
 // Close closes idle connections (of a shared client: when its last
 // Requester closes).

@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/rawread"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 	"github.com/vllm-prober/vllm-prober/probe/workload"
@@ -53,7 +55,8 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
 		res.Lag = res.Sent.Sub(res.Scheduled)
 	}
 	resp, err := r.client.Do(req)
-	m.headers = r.opts.Now()
+	m.clock = r.arrivalClock(tr, m.start)
+	m.headers = m.clock.stamp()
 	tr.fill(res, m.headers, err == nil)
 	if err != nil {
 		classifyTransportError(ctx, res, err, tr)
@@ -73,6 +76,22 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
 		return
 	}
 	r.readStream(ctx, res, resp.Body, m, item)
+}
+
+// arrivalClock returns the clock that stamps the response of the request
+// traced by tr, sent at start: receive times of its connection when the
+// Requester runs on the real clock (Options.Now nil), never before the
+// request was written.
+func (r *Requester) arrivalClock(tr *phaseTrace, start time.Time) *arrivalClock {
+	conn, wrote := tr.sent()
+	c := &arrivalClock{now: r.opts.Now, floor: start}
+	if r.arrivals && conn != nil {
+		c.conn, _ = rawread.StampsOf(conn)
+	}
+	if wrote.After(start) {
+		c.floor = wrote
+	}
+	return c
 }
 
 // hasContentType reports whether resp's media type is want, and records a
@@ -225,7 +244,7 @@ func (r *Requester) httpError(ctx context.Context, res *probe.Result, resp *http
 // readStream parses the event stream into the measurement and res.
 func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.Reader, m *measurement, item workload.Item) {
 	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
-	sr := stream.NewReader(lb, r.opts.MaxLineBytes, r.opts.Now)
+	sr := stream.NewReader(lb, r.opts.MaxLineBytes, m.clock.stamp)
 	var c stream.Chunk
 	done := false
 	for !done {

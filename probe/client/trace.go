@@ -25,6 +25,7 @@ type phaseTrace struct {
 	tlsStart, tlsDone   time.Time
 	tlsErr              bool
 	wrote               time.Time
+	conn                net.Conn // the connection the request got
 }
 
 func (p *phaseTrace) stamp(t *time.Time) {
@@ -56,8 +57,21 @@ func (p *phaseTrace) clientTrace() *httptrace.ClientTrace {
 			}
 			p.stamp(&p.tlsDone)
 		},
+		GotConn: func(i httptrace.GotConnInfo) {
+			p.mu.Lock()
+			p.conn = i.Conn
+			p.mu.Unlock()
+		},
 		WroteRequest: func(httptrace.WroteRequestInfo) { p.stamp(&p.wrote) },
 	}
+}
+
+// sent returns the connection the request got and when it was written
+// (both zero when it was not).
+func (p *phaseTrace) sent() (net.Conn, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conn, p.wrote
 }
 
 // fill records the phases that completed; the headers phase ends at

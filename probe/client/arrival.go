@@ -1,0 +1,37 @@
+package client
+
+import (
+	"time"
+
+	"github.com/vllm-prober/vllm-prober/internal/rawread"
+)
+
+// arrivalClock stamps the bytes of one response with when they reached
+// the host: the kernel's receive time of the connection's latest read
+// where there is one (internal/rawread), else the time the read returned.
+// So a stream's TTFT and ITLs do not include the prober's own wake-up and
+// scheduling delay before it read an event (docs/design.md, "Measurement
+// (client side)"). Its stamps never go back and never precede floor.
+type arrivalClock struct {
+	now   func() time.Time
+	conn  rawread.Stamps // the zero value: no receive times
+	floor time.Time
+}
+
+// stamp returns the arrival time of what the connection's latest read
+// returned: now moved back by how long ago the kernel received it, so
+// the result keeps now's monotonic reading.
+func (a *arrivalClock) stamp() time.Time {
+	t := a.now()
+	if k, ok := a.conn.Last(); ok {
+		// k has no monotonic reading: Sub compares the wall clocks.
+		if d := t.Sub(k); d > 0 {
+			t = t.Add(-d)
+		}
+	}
+	if t.Before(a.floor) {
+		t = a.floor
+	}
+	a.floor = t
+	return t
+}
