@@ -1,3 +1,5 @@
+//go:build linux
+
 package client
 
 import (
@@ -8,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,9 +100,6 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 // written and received, and only later is the reader let through; so an
 // event stamped at its read would be later than its receipt.
 func TestStreamStampedOnArrival(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("receive times are read on Linux only")
-	}
 	c, s := rawPair(t)
 	r := newTestRequester(t, rqTarget("http://127.0.0.1:1"), rqProbe("chat"), Options{})
 	if !r.arrivals {
@@ -147,9 +145,6 @@ func TestStreamStampedOnArrival(t *testing.T) {
 // time, never before its floor nor before its previous stamp, and reads
 // now where there is no receive time.
 func TestArrivalClock(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("receive times are read on Linux only")
-	}
 	c, s := rawPair(t)
 	before := time.Now()
 	if _, err := s.Write([]byte("x")); err != nil {
@@ -190,9 +185,6 @@ func TestArrivalClock(t *testing.T) {
 // times (the client wraps each dialed connection, TLS wraps it again); a
 // Requester on a clock of its own reads none.
 func TestArrivalClockOfRequest(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("receive times are read on Linux only")
-	}
 	h := streamHandler(chatOK)
 	plain := httptest.NewServer(h)
 	t.Cleanup(plain.Close)
