@@ -14,35 +14,6 @@ import (
 	"github.com/vllm-prober/vllm-prober/internal/rawread/rawreadtest"
 )
 
-// pair dials a 127.0.0.1 listener with dial and returns both ends.
-func pair(t *testing.T, dial func(context.Context, string, string) (net.Conn, error)) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	client, err = dial(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
-}
-
 // TestReadLikeTCPConn reads data, a deadline, EOF, a reset and a Close
 // through Dial's conn and a plain net.TCPConn: the same bytes and the same
 // errors by errors.Is and net.Error.
@@ -57,7 +28,7 @@ func TestReadLikeTCPConn(t *testing.T) {
 	}{{"net.TCPConn", plain}, {"rawread", Dial}} {
 		t.Run(dial.name, func(t *testing.T) {
 			t.Run("data then EOF", func(t *testing.T) {
-				c, s := pair(t, dial.fn)
+				c, s := rawreadtest.Pair(t, dial.fn)
 				go func() {
 					s.Write([]byte("data: one\n\n"))
 					time.Sleep(10 * time.Millisecond)
@@ -73,13 +44,13 @@ func TestReadLikeTCPConn(t *testing.T) {
 				}
 			})
 			t.Run("empty buffer", func(t *testing.T) {
-				c, _ := pair(t, dial.fn)
+				c, _ := rawreadtest.Pair(t, dial.fn)
 				if n, err := c.Read(nil); n != 0 || err != nil {
 					t.Errorf("Read(nil) = %d, %v; want 0, nil", n, err)
 				}
 			})
 			t.Run("deadline", func(t *testing.T) {
-				c, _ := pair(t, dial.fn)
+				c, _ := rawreadtest.Pair(t, dial.fn)
 				c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 				_, err := c.Read(make([]byte, 8))
 				var ne net.Error
@@ -90,7 +61,7 @@ func TestReadLikeTCPConn(t *testing.T) {
 				}
 			})
 			t.Run("closed while reading", func(t *testing.T) {
-				c, _ := pair(t, dial.fn)
+				c, _ := rawreadtest.Pair(t, dial.fn)
 				go func() {
 					time.Sleep(20 * time.Millisecond)
 					c.Close()
@@ -100,7 +71,7 @@ func TestReadLikeTCPConn(t *testing.T) {
 				}
 			})
 			t.Run("reset by peer", func(t *testing.T) {
-				c, s := pair(t, dial.fn)
+				c, s := rawreadtest.Pair(t, dial.fn)
 				s.(*net.TCPConn).SetLinger(0)
 				s.Close()
 				_, err := c.Read(make([]byte, 8))
@@ -116,7 +87,7 @@ func TestReadLikeTCPConn(t *testing.T) {
 // TestDialRaw: a TCP conn from Dial reads with raw system calls; a dial
 // error is returned as it is.
 func TestDialRaw(t *testing.T) {
-	c, _ := pair(t, Dial)
+	c, _ := rawreadtest.Pair(t, Dial)
 	if _, raw := c.(*conn); !raw {
 		t.Errorf("Dial returned %T, want *rawread.conn", c)
 	}
@@ -146,7 +117,7 @@ type hiding struct{ net.Conn }
 // connection's time while it is open; the end of the stream keeps the
 // last bytes' time; other connections have none.
 func TestStampsAreReceiveTimes(t *testing.T) {
-	c, s := pair(t, Dial)
+	c, s := rawreadtest.Pair(t, Dial)
 	buf := make([]byte, 16)
 	var last time.Time
 	for i := range 50 {
@@ -188,7 +159,7 @@ func TestStampsAreReceiveTimes(t *testing.T) {
 	if _, ok := StampsOf(w); ok {
 		t.Error("a wrapper of a closed connection still finds it")
 	}
-	plain, _ := pair(t, func(ctx context.Context, network, addr string) (net.Conn, error) {
+	plain, _ := rawreadtest.Pair(t, func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	})

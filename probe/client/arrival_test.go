@@ -21,28 +21,11 @@ import (
 	"github.com/vllm-prober/vllm-prober/probe/workload"
 )
 
-// rawPair returns a connection dialed by rawread.Dial and its server end.
+// rawPair returns a connection dialed by rawread.Dial whose reads have
+// receive times, and its server end.
 func rawPair(t *testing.T) (client, server net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	client, err = rawread.Dial(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-accepted
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
+	client, server = rawreadtest.Pair(t, rawread.Dial)
 	waitForReceiveTimes(t, client, server)
 	return client, server
 }

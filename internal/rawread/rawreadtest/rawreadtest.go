@@ -4,6 +4,7 @@
 package rawreadtest
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -34,4 +35,33 @@ func Delivered(t testing.TB, w net.Conn) time.Time {
 	}
 	t.Fatal("the peer acknowledged nothing in 5 s")
 	return time.Time{}
+}
+
+// Pair dials a 127.0.0.1 listener with dial and returns both ends.
+func Pair(t testing.TB, dial func(context.Context, string, string) (net.Conn, error)) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err = dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
 }
