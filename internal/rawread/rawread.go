@@ -13,7 +13,7 @@
 // the same as net.Conn's.
 //
 // The same call returns the time the kernel stamped on the received data
-// (SO_TIMESTAMPNS), which Arrived gives back: when the bytes reached the
+// (SO_TIMESTAMPNS), which Stamps.Last gives back: when the bytes reached the
 // host, not when the process got around to reading them. A prober that
 // stamps a streamed event by its arrival does not add its own wake-up
 // and scheduling delay to TTFT and ITL.

@@ -1,6 +1,7 @@
 //go:build linux
 
-// Package rawreadtest helps tests of receive times.
+// Package rawreadtest helps tests of rawread's connections: a loopback
+// pair, and waiting until what one end wrote was received.
 package rawreadtest
 
 import (
