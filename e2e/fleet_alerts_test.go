@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/rules"
@@ -48,9 +50,9 @@ scrape_configs:
 // in real Prometheus over a gateway and four replicas behind it. One
 // replica answering half its requests with HTTP 500 pages
 // VLLMProbeReplicaFailing naming that replica, and no other replica and
-// not VLLMProbeGatewayFailing; once it heals and the gateway answers 502
-// to most requests while every replica serves, VLLMProbeGatewayFailing
-// pages and VLLMProbeReplicaFailing does not.
+// not VLLMProbeGatewayFailing; once it heals, its page resolves; then
+// the gateway answers 502 to most requests while every replica serves,
+// and VLLMProbeGatewayFailing pages and VLLMProbeReplicaFailing does not.
 func TestFleetAlerts(t *testing.T) {
 	sims, addrs := startFleetSims(t, 4, simulator.Faults{HTTP500: 0.5})
 	for _, s := range sims[1:] {
@@ -91,7 +93,15 @@ func TestFleetAlerts(t *testing.T) {
 	})
 	t.Logf("%s paged %s after start", rules.AlertReplicaFailing, time.Since(start).Round(time.Second))
 
+	// The replica's short windows hold its failures until the longest of
+	// them has passed: until then its page is right, so the gateway breaks
+	// only after it has resolved and those windows are clean.
 	sims[0].SetFaults(simulator.Faults{})
+	healed := time.Now()
+	waitFleetAlert(t, prom, 60*time.Second, "VLLMProbeReplicaFailing resolved", func(firing []map[string]string) bool {
+		return !anyMatch(firing, replica)
+	})
+	time.Sleep(time.Until(healed.Add(longestShortWindow(t, rulesPath, rules.AlertReplicaFailing) + 3*time.Second)))
 	gw.failTenths(8)
 	start = time.Now()
 	waitFleetAlert(t, prom, 150*time.Second, "VLLMProbeGatewayFailing with VLLMProbeReplicaFailing resolved", func(firing []map[string]string) bool {
@@ -105,6 +115,29 @@ func TestFleetAlerts(t *testing.T) {
 		}
 		return time.Now().After(until)
 	})
+}
+
+// longestShortWindow is the longest short_window label of alert's rules
+// in the rule file at path.
+func longestShortWindow(t *testing.T, path, alert string) time.Duration {
+	t.Helper()
+	var longest time.Duration
+	for _, g := range readRuleFile(t, path).Groups {
+		for _, r := range g.Rules {
+			if r.Alert != alert {
+				continue
+			}
+			d, err := model.ParseDuration(r.Labels["short_window"])
+			if err != nil {
+				t.Fatalf("%s: rule %s: short_window: %v", path, alert, err)
+			}
+			longest = max(longest, time.Duration(d))
+		}
+	}
+	if longest == 0 {
+		t.Fatalf("%s: no rule %s with a short_window", path, alert)
+	}
+	return longest
 }
 
 // waitFleetAlert polls Prometheus's firing alerts every second until done
