@@ -238,3 +238,36 @@ func TestRenderPairServerTTFT(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderPairRecentError: a recent request that failed shows its error
+// in its row of the recent table, escaped, and an accepted one shows none.
+func TestRenderPairRecentError(t *testing.T) {
+	tr := NewTracker(TrackerOptions{})
+	syncPairs(tr, trackerConfig("p"))
+	offerAndFinish(tr, []probe.Result{
+		{Disposition: probe.Accepted, TTFT: 50 * time.Millisecond, E2EL: time.Second},
+		{Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx, HTTPStatus: 503, Error: "HTTP 503: <queue full>"},
+	})
+	ps, recent, _ := tr.Pair(config.PairKey{Target: "t", Probe: "p"})
+	var sb strings.Builder
+	if err := RenderPair(&sb, PairPage{Now: time.Unix(0, 0), Stats: ps, Recent: recent}); err != nil {
+		t.Fatal(err)
+	}
+	page := sb.String()
+	start := strings.Index(page, `<table id="recent">`)
+	end := strings.Index(page[start:], "</table>")
+	if start < 0 || end < 0 {
+		t.Fatalf("no recent table:\n%s", page)
+	}
+	table := page[start : start+end]
+	rows := strings.Split(table, "<tr>")[2:] // after the header row
+	if len(rows) != 2 {
+		t.Fatalf("%d recent rows, want 2:\n%s", len(rows), table)
+	}
+	if want := `<div class="err">HTTP 503: &lt;queue full&gt;</div>`; !strings.Contains(rows[0], want) {
+		t.Errorf("the failed request's row lacks %q:\n%s", want, rows[0])
+	}
+	if strings.Contains(rows[1], `class="err"`) {
+		t.Errorf("the accepted request's row shows an error:\n%s", rows[1])
+	}
+}
