@@ -16,7 +16,10 @@
 // (SO_TIMESTAMPNS), which Stamps.Last gives back: when the bytes reached the
 // host, not when the process got around to reading them. A prober that
 // stamps a streamed event by its arrival does not add its own wake-up
-// and scheduling delay to TTFT and ITL.
+// and scheduling delay to TTFT and ITL. On the sending side, Stamps.Began
+// gives the time immediately before the connection began writing its
+// latest message (the first write after it last read bytes): an HTTP/1
+// request's send time, after the HTTP client's own work on it.
 package rawread
 
 import (
@@ -44,7 +47,15 @@ type stamped interface {
 	// arrivedNanos is the kernel's receive time (Unix nanoseconds, wall
 	// clock) of the last segment the latest read returned, 0 if unknown.
 	arrivedNanos() int64
+	// beganNanos is the monotonic time (since epoch) immediately before
+	// the first write after the connection last read bytes, 0 before any
+	// write.
+	beganNanos() int64
 }
+
+// epoch is the origin of beganNanos: a time with a monotonic reading, so
+// that epoch.Add gives one back.
+var epoch = time.Now()
 
 // Stamps gives the receive times of one connection of Dial's.
 type Stamps struct{ s stamped }
@@ -73,4 +84,21 @@ func (s Stamps) Last() (at time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(0, ns), true
+}
+
+// Began returns the time immediately before the connection began writing
+// its latest message: its first write since it was dialed or since a read
+// last returned bytes. On an HTTP/1 connection, which carries one request
+// at a time and writes it only after reading the response before it, that
+// is the latest request's send time. The time has a monotonic reading. ok
+// is false before the first write.
+func (s Stamps) Began() (at time.Time, ok bool) {
+	if s.s == nil {
+		return time.Time{}, false
+	}
+	ns := s.s.beganNanos()
+	if ns == 0 {
+		return time.Time{}, false
+	}
+	return epoch.Add(time.Duration(ns)), true
 }

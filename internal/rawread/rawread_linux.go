@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,10 @@ type conn struct {
 	// arrived is the kernel's receive time (Unix nanoseconds, wall clock)
 	// of the last segment the latest read returned; 0 when it had none.
 	arrived atomic.Int64
+	// began is beganNanos's time; reading is true once a read returned
+	// bytes and until the next write, which then sets began.
+	began   atomic.Int64
+	reading atomic.Bool
 
 	// The latest read's message and control buffer: reads of one
 	// connection never overlap (its read lock), so one set serves all.
@@ -47,6 +52,7 @@ func wrap(c net.Conn) net.Conn {
 		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	})
 	rc := &conn{Conn: tc, raw: raw}
+	rc.reading.Store(true)
 	if k, ok := keyOf(tc); ok {
 		dialed.add(k, rc)
 	}
@@ -175,8 +181,21 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Write writes like net.TCPConn.Write; the first write after a read that
+// returned bytes (or after the dial) records the time before it.
+func (c *conn) Write(p []byte) (int, error) {
+	if c.reading.Load() {
+		c.began.Store(max(int64(time.Since(epoch)), 1))
+		c.reading.Store(false)
+	}
+	return c.Conn.Write(p)
+}
+
 // arrivedNanos implements stamped.
 func (c *conn) arrivedNanos() int64 { return c.arrived.Load() }
+
+// beganNanos implements stamped.
+func (c *conn) beganNanos() int64 { return c.began.Load() }
 
 // opError wraps err as net.TCPConn.Read does.
 func (c *conn) opError(err error) error {
@@ -204,6 +223,7 @@ func (c *conn) recv(fd uintptr, p []byte) (int, unix.Errno) {
 			at = receiveTime(c.oob[:c.msg.Controllen])
 		}
 		c.arrived.Store(at)
+		c.reading.Store(true)
 	}
 	return int(r), 0
 }

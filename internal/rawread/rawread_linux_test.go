@@ -167,3 +167,64 @@ func TestStampsAreReceiveTimes(t *testing.T) {
 		t.Error("a net.TCPConn has receive times")
 	}
 }
+
+// TestBeganIsFirstWriteAfterRead: Began is the time before the first
+// write since the dial or since a read returned bytes, as a wrapper sees
+// it too: later writes of the same message and a read that returned
+// nothing leave it.
+func TestBeganIsFirstWriteAfterRead(t *testing.T) {
+	c, s := rawreadtest.Pair(t, Dial)
+	st, ok := StampsOf(hiding{c})
+	if !ok {
+		t.Fatal("no stamps")
+	}
+	if at, ok := st.Began(); ok {
+		t.Fatalf("Began before any write = %v", at)
+	}
+	write := func(w net.Conn, b string) (before, after time.Time) {
+		t.Helper()
+		before = time.Now()
+		if _, err := w.Write([]byte(b)); err != nil {
+			t.Fatal(err)
+		}
+		return before, time.Now()
+	}
+	began := func() time.Time {
+		t.Helper()
+		at, ok := st.Began()
+		if !ok {
+			t.Fatal("Began after a write: none")
+		}
+		return at
+	}
+	buf := make([]byte, 64)
+	for i := range 3 {
+		before, after := write(c, "request head ")
+		first := began()
+		if first.Before(before) || first.After(after) {
+			t.Fatalf("message %d: Began %v after the write began, want within its %v", i, first.Sub(before), after.Sub(before))
+		}
+		time.Sleep(time.Millisecond)
+		write(c, "and body")
+		c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Read with nothing sent = %v, want a timeout", err)
+		}
+		c.SetReadDeadline(time.Time{})
+		if got := began(); !got.Equal(first) {
+			t.Fatalf("message %d: Began moved from %v to %v by a second write", i, first, got)
+		}
+		if _, err := s.Write([]byte("response")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := began(); !got.Equal(first) {
+			t.Fatalf("message %d: Began moved by a read", i)
+		}
+	}
+	if m := time.Until(began()); m > 0 || m < -time.Minute {
+		t.Errorf("Began is %v from now, want a recent time on the same clock", m)
+	}
+}

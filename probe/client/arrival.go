@@ -1,6 +1,7 @@
 package client
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/rawread"
@@ -16,6 +17,9 @@ type arrivalClock struct {
 	now   func() time.Time
 	conn  rawread.Stamps // the zero value: no receive times
 	floor time.Time
+	// began is when the request's first byte was written, zero when not
+	// known (Requester.arrivalClock).
+	began time.Time
 }
 
 // stamp returns the arrival time of what the connection's latest read
@@ -34,4 +38,16 @@ func (a *arrivalClock) stamp() time.Time {
 	}
 	a.floor = t
 	return t
+}
+
+// sentAt returns when the request whose response is resp was sent: began
+// over HTTP/1, whose connection carries one request at a time, so that
+// its first write after the response before it is this request's; else
+// start, the time before it was handed to the HTTP client. resp is nil
+// when the request got no response.
+func (a *arrivalClock) sentAt(start time.Time, resp *http.Response) time.Time {
+	if resp != nil && resp.ProtoMajor == 1 && !a.began.IsZero() {
+		return a.began
+	}
+	return start
 }

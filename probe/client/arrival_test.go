@@ -209,3 +209,75 @@ func TestArrivalClockOfRequest(t *testing.T) {
 		})
 	}
 }
+
+// slowTransport waits delay before each request: the HTTP client's own
+// work on a request, before its first byte is written.
+type slowTransport struct {
+	delay time.Duration
+	next  http.RoundTripper
+}
+
+func (s slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	time.Sleep(s.delay)
+	return s.next.RoundTrip(req)
+}
+
+// TestSentWhenFirstByteWritten: a request on a reused HTTP/1 connection
+// is sent when its first byte is written, not when it was handed to the
+// HTTP client: a request that the client holds for 30 ms has a send time
+// at least 30 ms after it was handed over, and no later than its response
+// headers came. A request that dialed, and one answered over HTTP/2, keep the time
+// they were handed over.
+func TestSentWhenFirstByteWritten(t *testing.T) {
+	srv := httptest.NewServer(streamHandler(chatOK))
+	t.Cleanup(srv.Close)
+	r := newTestRequester(t, rqTarget(srv.URL), rqProbe("chat"), Options{})
+	const delay = 30 * time.Millisecond
+	slow := *r.client
+	slow.Transport = slowTransport{delay, r.client.Transport}
+	r.client = &slow
+	do := func() (start, headers time.Time, clock *arrivalClock, tr *phaseTrace, resp *http.Response) {
+		t.Helper()
+		tr = &phaseTrace{now: time.Now}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), tr.clientTrace()),
+			http.MethodPost, r.url, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		resp, err = r.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers = time.Now()
+		clock = r.arrivalClock(tr, start)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return start, headers, clock, tr, resp
+	}
+	start, _, clock, _, resp := do()
+	if got := clock.sentAt(start, resp); !got.Equal(start) {
+		t.Errorf("a request that dialed: sent %v after it was handed over, want 0", got.Sub(start))
+	}
+	for i := range 3 {
+		start, headers, clock, tr, resp := do()
+		if _, reused, _ := tr.sent(); !reused {
+			t.Fatalf("request %d did not reuse the connection", i+2)
+		}
+		sent := clock.sentAt(start, resp)
+		if sent.Sub(start) < delay || sent.After(headers) {
+			t.Errorf("request %d: sent %v after it was handed over and %v before its headers came, want at least %v and not after",
+				i+2, sent.Sub(start), headers.Sub(sent), delay)
+		}
+		h2 := *resp
+		h2.ProtoMajor, h2.ProtoMinor = 2, 0
+		if got := clock.sentAt(start, &h2); !got.Equal(start) {
+			t.Errorf("request %d over HTTP/2: sent %v after it was handed over, want 0", i+2, got.Sub(start))
+		}
+		if got := clock.sentAt(start, nil); !got.Equal(start) {
+			t.Errorf("request %d without a response: sent %v after it was handed over, want 0", i+2, got.Sub(start))
+		}
+	}
+}

@@ -50,12 +50,13 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
 	req.Header.Set("X-Request-Id", res.RequestID)
 
 	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing, fp: r.newHasher()}
+	resp, err := r.client.Do(req)
+	m.clock = r.arrivalClock(tr, m.start)
+	m.start = m.clock.sentAt(m.start, resp)
 	res.Sent = m.start
 	if !res.Scheduled.IsZero() {
 		res.Lag = res.Sent.Sub(res.Scheduled)
 	}
-	resp, err := r.client.Do(req)
-	m.clock = r.arrivalClock(tr, m.start)
 	m.headers = m.clock.stamp()
 	tr.fill(res, m.headers, err == nil)
 	if err != nil {
@@ -79,17 +80,29 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
 }
 
 // arrivalClock returns the clock that stamps the response of the request
-// traced by tr, sent at start: receive times of its connection when the
-// Requester runs on the real clock (Options.Now nil), never before the
-// request was written.
+// traced by tr, handed to the HTTP client at start: receive times of its
+// connection when the Requester runs on the real clock (Options.Now nil),
+// never before the request was written. On a reused connection its began
+// is the time immediately before the request's first byte was written
+// (rawread.Stamps.Began, after the WroteRequest trace, which fires once
+// the request is buffered), when that lies after start; a dialed
+// connection keeps start, so that its connect counts. It is called once
+// the response headers came, so a began of this request is not later than
+// the clock's now.
 func (r *Requester) arrivalClock(tr *phaseTrace, start time.Time) *arrivalClock {
-	conn, wrote := tr.sent()
+	conn, reused, wrote := tr.sent()
 	c := &arrivalClock{now: r.opts.Now, floor: start}
 	if r.arrivals && conn != nil {
 		c.conn, _ = rawread.StampsOf(conn)
 	}
 	if wrote.After(start) {
 		c.floor = wrote
+		if b, ok := c.conn.Began(); ok && reused && b.After(start) && !b.After(c.now()) {
+			c.began = b
+			if b.After(c.floor) {
+				c.floor = b
+			}
+		}
 	}
 	return c
 }

@@ -26,6 +26,7 @@ type phaseTrace struct {
 	tlsErr              bool
 	wrote               time.Time
 	conn                net.Conn // the connection the request got
+	reused              bool     // conn served an earlier request
 }
 
 func (p *phaseTrace) stamp(t *time.Time) {
@@ -59,19 +60,19 @@ func (p *phaseTrace) clientTrace() *httptrace.ClientTrace {
 		},
 		GotConn: func(i httptrace.GotConnInfo) {
 			p.mu.Lock()
-			p.conn = i.Conn
+			p.conn, p.reused = i.Conn, i.Reused
 			p.mu.Unlock()
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) { p.stamp(&p.wrote) },
 	}
 }
 
-// sent returns the connection the request got and when it was written
-// (both zero when it was not).
-func (p *phaseTrace) sent() (net.Conn, time.Time) {
+// sent returns the connection the request got, whether it was reused,
+// and when the request was written (zero when it was not).
+func (p *phaseTrace) sent() (conn net.Conn, reused bool, wrote time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.conn, p.wrote
+	return p.conn, p.reused, p.wrote
 }
 
 // fill records the phases that completed; the headers phase ends at
