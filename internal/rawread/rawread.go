@@ -76,14 +76,8 @@ func StampsOf(c net.Conn) (s Stamps, ok bool) {
 // wall-clock time, without a monotonic reading). ok is false when nothing
 // was read yet or the kernel attached no time.
 func (s Stamps) Last() (at time.Time, ok bool) {
-	if s.s == nil {
-		return time.Time{}, false
-	}
-	ns := s.s.arrivedNanos()
-	if ns == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, ns), true
+	ns := s.nanos(stamped.arrivedNanos)
+	return time.Unix(0, ns), ns != 0
 }
 
 // Began returns the time immediately before the connection began writing
@@ -93,12 +87,14 @@ func (s Stamps) Last() (at time.Time, ok bool) {
 // is the latest request's send time. The time has a monotonic reading. ok
 // is false before the first write.
 func (s Stamps) Began() (at time.Time, ok bool) {
+	ns := s.nanos(stamped.beganNanos)
+	return epoch.Add(time.Duration(ns)), ns != 0
+}
+
+// nanos returns get of the connection, 0 without one.
+func (s Stamps) nanos(get func(stamped) int64) int64 {
 	if s.s == nil {
-		return time.Time{}, false
+		return 0
 	}
-	ns := s.s.beganNanos()
-	if ns == 0 {
-		return time.Time{}, false
-	}
-	return epoch.Add(time.Duration(ns)), true
+	return get(s.s)
 }
