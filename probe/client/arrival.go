@@ -1,7 +1,6 @@
 package client
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/internal/rawread"
@@ -40,13 +39,10 @@ func (a *arrivalClock) stamp() time.Time {
 	return t
 }
 
-// sentAt returns when the request whose response is resp was sent: began
-// over HTTP/1, whose connection carries one request at a time, so that
-// its first write after the response before it is this request's; else
-// start, the time before it was handed to the HTTP client. resp is nil
-// when the request got no response.
-func (a *arrivalClock) sentAt(start time.Time, resp *http.Response) time.Time {
-	if resp != nil && resp.ProtoMajor == 1 && !a.began.IsZero() {
+// sentAt returns when the request was sent: began when known, else
+// start, the time before it was handed to the HTTP client.
+func (a *arrivalClock) sentAt(start time.Time) time.Time {
+	if !a.began.IsZero() {
 		return a.began
 	}
 	return start

@@ -202,7 +202,7 @@ func TestArrivalClockOfRequest(t *testing.T) {
 			if _, err := io.ReadAll(resp.Body); err != nil {
 				t.Fatal(err)
 			}
-			clock := r.arrivalClock(tr, start)
+			clock := r.arrivalClock(tr, start, resp)
 			if _, ok := clock.conn.Last(); ok != c.want {
 				t.Errorf("receive times found: %v, want %v", ok, c.want)
 			}
@@ -226,8 +226,9 @@ func (s slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // is sent when its first byte is written, not when it was handed to the
 // HTTP client: a request that the client holds for 30 ms has a send time
 // at least 30 ms after it was handed over, and no later than its response
-// headers came. A request that dialed, and one answered over HTTP/2, keep the time
-// they were handed over.
+// headers came, and its response is stamped no earlier. A request that
+// dialed, and one answered over HTTP/2 or not at all, keep the time they
+// were handed over, and stamps no earlier than the WroteRequest trace.
 func TestSentWhenFirstByteWritten(t *testing.T) {
 	srv := httptest.NewServer(streamHandler(chatOK))
 	t.Cleanup(srv.Close)
@@ -250,15 +251,15 @@ func TestSentWhenFirstByteWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 		headers = time.Now()
-		clock = r.arrivalClock(tr, start)
+		clock = r.arrivalClock(tr, start, resp)
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		return start, headers, clock, tr, resp
 	}
-	start, _, clock, _, resp := do()
-	if got := clock.sentAt(start, resp); !got.Equal(start) {
+	start, _, clock, _, _ := do()
+	if got := clock.sentAt(start); !got.Equal(start) {
 		t.Errorf("a request that dialed: sent %v after it was handed over, want 0", got.Sub(start))
 	}
 	for i := range 3 {
@@ -266,18 +267,28 @@ func TestSentWhenFirstByteWritten(t *testing.T) {
 		if _, reused, _ := tr.sent(); !reused {
 			t.Fatalf("request %d did not reuse the connection", i+2)
 		}
-		sent := clock.sentAt(start, resp)
+		sent := clock.sentAt(start)
 		if sent.Sub(start) < delay || sent.After(headers) {
 			t.Errorf("request %d: sent %v after it was handed over and %v before its headers came, want at least %v and not after",
 				i+2, sent.Sub(start), headers.Sub(sent), delay)
 		}
+		if !clock.floor.Equal(sent) {
+			t.Errorf("request %d: stamps not before %v after it was handed over, want its send time, %v", i+2, clock.floor.Sub(start), sent.Sub(start))
+		}
 		h2 := *resp
 		h2.ProtoMajor, h2.ProtoMinor = 2, 0
-		if got := clock.sentAt(start, &h2); !got.Equal(start) {
-			t.Errorf("request %d over HTTP/2: sent %v after it was handed over, want 0", i+2, got.Sub(start))
-		}
-		if got := clock.sentAt(start, nil); !got.Equal(start) {
-			t.Errorf("request %d without a response: sent %v after it was handed over, want 0", i+2, got.Sub(start))
+		for _, c := range []struct {
+			name string
+			resp *http.Response
+		}{{"over HTTP/2", &h2}, {"without a response", nil}} {
+			other := r.arrivalClock(tr, start, c.resp)
+			if got := other.sentAt(start); !got.Equal(start) {
+				t.Errorf("request %d %s: sent %v after it was handed over, want 0", i+2, c.name, got.Sub(start))
+			}
+			if _, _, wrote := tr.sent(); !other.floor.Equal(wrote) {
+				t.Errorf("request %d %s: stamps not before %v after it was handed over, want the WroteRequest trace's %v",
+					i+2, c.name, other.floor.Sub(start), wrote.Sub(start))
+			}
 		}
 	}
 }

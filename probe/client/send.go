@@ -51,8 +51,8 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
 
 	m := &measurement{start: r.opts.Now(), timing: r.opts.Timing, fp: r.newHasher()}
 	resp, err := r.client.Do(req)
-	m.clock = r.arrivalClock(tr, m.start)
-	m.start = m.clock.sentAt(m.start, resp)
+	m.clock = r.arrivalClock(tr, m.start, resp)
+	m.start = m.clock.sentAt(m.start)
 	res.Sent = m.start
 	if !res.Scheduled.IsZero() {
 		res.Lag = res.Sent.Sub(res.Scheduled)
@@ -79,17 +79,20 @@ func (r *Requester) send(ctx context.Context, res *probe.Result, p *Prepared) {
 	r.readStream(ctx, res, resp.Body, m, item)
 }
 
-// arrivalClock returns the clock that stamps the response of the request
-// traced by tr, handed to the HTTP client at start: receive times of its
-// connection when the Requester runs on the real clock (Options.Now nil),
-// never before the request was written. On a reused connection its began
-// is the time immediately before the request's first byte was written
-// (rawread.Stamps.Began, after the WroteRequest trace, which fires once
-// the request is buffered), when that lies after start; a dialed
-// connection keeps start, so that its connect counts. It is called once
-// the response headers came, so a began of this request is not later than
-// the clock's now.
-func (r *Requester) arrivalClock(tr *phaseTrace, start time.Time) *arrivalClock {
+// arrivalClock returns the clock that stamps resp, the response (nil:
+// none) of the request traced by tr, handed to the HTTP client at start:
+// receive times of its connection when the Requester runs on the real
+// clock (Options.Now nil), never before the request was written. On a
+// reused HTTP/1 connection, which carries one request at a time, so that
+// its first write after the response before it is this request's, its
+// began is the time immediately before the request's first byte was
+// written (rawread.Stamps.Began, after the WroteRequest trace, which fires
+// once the request is buffered), when that lies after start; a dialed
+// connection keeps start, so that its connect counts, and so does HTTP/2,
+// whose connection interleaves requests. It is called once the response
+// headers came, so a began of this request is not later than the clock's
+// now.
+func (r *Requester) arrivalClock(tr *phaseTrace, start time.Time, resp *http.Response) *arrivalClock {
 	conn, reused, wrote := tr.sent()
 	c := &arrivalClock{now: r.opts.Now, floor: start}
 	if r.arrivals && conn != nil {
@@ -97,7 +100,8 @@ func (r *Requester) arrivalClock(tr *phaseTrace, start time.Time) *arrivalClock 
 	}
 	if wrote.After(start) {
 		c.floor = wrote
-		if b, ok := c.conn.Began(); ok && reused && b.After(start) && !b.After(c.now()) {
+		http1 := resp != nil && resp.ProtoMajor == 1
+		if b, ok := c.conn.Began(); ok && reused && http1 && b.After(start) && !b.After(c.now()) {
 			c.began = b
 			if b.After(c.floor) {
 				c.floor = b
