@@ -16,6 +16,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vllm-prober/vllm-prober/bench"
+	"github.com/vllm-prober/vllm-prober/internal/perf/naive"
+	"github.com/vllm-prober/vllm-prober/internal/perf/proc"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -24,7 +26,7 @@ import (
 const (
 	ClientDaemon = "daemon" // probe/schedule.Engine + probe/client.Requester, as `vllm-prober run`
 	ClientBench  = "bench"  // bench.Bench (bench/openloop), as `vllm-prober bench` and capacity
-	ClientFloor  = "floor"  // the naive client (floor.go)
+	ClientFloor  = "floor"  // the naive client (internal/perf/naive)
 )
 
 // accuracyClients is the order of the first round; each later round starts
@@ -132,12 +134,12 @@ type AccuracyResult struct {
 // the run.
 func Accuracy(ctx context.Context, o AccuracyOptions) (AccuracyResult, error) {
 	out := AccuracyResult{Rate: o.Rate}
-	sim, err := startProcess(ctx, o.Binary, simulatorURL, simulateArgs(accuracySimulator())...)
+	sim, err := proc.Start(ctx, o.Binary, proc.SimulatorReady, simulateArgs(accuracySimulator())...)
 	if err != nil {
 		return out, fmt.Errorf("simulator: %w", err)
 	}
-	defer sim.stop()
-	url := "http://" + sim.addr
+	defer sim.Stop()
+	url := "http://" + sim.Addr
 	// A fresh server process is slower at first (heap growth, goroutine
 	// stacks): the first client of the first round paid for it alone. A
 	// warm-up run of the naive client, not counted, takes that cost.
@@ -207,9 +209,9 @@ func accuracyRun(ctx context.Context, url, name, id string, rate float64, d time
 	case ClientBench:
 		results, err = runBench(ctx, url, rate, d)
 	case ClientFloor:
-		var f *floor
-		if f, err = newFloor(url, simulator.DefaultOptions().Model, accuracyInputTokens, accuracyOutputTokens, accuracyTimeout); err == nil {
-			results = f.run(ctx, id, floorOffsets(rate, d))
+		var f *naive.Client
+		if f, err = naive.New(url, simulator.DefaultOptions().Model, accuracyInputTokens, accuracyOutputTokens, accuracyTimeout); err == nil {
+			results = f.Run(ctx, id, naive.Offsets(rate, d))
 		}
 	}
 	if err != nil {
@@ -283,7 +285,7 @@ func runBench(ctx context.Context, url string, rate float64, d time.Duration) ([
 	flags := bench.RegisterBenchFlags(cmd)
 	args := []string{"bench", "--base-url=" + url, "--random-input-len=" + strconv.Itoa(accuracyInputTokens),
 		"--random-output-len=" + strconv.Itoa(accuracyOutputTokens), "--ignore-eos", "--seed=1",
-		"--num-prompts=" + strconv.Itoa(len(floorOffsets(rate, d))), "--request-rate=" + strconv.FormatFloat(rate, 'g', -1, 64),
+		"--num-prompts=" + strconv.Itoa(len(naive.Offsets(rate, d))), "--request-rate=" + strconv.FormatFloat(rate, 'g', -1, 64),
 		"--timeout=" + accuracyTimeout.String()}
 	if _, err := app.Parse(args); err != nil {
 		return nil, fmt.Errorf("bench flags: %w", err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/perf/proc"
 	"github.com/vllm-prober/vllm-prober/probe/ledger"
 )
 
@@ -36,12 +37,12 @@ func BenchProcesses(ctx context.Context, binary string, rate float64, d time.Dur
 		return out, err
 	}
 	defer os.RemoveAll(dir)
-	sim, err := startProcess(ctx, binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
+	sim, err := proc.Start(ctx, binary, proc.SimulatorReady, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
 		"--max-num-seqs=1024", "--decode-per-seq=20us")
 	if err != nil {
 		return out, fmt.Errorf("simulator: %w", err)
 	}
-	defer sim.stop()
+	defer sim.Stop()
 	// run starts one bench process per shard (none: one unsharded process)
 	// from a common start and returns each one's lags.
 	run := func(name string, shards int) ([][]time.Duration, error) {
@@ -51,7 +52,7 @@ func BenchProcesses(ctx context.Context, binary string, rate float64, d time.Dur
 		var wg sync.WaitGroup
 		for i := range procs {
 			file := fmt.Sprintf("%s-%d.json", name, i)
-			args := []string{"bench", "--base-url=http://" + sim.addr, "--random-input-len=32", "--random-output-len=8",
+			args := []string{"bench", "--base-url=http://" + sim.Addr, "--random-input-len=32", "--random-output-len=8",
 				"--num-prompts=" + strconv.Itoa(n), "--request-rate=" + strconv.FormatFloat(rate, 'g', -1, 64), "--seed=1",
 				"--start-at=" + at, "--save-result", "--result-dir=" + dir, "--result-filename=" + file}
 			if shards > 0 {

@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/perf/naive"
+	"github.com/vllm-prober/vllm-prober/internal/perf/proc"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
@@ -81,22 +82,22 @@ func Cost(ctx context.Context, opts CostOptions) (CostResult, error) {
 	if err != nil {
 		return out, err
 	}
-	defer sim.stop()
-	out.SimPID = sim.cmd.Process.Pid
-	d, err := startDaemonEnv(ctx, opts.Binary, dir, costConfig("http://"+sim.addr, filepath.Join(dir, "ledger.jsonl"), opts), opts.Env)
+	defer sim.Stop()
+	out.SimPID = sim.PID()
+	d, err := startDaemonEnv(ctx, opts.Binary, dir, costConfig("http://"+sim.Addr, filepath.Join(dir, "ledger.jsonl"), opts), opts.Env)
 	if err != nil {
 		return out, err
 	}
-	defer d.stop()
-	out.DaemonPID = d.cmd.Process.Pid
-	err = measure(ctx, &out, "http://"+d.addr+"/metrics", opts)
+	defer d.Stop()
+	out.DaemonPID = d.PID()
+	err = measure(ctx, &out, "http://"+d.Addr+"/metrics", opts)
 	return out, err
 }
 
 // startCostSimulator starts the simulator of the cost runs: binary's
 // simulate, no jitter, never queueing.
-func startCostSimulator(ctx context.Context, binary string) (*process, error) {
-	sim, err := startProcess(ctx, binary, simulatorURL, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
+func startCostSimulator(ctx context.Context, binary string) (*proc.Process, error) {
+	sim, err := proc.Start(ctx, binary, proc.SimulatorReady, "simulate", "--web.listen-address=127.0.0.1:0", "--jitter=0",
 		"--max-num-seqs=1024", "--decode-per-seq=20us")
 	if err != nil {
 		return nil, fmt.Errorf("simulator: %w", err)
@@ -107,7 +108,7 @@ func startCostSimulator(ctx context.Context, binary string) (*process, error) {
 // FloorCost measures the naive client (floor) as Cost measures the
 // daemon: the simulator as Cost starts it, and the client as a process of
 // its own, command with the simulator's URL, opts.Rate and
-// opts.OutputTokens added as the flags RunFloorClient's caller reads
+// opts.OutputTokens added as the flags naive.Serve's caller reads
 // (-floor.client, -floor.rate, -floor.tokens). The client sends the
 // requests alone: no ledger, no server metrics, no /metrics, no judging.
 // Its requests are the ones the simulator finished. It is the floor of
@@ -121,38 +122,21 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 	if err != nil {
 		return out, err
 	}
-	defer sim.stop()
-	out.SimPID = sim.cmd.Process.Pid
-	simURL := "http://" + sim.addr
+	defer sim.Stop()
+	out.SimPID = sim.PID()
+	simURL := "http://" + sim.Addr
 	args := append(command[1:len(command):len(command)], "-floor.client="+simURL,
 		fmt.Sprintf("-floor.rate=%g", opts.Rate), fmt.Sprintf("-floor.tokens=%d", opts.OutputTokens))
-	client, err := startCommand(exec.CommandContext(ctx, command[0], args...), floorReady)
+	client, err := proc.StartCommand(exec.CommandContext(ctx, command[0], args...), naive.Ready)
 	if err != nil {
 		return out, fmt.Errorf("naive client: %w", err)
 	}
-	defer client.stop()
-	out.DaemonPID = client.cmd.Process.Pid
+	defer client.Stop()
+	out.DaemonPID = client.PID()
 	opts.ScrapeEvery = 0 // it has no /metrics
 	err = measureCounting(ctx, &out, func() (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests) }, opts)
 	out.ScrapeBytes = 0 // the simulator's, not the client's
 	return out, err
-}
-
-// floorReady is the line RunFloorClient logs once it is about to send.
-var floorReady = regexp.MustCompile(`naive client ready url=(\S+)`)
-
-// RunFloorClient is the naive client of FloorCost: it sends requests to
-// the simulator at url at a Poisson rate, each a streamed completion of
-// outputTokens tokens with a 128-word prompt, until ctx ends, after
-// logging floorReady's line to stderr.
-func RunFloorClient(ctx context.Context, url string, rate float64, outputTokens int) error {
-	f, err := newFloor(url, "sim-llama", 128, outputTokens, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "naive client ready url=%s\n", url)
-	f.run(ctx, "cost", floorOffsets(rate, time.Hour))
-	return nil
 }
 
 // measure samples the daemon after the warm-up and over opts.Duration,
@@ -168,7 +152,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 	if err := wait.Sleep(ctx, opts.Warmup); err != nil {
 		return err
 	}
-	before, err := sampleProcess(out.DaemonPID)
+	before, err := proc.Read(out.DaemonPID)
 	if err != nil {
 		return err
 	}
@@ -191,7 +175,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 			}
 		}
 	}
-	after, err := sampleProcess(out.DaemonPID)
+	after, err := proc.Read(out.DaemonPID)
 	if err != nil {
 		return err
 	}
@@ -202,9 +186,9 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 	}
 	out.ScrapeBytes = size
 	out.Requests = reqAfter - reqBefore
-	out.CPU, out.CPUTicks = after.cpu-before.cpu, after.ticks-before.ticks
-	out.Voluntary, out.Involuntary = after.voluntary-before.voluntary, after.involuntary-before.involuntary
-	out.RSS, out.PeakRSS = after.rss, after.peakRSS
+	out.CPU, out.CPUTicks = after.CPU-before.CPU, after.Ticks-before.Ticks
+	out.Voluntary, out.Involuntary = after.Voluntary-before.Voluntary, after.Involuntary-before.Involuntary
+	out.RSS, out.PeakRSS = after.RSS, after.PeakRSS
 	out.CorePercent = 100 * out.CPU.Seconds() / out.Duration.Seconds()
 	if out.Requests > 0 {
 		out.CPUPerRequest = time.Duration(float64(out.CPU) / out.Requests)
@@ -231,13 +215,13 @@ const daemonConfigFile = "prober.yml"
 
 // startDaemon writes cfg to dir and runs the daemon on it, with flags
 // added to its command line.
-func startDaemon(ctx context.Context, binary, dir, cfg string, flags ...string) (*process, error) {
+func startDaemon(ctx context.Context, binary, dir, cfg string, flags ...string) (*proc.Process, error) {
 	return startDaemonEnv(ctx, binary, dir, cfg, nil, flags...)
 }
 
 // startDaemonEnv is startDaemon with env added to the daemon's
 // environment.
-func startDaemonEnv(ctx context.Context, binary, dir, cfg string, env []string, flags ...string) (*process, error) {
+func startDaemonEnv(ctx context.Context, binary, dir, cfg string, env []string, flags ...string) (*proc.Process, error) {
 	cfgPath := filepath.Join(dir, daemonConfigFile)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("write config: %w", err)
@@ -247,7 +231,7 @@ func startDaemonEnv(ctx context.Context, binary, dir, cfg string, env []string, 
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
-	d, err := startCommand(cmd, daemonAddress)
+	d, err := proc.StartCommand(cmd, proc.DaemonReady)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

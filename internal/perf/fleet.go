@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllm-prober/vllm-prober/internal/perf/proc"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
 
@@ -110,9 +111,9 @@ func runDaemon(ctx context.Context, out *FleetResult, r daemonRun) error {
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	out.DaemonPID = d.cmd.Process.Pid
-	base := "http://" + d.addr
+	defer d.Stop()
+	out.DaemonPID = d.PID()
+	base := "http://" + d.Addr
 	if err := measure(ctx, &out.CostResult, base+"/metrics", r.Measure); err != nil {
 		return err
 	}
@@ -203,7 +204,7 @@ func timeFetches(out *FleetResult, base string, n int) error {
 // fetch: what an answer costs whatever else keeps the machine busy, where
 // the fetch's own time includes waiting for a core.
 func fetchBatch(pid, n int, fetch func() error) (time.Duration, error) {
-	before, err := sampleProcess(pid)
+	before, err := proc.Read(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -212,11 +213,11 @@ func fetchBatch(pid, n int, fetch func() error) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	after, err := sampleProcess(pid)
+	after, err := proc.Read(pid)
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	return (after.cpu - before.cpu) / time.Duration(n), nil
+	return (after.CPU - before.CPU) / time.Duration(n), nil
 }
 
 // fetch GETs url and reads the whole answer.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/perf/naive"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/simulator"
 )
@@ -78,37 +79,6 @@ PASS
 			}
 			t.Errorf("%s not parsed", tc.bench)
 		})
-	}
-}
-
-func TestProcParsers(t *testing.T) {
-	stat := "4242 (vllm prober) S 1 4242 4242 0 -1 4194560 2398 0 0 0 150 37 0 0 20 0 9 0 1234 1392640 6876 18446744073709551615"
-	status := "Name:\tvllm-prober\nVmHWM:\t   30000 kB\nVmRSS:\t   27548 kB\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n"
-	tests := []struct {
-		name string
-		got  func() (int64, error)
-		want int64
-	}{
-		{"utime+stime of a name with a space", func() (int64, error) { d, err := parseStatCPU(stat); return int64(d), err }, int64(187 * clockTick)},
-		{"schedstat", func() (int64, error) { d, err := parseSchedstat("86000123 5000 42\n"); return int64(d), err }, 86000123},
-		{"VmRSS", func() (int64, error) { return parseStatusKB(status, "VmRSS:"), nil }, 27548 << 10},
-		{"VmHWM", func() (int64, error) { return parseStatusKB(status, "VmHWM:"), nil }, 30000 << 10},
-		{"missing key", func() (int64, error) { return parseStatusKB(status, "VmSwap:"), nil }, 0},
-		{"voluntary switches", func() (int64, error) { return parseStatusInt(status, "voluntary_ctxt_switches:"), nil }, 1234},
-		{"involuntary switches", func() (int64, error) { return parseStatusInt(status, "nonvoluntary_ctxt_switches:"), nil }, 56},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.got()
-			if err != nil || got != tc.want {
-				t.Errorf("got %d, %v; want %d", got, err, tc.want)
-			}
-		})
-	}
-	for _, bad := range []string{"", "no parenthesis", "1 (x) S 1 2"} {
-		if _, err := parseStatCPU(bad); err == nil {
-			t.Errorf("parseStatCPU(%q) succeeded", bad)
-		}
 	}
 }
 
@@ -212,7 +182,7 @@ func TestFloorClientCounted(t *testing.T) {
 	defer sim.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	if err := RunFloorClient(ctx, url, 40, 4); err != nil {
+	if err := naive.Serve(ctx, url, 40, 4); err != nil {
 		t.Fatal(err)
 	}
 	n, _, err := requestsTotal(url+"/metrics", simulatorRequests)

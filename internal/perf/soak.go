@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/perf/proc"
 	"github.com/vllm-prober/vllm-prober/internal/wait"
 )
 
@@ -99,7 +100,7 @@ func Soak(ctx context.Context, opts SoakOptions) (SoakResult, error) {
 	if err != nil {
 		return out, err
 	}
-	defer d.stop()
+	defer d.Stop()
 	if err := soakLoop(ctx, &out, d, fleet, opts); err != nil {
 		return out, err
 	}
@@ -109,8 +110,8 @@ func Soak(ctx context.Context, opts SoakOptions) (SoakResult, error) {
 }
 
 // soakLoop reloads and samples until opts.Duration has passed.
-func soakLoop(ctx context.Context, out *SoakResult, d *process, fleet *churn, opts SoakOptions) error {
-	base := "http://" + d.addr
+func soakLoop(ctx context.Context, out *SoakResult, d *proc.Process, fleet *churn, opts SoakOptions) error {
+	base := "http://" + d.Addr
 	start := time.Now()
 	nextReload, nextSample := opts.ReloadEvery, opts.SampleEvery
 	for {
@@ -131,7 +132,7 @@ func soakLoop(ctx context.Context, out *SoakResult, d *process, fleet *churn, op
 		}
 		if next == nextSample {
 			nextSample += opts.SampleEvery
-			s, err := sampleSoak(d.cmd.Process.Pid, base+"/metrics")
+			s, err := sampleSoak(d.PID(), base+"/metrics")
 			if err != nil {
 				return err
 			}
@@ -166,11 +167,11 @@ func reloadConfig(base, path, cfg string) error {
 // and series from /metrics.
 func sampleSoak(pid int, metricsURL string) (SoakSample, error) {
 	var s SoakSample
-	p, err := sampleProcess(pid)
+	p, err := proc.Read(pid)
 	if err != nil {
 		return s, err
 	}
-	s.RSS, s.CPU = p.rss, p.cpu
+	s.RSS, s.CPU = p.RSS, p.CPU
 	body, _, err := fetch(metricsURL)
 	if err != nil {
 		return s, err

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllm-prober/vllm-prober/internal/perf"
+	"github.com/vllm-prober/vllm-prober/internal/perf/naive"
 )
 
 func main() { os.Exit(run()) }
@@ -77,7 +77,7 @@ func run() int {
 	if *floorClient != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if err := perf.RunFloorClient(ctx, *floorClient, *floorRate, *floorTokens); err != nil {
+		if err := naive.Serve(ctx, *floorClient, *floorRate, *floorTokens); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

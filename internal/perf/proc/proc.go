@@ -1,4 +1,8 @@
-package perf
+// Package proc starts the perf harness's child processes (the simulator,
+// the daemon, bench workers, the naive client), waits for the log line
+// that says where each listens, and reads a process's CPU time, context
+// switches and memory from /proc.
+package proc
 
 import (
 	"bufio"
@@ -15,30 +19,31 @@ import (
 	"time"
 )
 
-// Log lines that tell where a started process listens.
+// Log lines that tell where a started process listens: the simulator's
+// and the daemon's (the address is the first group).
 var (
-	simulatorURL  = regexp.MustCompile(`msg="?simulator ready"? url=http://(\S+)`)
-	daemonAddress = regexp.MustCompile(`msg=Listening address=(\S+)`)
+	SimulatorReady = regexp.MustCompile(`msg="?simulator ready"? url=http://(\S+)`)
+	DaemonReady    = regexp.MustCompile(`msg=Listening address=(\S+)`)
 )
 
-// process is a started vllm-prober subcommand.
-type process struct {
+// Process is a started child process, listening at Addr.
+type Process struct {
 	cmd  *exec.Cmd
-	addr string
+	Addr string
 	done chan struct{}
 }
 
-// startProcess runs binary with args and waits until its log matches
-// ready, whose first group is the address it listens on.
-func startProcess(ctx context.Context, binary string, ready *regexp.Regexp, args ...string) (*process, error) {
-	return startCommand(exec.CommandContext(ctx, binary, args...), ready)
+// Start runs binary with args and waits until its log matches ready,
+// whose first group is the address it listens on.
+func Start(ctx context.Context, binary string, ready *regexp.Regexp, args ...string) (*Process, error) {
+	return StartCommand(exec.CommandContext(ctx, binary, args...), ready)
 }
 
-// startCommand starts cmd and waits until its log matches ready.
-func startCommand(cmd *exec.Cmd, ready *regexp.Regexp) (*process, error) {
+// StartCommand starts cmd and waits until its log matches ready.
+func StartCommand(cmd *exec.Cmd, ready *regexp.Regexp) (*Process, error) {
 	// what names the process in errors: the binary and its subcommand.
 	what := strings.Join(cmd.Args[:min(len(cmd.Args), 2)], " ")
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
@@ -64,19 +69,22 @@ func startCommand(cmd *exec.Cmd, ready *regexp.Regexp) (*process, error) {
 		}
 	}()
 	select {
-	case p.addr = <-found:
+	case p.Addr = <-found:
 		return p, nil
 	case <-p.done:
 		_ = p.cmd.Wait()
 		return nil, fmt.Errorf("%s exited before listening: %s", what, logs.String())
 	case <-time.After(20 * time.Second):
-		p.stop()
+		p.Stop()
 		return nil, fmt.Errorf("%s did not listen within 20s", what)
 	}
 }
 
-// stop terminates the process and waits for it.
-func (p *process) stop() {
+// PID is the process's ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Stop terminates the process and waits for it.
+func (p *Process) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -87,23 +95,23 @@ func (p *process) stop() {
 	_ = p.cmd.Wait()
 }
 
-// procSample is one reading of a process's resource use.
-type procSample struct {
-	cpu          time.Duration // sum of the threads' on-CPU time (schedstat)
-	ticks        time.Duration // utime + stime
-	rss, peakRSS int64
+// Sample is one reading of a process's resource use.
+type Sample struct {
+	CPU          time.Duration // sum of the threads' on-CPU time (schedstat)
+	Ticks        time.Duration // utime + stime
+	RSS, PeakRSS int64
 	// Context switches summed over the threads: voluntary ones are the
 	// times a thread went to sleep (each one a later wake-up), whatever
 	// the load; involuntary ones are preemptions and grow with the load.
-	voluntary, involuntary int64
+	Voluntary, Involuntary int64
 }
 
 // clockTick is USER_HZ, 100 on every Linux architecture Go supports.
 const clockTick = 10 * time.Millisecond
 
-// sampleProcess reads /proc/pid.
-func sampleProcess(pid int) (procSample, error) {
-	var s procSample
+// Read reads /proc/pid.
+func Read(pid int) (Sample, error) {
+	var s Sample
 	dir := filepath.Join("/proc", strconv.Itoa(pid))
 	tasks, err := os.ReadDir(filepath.Join(dir, "task"))
 	if err != nil {
@@ -118,24 +126,24 @@ func sampleProcess(pid int) (procSample, error) {
 		if err != nil {
 			return s, err
 		}
-		s.cpu += ns
+		s.CPU += ns
 		if st, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "status")); err == nil {
-			s.voluntary += parseStatusInt(string(st), "voluntary_ctxt_switches:")
-			s.involuntary += parseStatusInt(string(st), "nonvoluntary_ctxt_switches:")
+			s.Voluntary += parseStatusInt(string(st), "voluntary_ctxt_switches:")
+			s.Involuntary += parseStatusInt(string(st), "nonvoluntary_ctxt_switches:")
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return s, fmt.Errorf("read stat: %w", err)
 	}
-	if s.ticks, err = parseStatCPU(string(b)); err != nil {
+	if s.Ticks, err = parseStatCPU(string(b)); err != nil {
 		return s, err
 	}
 	b, err = os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return s, fmt.Errorf("read status: %w", err)
 	}
-	s.rss, s.peakRSS = parseStatusKB(string(b), "VmRSS:"), parseStatusKB(string(b), "VmHWM:")
+	s.RSS, s.PeakRSS = parseStatusKB(string(b), "VmRSS:"), parseStatusKB(string(b), "VmHWM:")
 	return s, nil
 }
 
