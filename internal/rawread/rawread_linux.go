@@ -33,6 +33,15 @@ type conn struct {
 	msg unix.Msghdr
 	iov unix.Iovec
 	oob [64]byte
+
+	// The read in progress, under readMu: its buffer, what it returned,
+	// and readFn, the function handed to raw.Read, bound once so that a
+	// read allocates nothing (a closure over p would, every read).
+	readMu sync.Mutex
+	p      []byte
+	n      int
+	errno  unix.Errno
+	readFn func(fd uintptr) bool
 }
 
 // wrap returns c with raw reads when it is a TCP connection, and asks the
@@ -52,6 +61,7 @@ func wrap(c net.Conn) net.Conn {
 		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	})
 	rc := &conn{Conn: tc, raw: raw}
+	rc.readFn = rc.readOnce
 	rc.reading.Store(true)
 	if k, ok := keyOf(tc); ok {
 		dialed.add(k, rc)
@@ -151,21 +161,12 @@ func (c *conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno unix.Errno
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			r, e := c.recv(fd, p)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false // wait in the poller
-			}
-			n, errno = r, e
-			return true
-		}
-	})
+	c.readMu.Lock()
+	c.p = p
+	err := c.raw.Read(c.readFn)
+	n, errno := c.n, c.errno
+	c.p, c.n, c.errno = nil, 0, 0
+	c.readMu.Unlock()
 	switch {
 	case err != nil:
 		var oe *net.OpError
@@ -179,6 +180,22 @@ func (c *conn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// readOnce is raw.Read's function for Read: a recvmsg into c.p, again on
+// EINTR; false (wait in the poller) when the socket has nothing.
+func (c *conn) readOnce(fd uintptr) bool {
+	for {
+		r, e := c.recv(fd, c.p)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		c.n, c.errno = r, e
+		return true
+	}
 }
 
 // Write writes like net.TCPConn.Write; the first write after a read that

@@ -228,3 +228,24 @@ func TestBeganIsFirstWriteAfterRead(t *testing.T) {
 		t.Errorf("Began is %v from now, want a recent time on the same clock", m)
 	}
 }
+
+// TestReadAllocatesNothing: a read that finds bytes waiting allocates
+// nothing (no closure per read), so a streamed event costs no garbage.
+func TestReadAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	client, server := rawreadtest.Pair(t, Dial)
+	msg, buf := []byte("data: x\n\n"), make([]byte, 64)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := server.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per write and read, want 0", allocs)
+	}
+}

@@ -83,7 +83,7 @@ func doRequest(ctx context.Context, r *Requester, seq uint64) *probe.Result {
 
 // serve runs h on a loopback test server until the test ends and returns
 // its URL.
-func serve(t *testing.T, h http.Handler) string {
+func serve(t testing.TB, h http.Handler) string {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

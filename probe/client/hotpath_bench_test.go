@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/stream"
 	"github.com/vllm-prober/vllm-prober/probe/stream/streamtest"
 )
@@ -94,6 +97,48 @@ func BenchmarkRequestBodyEncode(b *testing.B) {
 	for b.Loop() {
 		if _, err := r.requestBody("m", item); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRequest measures one whole request of the client: prepared,
+// sent over a kept-alive loopback connection, its 64 streamed chat events
+// read, decoded and measured, and judged. The server writes prepared bytes,
+// but its own allocations (net/http reading the request) count in B/op and
+// allocs/op too, the same before and after a change of the client.
+func BenchmarkRequest(b *testing.B) {
+	var events [][]byte
+	for i := range 64 {
+		fin := "null"
+		if i == 63 {
+			fin = `"length"`
+		}
+		events = append(events, fmt.Appendf(nil, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1786304610,"model":"m","choices":[{"index":0,"delta":{"content":"tok"},"logprobs":null,"finish_reason":%s,"token_ids":null}],"usage":{"prompt_tokens":26,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", fin, 27+i, i+1))
+	}
+	done := []byte("data: [DONE]\n\n")
+	url := serve(b, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range events {
+			_, _ = w.Write(e)
+			w.(http.Flusher).Flush()
+		}
+		_, _ = w.Write(done)
+	}))
+	p := rqProbe("chat")
+	p.Request.MaxTokens = 64
+	r, err := New(rqTarget(url), p, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.ReportAllocs()
+	var seq uint64
+	for b.Loop() {
+		seq++
+		res := doRequest(context.Background(), r, seq)
+		if res.Disposition != probe.Accepted {
+			b.Fatal(res.Disposition, res.Error, res.Reason)
 		}
 	}
 }

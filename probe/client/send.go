@@ -262,6 +262,7 @@ func (r *Requester) httpError(ctx context.Context, res *probe.Result, resp *http
 func (r *Requester) readStream(ctx context.Context, res *probe.Result, body io.Reader, m *measurement, item workload.Item) {
 	lb := &limitedBody{r: body, n: r.opts.MaxBodyBytes}
 	sr := stream.NewReader(lb, r.opts.MaxLineBytes, m.clock.stamp)
+	defer sr.Close()
 	var c stream.Chunk
 	done := false
 	for !done {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -17,12 +18,15 @@ const DefaultMaxLineBytes = 1 << 20
 
 // sseBufferSize is the size of the SSE reader's buffer; lines longer than it
 // are assembled in a scratch slice up to the line bound. Each request has
-// its own reader, so the buffer is allocated per request: at 1,000
-// requests/s a 32 KiB buffer was half of the daemon's allocated bytes and
-// its garbage collection competed with reading events. An event of a
-// streamed completion is a few hundred bytes; 4 KiB (bufio's default)
-// holds a read of several.
+// its own reader: at 1,000 requests/s a 32 KiB buffer allocated per request
+// was half of the daemon's allocated bytes and its garbage collection
+// competed with reading events. An event of a streamed completion is a few
+// hundred bytes; 4 KiB (bufio's default) holds a read of several. A Reader
+// that is closed hands its buffer to the next one (bufs).
 const sseBufferSize = 4 << 10
+
+// bufs holds the buffers of closed Readers for new ones.
+var bufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, sseBufferSize) }}
 
 // ErrLineTooLong makes a stream malformed: one of its lines is longer than
 // the reader's bound.
@@ -84,8 +88,21 @@ func NewReader(r io.Reader, maxLine int, now func() time.Time) *Reader {
 	}
 	s := &Reader{maxLine: maxLine}
 	s.src = stampedReader{r: r, now: now}
-	s.br = bufio.NewReaderSize(&s.src, sseBufferSize)
+	s.br = bufs.Get().(*bufio.Reader)
+	s.br.Reset(&s.src)
 	return s
+}
+
+// Close hands the reader's buffer to the next Reader; the events s
+// returned, and s itself, must not be used after it. Closing twice does
+// nothing more; Close does not close the input.
+func (s *Reader) Close() {
+	if s.br == nil {
+		return
+	}
+	s.br.Reset(nil)
+	bufs.Put(s.br)
+	s.br = nil
 }
 
 // Next returns the next event. At the end of the input it returns io.EOF

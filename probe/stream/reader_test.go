@@ -154,3 +154,35 @@ func BenchmarkSSEAndDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestReaderAfterClose checks that a Reader whose buffer came from a closed
+// one reads only its own input: the first reader stops with an event still
+// buffered, and that event does not show in the later readers. Closing
+// twice hands the buffer on once: two readers open after it never share
+// one (their events, read in turn, stay their own).
+func TestReaderAfterClose(t *testing.T) {
+	for range 20 { // the pool may drop a buffer; some rounds reuse one
+		first := NewReader(strings.NewReader("data: one\n\ndata: left in the buffer\n\n"), 0, time.Now)
+		if ev, err := first.Next(); err != nil || string(ev.Data) != "one" {
+			t.Fatalf("first reader: %q, %v", ev.Data, err)
+		}
+		first.Close()
+		first.Close()
+		a := NewReader(&piecesReader{pieces: []string{"data: a1\n\n", "data: a2\n\n"}}, 0, time.Now)
+		b := NewReader(&piecesReader{pieces: []string{"data: b1\n\n", "data: b2\n\n"}}, 0, time.Now)
+		for _, want := range []struct {
+			r    *Reader
+			data string
+		}{{a, "a1"}, {b, "b1"}, {a, "a2"}, {b, "b2"}} {
+			if ev, err := want.r.Next(); err != nil || string(ev.Data) != want.data {
+				t.Fatalf("got %q, %v; want %q", ev.Data, err, want.data)
+			}
+		}
+		for _, r := range []*Reader{a, b} {
+			if ev, err := r.Next(); err != io.EOF {
+				t.Fatalf("after its events: %q, %v; want EOF", ev.Data, err)
+			}
+			r.Close()
+		}
+	}
+}
