@@ -23,7 +23,8 @@ import (
 type CostResult struct {
 	Name            string
 	Targets, Probes int
-	Rate            float64 // per pair, requests/s
+	Rate            float64   // per pair, requests/s
+	Start           time.Time // when the measured window began
 	Duration        time.Duration
 	Requests        float64       // vllm_probe_requests_total growth over Duration
 	CPU             time.Duration // on-CPU time of every thread over Duration
@@ -161,6 +162,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 		return err
 	}
 	start := time.Now()
+	out.Start = start
 	for time.Since(start) < opts.Duration {
 		step := opts.Duration - time.Since(start)
 		if opts.ScrapeEvery > 0 {

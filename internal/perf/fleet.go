@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -93,31 +94,53 @@ type daemonRun struct {
 // r.Config, measures the daemon as Cost does and then times r.Fetches
 // sequential fetches of /metrics and of the status page.
 func runDaemon(ctx context.Context, out *FleetResult, r daemonRun) error {
-	dir, err := os.MkdirTemp("", "vllm-prober-fleet-")
-	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
+	return runDaemons(ctx, []*FleetResult{out}, []string{r.Binary}, r)
+}
+
+// runDaemons is runDaemon for one daemon of each binary at once: each has
+// its own directory and the same configuration, all probe the same
+// simulated servers and are measured over the same window, so that one
+// machine's load falls on all of them alike; then each one's fetches are
+// timed in turn. outs[i] is binaries[i]'s result.
+func runDaemons(ctx context.Context, outs []*FleetResult, binaries []string, r daemonRun) error {
 	addrs, stop, err := startReplicas(r.Servers)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	cfg, err := r.Config(dir, addrs)
-	if err != nil {
+	bases := make([]string, len(binaries))
+	for i, bin := range binaries {
+		dir, err := os.MkdirTemp("", "vllm-prober-fleet-")
+		if err != nil {
+			return fmt.Errorf("temp dir: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg, err := r.Config(dir, addrs)
+		if err != nil {
+			return err
+		}
+		d, err := startDaemon(ctx, bin, dir, cfg)
+		if err != nil {
+			return err
+		}
+		defer d.Stop()
+		outs[i].DaemonPID, bases[i] = d.PID(), "http://"+d.Addr
+	}
+	errs := make([]error, len(binaries))
+	var wg sync.WaitGroup
+	for i := range binaries {
+		wg.Go(func() { errs[i] = measure(ctx, &outs[i].CostResult, bases[i]+"/metrics", r.Measure) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	d, err := startDaemon(ctx, r.Binary, dir, cfg)
-	if err != nil {
-		return err
+	for i := range binaries {
+		if err := timeFetches(outs[i], bases[i], r.Fetches); err != nil {
+			return err
+		}
 	}
-	defer d.Stop()
-	out.DaemonPID = d.PID()
-	base := "http://" + d.Addr
-	if err := measure(ctx, &out.CostResult, base+"/metrics", r.Measure); err != nil {
-		return err
-	}
-	return timeFetches(out, base, r.Fetches)
+	return nil
 }
 
 // startReplicas serves one simulator on n loopback ports and returns their

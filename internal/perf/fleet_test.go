@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/discovery"
+	"github.com/vllm-prober/vllm-prober/internal/daemontest"
 )
 
 // TestFleetConfig checks that the fleet run's configuration loads and that
@@ -145,5 +147,35 @@ vllm:num_requests_running{target="a"} 0
 	if out.Series != 14 || out.Pairs != 3 || out.Replicas != 3 || out.SeriesPerPair != 10.0/3 || out.ServerSeries != 2 {
 		t.Errorf("series %d, pairs %d, replicas %d, per pair %g, server %d; want 14, 3, 3, 3.33, 2",
 			out.Series, out.Pairs, out.Replicas, out.SeriesPerPair, out.ServerSeries)
+	}
+}
+
+// TestScaleBeside runs two daemons of the built binary beside each other
+// against the same servers: each is measured over the same window (its
+// own process, its requests counted from its own /metrics), and each
+// answers its own fetches with the configuration's series.
+func TestScaleBeside(t *testing.T) {
+	bin, cleanup, err := daemontest.Build("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	ours, theirs, err := ScaleBeside(t.Context(), ScaleOptions{Binary: bin, Targets: 2, Probes: 2, Rate: 4,
+		Warmup: time.Second, Duration: 2 * time.Second, Fetches: 2, NoServerMetrics: true}, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours.DaemonPID == theirs.DaemonPID {
+		t.Errorf("both results are of process %d", ours.DaemonPID)
+	}
+	for _, r := range []FleetResult{ours, theirs} {
+		if r.Requests <= 0 || r.CPU <= 0 || r.Pairs != 4 || r.Metrics.N != 2 || r.Status.N != 2 {
+			t.Errorf("process %d: %v requests, CPU %v, %d pairs, %d and %d fetches", r.DaemonPID, r.Requests, r.CPU, r.Pairs,
+				r.Metrics.N, r.Status.N)
+		}
+		if d := r.Start.Sub(ours.Start); d.Abs() > time.Second || (r.Duration-ours.Duration).Abs() > time.Second {
+			t.Errorf("process %d measured for %v from %v, the other for %v from %v", r.DaemonPID, r.Duration,
+				r.Start.Format(time.StampMilli), ours.Duration, ours.Start.Format(time.StampMilli))
+		}
 	}
 }

@@ -26,16 +26,36 @@ type ScaleOptions struct {
 // native only (docs/design.md, Series budget). It measures the daemon as
 // Fleet does.
 func Scale(ctx context.Context, opts ScaleOptions) (FleetResult, error) {
-	out := FleetResult{CostResult: CostResult{
+	out := scaleResult(opts)
+	err := runDaemon(ctx, &out, scaleRun(opts))
+	return out, err
+}
+
+// ScaleBeside is Scale with a daemon of baseline running beside the one of
+// opts.Binary, on the same configuration against the same servers and
+// measured over the same window: a before and after that the machine's
+// load cannot tilt, as it tilts two runs one after the other.
+func ScaleBeside(ctx context.Context, opts ScaleOptions, baseline string) (ours, theirs FleetResult, err error) {
+	ours, theirs = scaleResult(opts), scaleResult(opts)
+	err = runDaemons(ctx, []*FleetResult{&ours, &theirs}, []string{opts.Binary, baseline}, scaleRun(opts))
+	return ours, theirs, err
+}
+
+// scaleResult is a Scale result before the run: its name and load.
+func scaleResult(opts ScaleOptions) FleetResult {
+	return FleetResult{CostResult: CostResult{
 		Name:    fmt.Sprintf("%d targets × %d probes @ %g/s", opts.Targets, opts.Probes, opts.Rate),
 		Targets: opts.Targets, Probes: opts.Probes, Rate: opts.Rate}}
-	err := runDaemon(ctx, &out, daemonRun{
+}
+
+// scaleRun is the daemon run of Scale.
+func scaleRun(opts ScaleOptions) daemonRun {
+	return daemonRun{
 		Binary: opts.Binary, Servers: opts.Targets,
 		Config:  func(dir string, addrs []string) (string, error) { return scaleConfig(dir, addrs, opts), nil },
 		Measure: CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery},
 		Fetches: opts.Fetches,
-	})
-	return out, err
+	}
 }
 
 // scaleConfig is the daemon's configuration for Scale: one static target

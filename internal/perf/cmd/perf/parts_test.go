@@ -61,3 +61,43 @@ func TestAccuracyRates(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestScaleCases checks the scale part's runs: each -scale.targets count
+// for each -scale.server-metrics mode, then the -scale.baseline run at 100
+// targets, after the binary's or, with -scale.beside, beside it; -scale.beside
+// alone is refused.
+func TestScaleCases(t *testing.T) {
+	saved := []string{*scaleTargets, *scaleServer, *scaleBaseline}
+	savedBeside := *scaleBeside
+	t.Cleanup(func() {
+		*scaleTargets, *scaleServer, *scaleBaseline = saved[0], saved[1], saved[2]
+		*scaleBeside = savedBeside
+	})
+	*scaleTargets, *scaleServer = "3,100", "off"
+	tests := []struct {
+		baseline string
+		beside   bool
+		want     []scaleCase
+		wantErr  string
+	}{
+		{"", false, []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new"}}, ""},
+		{"old", false, []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new"},
+			{targets: 100, noServer: true, binary: "old", label: "baseline "}}, ""},
+		{"old", true, []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new"},
+			{targets: 100, noServer: true, binary: "new", beside: "old", label: "side by side: "}}, ""},
+		{"", true, nil, "-scale.beside needs -scale.baseline"},
+	}
+	for _, tc := range tests {
+		*scaleBaseline, *scaleBeside = tc.baseline, tc.beside
+		got, err := scaleCases("new")
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("baseline %q, beside %v: error %v, want %q", tc.baseline, tc.beside, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("baseline %q, beside %v: %+v, %v; want %+v", tc.baseline, tc.beside, got, err, tc.want)
+		}
+	}
+}

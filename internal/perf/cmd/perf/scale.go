@@ -16,6 +16,7 @@ import (
 // Flags of the scale part alone.
 var (
 	scaleBaseline = flag.String("scale.baseline", "", "An older vllm-prober binary to measure at 1,000 pairs too, for before/after numbers in one run.")
+	scaleBeside   = flag.Bool("scale.beside", false, "With -scale.baseline: run the baseline's 1,000 pairs at the same time as this binary's, against the same servers and over the same window, instead of after it.")
 	scaleChart    = flag.String("scale.chart", "", "Write the scale part's chart (share of each goal by pairs) to this SVG file.")
 	scaleTargets  = flag.String("scale.targets", "3,10,30,100", "Comma-separated target counts of the scale part (10 probes each).")
 	scaleServer   = flag.String("scale.server-metrics", "on,off", "Comma-separated: on (targets' /metrics re-exported), off (metrics_path \"\").")
@@ -36,6 +37,7 @@ type scaleCase struct {
 	noServer bool
 	binary   string
 	label    string // "" for the binary under test
+	beside   string // a baseline binary run at the same time (-scale.beside)
 }
 
 // runScale measures one daemon with 3, 10, 30 and 100 targets × 10 chat
@@ -50,24 +52,23 @@ func runScale(ctx context.Context, o options) ([]row, error) {
 	var rows []row
 	var measured []scalePoint
 	for _, c := range cases {
-		r, err := perf.Scale(ctx, perf.ScaleOptions{Binary: c.binary, Targets: c.targets, Probes: 10, Rate: 0.05,
+		so := perf.ScaleOptions{Binary: c.binary, Targets: c.targets, Probes: 10, Rate: 0.05,
 			Warmup: o.fleetWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second, Fetches: 20,
-			NoServerMetrics: c.noServer})
+			NoServerMetrics: c.noServer}
+		var r, b perf.FleetResult
+		if c.beside == "" {
+			r, err = perf.Scale(ctx, so)
+		} else {
+			r, b, err = perf.ScaleBeside(ctx, so, c.beside)
+		}
 		if err != nil {
 			return rows, fmt.Errorf("%s%d targets: %w", c.label, c.targets, err)
 		}
 		load := loadAverage()
-		name := fmt.Sprintf("%s%d pairs (%d targets × 10)", c.label, r.Pairs, c.targets)
-		if c.noServer {
-			name += `, metrics_path ""`
+		rows = append(rows, printScale(c, c.label, r, load))
+		if c.beside != "" {
+			rows = append(rows, printScale(c, c.label+"baseline "+c.beside+" ", b, load))
 		}
-		fmt.Printf("scale %s: %.0f requests in %s, CPU %s (utime+stime %s), %.2f%% of a core, RSS %.1f MiB (peak %.1f MiB)\n"+
-			"  /metrics %d bytes, %d series (%.1f per pair, %d re-exported server series), fetch %v, CPU %s per fetch\n"+
-			"  status page %d bytes, fetch %v, CPU %s per fetch\n  load average %s\n",
-			name, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks, r.CorePercent,
-			mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes, r.Series, r.SeriesPerPair, r.ServerSeries, r.Metrics, msStr(r.MetricsCPU),
-			r.StatusBytes, r.Status, msStr(r.StatusCPU), load)
-		rows = append(rows, scaleRow(name, r, load, c.targets == 100))
 		if c.label == "" && !c.noServer {
 			measured = append(measured, scalePoint{r.Pairs, r})
 		}
@@ -81,7 +82,8 @@ func runScale(ctx context.Context, o options) ([]row, error) {
 }
 
 // scaleCases returns the runs -scale.targets and -scale.server-metrics
-// ask for, the -scale.baseline binary's at 100 targets after each set.
+// ask for, the -scale.baseline binary's at 100 targets after each set
+// (with -scale.beside, a run of both binaries at once).
 func scaleCases(bin string) ([]scaleCase, error) {
 	var cases []scaleCase
 	for _, mode := range strings.Split(*scaleServer, ",") {
@@ -95,11 +97,32 @@ func scaleCases(bin string) ([]scaleCase, error) {
 			}
 			cases = append(cases, scaleCase{targets: t, noServer: mode == "off", binary: bin})
 		}
-		if *scaleBaseline != "" {
+		switch {
+		case *scaleBaseline != "" && *scaleBeside:
+			cases = append(cases, scaleCase{targets: 100, noServer: mode == "off", binary: bin, beside: *scaleBaseline, label: "side by side: "})
+		case *scaleBaseline != "":
 			cases = append(cases, scaleCase{targets: 100, noServer: mode == "off", binary: *scaleBaseline, label: "baseline "})
+		case *scaleBeside:
+			return nil, fmt.Errorf("-scale.beside needs -scale.baseline")
 		}
 	}
 	return cases, nil
+}
+
+// printScale prints one daemon's numbers of case c, named with label, and
+// returns its summary row.
+func printScale(c scaleCase, label string, r perf.FleetResult, load string) row {
+	name := fmt.Sprintf("%s%d pairs (%d targets × 10)", label, r.Pairs, c.targets)
+	if c.noServer {
+		name += `, metrics_path ""`
+	}
+	fmt.Printf("scale %s: %.0f requests in %s, CPU %s (utime+stime %s), %.2f%% of a core, RSS %.1f MiB (peak %.1f MiB)\n"+
+		"  /metrics %d bytes, %d series (%.1f per pair, %d re-exported server series), fetch %v, CPU %s per fetch\n"+
+		"  status page %d bytes, fetch %v, CPU %s per fetch\n  load average %s\n",
+		name, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks, r.CorePercent,
+		mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes, r.Series, r.SeriesPerPair, r.ServerSeries, r.Metrics, msStr(r.MetricsCPU),
+		r.StatusBytes, r.Status, msStr(r.StatusCPU), load)
+	return scaleRow(name, r, load, c.targets == 100)
 }
 
 // scaleRow is the summary row of one run; at 1,000 pairs it is judged
