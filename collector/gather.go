@@ -257,7 +257,7 @@ func compareKeys(a, b config.PairKey) int {
 // nor merge families of one name: a Registry checks its own series and
 // Collector.Gather builds its own consistently, so the daemon joins the
 // two without paying for the checks twice. A family gathered twice is an
-// error, and its second copy is left out. Its AppendText writes the same
+// error, and its second copy is left out. Its WriteText writes the same
 // families in the text format without building a Collector's series
 // first (text.go).
 func Join(gs ...prometheus.Gatherer) *Joined { return &Joined{gs: gs} }
@@ -265,9 +265,6 @@ func Join(gs ...prometheus.Gatherer) *Joined { return &Joined{gs: gs} }
 // Joined is the Gatherer Join returns.
 type Joined struct {
 	gs []prometheus.Gatherer
-	// lastSize is the size of the last text answer (MetricsHandler), the
-	// next one's first capacity.
-	lastSize atomic.Int64
 }
 
 // Gather implements prometheus.Gatherer.

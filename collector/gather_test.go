@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"net/http"
@@ -90,12 +91,12 @@ func everyKindOfPair(replicaAddr string) (*Collector, []config.PairKey) {
 	return c, keys
 }
 
-// TestAppendTextMatchesEncoder: the text exposition of a Join is byte for
+// TestWriteTextMatchesEncoder: the text exposition of a Join is byte for
 // byte what expfmt's encoder writes of its Gather, with other families
 // before, between and after the collector's, label values that need
 // escaping, and a stopped pair; the handler serves it, and a family
 // gathered twice goes the generic way, which reports it.
-func TestAppendTextMatchesEncoder(t *testing.T) {
+func TestWriteTextMatchesEncoder(t *testing.T) {
 	c, keys := everyKindOfPair("a\"b\\c\nd")
 	reg := prometheus.NewRegistry()
 	for _, name := range []string{"aaa_first", "vllm_probe_m_between", "zzz_last"} {
@@ -123,9 +124,10 @@ func TestAppendTextMatchesEncoder(t *testing.T) {
 
 	dup := prometheus.NewRegistry()
 	dup.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm_probe_requests_in_flight"}))
-	if _, err := Join(c, dup).AppendText(nil, expfmt.NewFormat(expfmt.TypeTextPlain)); err == nil ||
-		!strings.Contains(err.Error(), "vllm_probe_requests_in_flight gathered twice") {
-		t.Errorf("AppendText with a family twice: error %v", err)
+	var nothing countingWriter
+	if err := Join(c, dup).WriteText(&nothing, expfmt.NewFormat(expfmt.TypeTextPlain)); err == nil ||
+		!strings.Contains(err.Error(), "vllm_probe_requests_in_flight gathered twice") || nothing != 0 {
+		t.Errorf("WriteText with a family twice: error %v, %d bytes written", err, nothing)
 	}
 	dupSrv := httptest.NewServer(MetricsHandler(Join(c, dup), promhttp.HandlerOpts{DisableCompression: true}))
 	defer dupSrv.Close()
@@ -139,11 +141,11 @@ func TestAppendTextMatchesEncoder(t *testing.T) {
 	}
 }
 
-// TestAppendTextRewritesChangedPairs: a scrape writes again the pairs
+// TestWriteTextRewritesChangedPairs: a scrape writes again the pairs
 // whose series changed since the last (an offer, a finished request,
 // a reload's new histograms or fingerprint), and each scrape is still
 // byte for byte expfmt's; an unchanged pair's text is the cached one.
-func TestAppendTextRewritesChangedPairs(t *testing.T) {
+func TestWriteTextRewritesChangedPairs(t *testing.T) {
 	c, keys := everyKindOfPair("10.0.0.1:8000")
 	j, format := Join(c), expfmt.NewFormat(expfmt.TypeTextPlain)
 	compareText(t, j, format)
@@ -172,16 +174,16 @@ func TestAppendTextRewritesChangedPairs(t *testing.T) {
 	}
 }
 
-// compareText checks j.AppendText against expfmt's encoding of j.Gather.
+// compareText checks j.WriteText against expfmt's encoding of j.Gather.
 func compareText(t *testing.T, j *Joined, format expfmt.Format) {
 	t.Helper()
 	want := encodeText(t, j, format)
-	got, err := j.AppendText([]byte("kept:"), format)
-	if err != nil {
+	got := bytes.NewBufferString("kept:")
+	if err := j.WriteText(got, format); err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != "kept:"+want {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split("kept:"+want, "\n")
+	if got.String() != "kept:"+want {
+		gl, wl := strings.Split(got.String(), "\n"), strings.Split("kept:"+want, "\n")
 		for i := range min(len(gl), len(wl)) {
 			if gl[i] != wl[i] {
 				t.Fatalf("%s: line %d\n got %q\nwant %q", format, i+1, gl[i], wl[i])

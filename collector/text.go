@@ -1,13 +1,16 @@
 package collector
 
 import (
+	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +24,10 @@ import (
 // MetricsHandler serves g as promhttp.HandlerFor(g, opts) does. When g is
 // Join's and the client takes the text format (what Prometheus asks for
 // without native histograms or OpenMetrics), the answer is written by
-// Joined.AppendText: the same bytes without a dto.Metric per probe series.
-// Every other format, and any error of AppendText, goes through promhttp,
-// which reports an error as it always does.
+// Joined.WriteText: the same bytes without a dto.Metric per probe series,
+// and without the whole answer in memory (docs/design.md, "8. Metrics").
+// Every other format, and any error of WriteText before its first byte,
+// goes through promhttp, which reports an error as it always does.
 func MetricsHandler(g prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
 	generic := promhttp.HandlerFor(g, opts)
 	j, ok := g.(*Joined)
@@ -41,29 +45,52 @@ func MetricsHandler(g prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handl
 			generic.ServeHTTP(w, r)
 			return
 		}
-		body, err := j.AppendText(make([]byte, 0, j.lastSize.Load()), format)
+		a, err := j.prepareText(format)
 		if err != nil {
 			generic.ServeHTTP(w, r)
 			return
 		}
-		j.lastSize.Store(int64(len(body)))
 		w.Header().Add("Vary", "Accept")
 		w.Header().Set("Content-Type", string(format))
-		w.Write(body) //nolint:errcheck // the client went away; nothing to tell it
+		a.writeTo(w) //nolint:errcheck // the client went away; nothing to tell it
 	})
 }
 
-// errTwoCollectors: AppendText writes the families of one Collector.
+// errTwoCollectors: WriteText writes the families of one Collector.
 var errTwoCollectors = errors.New("more than one Collector joined")
 
-// AppendText appends the joined families to b in format, which must be of
+// WriteText writes the joined families to w in format, which must be of
 // the text type (expfmt.TypeTextPlain), byte for byte as expfmt's encoder
 // writes what Gather returns. A Collector's families are written from its
-// pairs directly; the other gatherers' through expfmt, in name order
-// among them. A family of one name gathered twice is an error.
-func (j *Joined) AppendText(b []byte, format expfmt.Format) ([]byte, error) {
+// pairs' text directly; the other gatherers' through expfmt, in name
+// order among them. A family of one name gathered twice is an error. An
+// error other than w's is returned before anything is written.
+func (j *Joined) WriteText(w io.Writer, format expfmt.Format) error {
+	a, err := j.prepareText(format)
+	if err != nil {
+		return err
+	}
+	return a.writeTo(w)
+}
+
+// textAnswer is a text answer ready to be written: the other gatherers'
+// families encoded, and a snapshot of the Collector's pairs' text. Every
+// byte of it is written already, into buffers nothing changes after, so
+// it is written to a client without a lock held: a slow client holds up
+// nothing but its own answer.
+type textAnswer struct {
+	others     []byte     // the other families, encoded, in name order
+	otherEnds  []int      // the end in others of each of them
+	otherNames []string   // and its name
+	pairs      []pairText // the Collector's pairs' text, in the pairs' order
+}
+
+// prepareText gathers the other families and encodes them, and takes the
+// Collector's pairs' text as of now: everything of an answer that can
+// fail fails here, before a byte is written.
+func (j *Joined) prepareText(format expfmt.Format) (*textAnswer, error) {
 	if format.FormatType() != expfmt.TypeTextPlain {
-		return b, fmt.Errorf("%s is not the text format", format)
+		return nil, fmt.Errorf("%s is not the text format", format)
 	}
 	var c *Collector
 	var others []*dto.MetricFamily
@@ -71,7 +98,7 @@ func (j *Joined) AppendText(b []byte, format expfmt.Format) ([]byte, error) {
 	for _, g := range j.gs {
 		if coll, ok := g.(*Collector); ok {
 			if c != nil {
-				return b, errTwoCollectors
+				return nil, errTwoCollectors
 			}
 			c = coll
 			continue
@@ -84,32 +111,75 @@ func (j *Joined) AppendText(b []byte, format expfmt.Format) ([]byte, error) {
 	}
 	others, err := sortFamilies(others, errs)
 	if err != nil {
-		return b, err
+		return nil, err
 	}
-	w := &appendWriter{b: b}
+	a := &textAnswer{}
+	w := &appendWriter{}
 	enc := expfmt.NewEncoder(w, format)
-	// encodeBefore writes the other families named before name.
-	encodeBefore := func(name string) error {
-		for ; len(others) > 0 && others[0].GetName() < name; others = others[1:] {
-			if err := enc.Encode(others[0]); err != nil {
-				return err
+	for _, mf := range others {
+		if c != nil {
+			if _, ours := slices.BinarySearchFunc(textFamilies, mf.GetName(), func(f textFamily, name string) int {
+				return cmp.Compare(f.name, name)
+			}); ours {
+				return nil, fmt.Errorf("metric family %s gathered twice", mf.GetName())
 			}
 		}
-		if len(others) > 0 && others[0].GetName() == name {
-			return fmt.Errorf("metric family %s gathered twice", name)
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
 		}
-		return nil
+		a.otherEnds = append(a.otherEnds, len(w.b))
+		a.otherNames = append(a.otherNames, mf.GetName())
 	}
+	a.others = w.b
 	if c != nil {
-		if err := c.appendText(w, encodeBefore); err != nil {
-			return w.b, err
+		a.pairs = c.textSnapshot()
+	}
+	return a, nil
+}
+
+// writeTo writes a to w: the families in name order, each of the
+// Collector's with its header and then every pair's series of it.
+func (a *textAnswer) writeTo(w io.Writer) error {
+	bw := textWriters.Get().(*bufio.Writer)
+	defer textWriters.Put(bw)
+	bw.Reset(w)
+	defer bw.Reset(nil)
+	next := 0 // the next of the other families
+	// writeBefore writes the other families named before name.
+	writeBefore := func(name string) {
+		for ; next < len(a.otherNames) && a.otherNames[next] < name; next++ {
+			start := 0
+			if next > 0 {
+				start = a.otherEnds[next-1]
+			}
+			bw.Write(a.others[start:a.otherEnds[next]]) //nolint:errcheck // bw keeps its first error for Flush
 		}
 	}
-	if err := encodeBefore(maxFamilyName); err != nil {
-		return w.b, err
+	if len(a.pairs) > 0 {
+		var header []byte
+		for i, f := range textFamilies {
+			writeBefore(f.name)
+			started := false
+			for k := range a.pairs {
+				s := a.pairs[k].family(i)
+				if len(s) == 0 {
+					continue
+				}
+				if !started {
+					header, started = appendHeader(header[:0], f.name, f.help, f.kind), true
+					bw.Write(header) //nolint:errcheck // as above
+				}
+				bw.Write(s) //nolint:errcheck // as above
+			}
+		}
 	}
-	return w.b, nil
+	writeBefore(maxFamilyName)
+	return bw.Flush()
 }
+
+// textWriters buffer an answer's many small pieces (a pair's series of
+// one family is a few hundred bytes) into writes of 32 KiB.
+var textWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
 // maxFamilyName sorts after every metric family name.
 const maxFamilyName = "\xff"
@@ -136,34 +206,21 @@ var textFamilies = func() []textFamily {
 	return out
 }()
 
-// appendText writes c's families to w in name order, calling before with
-// each family's name first: a family's header, then each pair's series of
-// it as the pair's text cache has them.
-func (c *Collector) appendText(w *appendWriter, before func(name string) error) error {
+// textSnapshot returns the text of c's pairs in their order, writing
+// again first that of the pairs changed since the last scrape. A pair's
+// text is not changed once written (a change writes a new one), so the
+// snapshot is read without c's locks.
+func (c *Collector) textSnapshot() []pairText {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	c.textMu.Lock()
 	defer c.textMu.Unlock()
-	for _, p := range c.order {
+	out := make([]pairText, len(c.order))
+	for i, p := range c.order {
 		c.textScratch = p.text.refresh(p, c.textScratch)
+		out[i] = p.text
 	}
-	for i, f := range textFamilies {
-		if err := before(f.name); err != nil {
-			return err
-		}
-		started := false
-		for _, p := range c.order {
-			s := p.text.family(i)
-			if len(s) == 0 {
-				continue
-			}
-			if !started {
-				w.b, started = appendHeader(w.b, f.name, f.help, f.kind), true
-			}
-			w.b = append(w.b, s...)
-		}
-	}
-	return nil
+	return out
 }
 
 // pairText is a pair's series in the text format, family by family, as of
@@ -171,7 +228,8 @@ func (c *Collector) appendText(w *appendWriter, before func(name string) error) 
 // the pairs whose series changed since the last (most do not, at a few
 // requests a minute per pair and a scrape every 15 s), and copies the
 // others' text: ~4.5 KB per lean pair (docs/BENCHMARKS.md, "1,000 pairs").
-// Collector.textMu guards it.
+// b and ends are not changed once written: a scrape may still be writing
+// them to its client. Collector.textMu guards the fields.
 type pairText struct {
 	version uint64 // the pair's version it was written at, plus one; 0: never
 	b       []byte
@@ -179,7 +237,8 @@ type pairText struct {
 }
 
 // refresh writes p's series again when p changed since they were, in
-// scratch first (returned, for the next pair) so b keeps its size exactly.
+// scratch first (returned, for the next pair), then into a new b of
+// exactly their size.
 func (t *pairText) refresh(p *pairMetrics, scratch []byte) []byte {
 	// Read before the flow: a change still being made bumps the
 	// version after, so the next scrape writes the pair again.
@@ -188,16 +247,13 @@ func (t *pairText) refresh(p *pairMetrics, scratch []byte) []byte {
 		return scratch
 	}
 	g := gathering{pairs: []*pairMetrics{p}, flows: []flow{p.flowNow()}}
-	scratch, t.ends = scratch[:0], t.ends[:0]
+	scratch = scratch[:0]
+	ends := make([]int, 0, len(textFamilies))
 	for _, f := range textFamilies {
 		scratch = f.series(g, scratch)
-		t.ends = append(t.ends, len(scratch))
+		ends = append(ends, len(scratch))
 	}
-	if cap(t.b) < len(scratch) || cap(t.b) > 2*len(scratch) {
-		t.b = make([]byte, len(scratch))
-	}
-	t.b = append(t.b[:0], scratch...)
-	t.version = v
+	t.b, t.ends, t.version = slices.Clone(scratch), ends, v
 	return scratch
 }
 

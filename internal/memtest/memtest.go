@@ -39,3 +39,14 @@ func StackBytesPer(n int, build func() any) float64 {
 	runtime.KeepAlive(kept)
 	return float64(after-before) / float64(n)
 }
+
+// AllocatedBy returns the heap bytes allocated while f runs, kept or not:
+// the growth of TotalAlloc. Allocations of other goroutines meanwhile
+// count too, so a test holds it to a bound well clear of them.
+func AllocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}

@@ -78,3 +78,23 @@ func TestStackBytesPer(t *testing.T) {
 		t.Errorf("%.0f stack bytes per ended goroutine, want about 0", ended)
 	}
 }
+
+// TestAllocatedBy: 1,000 1 KiB slices count at least 1,000 KiB whether
+// kept or dropped, and a function that allocates nothing counts about
+// nothing.
+func TestAllocatedBy(t *testing.T) {
+	var sink []byte
+	got := AllocatedBy(func() {
+		for range 1000 {
+			sink = make([]byte, 1024)
+		}
+	})
+	_ = sink
+	if got < 1000<<10 || got > 1100<<10 {
+		t.Errorf("%d bytes allocated by 1,000 1 KiB slices, want 1,000–1,100 KiB", got)
+	}
+	x := 0
+	if got := AllocatedBy(func() { x++ }); got > 4<<10 {
+		t.Errorf("%d bytes allocated by an increment, want about 0", got)
+	}
+}
