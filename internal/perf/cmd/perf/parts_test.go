@@ -64,8 +64,9 @@ func TestAccuracyRates(t *testing.T) {
 
 // TestScaleCases checks the scale part's runs: each -scale.targets count
 // for each -scale.server-metrics mode, then the -scale.baseline run at 100
-// targets, after the binary's or, with -scale.beside, beside it; -scale.beside
-// alone is refused.
+// targets, after the binary's or, with -scale.beside, beside it in place of
+// the binary's own run at 100 targets (or after the others when
+// -scale.targets has no 100); -scale.beside alone is refused.
 func TestScaleCases(t *testing.T) {
 	saved := []string{*scaleTargets, *scaleServer, *scaleBaseline}
 	savedBeside := *scaleBeside
@@ -83,7 +84,7 @@ func TestScaleCases(t *testing.T) {
 		{"", false, []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new"}}, ""},
 		{"old", false, []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new"},
 			{targets: 100, noServer: true, binary: "old", label: "baseline "}}, ""},
-		{"old", true, []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new"},
+		{"old", true, []scaleCase{{targets: 3, noServer: true, binary: "new"},
 			{targets: 100, noServer: true, binary: "new", beside: "old", label: "side by side: "}}, ""},
 		{"", true, nil, "-scale.beside needs -scale.baseline"},
 	}
@@ -99,5 +100,10 @@ func TestScaleCases(t *testing.T) {
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("baseline %q, beside %v: %+v, %v; want %+v", tc.baseline, tc.beside, got, err, tc.want)
 		}
+	}
+	*scaleTargets, *scaleBaseline, *scaleBeside = "3", "old", true
+	want := []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new", beside: "old", label: "side by side: "}}
+	if got, err := scaleCases("new"); err != nil || !slices.Equal(got, want) {
+		t.Errorf("-scale.targets 3, beside: %+v, %v; want %+v", got, err, want)
 	}
 }
