@@ -79,10 +79,16 @@ func (j *Joined) WriteText(w io.Writer, format expfmt.Format) error {
 // it is written to a client without a lock held: a slow client holds up
 // nothing but its own answer.
 type textAnswer struct {
-	others     []byte     // the other families, encoded, in name order
-	otherEnds  []int      // the end in others of each of them
-	otherNames []string   // and its name
-	pairs      []pairText // the Collector's pairs' text, in the pairs' order
+	others []byte       // the other families, encoded, in name order
+	ends   []encodedEnd // where each of them ends in others
+	pairs  []pairText   // the Collector's pairs' text, in the pairs' order
+}
+
+// encodedEnd is the name of one of textAnswer's other families and the
+// end of its text in textAnswer.others.
+type encodedEnd struct {
+	name string
+	end  int
 }
 
 // prepareText gathers the other families and encodes them, and takes the
@@ -127,8 +133,7 @@ func (j *Joined) prepareText(format expfmt.Format) (*textAnswer, error) {
 		if err := enc.Encode(mf); err != nil {
 			return nil, err
 		}
-		a.otherEnds = append(a.otherEnds, len(w.b))
-		a.otherNames = append(a.otherNames, mf.GetName())
+		a.ends = append(a.ends, encodedEnd{mf.GetName(), len(w.b)})
 	}
 	a.others = w.b
 	if c != nil {
@@ -144,33 +149,30 @@ func (a *textAnswer) writeTo(w io.Writer) error {
 	defer textWriters.Put(bw)
 	bw.Reset(w)
 	defer bw.Reset(nil)
-	next := 0 // the next of the other families
+	written, ends := 0, a.ends // the others written so far, and the ends of the rest
 	// writeBefore writes the other families named before name.
 	writeBefore := func(name string) {
-		for ; next < len(a.otherNames) && a.otherNames[next] < name; next++ {
-			start := 0
-			if next > 0 {
-				start = a.otherEnds[next-1]
-			}
-			bw.Write(a.others[start:a.otherEnds[next]]) //nolint:errcheck // bw keeps its first error for Flush
+		end := written
+		for ; len(ends) > 0 && ends[0].name < name; ends = ends[1:] {
+			end = ends[0].end
 		}
+		bw.Write(a.others[written:end]) //nolint:errcheck // bw keeps its first error for Flush
+		written = end
 	}
-	if len(a.pairs) > 0 {
-		var header []byte
-		for i, f := range textFamilies {
-			writeBefore(f.name)
-			started := false
-			for k := range a.pairs {
-				s := a.pairs[k].family(i)
-				if len(s) == 0 {
-					continue
-				}
-				if !started {
-					header, started = appendHeader(header[:0], f.name, f.help, f.kind), true
-					bw.Write(header) //nolint:errcheck // as above
-				}
-				bw.Write(s) //nolint:errcheck // as above
+	var header []byte
+	for i, f := range textFamilies {
+		writeBefore(f.name)
+		started := false
+		for k := range a.pairs {
+			s := a.pairs[k].family(i)
+			if len(s) == 0 {
+				continue
 			}
+			if !started {
+				header, started = appendHeader(header[:0], f.name, f.help, f.kind), true
+				bw.Write(header) //nolint:errcheck // as above
+			}
+			bw.Write(s) //nolint:errcheck // as above
 		}
 	}
 	writeBefore(maxFamilyName)
