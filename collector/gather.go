@@ -29,10 +29,10 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	defer c.mu.RUnlock()
 	g := c.gatheringNow()
 	out := make([]*dto.MetricFamily, 0, len(counterFamilies)+1+len(histogramFamilies))
-	for _, f := range counterFamilies {
-		out = append(out, g.counters(f))
+	for i := range counterFamilies {
+		out = append(out, g.counters(&counterFamilies[i], nil))
 	}
-	out = append(out, g.inFlight())
+	out = append(out, g.inFlight(nil))
 	out = append(out, g.histograms()...)
 	// Families without a series are left out, and the rest sorted by name,
 	// as a registry gathers them.
@@ -103,22 +103,65 @@ func loadAll(v []float64, counters []atomic.Uint64) []float64 {
 	return v
 }
 
-// counters returns the counter family f.
-func (g gathering) counters(f counterFamily) *dto.MetricFamily {
-	name, help := f.name, f.help
-	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_COUNTER.Enum()}
-	extra, ok := extraLabelPairs[name]
+// familyBuf is the memory of a counter or gauge family's series, reused
+// family after family when the pairs' series are encoded one pair at a
+// time (a Gather's families are each made anew). What the family returned
+// points to is valid until the next use of the buffer.
+type familyBuf struct {
+	mf       dto.MetricFamily
+	vals     []float64
+	labels   [][]*dto.LabelPair
+	created  []*timestamppb.Timestamp
+	slab     []*dto.LabelPair
+	metrics  []dto.Metric
+	counters []dto.Counter
+	gauges   []dto.Gauge
+	ptrs     []*dto.Metric
+}
+
+// family returns buf's family, with the name and help given (pointed
+// to, not copied) and n series, their Metric structs cleared.
+func (buf *familyBuf) family(name, help *string, kind dto.MetricType, n int) *dto.MetricFamily {
+	buf.mf = dto.MetricFamily{Name: name, Help: help, Type: kind.Enum()}
+	buf.metrics = resize(buf.metrics, n)
+	buf.ptrs = resize(buf.ptrs, n)
+	buf.mf.Metric = buf.ptrs
+	for j := range n {
+		buf.ptrs[j] = &buf.metrics[j]
+	}
+	return &buf.mf
+}
+
+// resize returns s with length n, cleared, reusing its array when it is
+// large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// counters returns the counter family f, in buf (nil: made anew).
+func (g gathering) counters(f *counterFamily, buf *familyBuf) *dto.MetricFamily {
+	extra, ok := extraLabelPairs[f.name]
 	perPair := 1 // at most one series per label set
 	if ok {
 		perPair = len(extra.values)
 	}
 	n := perPair * len(g.pairs)
-	vals, labels, created := make([]float64, 0, n), make([][]*dto.LabelPair, 0, n), make([]*timestamppb.Timestamp, 0, n)
-	// The sets with the extra label, made for this Gather in one slab
+	name, help := &f.name, &f.help
+	if buf == nil { // a Gather's: its own copies of the strings
+		buf, name, help = &familyBuf{}, new(f.name), new(f.help)
+		buf.vals, buf.labels, buf.created = make([]float64, 0, n), make([][]*dto.LabelPair, 0, n), make([]*timestamppb.Timestamp, 0, n)
+	}
+	vals, labels, created := buf.vals[:0], buf.labels[:0], buf.created[:0]
+	// The sets with the extra label, made for this family in one slab
 	// rather than kept by every pair.
-	var slab []*dto.LabelPair
+	slab := buf.slab[:0]
 	if ok {
-		slab = make([]*dto.LabelPair, 0, n*(len(pairLabels)+1))
+		slab = slices.Grow(slab, n*(len(pairLabels)+1))
 	}
 	for i, p := range g.pairs {
 		start := len(vals)
@@ -133,42 +176,51 @@ func (g gathering) counters(f counterFamily) *dto.MetricFamily {
 			labels, created = append(labels, set), append(created, p.labels.created)
 		}
 	}
-	metrics, counters := make([]dto.Metric, len(vals)), make([]dto.Counter, len(vals))
-	mf.Metric = make([]*dto.Metric, len(vals))
+	buf.vals, buf.labels, buf.created, buf.slab = vals, labels, created, slab
+	mf := buf.family(name, help, dto.MetricType_COUNTER, len(vals))
+	buf.counters = resize(buf.counters, len(vals))
 	for j := range vals {
-		counters[j] = dto.Counter{Value: &vals[j], CreatedTimestamp: created[j]}
-		metrics[j] = dto.Metric{Label: labels[j], Counter: &counters[j]}
-		mf.Metric[j] = &metrics[j]
+		buf.counters[j] = dto.Counter{Value: &vals[j], CreatedTimestamp: created[j]}
+		buf.metrics[j] = dto.Metric{Label: labels[j], Counter: &buf.counters[j]}
 	}
 	return mf
 }
 
-// inFlight returns the in-flight gauge family.
-func (g gathering) inFlight() *dto.MetricFamily {
-	name, help := metricname.RequestsInFlight, metricname.RequestsInFlightHelp
-	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_GAUGE.Enum()}
+// inFlight returns the in-flight gauge family, in buf (nil: made anew).
+func (g gathering) inFlight(buf *familyBuf) *dto.MetricFamily {
 	n := len(g.pairs)
-	metrics, gauges, vals := make([]dto.Metric, n), make([]dto.Gauge, n), make([]float64, n)
-	mf.Metric = make([]*dto.Metric, n)
+	name, help := &inFlightName, &inFlightHelp
+	if buf == nil { // a Gather's: its own copies of the strings
+		buf, name, help = &familyBuf{}, new(inFlightName), new(inFlightHelp)
+	}
+	mf := buf.family(name, help, dto.MetricType_GAUGE, n)
+	buf.vals, buf.gauges = resize(buf.vals, n), resize(buf.gauges, n)
 	for i, p := range g.pairs {
-		vals[i] = float64(g.flows[i].inFlight)
-		gauges[i] = dto.Gauge{Value: &vals[i]}
-		metrics[i] = dto.Metric{Label: p.labels.pair, Gauge: &gauges[i]}
-		mf.Metric[i] = &metrics[i]
+		buf.vals[i] = float64(g.flows[i].inFlight)
+		buf.gauges[i] = dto.Gauge{Value: &buf.vals[i]}
+		buf.metrics[i] = dto.Metric{Label: p.labels.pair, Gauge: &buf.gauges[i]}
 	}
 	return mf
 }
+
+// The in-flight gauge's name and help, for familyBuf.family to point to.
+var inFlightName, inFlightHelp = metricname.RequestsInFlight, metricname.RequestsInFlightHelp
 
 // histograms returns the histogram families, each pair's series written
 // by its client_golang histogram (which keeps its label pairs too).
 func (g gathering) histograms() []*dto.MetricFamily {
 	out := make([]*dto.MetricFamily, 0, len(histogramFamilies))
 	for _, f := range histogramFamilies {
-		mf := &dto.MetricFamily{Name: new(f.name), Help: new(f.help), Type: dto.MetricType_HISTOGRAM.Enum()}
-		g.eachHistogram(f.name, func(m *dto.Metric) { mf.Metric = append(mf.Metric, m) })
-		out = append(out, mf)
+		out = append(out, g.histogram(f.name, f.help))
 	}
 	return out
+}
+
+// histogram returns the histogram family name.
+func (g gathering) histogram(name, help string) *dto.MetricFamily {
+	mf := &dto.MetricFamily{Name: new(name), Help: new(help), Type: dto.MetricType_HISTOGRAM.Enum()}
+	g.eachHistogram(name, func(m *dto.Metric) { mf.Metric = append(mf.Metric, m) })
+	return mf
 }
 
 // eachHistogram calls f with each pair's series of histogram family name
@@ -257,9 +309,9 @@ func compareKeys(a, b config.PairKey) int {
 // nor merge families of one name: a Registry checks its own series and
 // Collector.Gather builds its own consistently, so the daemon joins the
 // two without paying for the checks twice. A family gathered twice is an
-// error, and its second copy is left out. Its WriteText writes the same
-// families in the text format without building a Collector's series
-// first (text.go).
+// error, and its second copy is left out. Its WriteFormat writes the same
+// families in the text format, OpenMetrics or protobuf from a Collector's
+// pairs' series kept encoded, without building them first (exposition.go).
 func Join(gs ...prometheus.Gatherer) *Joined { return &Joined{gs: gs} }
 
 // Joined is the Gatherer Join returns.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -91,12 +92,22 @@ func everyKindOfPair(replicaAddr string) (*Collector, []config.PairKey) {
 	return c, keys
 }
 
-// TestWriteTextMatchesEncoder: the text exposition of a Join is byte for
-// byte what expfmt's encoder writes of its Gather, with other families
-// before, between and after the collector's, label values that need
-// escaping, and a stopped pair; the handler serves it, and a family
-// gathered twice goes the generic way, which reports it.
-func TestWriteTextMatchesEncoder(t *testing.T) {
+// exposedFormats are the formats WriteFormat writes: the text format
+// (with and without an escaping scheme), OpenMetrics 1.0.0 and 0.0.1, and
+// delimited protobuf.
+var exposedFormats = []expfmt.Format{
+	expfmt.NewFormat(expfmt.TypeTextPlain), expfmt.FmtText + "; escaping=underscores", expfmt.FmtText_1_0_0,
+	expfmt.FmtOpenMetrics_1_0_0, expfmt.FmtOpenMetrics_0_0_1, expfmt.FmtProtoDelim,
+}
+
+// TestWriteFormatMatchesEncoder: the exposition of a Join in each format
+// is byte for byte what expfmt's encoder writes of its Gather, with other
+// families before, between and after the collector's, label values that
+// need escaping, and a stopped pair; the handler serves it to what
+// Prometheus and curl ask for, and goes the generic way for a family
+// gathered twice (which promhttp reports) and for a request naming
+// families.
+func TestWriteFormatMatchesEncoder(t *testing.T) {
 	c, keys := everyKindOfPair("a\"b\\c\nd")
 	reg := prometheus.NewRegistry()
 	for _, name := range []string{"aaa_first", "vllm_probe_m_between", "zzz_last"} {
@@ -105,29 +116,38 @@ func TestWriteTextMatchesEncoder(t *testing.T) {
 		reg.MustRegister(g)
 	}
 	j := Join(reg, c)
-	for _, format := range []expfmt.Format{expfmt.NewFormat(expfmt.TypeTextPlain), expfmt.FmtText + "; escaping=underscores"} {
-		compareText(t, j, format)
+	for _, format := range exposedFormats {
+		compareFormat(t, j, format)
 	}
 	c.PairStopped(keys[2])
-	compareText(t, j, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, format := range exposedFormats {
+		compareFormat(t, j, format)
+	}
 
 	srv := httptest.NewServer(MetricsHandler(j, promhttp.HandlerOpts{DisableCompression: true, EnableOpenMetrics: true}))
 	defer srv.Close()
-	want := encodeText(t, j, expfmt.NewFormat(expfmt.TypeTextPlain))
-	if got, ctype := fetch(t, srv.URL, ""); got != want || ctype != string(expfmt.NewFormat(expfmt.TypeTextPlain))+"; escaping=underscores" {
-		t.Errorf("handler: Content-Type %q, body equal %v", ctype, got == want)
+	for _, tc := range []struct{ accept, format string }{
+		{"", string(expfmt.NewFormat(expfmt.TypeTextPlain)) + "; escaping=underscores"},
+		{"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+			string(expfmt.FmtOpenMetrics_1_0_0) + "; escaping=underscores"}, // Prometheus 2
+		{"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3",
+			string(expfmt.FmtProtoDelim) + "; escaping=underscores"}, // Prometheus with native histograms
+	} {
+		got, ctype := fetch(t, srv.URL, tc.accept)
+		if want := encodeFormat(t, j, expfmt.Format(tc.format)); got != want || ctype != tc.format {
+			t.Errorf("handler, Accept %q: Content-Type %q, want %q; body equal %v", tc.accept, ctype, tc.format, got == want)
+		}
 	}
-	if got, ctype := fetch(t, srv.URL, "application/openmetrics-text;version=1.0.0"); !strings.HasPrefix(ctype, "application/openmetrics-text") ||
-		!strings.HasSuffix(got, "# EOF\n") {
-		t.Errorf("OpenMetrics asked: Content-Type %q, body ends %q", ctype, got[max(0, len(got)-20):])
+	if got, _ := fetch(t, srv.URL+"?name[]=zzz_last", ""); !strings.HasPrefix(got, "# HELP zzz_last") || strings.Contains(got, "vllm_probe") {
+		t.Errorf("name[]=zzz_last: got %q, want zzz_last alone", got)
 	}
 
 	dup := prometheus.NewRegistry()
 	dup.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm_probe_requests_in_flight"}))
 	var nothing countingWriter
-	if err := Join(c, dup).WriteText(&nothing, expfmt.NewFormat(expfmt.TypeTextPlain)); err == nil ||
+	if err := Join(c, dup).WriteFormat(&nothing, expfmt.NewFormat(expfmt.TypeTextPlain)); err == nil ||
 		!strings.Contains(err.Error(), "vllm_probe_requests_in_flight gathered twice") || nothing != 0 {
-		t.Errorf("WriteText with a family twice: error %v, %d bytes written", err, nothing)
+		t.Errorf("WriteFormat with a family twice: error %v, %d bytes written", err, nothing)
 	}
 	dupSrv := httptest.NewServer(MetricsHandler(Join(c, dup), promhttp.HandlerOpts{DisableCompression: true}))
 	defer dupSrv.Close()
@@ -141,16 +161,22 @@ func TestWriteTextMatchesEncoder(t *testing.T) {
 	}
 }
 
-// TestWriteTextRewritesChangedPairs: a scrape writes again the pairs
+// TestWriteFormatRewritesChangedPairs: a scrape encodes again the pairs
 // whose series changed since the last (an offer, a finished request,
 // a reload's new histograms or fingerprint), and each scrape is still
-// byte for byte expfmt's; an unchanged pair's text is the cached one.
-func TestWriteTextRewritesChangedPairs(t *testing.T) {
+// byte for byte expfmt's, in every format; an unchanged pair's series
+// are the ones kept.
+func TestWriteFormatRewritesChangedPairs(t *testing.T) {
 	c, keys := everyKindOfPair("10.0.0.1:8000")
-	j, format := Join(c), expfmt.NewFormat(expfmt.TypeTextPlain)
-	compareText(t, j, format)
+	j := Join(c)
+	for _, format := range exposedFormats {
+		compareFormat(t, j, format)
+	}
 	unchanged := c.pair(keys[2])
-	cached := &unchanged.text.b[0]
+	var kept [numEncodings]*byte
+	for e := range numEncodings {
+		kept[e] = &unchanged.encoded[e].b[0]
+	}
 	k := keys[1]
 	for _, change := range []func(){
 		func() { c.Offered(k) },
@@ -167,34 +193,84 @@ func TestWriteTextRewritesChangedPairs(t *testing.T) {
 		},
 	} {
 		change()
-		compareText(t, j, format)
+		for _, format := range exposedFormats {
+			compareFormat(t, j, format)
+		}
 	}
-	if &unchanged.text.b[0] != cached {
-		t.Error("an unchanged pair's text was written again")
+	for e := range numEncodings {
+		if &unchanged.encoded[e].b[0] != kept[e] {
+			t.Errorf("encoding %d: an unchanged pair's series were encoded again", e)
+		}
 	}
 }
 
-// compareText checks j.WriteText against expfmt's encoding of j.Gather.
-func compareText(t *testing.T, j *Joined, format expfmt.Format) {
-	t.Helper()
-	want := encodeText(t, j, format)
-	got := bytes.NewBufferString("kept:")
-	if err := j.WriteText(got, format); err != nil {
-		t.Fatal(err)
+// TestUnaskedEncodingsAreDropped: the pairs keep their series encoded in
+// a format only while scrapes ask for it; one no scrape asked for in
+// encodedKeep is dropped by the next scrape.
+func TestUnaskedEncodingsAreDropped(t *testing.T) {
+	now := fixedNow
+	c := New(Options{Now: func() time.Time { return now }})
+	syncPairs(c, leanConfig(2, 2))
+	j := Join(c)
+	scrape := func(format expfmt.Format) {
+		t.Helper()
+		if err := j.WriteFormat(io.Discard, format); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got.String() != "kept:"+want {
-		gl, wl := strings.Split(got.String(), "\n"), strings.Split("kept:"+want, "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s: line %d\n got %q\nwant %q", format, i+1, gl[i], wl[i])
+	encoded := func() (out []encoding) {
+		for e, pe := range c.order[0].encoded {
+			if pe.b != nil {
+				out = append(out, encoding(e))
 			}
 		}
-		t.Fatalf("%s: %d lines, want %d", format, len(gl), len(wl))
+		return out
 	}
+	scrape(expfmt.FmtText)
+	scrape(expfmt.FmtProtoDelim)
+	if got := encoded(); !slices.Equal(got, []encoding{encText, encProtobuf}) {
+		t.Fatalf("after a text and a protobuf scrape: encodings kept %v", got)
+	}
+	now = now.Add(encodedKeep)
+	scrape(expfmt.FmtProtoDelim)
+	if got := encoded(); !slices.Equal(got, []encoding{encText, encProtobuf}) {
+		t.Errorf("text last asked for encodedKeep ago: encodings kept %v, want both", got)
+	}
+	now = now.Add(time.Second)
+	scrape(expfmt.FmtProtoDelim)
+	if got := encoded(); !slices.Equal(got, []encoding{encProtobuf}) {
+		t.Errorf("text last asked for more than encodedKeep ago: encodings kept %v, want protobuf alone", got)
+	}
+	compareFormat(t, j, expfmt.FmtText)
 }
 
-// encodeText is j's Gather encoded in format by expfmt.
-func encodeText(t *testing.T, j *Joined, format expfmt.Format) string {
+// compareFormat checks j.WriteFormat against expfmt's encoding of
+// j.Gather.
+func compareFormat(t *testing.T, j *Joined, format expfmt.Format) {
+	t.Helper()
+	want := encodeFormat(t, j, format)
+	got := bytes.NewBufferString("kept:")
+	if err := j.WriteFormat(got, format); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() == "kept:"+want {
+		return
+	}
+	if format.FormatType() == expfmt.TypeProtoDelim {
+		t.Fatalf("%s: %d bytes, want %d, not the same", format, got.Len()-len("kept:"), len(want))
+	}
+	gl, wl := strings.Split(got.String(), "\n"), strings.Split("kept:"+want, "\n")
+	for i := range min(len(gl), len(wl)) {
+		if gl[i] != wl[i] {
+			t.Fatalf("%s: line %d\n got %q\nwant %q", format, i+1, gl[i], wl[i])
+		}
+	}
+	t.Fatalf("%s: %d lines, want %d", format, len(gl), len(wl))
+}
+
+// encodeFormat is j's Gather encoded in format by expfmt, as promhttp
+// encodes it (the encoder closed).
+func encodeFormat(t *testing.T, j *Joined, format expfmt.Format) string {
 	t.Helper()
 	mfs, err := j.Gather()
 	if err != nil {
@@ -206,6 +282,9 @@ func encodeText(t *testing.T, j *Joined, format expfmt.Format) string {
 		if err := enc.Encode(mf); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := enc.(expfmt.Closer).Close(); err != nil {
+		t.Fatal(err)
 	}
 	return b.String()
 }

@@ -74,10 +74,12 @@ type Collector struct {
 	pairs map[config.PairKey]*pairMetrics
 	order []*pairMetrics // pairs sorted by key (comparePairs), for Gather
 
-	// textMu guards the pairs' text caches (pairMetrics.text) and
-	// textScratch, where a pair's text is written first.
-	textMu      sync.Mutex
-	textScratch []byte
+	// encodedMu guards the pairs' encoded series (pairMetrics.encoded),
+	// encodedScratch, where a pair's series are encoded first, and when
+	// a scrape last asked for each encoding.
+	encodedMu      sync.Mutex
+	encodedScratch encodeScratch
+	encodedUsed    [numEncodings]time.Time
 }
 
 // pairLabels are the label names every per-pair series starts with.

@@ -58,7 +58,7 @@ type pairMetrics struct {
 	// version counts the changes to its series; each is counted after
 	// it is made (offer, Collector.Finished and PairStarted).
 	version atomic.Uint64
-	text    pairText
+	encoded [numEncodings]pairEncoded // for the scrapes, in each encoding asked for
 }
 
 func newPairMetrics(k config.PairKey, shape histogramShape, created time.Time) *pairMetrics {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -33,9 +34,11 @@ func leanConfig(targets, probes int) *config.Config {
 // BenchmarkScrapeLean measures /metrics of the collector alone with 1,000
 // lean pairs (100 targets × 10 probes), each with 20 accepted requests
 // observed (docs/BENCHMARKS.md, "1,000 pairs"): through a registry
-// (Collect), gathered directly (Gather), and written directly in the text
-// format (text), as the daemon serves it to a Prometheus that asks for text,
-// with no pair changed since the last scrape or half of them.
+// (Collect), gathered directly (Gather), and written directly in each
+// format (text, openmetrics, protobuf), as the daemon serves it to a client
+// that asks for that format, with no pair changed since the last scrape or
+// half of them; and, for each format, Gather encoded by expfmt (whole-…),
+// as promhttp serves it.
 func BenchmarkScrapeLean(b *testing.B) {
 	cfg := leanConfig(100, 10)
 	c := New(Options{})
@@ -53,28 +56,51 @@ func BenchmarkScrapeLean(b *testing.B) {
 	b.Run("registry", func(b *testing.B) { promtext.BenchmarkGather(b, reg) })
 	b.Run("direct", func(b *testing.B) { promtext.BenchmarkGather(b, c) })
 	pairs := cfg.Pairs()
-	// change is what changes between two scrapes: nothing, or an offer to
-	// every other pair (0.05 req/s and a scrape every 15 s change about
-	// half of the pairs).
-	for name, change := range map[string]func(){"text": func() {}, "text-half-changed": func() {
-		for i := 0; i < len(pairs); i += 2 {
-			c.Offered(pairs[i].Key)
+	j := Join(prometheus.NewRegistry(), c)
+	for _, f := range []struct {
+		name   string
+		format expfmt.Format
+	}{{"text", expfmt.FmtText}, {"openmetrics", expfmt.FmtOpenMetrics_1_0_0}, {"protobuf", expfmt.FmtProtoDelim}} {
+		// change is what changes between two scrapes: nothing, or an
+		// offer to every other pair (0.05 req/s and a scrape every 15 s
+		// change about half of the pairs).
+		for _, change := range []struct {
+			name string
+			do   func()
+		}{{"", func() {}}, {"-half-changed", func() {
+			for i := 0; i < len(pairs); i += 2 {
+				c.Offered(pairs[i].Key)
+			}
+		}}} {
+			b.Run(f.name+change.name, func(b *testing.B) {
+				var size countingWriter
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					change.do()
+					size = 0
+					b.StartTimer()
+					if err := j.WriteFormat(&size, f.format); err != nil { // as MetricsHandler writes to its client
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(size), "bytes/scrape")
+			})
 		}
-	}} {
-		b.Run(name, func(b *testing.B) {
-			j, format := Join(prometheus.NewRegistry(), c), expfmt.NewFormat(expfmt.TypeTextPlain)
-			var size countingWriter
+		b.Run("whole-"+f.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				b.StopTimer()
-				change()
-				size = 0
-				b.StartTimer()
-				if err := j.WriteText(&size, format); err != nil { // as MetricsHandler writes to its client
+				mfs, err := j.Gather()
+				if err != nil {
 					b.Fatal(err)
 				}
+				enc := expfmt.NewEncoder(io.Discard, f.format)
+				for _, mf := range mfs {
+					if err := enc.Encode(mf); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-			b.ReportMetric(float64(size), "bytes/scrape")
 		})
 	}
 }
