@@ -55,7 +55,23 @@ type CostOptions struct {
 	Duration time.Duration
 	// ScrapeEvery scrapes /metrics as Prometheus would (0 = never).
 	ScrapeEvery time.Duration
+	// Accept is the Accept header of those scrapes and of the timed
+	// fetches of /metrics: "" asks for the text format, as Go's client
+	// and curl do; AcceptOpenMetrics and AcceptProtobuf ask as Prometheus
+	// does. The requests are counted from the text format whatever it is.
+	Accept string
 }
+
+// The Accept headers Prometheus 2 scrapes with (CostOptions.Accept): by
+// default, and with native histograms on, which lean mode's native-only
+// histograms need (docs/deploy.md).
+const (
+	AcceptOpenMetrics = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75," +
+		"text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+	AcceptProtobuf = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited," +
+		"application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75," +
+		"text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
 
 // Cost runs the simulator and the daemon as two processes of opts.Binary,
 // the daemon probing opts.Targets targets (all served by the one
@@ -135,21 +151,35 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 	defer client.Stop()
 	out.DaemonPID = client.PID()
 	opts.ScrapeEvery = 0 // it has no /metrics
-	err = measureCounting(ctx, &out, func() (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests) }, opts)
+	err = measureCounting(ctx, &out, func() (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests) }, nil, opts)
 	out.ScrapeBytes = 0 // the simulator's, not the client's
 	return out, err
 }
 
 // measure samples the daemon after the warm-up and over opts.Duration,
-// scraping /metrics every opts.ScrapeEvery meanwhile.
+// scraping /metrics every opts.ScrapeEvery meanwhile, asking as
+// opts.Accept says.
 func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostOptions) error {
-	return measureCounting(ctx, out, func() (float64, int, error) { return requestsTotal(metricsURL, probeRequests) }, opts)
+	var scrape func() error
+	if opts.Accept != "" {
+		scrape = func() error {
+			_, _, _, err := fetch(metricsURL, opts.Accept)
+			return err
+		}
+	}
+	return measureCounting(ctx, out, func() (float64, int, error) { return requestsTotal(metricsURL, probeRequests) }, scrape, opts)
 }
 
 // measureCounting is measure with the requests counted by count (their
-// total so far and the size of the answer it read), which also serves as
-// the scrape every opts.ScrapeEvery.
-func measureCounting(ctx context.Context, out *CostResult, count func() (float64, int, error), opts CostOptions) error {
+// total so far and the size of the answer it read), and the scrape every
+// opts.ScrapeEvery made by scrape (nil: by count).
+func measureCounting(ctx context.Context, out *CostResult, count func() (float64, int, error), scrape func() error, opts CostOptions) error {
+	if scrape == nil {
+		scrape = func() error {
+			_, _, err := count()
+			return err
+		}
+	}
 	if err := wait.Sleep(ctx, opts.Warmup); err != nil {
 		return err
 	}
@@ -172,7 +202,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 			return err
 		}
 		if opts.ScrapeEvery > 0 {
-			if _, _, err = count(); err != nil {
+			if err := scrape(); err != nil {
 				return err
 			}
 		}

@@ -31,6 +31,7 @@ type FleetOptions struct {
 	ScrapeEvery               time.Duration // /metrics scrapes while measuring (0 = never)
 	Fetches                   int           // timed /metrics and status page fetches after measuring
 	NoServerMetrics           bool          // metrics_path "": the replicas' /metrics are not scraped
+	Accept                    string        // how the scrapes and timed fetches ask for /metrics (CostOptions.Accept)
 }
 
 // FleetResult is what the daemon used probing a fleet, and how fast it
@@ -48,8 +49,10 @@ type FleetResult struct {
 	// metrics: series with a target label outside vllm_probe_* and
 	// vllm_prober_*.
 	ServerSeries int
-	Metrics      Stats // time to fetch and read /metrics
-	Status       Stats // time to fetch and read the status page
+	Metrics      Stats  // time to fetch and read /metrics
+	MetricsBytes int    // the size of the last timed /metrics answer, in the format asked for
+	MetricsType  string // its Content-Type
+	Status       Stats  // time to fetch and read the status page
 	StatusBytes  int
 	// MetricsCPU and StatusCPU are the daemon's CPU time per fetch of
 	// /metrics and of the status page (its probes' work meanwhile
@@ -72,7 +75,7 @@ func Fleet(ctx context.Context, opts FleetOptions) (FleetResult, error) {
 	err := runDaemon(ctx, &out, daemonRun{
 		Binary: opts.Binary, Servers: opts.Targets * opts.Replicas,
 		Config:  func(dir string, addrs []string) (string, error) { return fleetConfig(dir, addrs, opts) },
-		Measure: CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery},
+		Measure: CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery, Accept: opts.Accept},
 		Fetches: opts.Fetches,
 	})
 	return out, err
@@ -136,7 +139,7 @@ func runDaemons(ctx context.Context, outs []*FleetResult, binaries []string, r d
 		return err
 	}
 	for i := range binaries {
-		if err := timeFetches(outs[i], bases[i], r.Fetches); err != nil {
+		if err := timeFetches(outs[i], bases[i], r.Fetches, r.Measure.Accept); err != nil {
 			return err
 		}
 	}
@@ -198,28 +201,31 @@ func fleetConfig(dir string, addrs []string, o FleetOptions) (string, error) {
 	return b.String(), nil
 }
 
-// timeFetches times n fetches of /metrics, then n of the status page,
-// measuring the daemon's CPU over each batch, and counts the series of
-// the last /metrics answer.
-func timeFetches(out *FleetResult, base string, n int) error {
+// timeFetches times n fetches of /metrics (asking as accept says), then
+// n of the status page, measuring the daemon's CPU over each batch, and
+// counts the series of /metrics in the text format.
+func timeFetches(out *FleetResult, base string, n int, accept string) error {
 	var metrics, status []time.Duration
-	var body []byte
 	var err error
 	if out.MetricsCPU, err = fetchBatch(out.DaemonPID, n, func() error {
-		b, took, err := fetch(base + "/metrics")
-		metrics, body = append(metrics, took), b
+		b, ctype, took, err := fetch(base+"/metrics", accept)
+		metrics, out.MetricsBytes, out.MetricsType = append(metrics, took), len(b), ctype
 		return err
 	}); err != nil {
 		return err
 	}
 	if out.StatusCPU, err = fetchBatch(out.DaemonPID, n, func() error {
-		b, took, err := fetch(base + "/")
+		b, _, took, err := fetch(base+"/", "")
 		status, out.StatusBytes = append(status, took), len(b)
 		return err
 	}); err != nil {
 		return err
 	}
 	out.Metrics, out.Status = Summarize(metrics), Summarize(status)
+	body, _, _, err := fetch(base+"/metrics", "")
+	if err != nil {
+		return err
+	}
 	return countSeries(out, body)
 }
 
@@ -243,22 +249,30 @@ func fetchBatch(pid, n int, fetch func() error) (time.Duration, error) {
 	return (after.CPU - before.CPU) / time.Duration(n), nil
 }
 
-// fetch GETs url and reads the whole answer.
-func fetch(url string) ([]byte, time.Duration, error) {
+// fetch GETs url with accept as its Accept header (none if "") and reads
+// the whole answer; it returns the answer's Content-Type too.
+func fetch(url, accept string) ([]byte, string, time.Duration, error) {
 	start := time.Now()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("fetch %s: %w", url, err)
+		return nil, "", 0, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("fetch %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, 0, fmt.Errorf("fetch %s: %w", url, err)
+		return nil, "", 0, fmt.Errorf("fetch %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("fetch %s: %s", url, resp.Status)
+		return nil, "", 0, fmt.Errorf("fetch %s: %s", url, resp.Status)
 	}
-	return body, time.Since(start), nil
+	return body, resp.Header.Get("Content-Type"), time.Since(start), nil
 }
 
 // countSeries fills Series, ServerSeries, Pairs, Replicas and

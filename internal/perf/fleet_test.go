@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,7 +154,8 @@ vllm:num_requests_running{target="a"} 0
 // TestScaleBeside runs two daemons of the built binary beside each other
 // against the same servers: each is measured over the same window (its
 // own process, its requests counted from its own /metrics), and each
-// answers its own fetches with the configuration's series.
+// answers its own fetches with the configuration's series, its scrapes
+// and timed fetches in protobuf, as they asked.
 func TestScaleBeside(t *testing.T) {
 	bin, cleanup, err := daemontest.Build("../..")
 	if err != nil {
@@ -161,7 +163,8 @@ func TestScaleBeside(t *testing.T) {
 	}
 	t.Cleanup(cleanup)
 	ours, theirs, err := ScaleBeside(t.Context(), ScaleOptions{Binary: bin, Targets: 2, Probes: 2, Rate: 4,
-		Warmup: time.Second, Duration: 2 * time.Second, Fetches: 2, NoServerMetrics: true}, bin)
+		Warmup: time.Second, Duration: 2 * time.Second, ScrapeEvery: 500 * time.Millisecond, Fetches: 2, NoServerMetrics: true,
+		Accept: AcceptProtobuf}, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +175,9 @@ func TestScaleBeside(t *testing.T) {
 		if r.Requests <= 0 || r.CPU <= 0 || r.Pairs != 4 || r.Metrics.N != 2 || r.Status.N != 2 {
 			t.Errorf("process %d: %v requests, CPU %v, %d pairs, %d and %d fetches", r.DaemonPID, r.Requests, r.CPU, r.Pairs,
 				r.Metrics.N, r.Status.N)
+		}
+		if !strings.HasPrefix(r.MetricsType, "application/vnd.google.protobuf") || r.MetricsBytes == 0 {
+			t.Errorf("process %d: timed /metrics answers %q, %d bytes, want protobuf", r.DaemonPID, r.MetricsType, r.MetricsBytes)
 		}
 		if d := r.Start.Sub(ours.Start); d.Abs() > time.Second || (r.Duration-ours.Duration).Abs() > time.Second {
 			t.Errorf("process %d measured for %v from %v, the other for %v from %v", r.DaemonPID, r.Duration,

@@ -17,6 +17,7 @@ type ScaleOptions struct {
 	ScrapeEvery      time.Duration // /metrics scrapes while measuring (0 = never)
 	Fetches          int           // timed /metrics and status page fetches after measuring
 	NoServerMetrics  bool          // metrics_path "": the targets' /metrics are not scraped
+	Accept           string        // how the scrapes and timed fetches ask for /metrics (CostOptions.Accept)
 }
 
 // Scale runs one daemon probing opts.Targets static targets (each its own
@@ -53,7 +54,7 @@ func scaleRun(opts ScaleOptions) daemonRun {
 	return daemonRun{
 		Binary: opts.Binary, Servers: opts.Targets,
 		Config:  func(dir string, addrs []string) (string, error) { return scaleConfig(dir, addrs, opts), nil },
-		Measure: CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery},
+		Measure: CostOptions{Warmup: opts.Warmup, Duration: opts.Duration, ScrapeEvery: opts.ScrapeEvery, Accept: opts.Accept},
 		Fetches: opts.Fetches,
 	}
 }

@@ -172,7 +172,7 @@ func sampleSoak(pid int, metricsURL string) (SoakSample, error) {
 		return s, err
 	}
 	s.RSS, s.CPU = p.RSS, p.CPU
-	body, _, err := fetch(metricsURL)
+	body, _, _, err := fetch(metricsURL, "")
 	if err != nil {
 		return s, err
 	}

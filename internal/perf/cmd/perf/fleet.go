@@ -17,7 +17,7 @@ func runFleet(ctx context.Context, o options) ([]row, error) {
 	for _, noServer := range []bool{false, true} {
 		r, err := perf.Fleet(ctx, perf.FleetOptions{Binary: o.binary, Targets: 5, Replicas: 40, Probes: 2, Rate: 0.1,
 			Warmup: o.fleetWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second, Fetches: 20,
-			NoServerMetrics: noServer})
+			NoServerMetrics: noServer, Accept: o.accept(false)})
 		if err != nil {
 			return rows, err
 		}

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vllm-prober/vllm-prober/internal/perf"
 	"github.com/vllm-prober/vllm-prober/internal/perf/naive"
 )
 
@@ -53,7 +54,35 @@ type options struct {
 	accuracyRates string
 	// self runs this command again (the cost part's naive client).
 	self []string
+	// scrape is how the daemons' /metrics is scraped and fetched
+	// (-scrape, options.accept).
+	scrape string
 }
+
+// accept returns the Accept header the daemons' /metrics is scraped and
+// fetched with: -scrape's, where "prometheus" asks as Prometheus would for
+// the part's configuration: with native histograms on (protobuf) where
+// its histograms are native only, which that needs, and by default
+// (OpenMetrics) where they have classic buckets.
+func (o options) accept(nativeOnly bool) string {
+	if o.scrape != "prometheus" {
+		return scrapeAccepts[o.scrape]
+	}
+	if nativeOnly {
+		return perf.AcceptProtobuf
+	}
+	return perf.AcceptOpenMetrics
+}
+
+// scrapeFormat is how the daemons' /metrics is scraped (options.accept).
+var scrapeFormat = flag.String("scrape", "prometheus", "How the daemons' /metrics is scraped every 15 s and fetched when timed: "+
+	"prometheus (as Prometheus would for the part's configuration: protobuf for the scale part's native-only histograms, OpenMetrics elsewhere), "+
+	"text (as curl and Go's client ask), openmetrics (as Prometheus asks by default) or protobuf (as Prometheus asks with native histograms on). "+
+	"Series and sizes are counted in the text format whatever it is.")
+
+// scrapeAccepts are the values of -scrape but prometheus: the Accept
+// header of each.
+var scrapeAccepts = map[string]string{"text": "", "openmetrics": perf.AcceptOpenMetrics, "protobuf": perf.AcceptProtobuf}
 
 func run() int {
 	var o options
@@ -74,6 +103,11 @@ func run() int {
 	floorRate := flag.Float64("floor.rate", 1, "The naive client's requests per second (with -floor.client).")
 	floorTokens := flag.Int("floor.tokens", 16, "The naive client's streamed tokens per request (with -floor.client).")
 	flag.Parse()
+	if _, ok := scrapeAccepts[*scrapeFormat]; !ok && *scrapeFormat != "prometheus" {
+		fmt.Fprintf(os.Stderr, "-scrape %q: want prometheus, text, openmetrics or protobuf\n", *scrapeFormat)
+		return 2
+	}
+	o.scrape = *scrapeFormat
 	if *floorClient != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -107,6 +141,7 @@ func run() int {
 
 	fmt.Printf("# vllm-prober perf, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Printf("machine: %s\n\n", machine())
+	fmt.Printf("/metrics scraped (-scrape): %s\n\n", o.scrape)
 	if o.binary == "" && slices.ContainsFunc(selected, func(p part) bool { return p.daemon }) {
 		bin, cleanup, err := buildBinary(ctx, o.moduleDir)
 		if err != nil {

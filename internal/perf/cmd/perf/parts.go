@@ -225,7 +225,7 @@ func runCost(ctx context.Context, o options) ([]row, error) {
 			b = c.binary
 		}
 		co := perf.CostOptions{Binary: b, Targets: c.targets, Probes: c.probes, Rate: c.rate, OutputTokens: c.tokens, Env: c.env,
-			Warmup: o.costWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second}
+			Warmup: o.costWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second, Accept: o.accept(false)}
 		var r perf.CostResult
 		var err error
 		if c.floor {

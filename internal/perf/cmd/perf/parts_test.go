@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vllm-prober/vllm-prober/internal/perf"
 )
 
 // TestSelectParts checks -only: the default runs every part but those
@@ -105,5 +107,29 @@ func TestScaleCases(t *testing.T) {
 	want := []scaleCase{{targets: 3, noServer: true, binary: "new"}, {targets: 100, noServer: true, binary: "new", beside: "old", label: "side by side: "}}
 	if got, err := scaleCases("new"); err != nil || !slices.Equal(got, want) {
 		t.Errorf("-scale.targets 3, beside: %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// TestScrapeAccept checks -scrape: prometheus asks as Prometheus would,
+// for protobuf where the histograms are native only and for OpenMetrics
+// elsewhere; a named format is asked for in every part.
+func TestScrapeAccept(t *testing.T) {
+	tests := []struct {
+		scrape                   string
+		nativeOnly, withClassics string
+	}{
+		{"prometheus", perf.AcceptProtobuf, perf.AcceptOpenMetrics},
+		{"text", "", ""},
+		{"openmetrics", perf.AcceptOpenMetrics, perf.AcceptOpenMetrics},
+		{"protobuf", perf.AcceptProtobuf, perf.AcceptProtobuf},
+	}
+	for _, tc := range tests {
+		o := options{scrape: tc.scrape}
+		if got := o.accept(true); got != tc.nativeOnly {
+			t.Errorf("-scrape %s, native only: Accept %q, want %q", tc.scrape, got, tc.nativeOnly)
+		}
+		if got := o.accept(false); got != tc.withClassics {
+			t.Errorf("-scrape %s, classic buckets: Accept %q, want %q", tc.scrape, got, tc.withClassics)
+		}
 	}
 }

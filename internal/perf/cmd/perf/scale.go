@@ -55,7 +55,7 @@ func runScale(ctx context.Context, o options) ([]row, error) {
 	for _, c := range cases {
 		so := perf.ScaleOptions{Binary: c.binary, Targets: c.targets, Probes: 10, Rate: 0.05,
 			Warmup: o.fleetWarmup, Duration: scaled(o.costTime, o.scale), ScrapeEvery: 15 * time.Second, Fetches: 20,
-			NoServerMetrics: c.noServer}
+			NoServerMetrics: c.noServer, Accept: o.accept(true)}
 		var r, b perf.FleetResult
 		if c.beside == "" {
 			r, err = perf.Scale(ctx, so)
@@ -127,10 +127,10 @@ func printScale(c scaleCase, label string, r perf.FleetResult, load string) row 
 		name += `, metrics_path ""`
 	}
 	fmt.Printf("scale %s: %.0f requests in %s, CPU %s (utime+stime %s), %.2f%% of a core, RSS %.1f MiB (peak %.1f MiB)\n"+
-		"  /metrics %d bytes, %d series (%.1f per pair, %d re-exported server series), fetch %v, CPU %s per fetch\n"+
+		"  /metrics %d bytes, %d series (%.1f per pair, %d re-exported server series); timed fetches (%s, %d bytes) %v, CPU %s per fetch\n"+
 		"  status page %d bytes, fetch %v, CPU %s per fetch\n  load average %s\n",
 		name, r.Requests, r.Duration.Round(time.Second), r.CPU.Round(time.Millisecond), r.CPUTicks, r.CorePercent,
-		mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes, r.Series, r.SeriesPerPair, r.ServerSeries, r.Metrics, msStr(r.MetricsCPU),
+		mib(r.RSS), mib(r.PeakRSS), r.ScrapeBytes, r.Series, r.SeriesPerPair, r.ServerSeries, r.MetricsType, r.MetricsBytes, r.Metrics, msStr(r.MetricsCPU),
 		r.StatusBytes, r.Status, msStr(r.StatusCPU), load)
 	return scaleRow(name, r, load, c.targets == 100)
 }
