@@ -14,10 +14,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vllm-prober/vllm-prober/collector"
@@ -62,7 +63,8 @@ func promQuery(base, query, label string) (map[string]float64, error) {
 
 // TestNativeOnlyRulesInPrometheus: promtool 2.42 cannot feed native
 // histograms to rule unit tests, so the native forms run in a real
-// Prometheus with native histograms on, scraping a collector whose lean
+// Prometheus with native histograms on, scraping (in protobuf, through
+// collector.MetricsHandler as the daemon serves it) a collector whose lean
 // probe exports TTFT and schedule lag native-only beside a probe with
 // classic buckets. Ground truth: every lean request has a TTFT of 1.9s
 // and a schedule lag of 1.5s, every full one a TTFT of 0.3s.
@@ -76,9 +78,14 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 	for _, p := range cfg.Pairs() {
 		c.PairStarted(p)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Served as the daemon serves it: Prometheus with native histograms
+	// asks for protobuf, written from the pairs' encoded series.
+	h := collector.MetricsHandler(collector.Join(c), promhttp.HandlerOpts{DisableCompression: true, EnableOpenMetrics: true})
+	var served atomic.Value // the Content-Type of the last answer
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		served.Store(w.Header().Get("Content-Type"))
+	}))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -142,6 +149,9 @@ func TestNativeOnlyRulesInPrometheus(t *testing.T) {
 	// classic forms had nothing to read.
 	if got, err := promQuery(base, `count by (job) ({__name__=~"vllm_probe_.*_bucket"})`, "job"); err != nil || len(got) != 0 {
 		t.Errorf("classic bucket series stored: %v (err %v)", got, err)
+	}
+	if ct, _ := served.Load().(string); !strings.HasPrefix(ct, "application/vnd.google.protobuf") {
+		t.Errorf("Prometheus was answered %q, want protobuf", ct)
 	}
 }
 
