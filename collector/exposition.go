@@ -321,9 +321,9 @@ func (f *exposedFamily) appendSeries(b []byte, e encoding, g gathering, buf *fam
 		}
 		return append(w.b[:start], w.b[start+len(header):]...), nil
 	case encProtobuf:
-		// A family's series are its repeated field 4, one after another.
+		// A family's series are its repeated field metric, one after another.
 		for _, m := range f.family(g, buf).Metric {
-			b = protowire.AppendTag(b, 4, protowire.BytesType)
+			b = protowire.AppendTag(b, metricField, protowire.BytesType)
 			b = protowire.AppendVarint(b, uint64(proto.Size(m)))
 			var err error
 			if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, m); err != nil {
@@ -334,6 +334,9 @@ func (f *exposedFamily) appendSeries(b []byte, e encoding, g gathering, buf *fam
 	}
 	return b, fmt.Errorf("unknown encoding %d", e)
 }
+
+// metricField is the number of MetricFamily's field metric, its series.
+var metricField = (&dto.MetricFamily{}).ProtoReflect().Descriptor().Fields().ByName("metric").Number()
 
 // encodedSnapshot returns c's pairs' series encoded in e, in the pairs'
 // order, encoding again first those of the pairs changed since the last
