@@ -1,18 +1,19 @@
 package perf
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/internal/perf/naive"
 	"github.com/vllm-prober/vllm-prober/internal/perf/proc"
@@ -151,7 +152,7 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 	defer client.Stop()
 	out.DaemonPID = client.PID()
 	opts.ScrapeEvery = 0 // it has no /metrics
-	err = measureCounting(ctx, &out, func() (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests) }, nil, opts)
+	err = measureCounting(ctx, &out, func(string) (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests, "") }, nil, opts)
 	out.ScrapeBytes = 0 // the simulator's, not the client's
 	return out, err
 }
@@ -167,16 +168,20 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 			return err
 		}
 	}
-	return measureCounting(ctx, out, func() (float64, int, error) { return requestsTotal(metricsURL, probeRequests) }, scrape, opts)
+	return measureCounting(ctx, out, func(accept string) (float64, int, error) { return requestsTotal(metricsURL, probeRequests, accept) }, scrape, opts)
 }
 
 // measureCounting is measure with the requests counted by count (their
-// total so far and the size of the answer it read), and the scrape every
-// opts.ScrapeEvery made by scrape (nil: by count).
-func measureCounting(ctx context.Context, out *CostResult, count func() (float64, int, error), scrape func() error, opts CostOptions) error {
+// total so far and the size of the answer it read, asking as its argument
+// says), and the scrape every opts.ScrapeEvery made by scrape (nil: by
+// count). The requests are counted in the format opts.Accept asks for
+// when the window begins, so the daemon keeps no other format's encoding
+// while measured, and in the text format once it is measured, whose size
+// the result reports.
+func measureCounting(ctx context.Context, out *CostResult, count func(accept string) (float64, int, error), scrape func() error, opts CostOptions) error {
 	if scrape == nil {
 		scrape = func() error {
-			_, _, err := count()
+			_, _, err := count(opts.Accept)
 			return err
 		}
 	}
@@ -187,7 +192,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 	if err != nil {
 		return err
 	}
-	reqBefore, _, err := count()
+	reqBefore, _, err := count(opts.Accept)
 	if err != nil {
 		return err
 	}
@@ -212,7 +217,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func() (float64
 		return err
 	}
 	out.Duration = time.Since(start)
-	reqAfter, size, err := count()
+	reqAfter, size, err := count("")
 	if err != nil {
 		return err
 	}
@@ -292,26 +297,27 @@ const (
 	simulatorRequests = "vllm:request_success_total"
 )
 
-// requestsTotal scrapes url and returns the sum of counter's series and
-// the size of the answer.
-func requestsTotal(url, counter string) (float64, int, error) {
-	resp, err := http.Get(url)
+// requestsTotal scrapes url, asking as accept says ("": the text format),
+// and returns the sum of counter's series and the size of the answer.
+func requestsTotal(url, counter, accept string) (float64, int, error) {
+	body, ctype, _, err := fetch(url, accept)
 	if err != nil {
 		return 0, 0, fmt.Errorf("scrape: %w", err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, fmt.Errorf("scrape: %w", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		return 0, 0, fmt.Errorf("parse scrape: %w", err)
-	}
+	dec := expfmt.NewDecoder(bytes.NewReader(body), expfmt.Format(ctype))
 	total := 0.0
-	for _, m := range families[counter].GetMetric() {
-		total += m.GetCounter().GetValue()
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); errors.Is(err, io.EOF) {
+			return total, len(body), nil
+		} else if err != nil {
+			return 0, 0, fmt.Errorf("parse scrape (%s): %w", ctype, err)
+		}
+		if mf.GetName() != counter {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
 	}
-	return total, len(body), nil
 }

@@ -185,15 +185,21 @@ func TestFloorClientCounted(t *testing.T) {
 	if err := naive.Serve(ctx, url, 40, 4); err != nil {
 		t.Fatal(err)
 	}
-	n, _, err := requestsTotal(url+"/metrics", simulatorRequests)
+	n, _, err := requestsTotal(url+"/metrics", simulatorRequests, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 {
 		t.Fatal("the simulator counted no finished request of the naive client")
 	}
+	// The same count in whatever format Prometheus would get.
+	for _, accept := range []string{AcceptOpenMetrics, AcceptProtobuf} {
+		if got, _, err := requestsTotal(url+"/metrics", simulatorRequests, accept); err != nil || got != n {
+			t.Errorf("asking %q: %v requests (%v), want %v", accept, got, err, n)
+		}
+	}
 	// The daemon's counter is not the simulator's.
-	if probe, _, err := requestsTotal(url+"/metrics", probeRequests); err != nil || probe != 0 {
+	if probe, _, err := requestsTotal(url+"/metrics", probeRequests, ""); err != nil || probe != 0 {
 		t.Errorf("%s in the simulator's metrics: %v, %v", probeRequests, probe, err)
 	}
 }
