@@ -152,7 +152,7 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 	defer client.Stop()
 	out.DaemonPID = client.PID()
 	opts.ScrapeEvery = 0 // it has no /metrics
-	err = measureCounting(ctx, &out, func(string) (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests, "") }, nil, opts)
+	err = measureCounting(ctx, &out, func(string) (float64, int, error) { return requestsTotal(simURL+"/metrics", simulatorRequests, "") }, opts)
 	out.ScrapeBytes = 0 // the simulator's, not the client's
 	return out, err
 }
@@ -161,30 +161,17 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 // scraping /metrics every opts.ScrapeEvery meanwhile, asking as
 // opts.Accept says.
 func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostOptions) error {
-	var scrape func() error
-	if opts.Accept != "" {
-		scrape = func() error {
-			_, _, _, err := fetch(metricsURL, opts.Accept)
-			return err
-		}
-	}
-	return measureCounting(ctx, out, func(accept string) (float64, int, error) { return requestsTotal(metricsURL, probeRequests, accept) }, scrape, opts)
+	return measureCounting(ctx, out, func(accept string) (float64, int, error) { return requestsTotal(metricsURL, probeRequests, accept) }, opts)
 }
 
 // measureCounting is measure with the requests counted by count (their
 // total so far and the size of the answer it read, asking as its argument
-// says), and the scrape every opts.ScrapeEvery made by scrape (nil: by
-// count). The requests are counted in the format opts.Accept asks for
-// when the window begins, so the daemon keeps no other format's encoding
-// while measured, and in the text format once it is measured, whose size
-// the result reports.
-func measureCounting(ctx context.Context, out *CostResult, count func(accept string) (float64, int, error), scrape func() error, opts CostOptions) error {
-	if scrape == nil {
-		scrape = func() error {
-			_, _, err := count(opts.Accept)
-			return err
-		}
-	}
+// says), which also serves as the scrape every opts.ScrapeEvery. The
+// requests are counted in the format opts.Accept asks for while the
+// window lasts, so the daemon keeps no other format's encoding while
+// measured, and in the text format once it is measured, whose size the
+// result reports.
+func measureCounting(ctx context.Context, out *CostResult, count func(accept string) (float64, int, error), opts CostOptions) error {
 	if err := wait.Sleep(ctx, opts.Warmup); err != nil {
 		return err
 	}
@@ -207,7 +194,7 @@ func measureCounting(ctx context.Context, out *CostResult, count func(accept str
 			return err
 		}
 		if opts.ScrapeEvery > 0 {
-			if err := scrape(); err != nil {
+			if _, _, err := count(opts.Accept); err != nil {
 				return err
 			}
 		}
