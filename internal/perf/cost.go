@@ -54,12 +54,14 @@ type CostOptions struct {
 	Env      []string
 	Warmup   time.Duration
 	Duration time.Duration
-	// ScrapeEvery scrapes /metrics as Prometheus would (0 = never).
+	// ScrapeEvery scrapes /metrics as Prometheus would, from the start of
+	// the warm-up (0 = never).
 	ScrapeEvery time.Duration
 	// Accept is the Accept header of those scrapes and of the timed
 	// fetches of /metrics: "" asks for the text format, as Go's client
 	// and curl do; AcceptOpenMetrics and AcceptProtobuf ask as Prometheus
-	// does. The requests are counted from the text format whatever it is.
+	// does. The requests are counted in it too; the size reported is of
+	// a text answer read after the window.
 	Accept string
 }
 
@@ -158,7 +160,7 @@ func FloorCost(ctx context.Context, opts CostOptions, command []string) (CostRes
 }
 
 // measure samples the daemon after the warm-up and over opts.Duration,
-// scraping /metrics every opts.ScrapeEvery meanwhile, asking as
+// scraping /metrics every opts.ScrapeEvery through both, asking as
 // opts.Accept says.
 func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostOptions) error {
 	return measureCounting(ctx, out, func(accept string) (float64, int, error) { return requestsTotal(metricsURL, probeRequests, accept) }, opts)
@@ -166,13 +168,19 @@ func measure(ctx context.Context, out *CostResult, metricsURL string, opts CostO
 
 // measureCounting is measure with the requests counted by count (their
 // total so far and the size of the answer it read, asking as its argument
-// says), which also serves as the scrape every opts.ScrapeEvery. The
-// requests are counted in the format opts.Accept asks for while the
-// window lasts, so the daemon keeps no other format's encoding while
-// measured, and in the text format once it is measured, whose size the
-// result reports.
+// says), which also serves as the scrape every opts.ScrapeEvery, through
+// the warm-up as through the window: a daemon is scraped from its start,
+// so what it keeps for its scrapes (and the garbage they leave) is part
+// of its steady state, not a burst at the window's start. The requests
+// are counted in the format opts.Accept asks for while the window lasts,
+// so the daemon keeps no other format's encoding while measured, and in
+// the text format once it is measured, whose size the result reports.
 func measureCounting(ctx context.Context, out *CostResult, count func(accept string) (float64, int, error), opts CostOptions) error {
-	if err := wait.Sleep(ctx, opts.Warmup); err != nil {
+	scrape := func() error {
+		_, _, err := count(opts.Accept)
+		return err
+	}
+	if err := scrapeFor(ctx, opts.Warmup, opts.ScrapeEvery, scrape); err != nil {
 		return err
 	}
 	before, err := proc.Read(out.DaemonPID)
@@ -185,19 +193,8 @@ func measureCounting(ctx context.Context, out *CostResult, count func(accept str
 	}
 	start := time.Now()
 	out.Start = start
-	for time.Since(start) < opts.Duration {
-		step := opts.Duration - time.Since(start)
-		if opts.ScrapeEvery > 0 {
-			step = min(step, opts.ScrapeEvery)
-		}
-		if err := wait.Sleep(ctx, step); err != nil {
-			return err
-		}
-		if opts.ScrapeEvery > 0 {
-			if _, _, err := count(opts.Accept); err != nil {
-				return err
-			}
-		}
+	if err := scrapeFor(ctx, opts.Duration, opts.ScrapeEvery, scrape); err != nil {
+		return err
 	}
 	after, err := proc.Read(out.DaemonPID)
 	if err != nil {
@@ -218,6 +215,29 @@ func measureCounting(ctx context.Context, out *CostResult, count func(accept str
 		out.CPUPerRequest = time.Duration(float64(out.CPU) / out.Requests)
 	}
 	return nil
+}
+
+// scrapeFor waits d, calling scrape every `every` meanwhile (never when
+// every is 0).
+func scrapeFor(ctx context.Context, d, every time.Duration, scrape func() error) error {
+	start := time.Now()
+	for {
+		step := d - time.Since(start)
+		if step <= 0 {
+			return nil
+		}
+		if every > 0 {
+			step = min(step, every)
+		}
+		if err := wait.Sleep(ctx, step); err != nil {
+			return err
+		}
+		if every > 0 && time.Since(start) < d {
+			if err := scrape(); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // costConfig is the daemon's configuration: every probe streams

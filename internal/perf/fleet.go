@@ -28,7 +28,7 @@ type FleetOptions struct {
 	Targets, Replicas, Probes int    // Replicas per target
 	Rate                      float64
 	Warmup, Duration          time.Duration
-	ScrapeEvery               time.Duration // /metrics scrapes while measuring (0 = never)
+	ScrapeEvery               time.Duration // /metrics scrapes, from the warm-up on (0 = never)
 	Fetches                   int           // timed /metrics and status page fetches after measuring
 	NoServerMetrics           bool          // metrics_path "": the replicas' /metrics are not scraped
 	Accept                    string        // how the scrapes and timed fetches ask for /metrics (CostOptions.Accept)

@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,48 @@ func TestFloorClientCounted(t *testing.T) {
 	// The daemon's counter is not the simulator's.
 	if probe, _, err := requestsTotal(url+"/metrics", probeRequests, ""); err != nil || probe != 0 {
 		t.Errorf("%s in the simulator's metrics: %v, %v", probeRequests, probe, err)
+	}
+}
+
+// TestMeasureScrapesWarmup: the daemon is scraped through the warm-up as
+// through the window, in the format asked for, and not at all when no
+// scrapes are asked for; the requests are counted at the window's ends.
+func TestMeasureScrapesWarmup(t *testing.T) {
+	for _, every := range []time.Duration{0, 10 * time.Millisecond} {
+		var beforeStart, total int
+		var accepts []string
+		var out CostResult
+		out.DaemonPID = os.Getpid()
+		count := func(accept string) (float64, int, error) {
+			total++
+			if out.Start.IsZero() {
+				beforeStart++
+			}
+			accepts = append(accepts, accept)
+			return float64(total), 1, nil
+		}
+		opts := CostOptions{Warmup: time.Second, Duration: 50 * time.Millisecond, ScrapeEvery: every, Accept: AcceptProtobuf}
+		if err := measureCounting(t.Context(), &out, count, opts); err != nil {
+			t.Fatal(err)
+		}
+		// The count before the window is taken before its start is set.
+		warmupScrapes := beforeStart - 1
+		if every == 0 && (warmupScrapes != 0 || total != 2) {
+			t.Errorf("no scrapes asked for: %d in the warm-up, %d counts in all, want 0 and 2", warmupScrapes, total)
+		}
+		if every > 0 && warmupScrapes == 0 {
+			t.Errorf("scraped every %v: no scrape in the warm-up of %v", every, opts.Warmup)
+		}
+		for i, a := range accepts[:len(accepts)-1] {
+			if a != opts.Accept {
+				t.Errorf("count %d asked %q, want the scrapes' %q", i, a, opts.Accept)
+			}
+		}
+		if last := accepts[len(accepts)-1]; last != "" {
+			t.Errorf("the last count asked %q, want the text format", last)
+		}
+		if out.Requests != float64(total-beforeStart) {
+			t.Errorf("requests %v, want %d (the counts from the window's start to its end)", out.Requests, total-beforeStart)
+		}
 	}
 }

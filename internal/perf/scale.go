@@ -14,7 +14,7 @@ type ScaleOptions struct {
 	Targets, Probes  int
 	Rate             float64 // per pair, requests/s
 	Warmup, Duration time.Duration
-	ScrapeEvery      time.Duration // /metrics scrapes while measuring (0 = never)
+	ScrapeEvery      time.Duration // /metrics scrapes, from the warm-up on (0 = never)
 	Fetches          int           // timed /metrics and status page fetches after measuring
 	NoServerMetrics  bool          // metrics_path "": the targets' /metrics are not scraped
 	Accept           string        // how the scrapes and timed fetches ask for /metrics (CostOptions.Accept)
