@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
+	"github.com/vllm-prober/vllm-prober/internal/testfile"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
 
@@ -41,26 +41,7 @@ func TestPrintResultGolden(t *testing.T) {
 	m := stats.Compute(syntheticRun(), stats.Options{Good: s.Goodput.Rule(), Percentiles: s.Percentiles})
 	var buf bytes.Buffer
 	PrintResult(&buf, s, m)
-	want, err := os.ReadFile("testdata/result_block.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, wantLines := strings.Split(buf.String(), "\n"), strings.Split(string(want), "\n")
-	for i := range max(len(got), len(wantLines)) {
-		g, w := line(got, i), line(wantLines, i)
-		t.Run(strings.TrimSpace(w), func(t *testing.T) {
-			if g != w {
-				t.Errorf("line %d:\n got %q\nwant %q", i+1, g, w)
-			}
-		})
-	}
-}
-
-func line(ls []string, i int) string {
-	if i < len(ls) {
-		return ls[i]
-	}
-	return ""
+	testfile.CompareGolden(t, "testdata/result_block.golden", buf.String())
 }
 
 func TestPrintResultOptionalLines(t *testing.T) {

@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -127,24 +126,7 @@ func TestRecordGolden(t *testing.T) {
 		line = append(bytes.TrimSuffix(line, runIDField), '}')
 		got.Write(append(line, '\n'))
 	}
-	want, err := os.ReadFile(filepath.Join("testdata", "ledger_golden.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotLines, wantLines := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
-	for i := range max(len(gotLines), len(wantLines)) {
-		g, w := lineAt(gotLines, i), lineAt(wantLines, i)
-		if g != w {
-			t.Errorf("line %d\n got %s\nwant %s", i+1, g, w)
-		}
-	}
-}
-
-func lineAt(lines []string, i int) string {
-	if i < len(lines) {
-		return lines[i]
-	}
-	return "<missing>"
+	testfile.CompareGolden(t, filepath.Join("testdata", "ledger_golden.jsonl"), got.String())
 }
 
 func TestRecordRoundTrip(t *testing.T) {
