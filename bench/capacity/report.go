@@ -249,9 +249,13 @@ func newRepeatJSON(r Repeat) repeatJSON {
 	}
 }
 
-// pctMap returns a metric's percentiles keyed "p50", "p99", ....
+// pctMap returns a metric's percentiles keyed "p50", "p99", ...; none
+// when no request measured it (stats.Dist.Empty).
 func pctMap(m stats.Metrics, name string) map[string]float64 {
 	out := map[string]float64{}
+	if m.Latency[name].Empty {
+		return out
+	}
 	for _, p := range m.Latency[name].Percentiles {
 		out["p"+pyfmt.Percentile(p.P)] = p.MS
 	}

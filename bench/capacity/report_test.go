@@ -2,9 +2,12 @@ package capacity
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/probe"
 )
@@ -30,5 +33,51 @@ func TestPrintTable(t *testing.T) {
 	b, err := Marshal(s, nil, nil)
 	if err != nil || !strings.Contains(string(b), `"rated_capacity": 2`) || !strings.Contains(string(b), `"lowest_fail": 4`) {
 		t.Errorf("JSON %s, %v", b, err)
+	}
+}
+
+// TestPrintTableNotMeasured runs a level the server refused whole: 10
+// requests sent 100 ms apart, each answered 429 after 5 ms. They are
+// offered and completed but measured no TTFT, TPOT or E2EL, so the table
+// prints "-" for every latency (not 0.0ms, no request's latency), the
+// JSON holds no percentile and the pass rule reads none; the counts stay
+// the hand count: 10 completed over the 0.905 s from the first send to
+// the last answer, none accepted.
+func TestPrintTableNotMeasured(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &openloop.Run{Start: t0, Timeout: time.Second, Span: 900 * time.Millisecond}
+	for i := range 10 {
+		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		run.Results = append(run.Results, &probe.Result{Seq: uint64(i + 1), Scheduled: at, Sent: at,
+			Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP429, HTTPStatus: 429})
+		run.Ended = append(run.Ended, at.Add(5*time.Millisecond))
+	}
+	run.End = run.Ended[9]
+	m := stats.Compute(run, stats.Options{Percentiles: []float64{50, 99}})
+	if m.ServerCompleted != 10 || m.Acceptance != 0 || math.Abs(m.CompletedThroughput-10/0.905) > 1e-9 {
+		t.Fatalf("completed %d acceptance %v completed/s %v, want 10, 0 and 10/0.905", m.ServerCompleted, m.Acceptance, m.CompletedThroughput)
+	}
+	for _, name := range []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricE2EL} {
+		if v := m.LatencyPercentile(name, 99); !math.IsNaN(v) {
+			t.Errorf("p99 %s = %vms, want none: no request measured it", name, v)
+		}
+	}
+	s := &Search{Repeats: []Repeat{{Rate: 10, Metrics: m}}}
+	var buf bytes.Buffer
+	PrintTable(&buf, s, PassRule{Percentile: 99})
+	row := strings.Fields(strings.Split(buf.String(), "\n")[1])
+	// offered/s repeat offered sent sent/s completed/s goodput/s acceptance
+	// prompt output unfinished timeouts, then the six latency columns.
+	if got := strings.Join(row[12:18], " "); got != "- - - - - -" {
+		t.Errorf("latency columns %q, want \"- - - - - -\":\n%s", got, buf.String())
+	}
+	b, err := Marshal(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"ttft_ms": {}`, `"tpot_ms": {}`, `"e2el_ms": {}`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, b)
+		}
 	}
 }

@@ -146,3 +146,28 @@ func TestWriteChart(t *testing.T) {
 		})
 	}
 }
+
+// TestChartLeavesOutUnmeasured: a level whose answers were one token
+// each measured no TPOT (stats.Compute marks it Empty), so the chart has
+// no TPOT chart and no point at 0 ms; TTFT and E2EL are drawn.
+func TestChartLeavesOutUnmeasured(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &openloop.Run{Start: t0, Timeout: time.Second, Span: 300 * time.Millisecond}
+	for i := range 4 {
+		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		run.Results = append(run.Results, &probe.Result{Seq: uint64(i + 1), Scheduled: at, Sent: at, Disposition: probe.Accepted,
+			TTFT: 10 * time.Millisecond, E2EL: 10 * time.Millisecond, OutputTokens: 1})
+		run.Ended = append(run.Ended, at.Add(10*time.Millisecond))
+	}
+	run.End = run.Ended[3]
+	m := stats.Compute(run, stats.Options{Percentiles: []float64{50, 99}})
+	s := &capacity.Search{Rated: 1, Repeats: []capacity.Repeat{{Rate: 1, Pass: true, Metrics: m}}}
+	var buf bytes.Buffer
+	if err := Capacity(&buf, s, capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, "Capacity of test"); err != nil {
+		t.Fatal(err)
+	}
+	text := svgtest.Doc(t, buf.Bytes())
+	if strings.Contains(text, "p99 tpot") || !strings.Contains(text, "p99 ttft") || !strings.Contains(text, "p99 e2el") {
+		t.Errorf("chart titles: want TTFT and E2EL charts and none for TPOT, which no request measured")
+	}
+}

@@ -48,10 +48,13 @@ type Percentile struct {
 
 // Dist summarises one latency metric in milliseconds, as vLLM does: mean,
 // median, population standard deviation and numpy's linear percentiles.
-// An empty sample gives zeros, as numpy does for vLLM's `or 0`.
+// An empty sample gives zeros, as numpy does for vLLM's `or 0`, and sets
+// Empty: the metric was not measured, and the zeros are no request's
+// latency.
 type Dist struct {
 	Mean, Median, Std float64
 	Percentiles       []Percentile
+	Empty             bool
 }
 
 // Metrics is vLLM's BenchmarkMetrics computed from the offered requests,
@@ -350,12 +353,13 @@ func peaks(results []*probe.Result) (float64, int) {
 // distOf summarises samples (milliseconds) as `vllm bench serve` does:
 // linearly interpolated percentiles and the population standard deviation.
 func distOf(xs []float64, percentiles []float64) Dist {
-	if len(xs) == 0 {
+	empty := len(xs) == 0
+	if empty {
 		xs = []float64{0}
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	d := Dist{Median: quantile.LinearInterpolated(s, 0.5)}
+	d := Dist{Median: quantile.LinearInterpolated(s, 0.5), Empty: empty}
 	for _, x := range s {
 		d.Mean += x
 	}
@@ -382,9 +386,15 @@ func later(a, b time.Time) time.Time {
 }
 
 // LatencyPercentile returns percentile p of a metric's censored Dist
-// (Metrics.Latency) in ms, or NaN when the run did not report it.
+// (Metrics.Latency) in ms, or NaN when the run did not report it or no
+// request measured the metric (Dist.Empty): a level whose every request
+// failed has no latency, not one of 0 ms.
 func (m Metrics) LatencyPercentile(name string, p float64) float64 {
-	for _, q := range m.Latency[name].Percentiles {
+	d := m.Latency[name]
+	if d.Empty {
+		return math.NaN()
+	}
+	for _, q := range d.Percentiles {
 		if q.P == p {
 			return q.MS
 		}
