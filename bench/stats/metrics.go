@@ -107,7 +107,7 @@ type Metrics struct {
 	// TTFTFirstThird and TTFTLastThird are the medians (ms) of the
 	// censored TTFT of the first and the last third of those requests in
 	// planned order, for the steady-state check; both 0 with fewer than
-	// steadyMinSamples requests.
+	// steadyMinSamples of them (embeddings requests have no TTFT).
 	TTFTFirstThird, TTFTLastThird float64
 }
 
@@ -263,6 +263,9 @@ func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 // when its first token came, else that time; its E2EL is that time; its
 // TPOT follows from them when it received more than one token. Server
 // failures, which have no latency of a completed response, are left out.
+// An embeddings request generates no token: it counts in E2EL only, as a
+// client timeout of one is censored into E2EL only (probe.Result.Embeddings;
+// docs/design.md, "Embeddings probes").
 // It also returns the TTFT samples in planned order. The daemon's views
 // censor at the measured Elapsed instead (probe.Result.ObservedE2EL; docs/design.md,
 // section 6, "Timeouts are never dropped").
@@ -285,8 +288,11 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []floa
 		default:
 			continue
 		}
-		samples[MetricTTFT] = append(samples[MetricTTFT], Milliseconds(ttft))
 		samples[MetricE2EL] = append(samples[MetricE2EL], Milliseconds(e2el))
+		if r.Embeddings {
+			continue
+		}
+		samples[MetricTTFT] = append(samples[MetricTTFT], Milliseconds(ttft))
 		if hasTPOT {
 			samples[MetricTPOT] = append(samples[MetricTPOT], Milliseconds(tpot))
 		}

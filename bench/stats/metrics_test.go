@@ -191,3 +191,32 @@ func TestQuantileMatchesNumpy(t *testing.T) {
 		t.Errorf("dist = %+v, want numpy's population std 1.1180", d)
 	}
 }
+
+// TestComputeCensoredEmbeddings: an embeddings request generates no token,
+// so it has no TTFT or TPOT, and a client timeout of one is censored into
+// E2EL only (docs/design.md, "Embeddings probes"). Three answers after 10,
+// 20 and 30 ms and one timeout at 1 s: E2EL is {10, 20, 30, 1000} ms, TTFT
+// and TPOT are not measured (not 0 ms, not the timeout).
+func TestComputeCensoredEmbeddings(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	msd := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	run := &openloop.Run{Start: t0, Timeout: msd(1000)}
+	for i, e2el := range []int{10, 20, 30, 0} {
+		r := &probe.Result{Seq: uint64(i + 1), Sent: t0, Embeddings: true, Disposition: probe.Accepted, E2EL: msd(e2el), PromptTokens: 8}
+		end := t0.Add(msd(e2el))
+		if e2el == 0 {
+			r.Disposition, r.Reason, end = probe.ClientTimeout, probe.ReasonTimeout, t0.Add(msd(1001))
+		}
+		run.Results, run.Ended = append(run.Results, r), append(run.Ended, end)
+	}
+	run.End = run.Ended[3]
+	m := Compute(run, Options{Percentiles: []float64{100}})
+	if d := m.Latency[MetricE2EL]; d.Percentiles[0].MS != 1000 || math.Abs(d.Mean-265) > 1e-9 {
+		t.Errorf("E2EL max %v mean %v, want 1000 and 265 (samples 10, 20, 30, 1000)", d.Percentiles[0].MS, d.Mean)
+	}
+	for _, name := range []string{MetricTTFT, MetricTPOT} {
+		if v := m.LatencyPercentile(name, 100); !math.IsNaN(v) {
+			t.Errorf("max %s = %vms, want none: an embeddings request has no token", name, v)
+		}
+	}
+}
