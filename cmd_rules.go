@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -38,6 +40,10 @@ func rulesCommand(app *kingpin.Application) action {
 	cmd.Flag("runbook-url", "Base URL of the runbook_url annotations.").Default(rules.DefaultRunbookURL).StringVar(&o.RunbookURL)
 	cmd.Flag("rule-file", "Rule file name the generated tests load (with --tests).").Default("rules.yml").StringVar(&o.RuleFileName)
 	return func(_ context.Context, logger *slog.Logger) int {
+		if err := checkRulesFlags(o); err != nil {
+			fmt.Fprintf(os.Stderr, "%s rules: error: %v\n", appName, err)
+			return 2
+		}
 		cfg, err := config.Load(configFile)
 		if err != nil {
 			logger.Error("Error loading config", "err", err)
@@ -54,6 +60,52 @@ func rulesCommand(app *kingpin.Application) action {
 		}
 		return 0
 	}
+}
+
+// checkRulesFlags refuses flag values the generator cannot honour:
+// rules.Options takes a zero as "use the default", so a 0 given on the
+// command line would otherwise be replaced silently, and a negative or
+// NaN value would yield windows Prometheus cannot evaluate.
+func checkRulesFlags(o rules.Options) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"window-scale", o.WindowScale},
+		{"min-requests", o.MinRequests},
+		{"min-latency-samples", o.MinLatencySamples},
+	} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("--%s=%v: must be a finite number > 0", f.name, f.v)
+		}
+	}
+	if o.PageFor < 0 {
+		return fmt.Errorf("--page-for=%s: must not be negative (0: no for:)", o.PageFor)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ticket-for", o.TicketFor},
+		{"latency-for", o.LatencyFor},
+		{"health-for", o.HealthFor},
+		{"latency-window", o.LatencyWindow},
+		{"schedule-lag", o.ScheduleLag},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("--%s=%s: must be > 0", f.name, f.v)
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"job", o.Job},
+		{"runbook-url", o.RunbookURL},
+		{"rule-file", o.RuleFileName},
+	} {
+		if f.v == "" {
+			return fmt.Errorf("--%s: must not be empty", f.name)
+		}
+	}
+	return nil
 }
 
 // renderRules generates the rules or tests and logs every low-traffic

@@ -322,7 +322,16 @@ func TestRulesCommand(t *testing.T) {
 			[]string{`ratio_rate5s`, `absent(up{job="probers"})`, "for: 5s"}},
 		{"invalid config", []string{"rules", "--config.file=config/testdata/invalid-api.yml"}, 1, []string{"invalid-api.yml", "responses"}},
 		{"missing config", []string{"rules", "--config.file=no-such.yml"}, 1, []string{"no-such.yml"}},
-		{"negative scale", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=-1"}, 1, []string{"must not be negative"}},
+		{"negative scale", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=-1"}, 2, []string{"--window-scale=-1: must be a finite number > 0"}},
+		// rules.Options reads a zero as the default: a 0 on the command
+		// line must be refused, not replaced by 1, 30 or 10m.
+		{"zero scale", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=0"}, 2, []string{"--window-scale=0: must be a finite number > 0"}},
+		{"NaN scale", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--window-scale=NaN"}, 2, []string{"--window-scale=NaN: must be a finite number > 0"}},
+		{"zero min requests", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--min-requests=0"}, 2, []string{"--min-requests=0: must be a finite number > 0"}},
+		{"negative page for", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--page-for=-1m"}, 2, []string{"--page-for=-1m0s: must not be negative"}},
+		{"zero latency window", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--latency-window=0s"}, 2, []string{"--latency-window=0s: must be > 0"}},
+		{"zero ticket for", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--ticket-for=0s"}, 2, []string{"--ticket-for=0s: must be > 0"}},
+		{"empty job", []string{"rules", "--config.file=deploy/examples/minimal.yml", "--job="}, 2, []string{"--job: must not be empty"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
