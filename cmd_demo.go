@@ -39,6 +39,10 @@ func demoCommand(app *kingpin.Application) action {
 	cmd.Flag("seed", "Seed of the simulator and the probes.").Default("1").Int64Var(&f.seed)
 	addWebFlags(cmd, &f.daemon, "127.0.0.1:9478")
 	return func(ctx context.Context, logger *slog.Logger) int {
+		if err := checkDemoFlags(f); err != nil {
+			fmt.Fprintf(os.Stderr, "%s demo: error: %v\n", appName, err)
+			return 2
+		}
 		if err := runDemo(ctx, logger, f, os.Stdout); err != nil {
 			logger.Error("Demo failed", "err", err)
 			return 1
@@ -47,9 +51,21 @@ func demoCommand(app *kingpin.Application) action {
 	}
 }
 
-func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writer) error {
+// checkDemoFlags refuses bad values of demo's own flags before anything
+// starts: a negative --duration would otherwise run until interrupted.
+func checkDemoFlags(f *demoFlags) error {
+	if f.duration < 0 {
+		return fmt.Errorf("--duration=%s: must not be negative (0 runs until interrupted)", f.duration)
+	}
 	if f.interval <= 0 {
-		return fmt.Errorf("--summary.interval must be > 0, got %s", f.interval)
+		return fmt.Errorf("--summary.interval=%s: must be > 0", f.interval)
+	}
+	return nil
+}
+
+func runDemo(ctx context.Context, logger *slog.Logger, f *demoFlags, out io.Writer) error {
+	if err := checkDemoFlags(f); err != nil {
+		return err
 	}
 	if f.duration > 0 {
 		var cancel context.CancelFunc

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -229,4 +230,32 @@ func TestServerMetricsGoAwayWithTheServer(t *testing.T) {
 		s, n := state()
 		return s == 0 && n == 0
 	})
+}
+
+// TestDemoBadFlags checks that demo refuses its own bad flag values with one
+// message naming the flag, exit 2, before it starts anything: a negative
+// --duration used to be taken as 0 and run until interrupted.
+func TestDemoBadFlags(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"--duration=-1s", "--duration=-1s: must not be negative"},
+		{"--summary.interval=0s", "--summary.interval=0s: must be > 0"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			// The context only stops a demo that did start, so the test
+			// fails instead of hanging.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, "demo", tc.flag, "--web.listen-address=127.0.0.1:0")
+			code, out, err := daemontest.Output(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("demo %s started and ran until killed:\n%s", tc.flag, out)
+			}
+			if code != 2 || !strings.Contains(out, tc.want) || strings.Contains(out, "vllm-prober demo\n") {
+				t.Errorf("exit %d, output:\n%s\nwant exit 2, %q and no demo started", code, out, tc.want)
+			}
+		})
+	}
 }
