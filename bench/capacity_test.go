@@ -78,12 +78,38 @@ func TestCapacityFlags(t *testing.T) {
 		{"shard without start", []string{"--shard", "1/3"}},
 		{"bad shard", []string{"--shard", "3/3", "--start-at", "2026-01-02T15:04:05Z"}},
 		{"bad start", []string{"--start-at", "tomorrow"}},
+		// A --config.file probe brings its own workload: a bench workload
+		// flag beside it used to be ignored without a word.
+		{"base url with config", []string{"--config.file", "x.yml", "--probe", "chat", "--base-url", "http://127.0.0.1:9"}},
+		{"random length with config", []string{"--config.file", "x.yml", "--probe", "chat", "--random-input-len", "99"}},
+		{"timeout with config", []string{"--config.file", "x.yml", "--probe", "chat", "--timeout", "5s"}},
+		{"goodput with config", []string{"--config.file", "x.yml", "--probe", "chat", "--goodput", "ttft:100"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := parse(tt.args...); ExitCode(err) != 2 {
 				t.Errorf("err = %v, want a usage error (exit 2)", err)
 			}
 		})
+	}
+}
+
+func TestCapacityConfigRefusesWorkloadFlags(t *testing.T) {
+	app := kingpin.New("test", "")
+	f := RegisterCapacityFlags(app.Command("capacity", ""))
+	if _, err := app.Parse([]string{"capacity", "--config.file", "x.yml", "--probe", "chat", "--port", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Options()
+	if ExitCode(err) != 2 || !strings.Contains(err.Error(), "--port is a bench workload flag, not used with --config.file") {
+		t.Errorf("err = %v, want a usage error naming --port", err)
+	}
+	app = kingpin.New("test", "")
+	f = RegisterCapacityFlags(app.Command("capacity", ""))
+	if _, err := app.Parse([]string{"capacity", "--config.file", "x.yml", "--probe", "chat", "--rates", "1,2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Options(); err != nil {
+		t.Errorf("config mode without workload flags: %v", err)
 	}
 }
 

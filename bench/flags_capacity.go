@@ -22,7 +22,17 @@ type CapacityFlags struct {
 	maxRate    float64
 	factor     float64
 	step       float64
+	// workloadSet records which bench workload flags the command line
+	// gave, so that --config.file (whose probe brings its own workload)
+	// can refuse them instead of ignoring them.
+	workloadSet map[string]*bool
 }
+
+// workloadFlags are capacity's bench workload flags: they describe the
+// requests of flag mode, and a --config.file probe replaces them all.
+var workloadFlags = []string{"base-url", "host", "port", "endpoint", "backend", "model",
+	"dataset-name", "dataset-path", "random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len",
+	"ignore-eos", "goodput", "timeout", "burstiness"}
 
 // RegisterCapacityFlags adds capacity's flags to cmd.
 func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
@@ -62,6 +72,12 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	cmd.Flag("shard", "Run this worker's part (I/N, from 0) of every level of a fixed staircase, one worker of N; needs --start-at.").PlaceHolder("I/N").StringVar(&f.shard)
 	cmd.Flag("start-at", "Start the staircase at this RFC 3339 time and every run at a time computed from it: a fixed staircase, no bisection.").PlaceHolder("RFC3339").StringVar(&f.startAt)
 	cmd.Flag("output-dir", "Directory of the JSON report, SVG chart and ledger.").Default(".").StringVar(&o.OutputDir)
+	f.workloadSet = map[string]*bool{}
+	for _, name := range workloadFlags {
+		set := new(bool)
+		cmd.GetFlag(name).IsSetByUser(set)
+		f.workloadSet[name] = set
+	}
 	return f
 }
 
@@ -79,6 +95,13 @@ func (f *CapacityFlags) Options() (CapacityOptions, error) {
 	}
 	if f.configFile == "" && (o.ProbeName != "" || o.TargetName != "") {
 		return o, usageErr("--probe and --target need --config.file")
+	}
+	if f.configFile != "" {
+		for _, name := range workloadFlags {
+			if set := f.workloadSet[name]; set != nil && *set {
+				return o, usageErr("--%s is a bench workload flag, not used with --config.file, whose probe %q sends its own requests to its target: remove it", name, o.ProbeName)
+			}
+		}
 	}
 	if err := f.apply(w); err != nil {
 		return o, err
