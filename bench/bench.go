@@ -177,7 +177,11 @@ func resultFile(o *Options, s report.Settings, at time.Time) string {
 // server that is down gives one clear error. It returns the Requester of
 // the run.
 func prepare(ctx context.Context, o *Options, prompts []dataset.Prompt, env Env) (*idSender, error) {
-	ready, err := newRequester(o, prompts, env)
+	// Every failure of this requester is returned as the error, so its
+	// own log lines (a failed model discovery) would say it twice.
+	quiet := env
+	quiet.Logger = slog.New(slog.DiscardHandler)
+	ready, err := newRequester(o, prompts, quiet)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net/http"
@@ -178,13 +179,17 @@ func TestBenchServerDown(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	o := benchTestOptions(url)
-	var stdout bytes.Buffer
-	_, err := Bench(context.Background(), o, Env{Stdout: &stdout})
+	var stdout, logs bytes.Buffer
+	_, err := Bench(context.Background(), o, Env{Stdout: &stdout, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err == nil || !strings.Contains(err.Error(), "not ready") || ExitCode(err) != 1 {
 		t.Fatalf("err = %v (exit %d), want one 'not ready' error, exit 1", err, ExitCode(err))
 	}
 	if stdout.Len() != 0 || strings.Count(err.Error(), "\n") > 0 {
 		t.Errorf("want one message and no per-request output, got %q and %q", err, stdout.String())
+	}
+	// The error is the one message: no log line says it first.
+	if logs.Len() != 0 {
+		t.Errorf("want no log line beside the error, got %q", logs.String())
 	}
 }
 
