@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -40,6 +42,10 @@ func simulateCommand(app *kingpin.Application) action {
 	cmd.Flag("trace-limit", "Trace records kept.").Default(strconv.Itoa(d.TraceLimit)).IntVar(&o.TraceLimit)
 	faultFlags(cmd, &o.Faults)
 	return func(ctx context.Context, logger *slog.Logger) int {
+		if err := checkSimulateFlags(o); err != nil {
+			logger.Error("invalid simulator flags", "err", err)
+			return 1
+		}
 		o.Logger = logger
 		sim, err := simulator.New(o)
 		if err != nil {
@@ -61,6 +67,32 @@ func simulateCommand(app *kingpin.Application) action {
 		}
 		return 0
 	}
+}
+
+// checkSimulateFlags refuses the flag values simulator.Options would take
+// as "use the default" (a zero or negative count, an empty model name), so
+// that a 0 on the command line is not silently replaced.
+func checkSimulateFlags(o simulator.Options) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"stream-interval", o.StreamInterval},
+		{"embedding-dim", o.EmbeddingDim},
+		{"kv-cache-tokens", o.KVCacheTokens},
+		{"trace-limit", o.TraceLimit},
+	} {
+		if f.v < 1 {
+			return fmt.Errorf("--%s=%d: must be at least 1", f.name, f.v)
+		}
+	}
+	if o.Model == "" {
+		return errors.New("--model: must not be empty")
+	}
+	if o.Version == "" {
+		return errors.New("--served-version: must not be empty")
+	}
+	return nil
 }
 
 // faultFlags registers one rate flag per fault kind and the extra latencies.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -347,4 +349,34 @@ func TestRulesCommand(t *testing.T) {
 			t.Errorf("--output differs from deploy/prometheus/rules.yml")
 		}
 	})
+}
+
+// TestSimulateZeroFlags checks that simulate refuses the zero values
+// simulator.Options reads as "use the default", naming the flag, instead of
+// starting with the default in their place.
+func TestSimulateZeroFlags(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"--stream-interval=0", "--stream-interval=0: must be at least 1"},
+		{"--embedding-dim=0", "--embedding-dim=0: must be at least 1"},
+		{"--kv-cache-tokens=0", "--kv-cache-tokens=0: must be at least 1"},
+		{"--trace-limit=0", "--trace-limit=0: must be at least 1"},
+		{"--model=", "--model: must not be empty"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			// The context only stops a simulator that did start, so the
+			// test fails instead of hanging.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			code, out, err := daemontest.Output(exec.CommandContext(ctx, binary, "simulate", tc.flag, "--web.listen-address=127.0.0.1:0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("simulate %s started and ran until killed:\n%s", tc.flag, out)
+			}
+			if code != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit 1 and %q", code, out, tc.want)
+			}
+		})
+	}
 }
