@@ -380,3 +380,39 @@ func TestSimulateZeroFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesOutputWholeOrNothing checks that a --output write that fails
+// part way (here at a file size limit) leaves the previous file as it was,
+// not half a rule file.
+func TestRulesOutputWholeOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(out, []byte("previous\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// ulimit -f 8 caps every file the process writes at 4 to 8 KiB (512- or
+	// 1024-byte blocks, by shell); the rules of minimal.yml are larger.
+	cmd := exec.Command("sh", "-c", `ulimit -f 8 && exec "$0" "$@"`, binary, "rules",
+		"--config.file=deploy/examples/minimal.yml", "--output="+out)
+	code, stderr, err := daemontest.Output(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || !strings.Contains(stderr, "write output "+out) {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1 and the write error", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != "previous\n" {
+		t.Errorf("--output after a failed write holds %d bytes, want the previous file", len(b))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries after a failed write, want only rules.yml", len(entries))
+	}
+}
