@@ -188,6 +188,11 @@ func (d *daemon) handlePair(w http.ResponseWriter, r *http.Request) {
 	}
 	target, probeName, replica := key.Target, key.Probe, key.Replica
 	tg, _ := d.safe.Get().Target(target)
+	if replica != "" && tg.Discovery == nil {
+		// A static target never has replicas: no such pair will ever run.
+		http.Error(w, fmt.Sprintf("target %q has no discovery, so no replicas: leave out replica, got %q", target, truncate(replica, 64)), http.StatusBadRequest)
+		return
+	}
 	if replica == "" && tg.URL == "" {
 		http.Error(w, fmt.Sprintf("target %q has no gateway (url), only replicas: add replica=host:port, one of %v", target, d.fleet.probed(tg)), http.StatusBadRequest)
 		return

@@ -48,6 +48,9 @@ func TestPairPage(t *testing.T) {
 		{"/pair?target=sim", "target and probe parameters are required"},
 		{"/pair?target=nope&probe=chat", `unknown target "nope"`},
 		{"/pair?target=sim&probe=nope", `unknown probe "nope"`},
+		// A static target has no replicas: a 400, as /probe answers, not
+		// a 503 "not running" that would suggest waiting.
+		{"/pair?target=sim&probe=chat&replica=127.0.0.1:1", `target "sim" has no discovery, so no replicas`},
 	} {
 		if code, body := get(t, http.MethodGet, d.URL(c.path)); code != http.StatusBadRequest || !strings.Contains(body, c.want) {
 			t.Errorf("GET %s: %d %q, want 400 %q", c.path, code, body, c.want)
