@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -42,21 +43,35 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	if o.RuleFromProbe {
 		fillRule(&o.Rule, time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
 	}
+	// The ready check and the model are asked through a Requester that
+	// logs nothing: its failures are returned as the one error, as bench's
+	// prepare does, where its own warning would say them twice.
+	ready, err := client.New(t, p, client.Options{Logger: slog.New(slog.DiscardHandler), ByIndex: true})
+	if err != nil {
+		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	err = readyCheck(ctx, env, t.URL, o.Workload.ReadyCheckTimeout, func(ctx context.Context) (*probe.Result, error) {
+		res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
+		ready.Do(ctx, res)
+		return res, nil
+	})
+	if err != nil {
+		ready.Close()
+		return sendSetup{}, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	_, err = ready.Model(ctx)
+	ready.Close()
+	if err != nil {
+		return sendSetup{}, fmt.Errorf("target %s: server %s not ready: %w", t.Name, t.URL, err)
+	}
 	// By index: request n sends the workload's item n, so the shards of a
 	// sharded search send what one process would.
 	req, err := client.New(t, p, client.Options{Logger: env.Logger, ByIndex: true})
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	err = readyCheck(ctx, env, t.URL, o.Workload.ReadyCheckTimeout, func(ctx context.Context) (*probe.Result, error) {
-		res := &probe.Result{Target: t.Name, Probe: p.Name, Scheduled: env.Now()}
-		req.Do(ctx, res)
-		return res, nil
-	})
-	if err != nil {
-		req.Close()
-		return sendSetup{}, fmt.Errorf("target %s: %w", t.Name, err)
-	}
+	// The run's Requester learns the model now, as before, so no measured
+	// request waits for /v1/models.
 	model, err := req.Model(ctx)
 	if err != nil {
 		req.Close()

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +126,31 @@ func checkCapacityFiles(t *testing.T, out *CapacityOutcome, stdout string) {
 	}
 	if len(recs) != offered || lines != offered {
 		t.Errorf("ledger holds %d records in %d lines, the levels offered %d", len(recs), lines, offered)
+	}
+}
+
+// TestCapacityConfigServerDown: a configured probe's target that does not
+// answer gives one "not ready" error and no log line saying it first.
+func TestCapacityConfigServerDown(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	url := srv.URL
+	srv.Close()
+	cfg := &config.Config{
+		Targets: []config.Target{{Name: "down", URL: url}},
+		Probes: []config.Probe{{Name: "cmpl", API: config.APICompletions, Rate: 1, Burstiness: 1, MaxInFlight: 6,
+			Timeout: model.Duration(5 * time.Second), Request: config.Request{MaxTokens: 8},
+			Workload: config.Workload{Random: &config.RandomWorkload{InputTokens: 16, OutputTokens: 8}},
+			Quality:  config.Quality{FinishReasons: []string{"stop", "length"}, MinOutputTokens: 1}, Objective: 0.99}},
+	}
+	var logs bytes.Buffer
+	_, err := Capacity(context.Background(), CapacityOptions{Config: cfg, ProbeName: "cmpl", Rates: []float64{1},
+		Repeats: 1, Duration: time.Second, Rule: capacity.PassRule{MinAcceptance: 0.99, Percentile: 99}, RuleFromProbe: true,
+		OutputDir: t.TempDir(), Stamp: "c"}, Env{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err == nil || !strings.Contains(err.Error(), "target down: server "+url+" not ready") || ExitCode(err) != 1 {
+		t.Fatalf("err = %v (exit %d), want one 'not ready' error, exit 1", err, ExitCode(err))
+	}
+	if logs.Len() != 0 {
+		t.Errorf("want no log line beside the error, got %q", logs.String())
 	}
 }
 
