@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/internal/filewrite"
 	"github.com/vllm-prober/vllm-prober/rules"
 	"github.com/vllm-prober/vllm-prober/rules/promtest"
 )
@@ -134,25 +134,9 @@ func writeOutput(path string, b []byte) error {
 		_, err := os.Stdout.Write(b)
 		return err
 	}
-	// Whole or not at all: a temporary file beside path, renamed over it,
-	// so a failed write (disk full, a file size limit) leaves the previous
-	// rules in place instead of half a file Prometheus would load.
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write output %s: %w", path, err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	// Whole or not at all, so a failed write leaves the previous rules in
+	// place instead of half a file Prometheus would load.
+	if err := filewrite.Whole(path, b); err != nil {
 		return fmt.Errorf("write output %s: %w", path, err)
 	}
 	return nil
