@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/capacity"
+	"github.com/vllm-prober/vllm-prober/bench/stats"
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/probe"
 	"github.com/vllm-prober/vllm-prober/probe/client"
@@ -42,6 +43,9 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 	}
 	if o.RuleFromProbe {
 		fillRule(&o.Rule, time.Duration(p.SLO.TTFT), time.Duration(p.SLO.TPOT), time.Duration(p.SLO.E2EL))
+	}
+	if p.API == config.APIEmbeddings {
+		o.Rule.SteadyMetric = stats.MetricE2EL // no TTFT: its answer is its only output
 	}
 	// The ready check and the model are asked through a Requester that
 	// logs nothing: its failures are returned as the one error, as bench's

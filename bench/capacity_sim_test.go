@@ -328,12 +328,12 @@ func TestCapacityNotSteady(t *testing.T) {
 	}
 	if light := reps[0]; !light.Pass || light.NotSteady {
 		t.Errorf("light level: pass %v not_steady %v (ttft p50 thirds %.1fms, %.1fms), want steady",
-			light.Pass, light.NotSteady, light.Metrics.TTFTFirstThird, light.Metrics.TTFTLastThird)
+			light.Pass, light.NotSteady, light.Metrics.SteadyFirstThird, light.Metrics.SteadyLastThird)
 	}
 	heavy := reps[1]
 	if heavy.Pass || !heavy.NotSteady || !strings.HasPrefix(strings.Join(heavy.Why, ";"), "not_steady") {
 		t.Errorf("overloading level: pass %v not_steady %v why %v (thirds %.1fms, %.1fms), want not_steady",
-			heavy.Pass, heavy.NotSteady, heavy.Why, heavy.Metrics.TTFTFirstThird, heavy.Metrics.TTFTLastThird)
+			heavy.Pass, heavy.NotSteady, heavy.Why, heavy.Metrics.SteadyFirstThird, heavy.Metrics.SteadyLastThird)
 	}
 	c := readCapacityJSON(t, out.JSONPath)
 	if len(c.Levels) != 2 || c.Levels[0]["not_steady"] != false || c.Levels[1]["not_steady"] != true ||

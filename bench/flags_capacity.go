@@ -65,9 +65,9 @@ func RegisterCapacityFlags(cmd *kingpin.CmdClause) *CapacityFlags {
 	cmd.Flag("resolution", "Bisect until lowest fail - highest pass <= this (req/s); 0 = a quarter of the first gap.").Default("0").Float64Var(&o.Resolution)
 	cmd.Flag("pass-acceptance", "Pass rule: minimum acceptance ratio.").Default("0.99").Float64Var(&o.Rule.MinAcceptance)
 	cmd.Flag("pass-percentile", "Pass rule: the latency percentile that must meet each SLO.").Default("99").Float64Var(&o.Rule.Percentile)
-	cmd.Flag("steady-ratio", "Pass rule: a repeat is not_steady when its last third's median TTFT exceeds this times the first third's (and --steady-growth); 0 = no check.").
+	cmd.Flag("steady-ratio", "Pass rule: a repeat is not_steady when its last third's median TTFT (E2EL for an embeddings probe) exceeds this times the first third's (and --steady-growth); 0 = no check.").
 		Default("2").Float64Var(&o.Rule.SteadyRatio)
-	cmd.Flag("steady-growth", "Pass rule: the growth of the median TTFT from the first to the last third always tolerated.").
+	cmd.Flag("steady-growth", "Pass rule: the growth of the median TTFT (E2EL for an embeddings probe) from the first to the last third always tolerated.").
 		Default("50ms").DurationVar(&o.Rule.SteadyGrowth)
 	cmd.Flag("shard", "Run this worker's part (I/N, from 0) of every level of a fixed staircase, one worker of N; needs --start-at.").PlaceHolder("I/N").StringVar(&f.shard)
 	cmd.Flag("start-at", "Start the staircase at this RFC 3339 time and every run at a time computed from it: a fixed staircase, no bisection.").PlaceHolder("RFC3339").StringVar(&f.startAt)

@@ -174,8 +174,12 @@ type repeatJSON struct {
 	Dispositions        map[string]int     `json:"dispositions"`
 	FailureReasons      map[string]int     `json:"failure_reasons"`
 	NotSteady           bool               `json:"not_steady"`
-	TTFTFirstThirdMS    float64            `json:"ttft_p50_first_third_ms"`
-	TTFTLastThirdMS     float64            `json:"ttft_p50_last_third_ms"`
+	// The medians of the steady check's thirds: TTFT's, or E2EL's for an
+	// embeddings probe (whose TTFT keys are then 0, as when not judged).
+	TTFTFirstThirdMS float64 `json:"ttft_p50_first_third_ms"`
+	TTFTLastThirdMS  float64 `json:"ttft_p50_last_third_ms"`
+	E2ELFirstThirdMS float64 `json:"e2el_p50_first_third_ms,omitempty"`
+	E2ELLastThirdMS  float64 `json:"e2el_p50_last_third_ms,omitempty"`
 }
 
 // headerJSON is the header of the saved capacity report.
@@ -238,15 +242,20 @@ func newRepeatJSON(r Repeat) repeatJSON {
 	for d, n := range m.Dispositions {
 		disp[string(d)] = n
 	}
-	return repeatJSON{
+	out := repeatJSON{
 		OfferedRate: r.Rate, Repeat: r.Index + 1, Pass: r.Pass, Why: r.Why, Offered: m.Offered, Abandoned: m.Abandoned,
 		Sent: m.Sent, SendRate: pyfmt.JSONFloat(m.SendRate), ServerCompleted: m.ServerCompleted, WallClockS: m.Window.Seconds(),
 		CompletedThroughput: m.CompletedThroughput, Goodput: m.Goodput, AcceptanceRatio: m.Acceptance,
 		PromptTokens: m.PromptTokens, OutputTokens: m.OutputTokens, Unfinished: m.Dispositions[probe.Unfinished],
 		Timeouts: m.Timeouts, TTFTMS: pctMap(m, stats.MetricTTFT), TPOTMS: pctMap(m, stats.MetricTPOT), E2ELMS: pctMap(m, stats.MetricE2EL),
 		Dispositions: disp, FailureReasons: m.Reasons, NotSteady: r.NotSteady,
-		TTFTFirstThirdMS: m.TTFTFirstThird, TTFTLastThirdMS: m.TTFTLastThird,
 	}
+	if m.SteadyMetric == stats.MetricE2EL {
+		out.E2ELFirstThirdMS, out.E2ELLastThirdMS = m.SteadyFirstThird, m.SteadyLastThird
+	} else {
+		out.TTFTFirstThirdMS, out.TTFTLastThirdMS = m.SteadyFirstThird, m.SteadyLastThird
+	}
+	return out
 }
 
 // pctMap returns a metric's percentiles keyed "p50", "p99", ...; none

@@ -81,3 +81,17 @@ func TestPrintTableNotMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatJSONSteadyThirds: the saved thirds are named by the latency
+// the steady check compared: TTFT's keys for a generation probe, E2EL's
+// for an embeddings probe (its TTFT keys stay 0, as when not judged).
+func TestRepeatJSONSteadyThirds(t *testing.T) {
+	gen := newRepeatJSON(Repeat{Metrics: stats.Metrics{SteadyMetric: stats.MetricTTFT, SteadyFirstThird: 3, SteadyLastThird: 200}})
+	if gen.TTFTFirstThirdMS != 3 || gen.TTFTLastThirdMS != 200 || gen.E2ELFirstThirdMS != 0 || gen.E2ELLastThirdMS != 0 {
+		t.Errorf("generation probe: %+v, want the TTFT thirds 3 and 200 only", gen)
+	}
+	emb := newRepeatJSON(Repeat{Metrics: stats.Metrics{SteadyMetric: stats.MetricE2EL, SteadyFirstThird: 20, SteadyLastThird: 400}})
+	if emb.E2ELFirstThirdMS != 20 || emb.E2ELLastThirdMS != 400 || emb.TTFTFirstThirdMS != 0 || emb.TTFTLastThirdMS != 0 {
+		t.Errorf("embeddings probe: %+v, want the E2EL thirds 20 and 400 only", emb)
+	}
+}

@@ -5,6 +5,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -24,13 +25,17 @@ type PassRule struct {
 	Percentile       float64 // e.g. 99
 	TTFT, TPOT, E2EL time.Duration
 	// SteadyRatio and SteadyGrowth define the steady state: a repeat is
-	// not_steady when the median TTFT of the last third of its requests
-	// is above SteadyRatio times that of the first third and above it by
-	// more than SteadyGrowth (stats.Metrics.TTFTFirstThird, TTFTLastThird): its
-	// queue kept growing through the window, so a longer level would have
-	// done worse. SteadyRatio 0 turns the check off.
+	// not_steady when the median TTFT (E2EL for an embeddings probe) of
+	// the last third of its requests is above SteadyRatio times that of
+	// the first third and above it by more than SteadyGrowth
+	// (stats.Metrics.SteadyFirstThird, SteadyLastThird): its queue kept
+	// growing through the window, so a longer level would have done
+	// worse. SteadyRatio 0 turns the check off.
 	SteadyRatio  float64
 	SteadyGrowth time.Duration
+	// SteadyMetric names the latency of the steady check in String:
+	// stats.MetricE2EL for an embeddings probe; "" is TTFT.
+	SteadyMetric string
 }
 
 // notSteady is the flag of a repeat whose latency kept growing.
@@ -49,15 +54,15 @@ func (r PassRule) String() string {
 		}
 	}
 	if r.SteadyRatio > 0 {
-		parts = append(parts, fmt.Sprintf("steady (last-third ttft p50 <= %s x first third, or within %s of it)",
-			pyfmt.Rate(r.SteadyRatio), r.SteadyGrowth))
+		parts = append(parts, fmt.Sprintf("steady (last-third %s p50 <= %s x first third, or within %s of it)",
+			cmp.Or(r.SteadyMetric, stats.MetricTTFT), pyfmt.Rate(r.SteadyRatio), r.SteadyGrowth))
 	}
 	return strings.Join(parts, " and ")
 }
 
 // steady reports whether a repeat's latency held steady through its window.
 func (r PassRule) steady(m stats.Metrics) bool {
-	first, last := m.TTFTFirstThird, m.TTFTLastThird
+	first, last := m.SteadyFirstThird, m.SteadyLastThird
 	return r.SteadyRatio <= 0 || last <= r.SteadyRatio*first || last-first <= stats.Milliseconds(r.SteadyGrowth)
 }
 
@@ -65,8 +70,8 @@ func (r PassRule) steady(m stats.Metrics) bool {
 func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 	var why []string
 	if !r.steady(m) {
-		why = append(why, fmt.Sprintf("%s: last-third ttft p50 %.2fms vs %.2fms in the first third",
-			notSteady, m.TTFTLastThird, m.TTFTFirstThird))
+		why = append(why, fmt.Sprintf("%s: last-third %s p50 %.2fms vs %.2fms in the first third",
+			notSteady, cmp.Or(m.SteadyMetric, stats.MetricTTFT), m.SteadyLastThird, m.SteadyFirstThird))
 	}
 	if m.Acceptance < r.MinAcceptance {
 		why = append(why, fmt.Sprintf("acceptance %s < %s", pyfmt.Float(m.Acceptance, 4), pyfmt.Float(r.MinAcceptance, 4)))

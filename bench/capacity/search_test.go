@@ -187,14 +187,24 @@ func TestPassRuleSteady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.first, "->", tt.last), func(t *testing.T) {
-			pass, why := rule.Check(stats.Metrics{TTFTFirstThird: tt.first, TTFTLastThird: tt.last})
+			pass, why := rule.Check(stats.Metrics{SteadyFirstThird: tt.first, SteadyLastThird: tt.last})
 			if pass != tt.steady || (len(why) > 0) == tt.steady {
 				t.Errorf("Check = %v %v, want steady %v", pass, why, tt.steady)
 			}
 		})
 	}
+	// An embeddings probe's check compares E2EL, and says so.
+	emb := rule
+	emb.SteadyMetric = stats.MetricE2EL
+	if !strings.Contains(emb.String(), "last-third e2el p50") || !strings.Contains(rule.String(), "last-third ttft p50") {
+		t.Errorf("rules %q and %q do not name the latency they compare", emb.String(), rule.String())
+	}
+	if _, why := emb.Check(stats.Metrics{SteadyMetric: stats.MetricE2EL, SteadyFirstThird: 10, SteadyLastThird: 300}); len(why) != 1 ||
+		!strings.Contains(why[0], "last-third e2el p50 300.00ms vs 10.00ms") {
+		t.Errorf("why %q, want the e2el thirds named", why)
+	}
 	off := PassRule{Percentile: 99}
-	if pass, _ := off.Check(stats.Metrics{TTFTFirstThird: 1, TTFTLastThird: 1000}); !pass {
+	if pass, _ := off.Check(stats.Metrics{SteadyFirstThird: 1, SteadyLastThird: 1000}); !pass {
 		t.Error("SteadyRatio 0 should turn the check off")
 	}
 }

@@ -104,14 +104,17 @@ type Metrics struct {
 	// the client timeouts and unfinished requests, counted at the time
 	// they were given up (censored): see censored.
 	Latency map[string]Dist
-	// TTFTFirstThird and TTFTLastThird are the medians (ms) of the
-	// censored TTFT of the first and the last third of those requests in
-	// planned order, for the steady-state check; both 0 with fewer than
-	// steadyMinSamples of them (embeddings requests have no TTFT).
-	TTFTFirstThird, TTFTLastThird float64
+	// SteadyMetric is the latency the steady-state check compares: the
+	// censored TTFT, or the censored E2EL for an embeddings probe, whose
+	// answer is its first and only output (MetricTTFT or MetricE2EL).
+	// SteadyFirstThird and SteadyLastThird are its medians (ms) over the
+	// first and the last third of those requests in planned order; both 0
+	// with fewer than steadyMinSamples of them.
+	SteadyMetric                      string
+	SteadyFirstThird, SteadyLastThird float64
 }
 
-// steadyMinSamples is the fewest requests whose TTFT thirds are compared.
+// steadyMinSamples is the fewest requests whose steady thirds are compared.
 const steadyMinSamples = 6
 
 // AllDispositions lists the dispositions a bench report accounts for.
@@ -247,11 +250,11 @@ func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 	if n := m.Offered - m.Abandoned; n > 0 {
 		m.Acceptance = accepted / float64(n)
 	}
-	var ttfts []float64
-	m.Latency, ttfts = censored(run, percentiles)
-	if n := len(ttfts); n >= steadyMinSamples {
-		m.TTFTFirstThird = distOf(ttfts[:n/3], nil).Median
-		m.TTFTLastThird = distOf(ttfts[n-n/3:], nil).Median
+	var steady []float64
+	m.Latency, m.SteadyMetric, steady = censored(run, percentiles)
+	if n := len(steady); n >= steadyMinSamples {
+		m.SteadyFirstThird = distOf(steady[:n/3], nil).Median
+		m.SteadyLastThird = distOf(steady[n-n/3:], nil).Median
 	}
 }
 
@@ -266,11 +269,13 @@ func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 // An embeddings request generates no token: it counts in E2EL only, as a
 // client timeout of one is censored into E2EL only (probe.Result.Embeddings;
 // docs/design.md, "Embeddings probes").
-// It also returns the TTFT samples in planned order. The daemon's views
+// It also returns the samples of the steady-state check in planned order
+// and their metric: the TTFTs, or the E2ELs of embeddings requests. The daemon's views
 // censor at the measured Elapsed instead (probe.Result.ObservedE2EL; docs/design.md,
 // section 6, "Timeouts are never dropped").
-func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []float64) {
+func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, string, []float64) {
 	samples := map[string][]float64{}
+	steadyMetric := MetricTTFT
 	for i, r := range run.Results {
 		ttft, tpot, e2el := r.TTFT, r.TPOT, r.E2EL
 		hasTPOT := r.OutputTokens > 1
@@ -290,6 +295,7 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []floa
 		}
 		samples[MetricE2EL] = append(samples[MetricE2EL], Milliseconds(e2el))
 		if r.Embeddings {
+			steadyMetric = MetricE2EL
 			continue
 		}
 		samples[MetricTTFT] = append(samples[MetricTTFT], Milliseconds(ttft))
@@ -301,7 +307,7 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, []floa
 	for _, name := range []string{MetricTTFT, MetricTPOT, MetricE2EL} {
 		out[name] = distOf(samples[name], percentiles)
 	}
-	return out, samples[MetricTTFT]
+	return out, steadyMetric, samples[steadyMetric]
 }
 
 // givenUpAfter is how long after its send request i of run was given up.

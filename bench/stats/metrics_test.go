@@ -170,8 +170,37 @@ func TestComputeThirds(t *testing.T) {
 		run.Results, run.Ended = append(run.Results, r), append(run.Ended, t0.Add(time.Second))
 	}
 	m := Compute(run, Options{Percentiles: []float64{50}})
-	if m.TTFTFirstThird != 3 || m.TTFTLastThird != 200 {
-		t.Errorf("thirds %v, %v; want 3 and 200 (median of 200, 1000, 100)", m.TTFTFirstThird, m.TTFTLastThird)
+	if m.SteadyFirstThird != 3 || m.SteadyLastThird != 200 {
+		t.Errorf("thirds %v, %v; want 3 and 200 (median of 200, 1000, 100)", m.SteadyFirstThird, m.SteadyLastThird)
+	}
+}
+
+// TestComputeThirdsEmbeddings: an embeddings probe has no TTFT, so its
+// steady-state check compares its censored E2EL instead, the time to its
+// one answer. Nine requests, the eighth timed out (counted at the 1 s
+// timeout): the first third's median is 20 ms, the last third's that of
+// 300, 1000 and 400 ms, 400 ms.
+func TestComputeThirdsEmbeddings(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := &openloop.Run{Start: t0, Timeout: time.Second}
+	for i, e2el := range []int{10, 30, 20, 40, 50, 60, 300, 0, 400} { // 0: timed out
+		r := &probe.Result{Seq: uint64(i + 1), Sent: t0, Embeddings: true, Disposition: probe.Accepted,
+			E2EL: time.Duration(e2el) * time.Millisecond, PromptTokens: 8}
+		end := t0.Add(r.E2EL)
+		if e2el == 0 {
+			r.Disposition, r.Reason, end = probe.ClientTimeout, probe.ReasonTimeout, t0.Add(1001*time.Millisecond)
+		}
+		run.Results, run.Ended = append(run.Results, r), append(run.Ended, end)
+	}
+	m := Compute(run, Options{Percentiles: []float64{50}})
+	if m.SteadyMetric != MetricE2EL || m.SteadyFirstThird != 20 || m.SteadyLastThird != 400 {
+		t.Errorf("steady %s thirds %v, %v; want e2el 20 and 400", m.SteadyMetric, m.SteadyFirstThird, m.SteadyLastThird)
+	}
+	var chat openloop.Run
+	chat.Results = []*probe.Result{{Seq: 1, Sent: t0, Disposition: probe.Accepted, TTFT: time.Millisecond, E2EL: time.Millisecond}}
+	chat.Ended = []time.Time{t0.Add(time.Millisecond)}
+	if got := Compute(&chat, Options{}).SteadyMetric; got != MetricTTFT {
+		t.Errorf("steady metric of a chat run %q, want ttft", got)
 	}
 }
 
