@@ -32,11 +32,11 @@ const (
 
 	// PromptTokens is `vllm_probe_prompt_tokens_total`.
 	PromptTokens     = "vllm_probe_prompt_tokens_total"
-	PromptTokensHelp = "Prompt tokens of finished requests, as reported by the server's usage."
+	PromptTokensHelp = "Prompt tokens of finished requests: the server's usage, else the prober's estimate."
 
 	// OutputTokens is `vllm_probe_output_tokens_total`.
 	OutputTokens     = "vllm_probe_output_tokens_total"
-	OutputTokensHelp = "Output tokens of finished requests, as reported by the server's usage."
+	OutputTokensHelp = "Output tokens of finished requests: the server's usage, else the prober's estimate."
 
 	// TTFT is `vllm_probe_time_to_first_token_seconds`.
 	TTFT     = "vllm_probe_time_to_first_token_seconds"
