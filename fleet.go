@@ -16,11 +16,12 @@ import (
 )
 
 // replicaSource keeps one target's replica set current: Run calls update
-// with the full sorted set after each change and fail with each failed
-// refresh (the last good set stays), until ctx ends. *discovery.Discoverer
-// is the production one.
+// with the full sorted set after each change, fail with each failed
+// refresh (the last good set stays) and unchanged with each successful
+// refresh that found the last set again, until ctx ends.
+// *discovery.Discoverer is the production one.
 type replicaSource interface {
-	Run(ctx context.Context, update func([]discovery.Replica), fail func(error))
+	Run(ctx context.Context, update func([]discovery.Replica), fail func(error), unchanged func())
 	Mechanism() string
 }
 
@@ -120,7 +121,8 @@ func (f *fleet) start(t config.Target, src replicaSource, old *fleetTarget) {
 		defer f.running.Done()
 		src.Run(ctx,
 			func(rs []discovery.Replica) { f.update(target, ft, rs) },
-			func(err error) { f.fail(target, ft, err) })
+			func(err error) { f.fail(target, ft, err) },
+			func() { f.unchanged(target, ft) })
 	}()
 }
 
@@ -167,6 +169,21 @@ func (f *fleet) fail(target string, ft *fleetTarget, err error) {
 	}
 	ft.state.Err, ft.state.ErrAt = err.Error(), f.now()
 	f.metrics.Failed(target)
+}
+
+// unchanged records a successful refresh of ft's source that found its
+// last set again, if ft still runs: the state's last refresh is now and a
+// failure before it is over (status.DiscoveryState).
+func (f *fleet) unchanged(target string, ft *fleetTarget) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.targets[target] != ft {
+		return
+	}
+	if ft.state.Err != "" {
+		f.logger.Info("Replica discovery recovered", "target", target, "mechanism", ft.state.Mechanism)
+	}
+	ft.state.Updated, ft.state.Err = f.now(), ""
 }
 
 // sameReplica compares replicas by address and labels.

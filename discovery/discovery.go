@@ -117,10 +117,13 @@ func (d *Discoverer) Mechanism() string { return d.mechanism }
 // when a watched file changes, until ctx ends. After every successful
 // refresh whose set differs from the last one reported (the first success
 // is always reported, even when empty), it calls update with the whole
-// set, merged and sorted (see merge). A failed refresh calls fail and
-// keeps the last set: update is not called. The calls never overlap, and
-// none comes after Run returns; Run returns once its goroutines ended.
-func (d *Discoverer) Run(ctx context.Context, update func([]Replica), fail func(error)) {
+// set, merged and sorted (see merge); after every other successful
+// refresh it calls unchanged, so the caller knows the refresh succeeded
+// (a failure before it is over) without being handed the same set again.
+// A failed refresh calls fail and keeps the last set: update is not
+// called. The calls never overlap, and none comes after Run returns; Run
+// returns once its goroutines ended.
+func (d *Discoverer) Run(ctx context.Context, update func([]Replica), fail func(error), unchanged func()) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	changed := make(chan struct{}, 1) // changes that come during a refresh make one more
@@ -160,6 +163,8 @@ func (d *Discoverer) Run(ctx context.Context, update func([]Replica), fail func(
 			d.logger.Debug("Discovered replicas", "replicas", len(found))
 			last, reported = found, true
 			update(clone(found))
+		default:
+			unchanged()
 		}
 		select {
 		case <-ctx.Done():

@@ -58,7 +58,17 @@ func start(t *testing.T, d *Discoverer) *running {
 	}
 	go func() {
 		defer close(r.done)
-		d.Run(ctx, func(set []Replica) { record(event{set: set}) }, func(err error) { record(event{err: err}) })
+		d.Run(ctx, func(set []Replica) { record(event{set: set}) }, func(err error) { record(event{err: err}) }, func() {
+			// Checked like the others, not recorded: the tests wait for
+			// updates and failures (TestRunReportsUnchanged for these).
+			if returned.Load() {
+				t.Errorf("unchanged after Run returned")
+			}
+			if !inCall.CompareAndSwap(false, true) {
+				t.Errorf("unchanged overlaps another call")
+			}
+			inCall.Store(false)
+		})
 		returned.Store(true)
 	}()
 	t.Cleanup(r.stop)
@@ -182,5 +192,28 @@ func TestRunReportsChangesOnly(t *testing.T) {
 	r.stop()
 	if src.overlap.Load() {
 		t.Error("lookups overlapped")
+	}
+}
+
+// TestRunReportsUnchanged checks that a successful refresh that finds the
+// set last reported calls unchanged, so that a caller learns that a
+// failure is over although the set did not change.
+func TestRunReportsUnchanged(t *testing.T) {
+	a := replicas("10.0.0.1:8000")
+	src := &countingSource{sets: [][]Replica{a, a, a}, errs: []error{nil, fmt.Errorf("boom"), nil}}
+	d := &Discoverer{mechanism: "test", refresh: 5 * time.Millisecond, src: src, logger: discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls []string
+	note := func(call string) {
+		calls = append(calls, call)
+		if len(calls) == 3 {
+			cancel()
+		}
+	}
+	d.Run(ctx, func(set []Replica) { note(fmt.Sprint("update", set)) }, func(err error) { note("fail " + err.Error()) }, func() { note("unchanged") })
+	want := []string{fmt.Sprint("update", a), "fail test: boom", "unchanged"}
+	if !reflect.DeepEqual(calls, want) {
+		t.Errorf("calls %q, want %q", calls, want)
 	}
 }

@@ -111,7 +111,7 @@ func discoverOnce(t *testing.T, c discovery.Config) []discovery.Replica {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var got []discovery.Replica
-	d.Run(ctx, func(r []discovery.Replica) { got = r; cancel() }, func(err error) { t.Error(err); cancel() })
+	d.Run(ctx, func(r []discovery.Replica) { got = r; cancel() }, func(err error) { t.Error(err); cancel() }, func() {})
 	return got
 }
 
