@@ -57,7 +57,9 @@ type PairStats struct {
 	// Dispositions counts every finished request since start.
 	Dispositions map[probe.Disposition]uint64
 	// Window is the span the fields below cover: the tracker's window, or
-	// the pair's age when it is younger.
+	// the pair's age when it is younger, or, when more than MaxSamples
+	// requests ended in the window, the span since the newest of those
+	// left out ended (only the newest MaxSamples are kept).
 	Window time.Duration
 	// Goodput is accepted requests per second over the window.
 	Goodput float64
@@ -261,8 +263,12 @@ func (t *Tracker) pairStats(k pairKey, now, since time.Time, hour bool) PairStat
 		}
 	}
 	// A pair younger than the window is judged over its age, so rates
-	// are right from the first minutes on.
-	span := min(t.opts.Window, now.Sub(st.added))
+	// are right from the first minutes on; one that ended more than
+	// MaxSamples requests in the window over the span its newest
+	// MaxSamples cover (window.capped), so that its rates are its counts
+	// over the time they were counted in.
+	age := now.Sub(st.added)
+	span := min(t.opts.Window, age, age-st.window.capped)
 	ps.Window = span
 	secs := max(span.Seconds(), 1)
 	ps.Goodput, ps.Completed = float64(accepted)/secs, float64(completed)/secs

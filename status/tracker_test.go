@@ -1,6 +1,7 @@
 package status
 
 import (
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -462,5 +463,70 @@ func TestCompactDuration(t *testing.T) {
 		if got := compact(tc.d).duration(); got != tc.got {
 			t.Errorf("%s: %v comes back as %v, want %v", tc.name, tc.d, got, tc.got)
 		}
+	}
+}
+
+// TestTrackerRatesBeyondMaxSamples: a pair that ends more than MaxSamples
+// requests within the window keeps only the newest MaxSamples; its rates
+// and acceptance are then those of the span those requests cover, so each
+// equals a hand count of the requests that ended in (now - Window, now],
+// not MaxSamples divided by the whole window.
+func TestTrackerRatesBeyondMaxSamples(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(1_800_000_000, 0)}
+	tr := NewTracker(TrackerOptions{Window: time.Minute, MaxSamples: 100, Now: clock.now})
+	syncPairs(tr, trackerConfig("p"))
+	key := config.PairKey{Target: "t", Probe: "p"}
+	type ended struct {
+		at         time.Time
+		r          probe.Result
+		judged     bool
+		completed  bool
+		isAccepted bool
+	}
+	var log []ended
+	for i := 1; i <= 600; i++ { // 10 req/s for a minute: 600 requests, 100 kept
+		clock.t = clock.t.Add(100 * time.Millisecond)
+		r := probe.Result{Target: "t", Probe: "p", Disposition: probe.Accepted, TTFT: time.Millisecond}
+		switch {
+		case i%5 == 0:
+			r.Disposition, r.Reason = probe.Cancelled, probe.ReasonInFlightCap
+		case i%4 == 0:
+			r.Disposition, r.Reason = probe.ServerFailure, probe.ReasonHTTP5xx
+		case i%7 == 0:
+			r.Disposition, r.Reason = probe.Cancelled, probe.ReasonRemoved
+		}
+		tr.Offered(key)
+		tr.Finished(&r)
+		log = append(log, ended{clock.t, r, !r.Abandoned(), r.ServerCompleted(), r.Disposition == probe.Accepted})
+	}
+	ps := tr.Snapshot()[0]
+	if ps.Window <= 0 || ps.Window > time.Minute {
+		t.Fatalf("window %v, want within (0, 1m]", ps.Window)
+	}
+	// Hand count over the span the page's numbers cover.
+	var accepted, judged, completed int
+	for _, e := range log {
+		if !e.at.After(clock.t.Add(-ps.Window)) {
+			continue
+		}
+		if e.isAccepted {
+			accepted++
+		}
+		if e.judged {
+			judged++
+		}
+		if e.completed {
+			completed++
+		}
+	}
+	secs := ps.Window.Seconds()
+	if got := ps.Goodput * secs; math.Abs(got-float64(accepted)) > 1e-6 {
+		t.Errorf("goodput %v/s over %v = %v requests, want the %d accepted that ended in it (10/s offered)", ps.Goodput, ps.Window, got, accepted)
+	}
+	if got := ps.Completed * secs; math.Abs(got-float64(completed)) > 1e-6 {
+		t.Errorf("completed %v/s over %v = %v requests, want the %d completed that ended in it", ps.Completed, ps.Window, got, completed)
+	}
+	if want := float64(accepted) / float64(judged); math.Abs(ps.Acceptance-want) > 1e-9 {
+		t.Errorf("acceptance %v, want %d / %d = %v", ps.Acceptance, accepted, judged, want)
 	}
 }

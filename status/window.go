@@ -62,6 +62,11 @@ const (
 type window struct {
 	requests []windowRequest
 	itl      []compactDuration
+	// capped is when the newest request the limit dropped ended (since the
+	// pair started; 0 while none was): the requests kept are all those
+	// that ended after it, so counts over them are rates over the span
+	// from it (Tracker.pairStats).
+	capped time.Duration
 }
 
 // add appends a request that ended at (since the pair started), keeping
@@ -88,6 +93,7 @@ func (w *window) add(at time.Duration, r *probe.Result, limit int) {
 		w.itl = append(w.itl, compact(g))
 	}
 	if n := len(w.requests) - limit; n > 0 {
+		w.capped = max(w.capped, w.requests[n-1].at)
 		w.drop(n)
 	}
 	if n := len(w.itl) - limit; n > 0 {
