@@ -118,7 +118,7 @@ const (
 
 	// DiscoveryReplicasDropped is `vllm_prober_discovery_replicas_dropped_total`.
 	DiscoveryReplicasDropped     = "vllm_prober_discovery_replicas_dropped_total"
-	DiscoveryReplicasDroppedHelp = "Discovered replicas left unprobed because the target's max_replicas was reached, counted at every refresh that found them."
+	DiscoveryReplicasDroppedHelp = "Discovered replicas left unprobed because the target's max_replicas was reached, counted at every change of the discovered set that left them out."
 
 	// LedgerWriteErrors is `vllm_prober_ledger_write_errors_total`.
 	LedgerWriteErrors     = "vllm_prober_ledger_write_errors_total"
