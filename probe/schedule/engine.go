@@ -70,7 +70,8 @@ type EngineOptions struct {
 	// this order (Sink); nil = none.
 	Sinks []probe.Sink
 	// Grace is how long in-flight requests may finish at shutdown or when
-	// their pair is removed or changed; 0 = 10s.
+	// their pair is removed; 0 = 10s. The requests of a changed pair's
+	// previous configuration run to their own end (drain).
 	Grace time.Duration
 	Now   func() time.Time                                 // nil = time.Now
 	Sleep func(ctx context.Context, d time.Duration) error // nil = a wait.Timer per loop
@@ -127,6 +128,11 @@ type pairState struct {
 	// draining counts the pair's retired loops whose requests have not all
 	// ended; guarded by Engine.mu.
 	draining int
+	// removed is closed when a reload removes the pair, so that the
+	// drains of its earlier, changed configurations give their requests
+	// the grace period from then (drain); a pair started again gets a new
+	// one (startLoop); guarded by Engine.mu.
+	removed chan struct{}
 	// stoppedAt is the pair's element in Engine.stoppedKeys while it is
 	// stopped (nil: running or draining); guarded by Engine.mu.
 	stoppedAt *list.Element
@@ -180,9 +186,10 @@ func (e *Engine) Apply(cfg *config.Config) error {
 // ApplyPairs makes the running pairs those given (config.Config.PairsWith
 // resolves them with the current replicas). Unchanged pairs (same Key
 // and Fingerprint) keep running with their state (sequence, arrival
-// process); removed and changed pairs stop scheduling and their in-flight
-// requests get the grace period, then end cancelled/removed; new and
-// changed pairs start. A pair whose Sender cannot be built is not started
+// process); removed and changed pairs stop scheduling; a removed pair's
+// in-flight requests get the grace period, then end cancelled/removed,
+// while a changed pair's run to their own end; new and changed pairs
+// start. A pair whose Sender cannot be built is not started
 // (a changed pair keeps its previous configuration running) and is named
 // in the returned joined error. The Sinks hear PairStopped for removed
 // pairs, then PairStarted for started ones in config order, each before

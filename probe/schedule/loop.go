@@ -68,6 +68,9 @@ func (e *Engine) startLoop(p config.Pair, sender Sender, start time.Time) *loop 
 	if l.maxInFlight <= 0 {
 		l.maxInFlight = int64(config.DefaultProbe.MaxInFlight) // a probe built in code, not loaded
 	}
+	if st.removed == nil {
+		st.removed = make(chan struct{})
+	}
 	l.schedCtx, l.stopSched = context.WithCancel(e.root)
 	l.reqCtx, l.cancelReqs = context.WithCancelCause(e.root)
 	e.logger.Info("probe loop started", "target", p.Key.Target, "probe", p.Key.Probe,
@@ -216,7 +219,8 @@ func (e *Engine) finish(res *probe.Result) {
 }
 
 // retire stops a loop's scheduling now and lets its requests finish in the
-// background; e.mu is held and l is no longer in e.loops.
+// background; e.mu is held and l is no longer in e.loops. removed says a
+// reload removed the pair; otherwise it changed and runs on in a new loop.
 func (e *Engine) retire(l *loop, removed bool) {
 	l.stopSched()
 	<-l.done
@@ -226,21 +230,40 @@ func (e *Engine) retire(l *loop, removed bool) {
 	if !removed {
 		l.state.resume, l.state.resumeMean = l.next, l.arrivals.mean
 	}
+	gone := l.state.removed
+	if gone == nil { // a loop always made one; never left open by mistake
+		gone = make(chan struct{})
+		close(gone)
+	} else if removed {
+		close(gone)
+		l.state.removed = nil
+	}
 	e.logger.Info("probe loop stopped", "target", l.key.Target, "probe", l.key.Probe, "replica", l.key.Replica,
 		"removed", removed, "in_flight", l.state.inFlight.Load())
 	l.state.draining++
 	e.drains.Add(1)
-	go e.drain(l)
+	go e.drain(l, gone)
 }
 
-// drain waits up to the grace period for a retired loop's requests, then
-// cancels the rest with ErrRemoved, and closes its Sender. The last drain
-// of a pair that is no longer running tells the Sinks it stopped: its
-// series go only after its final Finished was counted.
-func (e *Engine) drain(l *loop) {
+// drain lets a retired loop's requests end and closes its Sender. gone is
+// closed when a reload removes the pair (at once for a loop retired by
+// the removal): from then its requests get the grace period, and the rest
+// are cancelled with ErrRemoved. A loop retired because its pair changed
+// is not abandoned: its requests run to their own end (the probe timeout
+// bounds them) while the pair runs, so a reload never turns a request
+// that would have timed out or failed into an abandoned one
+// (docs/design.md, "Dispositions and accounting"). The last drain of a
+// pair that is no longer running tells the Sinks it stopped: its series go
+// only after its final Finished was counted.
+func (e *Engine) drain(l *loop, gone <-chan struct{}) {
 	defer e.drains.Done()
 	idle := waitChan(&l.reqs)
-	e.awaitGrace(idle, e.root.Done()) // shutdown: its cause wins
+	select {
+	case <-idle:
+	case <-gone:
+		e.awaitGrace(idle, e.root.Done()) // shutdown: its cause wins
+	case <-e.root.Done(): // shutdown: its cause ends the requests
+	}
 	l.cancelReqs(probe.ErrRemoved)
 	<-idle
 	l.sender.Close()
