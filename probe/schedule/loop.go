@@ -261,10 +261,15 @@ func (e *Engine) drain(l *loop, gone <-chan struct{}) {
 	select {
 	case <-idle:
 	case <-gone:
-		e.awaitGrace(idle, e.root.Done()) // shutdown: its cause wins
-	case <-e.root.Done(): // shutdown: its cause ends the requests
+		e.awaitGrace(idle, e.root.Done())
+	case <-e.root.Done():
 	}
-	l.cancelReqs(probe.ErrRemoved)
+	// At shutdown its cause ends the requests. Root closes Done before it
+	// cancels its children, so cancelling here too could win that race
+	// and end them removed instead.
+	if e.root.Err() == nil {
+		l.cancelReqs(probe.ErrRemoved)
+	}
 	<-idle
 	l.sender.Close()
 	e.mu.Lock()
