@@ -188,7 +188,10 @@ type Result struct {
 	Phases    PhaseTimes
 	// Elapsed is the time from Sent until the request ended as the client
 	// saw it: the stream read to its end, a failure, or the probe timeout.
-	// Zero if never sent.
+	// A client_timeout that came before its send (the target did not
+	// answer the model discovery or the workload's calibration in time)
+	// counts from the start of its timeout; any other request never sent
+	// has zero.
 	Elapsed time.Duration
 
 	PromptTokens    int
@@ -323,7 +326,7 @@ func (r *Result) censored() (time.Duration, bool) {
 	return r.censoredE2EL()
 }
 
-// censoredE2EL returns Elapsed for a sent request that timed out: timeouts
+// censoredE2EL returns Elapsed for a request that timed out: timeouts
 // are never dropped from latency views. bench/stats censors at the
 // configured timeout instead (docs/design.md, section 6, "Timeouts are
 // never dropped").

@@ -260,9 +260,10 @@ func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 
 // censored summarises TTFT, TPOT and E2EL over the completed streams and
 // the requests given up before they completed, so overload cannot hide in
-// the tail: a client timeout or an unfinished request that was sent counts
-// at the time it was given up (the run's timeout for a client timeout,
-// else the time from its send to its end). Its TTFT is the measured one
+// the tail: a client timeout (sent or not: one can time out waiting for
+// the model discovery) or an unfinished request that was sent counts at
+// the time it was given up (the run's timeout for a client timeout, else
+// the time from its send to its end). Its TTFT is the measured one
 // when its first token came, else that time; its E2EL is that time; its
 // TPOT follows from them when it received more than one token. Server
 // failures, which have no latency of a completed response, are left out.
@@ -281,7 +282,7 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, string
 		hasTPOT := r.OutputTokens > 1
 		switch {
 		case Completed(r):
-		case (r.Disposition == probe.ClientTimeout || r.Disposition == probe.Unfinished) && !r.Sent.IsZero():
+		case r.Disposition == probe.ClientTimeout, r.Disposition == probe.Unfinished && !r.Sent.IsZero():
 			e2el = givenUpAfter(run, i)
 			if ttft == 0 || ttft > e2el {
 				ttft = e2el
@@ -310,11 +311,15 @@ func censored(run *openloop.Run, percentiles []float64) (map[string]Dist, string
 	return out, steadyMetric, samples[steadyMetric]
 }
 
-// givenUpAfter is how long after its send request i of run was given up.
+// givenUpAfter is how long after its send request i of run was given up
+// (a client timeout never sent: after the start of its timeout).
 func givenUpAfter(run *openloop.Run, i int) time.Duration {
 	r := run.Results[i]
 	if r.Disposition == probe.ClientTimeout && run.Timeout > 0 {
 		return run.Timeout
+	}
+	if r.Sent.IsZero() {
+		return r.Elapsed
 	}
 	if i < len(run.Ended) && run.Ended[i].After(r.Sent) {
 		return run.Ended[i].Sub(r.Sent)

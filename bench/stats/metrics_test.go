@@ -109,8 +109,9 @@ func TestComputeAccounting(t *testing.T) {
 	}
 }
 
-// TestComputeCensored checks that a client timeout counts at the timeout
-// and an unfinished request at the time it was cut, in every latency.
+// TestComputeCensored checks that a client timeout, sent or not, counts at
+// the timeout and an unfinished request at the time it was cut, in every
+// latency.
 func TestComputeCensored(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	msd := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -125,14 +126,17 @@ func TestComputeCensored(t *testing.T) {
 		{Sent: t0.Add(msd(100)), Disposition: probe.Unfinished},
 		// A failure has no latency of a completed response.
 		{Sent: t0, Disposition: probe.ServerFailure, Reason: probe.ReasonHTTP5xx},
-	}, Ended: []time.Time{t0.Add(msd(40)), t0.Add(msd(1001)), t0.Add(msd(1002)), t0.Add(msd(800)), t0.Add(msd(5))}}
+		// Timed out before its send, the model discovery unanswered: it
+		// counts at the timeout too.
+		{Disposition: probe.ClientTimeout, Reason: probe.ReasonTimeout, Elapsed: msd(1000)},
+	}, Ended: []time.Time{t0.Add(msd(40)), t0.Add(msd(1001)), t0.Add(msd(1002)), t0.Add(msd(800)), t0.Add(msd(5)), t0.Add(msd(999))}}
 	m := Compute(run, Options{Percentiles: []float64{100}})
 	tests := []struct {
 		metric string
 		want   []float64 // sorted samples
 	}{
-		{MetricTTFT, []float64{10, 100, 700, 1000}},
-		{MetricE2EL, []float64{40, 700, 1000, 1000}},
+		{MetricTTFT, []float64{10, 100, 700, 1000, 1000}},
+		{MetricE2EL, []float64{40, 700, 1000, 1000, 1000}},
 		{MetricTPOT, []float64{10, 450}},
 	}
 	for _, tt := range tests {
@@ -151,8 +155,8 @@ func TestComputeCensored(t *testing.T) {
 	if v := m.Dists[MetricE2EL]; v.Mean != 40 {
 		t.Errorf("vLLM's E2EL mean %v, want 40: its block keeps completed requests only", v.Mean)
 	}
-	if m.Timeouts != 2 || m.Window != msd(1002) {
-		t.Errorf("timeouts %d window %v, want 2 and 1.002s", m.Timeouts, m.Window)
+	if m.Timeouts != 3 || m.Window != msd(1002) {
+		t.Errorf("timeouts %d window %v, want 3 and 1.002s", m.Timeouts, m.Window)
 	}
 }
 

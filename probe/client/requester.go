@@ -262,6 +262,7 @@ func (r *Requester) DoPrepared(ctx context.Context, res *probe.Result, p *Prepar
 		res.RequestID = r.requestID(res.Seq)
 	}
 	res.Embeddings = r.probe.API == config.APIEmbeddings
+	began := r.opts.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, errProbeTimeout)
 	defer cancel()
 	if !r.fits(p, res.Seq) {
@@ -274,8 +275,14 @@ func (r *Requester) DoPrepared(ctx context.Context, res *probe.Result, p *Prepar
 			r.send(ctx, res, p)
 		}
 	}
-	if !res.Sent.IsZero() {
+	switch {
+	case !res.Sent.IsZero():
 		res.Elapsed = r.opts.Now().Sub(res.Sent)
+	case res.Disposition == probe.ClientTimeout:
+		// It timed out before its send, waiting for the target to name
+		// its model or calibrate the workload: the client waited all the
+		// same, and timeouts are never dropped from latency views.
+		res.Elapsed = r.opts.Now().Sub(began)
 	}
 	pr := r.probe
 	if pr.Quality.Model == "" {

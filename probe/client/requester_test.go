@@ -16,6 +16,7 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
 
 	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/internal/testfile"
@@ -418,6 +419,39 @@ func hashOf(text string) string {
 // the hash of its answer's first tokens (counted by continuous usage) and
 // its prompt's index, whatever the judge decides; a stream cut short and a
 // probe without fingerprint carry none. A prompt's seed is sent as seed.
+// TestRequesterTimeoutBeforeSend: a request that times out waiting for
+// the model discovery (a target that accepts the connection and never
+// answers) is a client_timeout that latency views still record, at the
+// time it waited, so a stalled server does not empty the histograms.
+func TestRequesterTimeoutBeforeSend(t *testing.T) {
+	release := make(chan struct{})
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release) })
+	tg := rqTarget(url)
+	tg.Model = ""
+	p := rqProbe(config.APIChat)
+	p.Timeout = model.Duration(300 * time.Millisecond)
+	res := doRequest(context.Background(), newTestRequester(t, tg, p, Options{}), 1)
+	if res.Disposition != probe.ClientTimeout || res.Reason != probe.ReasonTimeout || !res.Sent.IsZero() {
+		t.Fatalf("got %s/%s sent %v (%s), want client_timeout/timeout before any send", res.Disposition, res.Reason, res.Sent, res.Error)
+	}
+	if res.Elapsed < 300*time.Millisecond {
+		t.Errorf("elapsed %v, want at least the 300ms timeout", res.Elapsed)
+	}
+	for name, observed := range map[string]func() (time.Duration, bool){
+		"ttft": res.ObservedTTFT, "ttfa": res.ObservedTTFA, "e2el": res.ObservedE2EL,
+	} {
+		if d, ok := observed(); !ok || d != res.Elapsed {
+			t.Errorf("observed %s %v (%v), want the elapsed %v", name, d, ok, res.Elapsed)
+		}
+	}
+}
+
 func TestRequesterFingerprint(t *testing.T) {
 	seed := int64(7)
 	for _, tt := range []struct {
