@@ -63,23 +63,19 @@ func capacitySender(ctx context.Context, o *CapacityOptions, env Env) (sendSetup
 		ready.Close()
 		return sendSetup{}, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	_, err = ready.Model(ctx)
+	model, err := ready.Model(ctx)
 	ready.Close()
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("target %s: server %s not ready: %w", t.Name, t.URL, err)
 	}
-	// By index: request n sends the workload's item n, so the shards of a
-	// sharded search send what one process would.
+	// The run's Requester names the model the server gave, as bench's
+	// does: no measured request waits for /v1/models, and the server is
+	// asked once. By index: request n sends the workload's item n, so the
+	// shards of a sharded search send what one process would.
+	t.Model = model
 	req, err := client.New(t, p, client.Options{Logger: env.Logger, ByIndex: true})
 	if err != nil {
 		return sendSetup{}, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	// The run's Requester learns the model now, as before, so no measured
-	// request waits for /v1/models.
-	model, err := req.Model(ctx)
-	if err != nil {
-		req.Close()
-		return sendSetup{}, fmt.Errorf("target %s: server %s not ready: %w", t.Name, t.URL, err)
 	}
 	return sendSetup{target: t.Name, probe: p.Name, sender: req, burstiness: p.Burstiness, maxInFlight: p.MaxInFlight,
 		timeout: time.Duration(p.Timeout), server: capacity.ServerInfo{Model: model, Version: serverVersion(ctx, t)}}, nil

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,8 +158,29 @@ func TestCapacityConfigServerDown(t *testing.T) {
 	}
 }
 
+// countRequests serves url through a proxy on loopback that counts the
+// requests for path.
+func countRequests(t *testing.T, url, path string) (string, *atomic.Int64) {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1 // streams pass as written
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path {
+			n.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &n
+}
+
 func TestCapacityConfigProbe(t *testing.T) {
-	url := saturatingSim(t)
+	url, models := countRequests(t, saturatingSim(t), "/v1/models")
 	cfg := &config.Config{
 		Targets: []config.Target{{Name: "other", URL: "http://127.0.0.1:1", Probes: []string{"none"}}, {Name: "sim", URL: url}},
 		Probes: []config.Probe{{Name: "cmpl", API: config.APICompletions, Rate: 1, Burstiness: 1, MaxInFlight: 6,
@@ -183,6 +208,9 @@ func TestCapacityConfigProbe(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "capacity-c.svg")); err != nil {
 		t.Error(err)
+	}
+	if n := models.Load(); n != 1 {
+		t.Errorf("/v1/models asked %d times, want once: the run names the model the ready check learnt", n)
 	}
 }
 
