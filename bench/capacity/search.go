@@ -19,7 +19,9 @@ import (
 
 // PassRule is the written rule a capacity level must meet on every repeat:
 // the acceptance ratio at least MinAcceptance, the Percentile of each
-// latency with an objective at or below it, and a steady state.
+// latency with an objective at or below it, and a steady state. A repeat
+// with objectives in which no request completed or timed out has no
+// latency to meet them with, and fails.
 type PassRule struct {
 	MinAcceptance    float64
 	Percentile       float64 // e.g. 99
@@ -76,6 +78,11 @@ func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 	if m.Acceptance < r.MinAcceptance {
 		why = append(why, fmt.Sprintf("acceptance %s < %s", pyfmt.Float(m.Acceptance, 4), pyfmt.Float(r.MinAcceptance, 4)))
 	}
+	if (r.TTFT > 0 || r.TPOT > 0 || r.E2EL > 0) && m.Latency[stats.MetricE2EL].Empty {
+		// Every request was shed, failed or cut: no latency to hold to its
+		// objective, which a low --pass-acceptance must not pass as met.
+		why = append(why, "no request completed or timed out: its latency objectives are not met")
+	}
 	for _, s := range []struct {
 		name string
 		d    time.Duration
@@ -83,6 +90,8 @@ func (r PassRule) Check(m stats.Metrics) (bool, []string) {
 		if s.d <= 0 {
 			continue
 		}
+		// A latency no request measured (an embeddings probe's TTFT, the
+		// TPOT of one-token answers) is not judged.
 		if v := m.LatencyPercentile(s.name, r.Percentile); v > stats.Milliseconds(s.d) {
 			why = append(why, fmt.Sprintf("p%s %s %.2fms > %s", pyfmt.Percentile(r.Percentile), s.name, v, s.d))
 		}

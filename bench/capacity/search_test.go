@@ -162,6 +162,10 @@ func TestPassRule(t *testing.T) {
 		{"low acceptance", stats.Metrics{Acceptance: 0.98, Latency: dists(100, 100)}, false, "acceptance 0.9800 < 0.9900"},
 		{"slow ttft", stats.Metrics{Acceptance: 1, Latency: dists(501, 100)}, false, "p99 ttft 501.00ms > 500ms"},
 		{"slow e2el", stats.Metrics{Acceptance: 1, Latency: dists(1, 2500)}, false, "p99 e2el 2500.00ms > 2s"},
+		// Every request shed or answered 5xx: nothing to judge the
+		// latencies on, even with no floor on the acceptance.
+		{"nothing measured", stats.Metrics{Acceptance: 0, Latency: map[string]stats.Dist{stats.MetricTTFT: {Empty: true}, stats.MetricE2EL: {Empty: true}}},
+			false, "acceptance 0.0000 < 0.9900; no request completed or timed out: its latency objectives are not met"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +174,21 @@ func TestPassRule(t *testing.T) {
 				t.Errorf("Check = %v %q, want %v %q", pass, why, tt.pass, tt.why)
 			}
 		})
+	}
+	noFloor := rule
+	noFloor.MinAcceptance = 0
+	empty := stats.Metrics{Latency: map[string]stats.Dist{stats.MetricTTFT: {Empty: true}, stats.MetricTPOT: {Empty: true}, stats.MetricE2EL: {Empty: true}}}
+	if pass, _ := noFloor.Check(empty); pass {
+		t.Error("--pass-acceptance 0 passed a repeat that measured no latency")
+	}
+	if pass, _ := (PassRule{Percentile: 99}).Check(empty); !pass {
+		t.Error("a rule with no latency objective failed a repeat for measuring none")
+	}
+	// An embeddings probe measures no TTFT: an objective on it is not judged.
+	emb := stats.Metrics{Acceptance: 1, Latency: map[string]stats.Dist{stats.MetricTTFT: {Empty: true},
+		stats.MetricE2EL: {Percentiles: []stats.Percentile{{P: 99, MS: 100}}}}}
+	if pass, why := rule.Check(emb); !pass {
+		t.Errorf("embeddings repeat failed: %q", why)
 	}
 }
 
