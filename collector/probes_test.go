@@ -198,6 +198,7 @@ func TestCollectorObservations(t *testing.T) {
 	finish(c, &probe.Result{ // reasoning only, finished: no answer time to observe
 		Target: "t", Probe: "p", Disposition: probe.Accepted,
 		Sent: sent, TTFT: 200 * time.Millisecond, E2EL: 300 * time.Millisecond,
+		Server: &probe.ServerTiming{QueueTime: -1, TTFT: 50 * time.Millisecond}, // no queue time sent: none observed
 	})
 	mfs := promtext.Gather(t, c)
 	tests := []struct {
@@ -215,7 +216,7 @@ func TestCollectorObservations(t *testing.T) {
 		{metricname.HTTPPhase, []string{"phase", "headers"}, 1, 0.005},
 		{metricname.HTTPPhase, []string{"phase", "decode"}, 1, 0.6},
 		{metricname.HTTPPhase, []string{"phase", "dns"}, 0, 0},
-		{metricname.ServerTTFT, nil, 1, 0.35},
+		{metricname.ServerTTFT, nil, 2, 0.4},
 		{metricname.ServerQueueTime, nil, 1, 0},
 	}
 	for _, tc := range tests {

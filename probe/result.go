@@ -133,10 +133,12 @@ var (
 type PhaseTimes map[string]time.Duration
 
 // ServerTiming is vLLM's per-request `metrics` object, when the server
-// sends one (--enable-per-request-metrics).
+// sends one (--enable-per-request-metrics) with either time.
 type ServerTiming struct {
+	// QueueTime is negative when the server sent none; 0 is a request it
+	// scheduled at once.
 	QueueTime time.Duration
-	TTFT      time.Duration // starts at first scheduling: excludes queue time
+	TTFT      time.Duration // starts at first scheduling: excludes queue time; 0 when not sent
 }
 
 // ToolCall is one function call the model made, assembled from its

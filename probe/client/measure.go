@@ -152,7 +152,7 @@ func serverTiming(m *stream.Metrics) *probe.ServerTiming {
 	if m == nil || (m.QueueTimeMS == nil && m.TTFTMS == nil) {
 		return nil
 	}
-	st := &probe.ServerTiming{}
+	st := &probe.ServerTiming{QueueTime: -1}
 	if m.QueueTimeMS != nil {
 		st.QueueTime = msDuration(*m.QueueTimeMS)
 	}

@@ -210,3 +210,34 @@ func TestMeasurementITLMax(t *testing.T) {
 		t.Fatalf("ITLs = %v", res.ITLs)
 	}
 }
+
+// TestServerTiming: a time vLLM's metrics object leaves out is absent,
+// not zero: a queue time of 0 is a request scheduled at once.
+func TestServerTiming(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name       string
+		m          *stream.Metrics
+		queue, fst time.Duration
+		none       bool
+	}{
+		{"both", &stream.Metrics{QueueTimeMS: ms(0), TTFTMS: ms(12.5)}, 0, 12500 * time.Microsecond, false},
+		{"ttft only", &stream.Metrics{TTFTMS: ms(40)}, -1, 40 * time.Millisecond, false},
+		{"queue only", &stream.Metrics{QueueTimeMS: ms(3)}, 3 * time.Millisecond, 0, false},
+		{"neither", &stream.Metrics{}, 0, 0, true},
+		{"no object", nil, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := serverTiming(tc.m)
+			if tc.none {
+				if st != nil {
+					t.Fatalf("got %+v, want none", st)
+				}
+				return
+			}
+			if st == nil || (st.QueueTime < 0) != (tc.queue < 0) || (tc.queue >= 0 && st.QueueTime != tc.queue) || st.TTFT != tc.fst {
+				t.Errorf("got %+v, want queue %v ttft %v", st, tc.queue, tc.fst)
+			}
+		})
+	}
+}

@@ -222,8 +222,8 @@ func encodeEntry(ord uint64, rec *ledger.Record, n *names, scratch []byte) []byt
 		e.seconds(v)
 	}
 	if rec.Server != nil {
-		e.seconds(&rec.Server.QueueS)
-		e.seconds(&rec.Server.TTFTS)
+		e.seconds(rec.Server.QueueS)
+		e.seconds(rec.Server.TTFTS)
 	}
 	if rec.Level != nil {
 		e.seconds(rec.Level)
@@ -277,7 +277,7 @@ func (e *entry) record(target, probeName, replica string, n names) ledger.Record
 	}
 	if has&hasServer != 0 {
 		queue, ttft := d.seconds(), d.seconds()
-		rec.Server = &ledger.ServerRecord{QueueS: *queue, TTFTS: *ttft}
+		rec.Server = &ledger.ServerRecord{QueueS: queue, TTFTS: ttft}
 	}
 	if has&hasLevel != 0 {
 		rec.Level = d.seconds()

@@ -269,7 +269,7 @@ func TestHistoryReplicaMatch(t *testing.T) {
 // TestEntryRoundTrip: what the history gives back is exactly the record
 // ledger.NewRecord makes of each kind of result (the failures' text cut
 // to 1 KiB aside): sent or never sent, every optional number set or not,
-// server timing, flags, a fingerprint, a capacity run's level (a whole
+// server timing (with a time left out or not), flags, a fingerprint, a capacity run's level (a whole
 // number of nanoseconds or not), a count past 32 bits, a zero schedule
 // time, a negative lag, request IDs with and without a hexadecimal tail,
 // and more distinct errors and flags than a pair's names table keeps.
@@ -282,6 +282,10 @@ func TestEntryRoundTrip(t *testing.T) {
 			FinishReason: "length", Model: "sim-llama", Server: &probe.ServerTiming{TTFT: 10 * time.Millisecond, QueueTime: time.Millisecond},
 			ReasoningTokens: 3, ToolCalls: []probe.ToolCall{{Name: "f"}}, Fingerprint: &probe.OutputFingerprint{Hash: "abc"}},
 		{Seq: 2, RequestID: "r2", Scheduled: testEpoch, Disposition: probe.Cancelled, Error: "never sent"},
+		{Seq: 7, RequestID: "r7", Scheduled: testEpoch, Sent: sent, Disposition: probe.Accepted, E2EL: time.Second,
+			Server: &probe.ServerTiming{QueueTime: -1, TTFT: 10 * time.Millisecond}}, // no queue time: null
+		{Seq: 8, RequestID: "r8", Scheduled: testEpoch, Sent: sent, Disposition: probe.Accepted, E2EL: time.Second,
+			Server: &probe.ServerTiming{}}, // scheduled at once, no TTFT
 		{Seq: 3, RequestID: "r3", Scheduled: testEpoch, Sent: sent, Disposition: probe.LatencyFailure, Reason: probe.ReasonLatency,
 			SLOViolations: []string{probe.SLOTTFT}, QualityFailures: []string{probe.CheckRegex}, Flags: []string{"no_usage"},
 			TTFT: 2 * time.Second, Text: "an answer"},

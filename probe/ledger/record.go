@@ -62,8 +62,8 @@ type Record struct {
 // ServerRecord is the server's own view of one request (vLLM's per-request
 // metrics object), in seconds.
 type ServerRecord struct {
-	QueueS float64 `json:"queue_s"`
-	TTFTS  float64 `json:"ttft_s"`
+	QueueS *float64 `json:"queue_s"` // null when the server sent no queue time
+	TTFTS  *float64 `json:"ttft_s"`  // null when the server sent no TTFT
 }
 
 // Flag prefixes that fold SLO violations and failed quality checks into
@@ -110,7 +110,15 @@ func NewRecord(r *probe.Result, recordText string) Record {
 		rec.Sent, rec.LagS = &sent, &lag
 	}
 	if r.Server != nil {
-		rec.Server = &ServerRecord{QueueS: r.Server.QueueTime.Seconds(), TTFTS: r.Server.TTFT.Seconds()}
+		rec.Server = &ServerRecord{}
+		if r.Server.QueueTime >= 0 {
+			q := r.Server.QueueTime.Seconds()
+			rec.Server.QueueS = &q
+		}
+		if r.Server.TTFT > 0 {
+			ttft := r.Server.TTFT.Seconds()
+			rec.Server.TTFTS = &ttft
+		}
 	}
 	if r.Fingerprint != nil {
 		rec.Fingerprint = r.Fingerprint.Hash

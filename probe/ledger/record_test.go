@@ -214,3 +214,29 @@ func TestRecordGivenUpHasNoEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordServerTimeAbsent: a server time the response did not carry is
+// null in the ledger, not 0 (a queue time of 0 is a request scheduled at
+// once), and stays null through history.
+func TestRecordServerTimeAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server probe.ServerTiming
+		want   string
+	}{
+		{"no queue time", probe.ServerTiming{QueueTime: -1, TTFT: 900 * time.Millisecond}, `"server":{"queue_s":null,"ttft_s":0.9}`},
+		{"scheduled at once, no ttft", probe.ServerTiming{}, `"server":{"queue_s":0,"ttft_s":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fullResult()
+			r.Server = &tc.server
+			b, err := json.Marshal(NewRecord(r, config.RecordTextNone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tc.want) {
+				t.Errorf("record %s, want %s", b, tc.want)
+			}
+		})
+	}
+}
