@@ -22,6 +22,12 @@ type measurement struct {
 
 	first, last time.Time // first and last token-carrying events
 	chunks      int
+	// tokenEvents counts the events that carried a generated token (text,
+	// reasoning, a tool call or a rising continuous usage count): chunks
+	// without vllm bench serve's empty choice events (the chat role
+	// chunk, a finish-only chunk). Without usage it is the output token
+	// count, so an empty event does not count as a token.
+	tokenEvents int
 	itls        []time.Duration
 	itlTokens   []int
 
@@ -77,11 +83,15 @@ func (m *measurement) observe(c *stream.Chunk, at time.Time) error {
 	if st := serverTiming(c.Metrics); st != nil {
 		m.server = st
 	}
+	tokenCarrying := carried
 	if m.timing == TimingVLLMBench {
 		carried = m.vllmCarried(c, at)
 	}
 	if !carried {
 		return nil
+	}
+	if tokenCarrying {
+		m.tokenEvents++
 	}
 	if m.fp != nil {
 		m.fp.Add(generatedText(c), tokens)
@@ -128,7 +138,7 @@ func (m *measurement) fill(res *probe.Result, complete bool, knownPromptTokens i
 		res.OutputTokens = m.usage.CompletionTokens
 	} else {
 		res.PromptTokens = knownPromptTokens
-		res.OutputTokens = m.chunks
+		res.OutputTokens = m.tokenEvents
 		if complete {
 			res.Flags = append(res.Flags, flagNoUsage)
 		}

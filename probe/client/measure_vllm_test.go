@@ -74,6 +74,13 @@ func TestVLLMBenchTiming(t *testing.T) {
 			events: []string{vbChatRole, vbChatA, vbChatB, vbUsage, "[DONE]"},
 			want: probe.Result{Disposition: probe.Accepted, TTFT: ms(10), E2EL: ms(30), TPOT: ms(20),
 				ITLs: []time.Duration{ms(10), ms(10)}, OutputTokens: 2, PromptTokens: 7, Chunks: 3, Text: "ab"}},
+		// Without usage the output tokens are counted from the events that
+		// carry one: the role chunk opens the stream (TTFT, ITL) but carries
+		// none, so TPOT divides by the 2 tokens received, not 3 events.
+		{name: "chat without usage: the role chunk carries no token", chat: true,
+			events: []string{vbChatRole, vbChatA, vbChatB, "[DONE]"},
+			want: probe.Result{Disposition: probe.Accepted, TTFT: ms(10), E2EL: ms(30), TPOT: ms(20),
+				ITLs: []time.Duration{ms(10), ms(10)}, OutputTokens: 2, Chunks: 3, Text: "ab"}},
 		{name: "completions latency at the last choice",
 			events: []string{vbCmplA, vbCmplB, vbUsage, "[DONE]"},
 			want: probe.Result{Disposition: probe.Accepted, TTFT: ms(10), E2EL: ms(20), TPOT: ms(10),
