@@ -96,7 +96,7 @@ type Metrics struct {
 	// OfferedRate is offered / planned span, or offered / the time offering
 	// lasted when the run was interrupted; +Inf when all at once.
 	OfferedRate         float64
-	SendRate            float64 // sent / (last send - start)
+	SendRate            float64 // sent / (last send - start); 0 when nothing was sent
 	CompletedThroughput float64 // ServerCompleted per second of Window
 	Goodput             float64 // accepted per second of Window
 	Acceptance          float64 // accepted / (offered - abandoned)
@@ -243,9 +243,12 @@ func (m *Metrics) ledger(run *openloop.Run, percentiles []float64) {
 	case run.Span > 0:
 		m.OfferedRate = float64(m.Offered) / run.Span.Seconds()
 	}
-	m.SendRate = math.Inf(1)
-	if d := lastSent.Sub(run.Start); d > 0 {
-		m.SendRate = float64(m.Sent) / d.Seconds()
+	// Nothing sent is a send rate of 0, not all sent at once (+Inf).
+	if m.Sent > 0 {
+		m.SendRate = math.Inf(1)
+		if d := lastSent.Sub(run.Start); d > 0 {
+			m.SendRate = float64(m.Sent) / d.Seconds()
+		}
 	}
 	if n := m.Offered - m.Abandoned; n > 0 {
 		m.Acceptance = accepted / float64(n)

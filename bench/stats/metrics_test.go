@@ -253,3 +253,29 @@ func TestComputeCensoredEmbeddings(t *testing.T) {
 		}
 	}
 }
+
+// TestComputeSendRateNothingSent: a run that sent nothing (interrupted
+// before its first planned time, or every request given up before its
+// send) achieved a send rate of 0 requests per second, not an infinite one.
+func TestComputeSendRateNothingSent(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		run  *openloop.Run
+	}{
+		{"interrupted before the first send", &openloop.Run{Start: t0, End: t0.Add(time.Second), Span: 10 * time.Second,
+			Interrupted: true, Stopped: t0.Add(time.Second)}},
+		{"offered, never sent", &openloop.Run{Start: t0, End: t0.Add(2 * time.Second), Span: time.Second,
+			Results: []*probe.Result{{Seq: 1, Scheduled: t0.Add(time.Second), Disposition: probe.Unfinished}},
+			Ended:   []time.Time{t0.Add(2 * time.Second)}, Queued: []time.Duration{0},
+			Interrupted: true, Stopped: t0.Add(2 * time.Second)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Compute(tc.run, Options{Percentiles: []float64{99}})
+			if m.Sent != 0 || m.SendRate != 0 {
+				t.Errorf("sent %d, send rate %v; want 0 and 0 req/s", m.Sent, m.SendRate)
+			}
+		})
+	}
+}
