@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/vllm-prober/vllm-prober/bench/openloop"
 	"github.com/vllm-prober/vllm-prober/bench/stats"
@@ -123,18 +124,34 @@ func decode(path string, doc any) error {
 }
 
 // Join joins the workers' parts of one run into one Run in planned order,
-// as one process running the whole schedule would have recorded it.
+// as one process running the whole schedule would have recorded it. The
+// run is interrupted when a worker was; offering then stopped with the
+// last worker to offer: an interrupted worker at its Stopped, one that
+// offered all its requests at its last planned send.
 func Join(parts []Part) *openloop.Run {
 	run := &openloop.Run{Start: parts[0].Start, Span: parts[0].SpanNS, Timeout: parts[0].TimeoutNS}
 	var reqs []Request
+	var stopped time.Time
 	for _, p := range parts {
 		reqs = append(reqs, p.Requests...)
 		if p.End.After(run.End) {
 			run.End = p.End
 		}
-		if p.Interrupted && p.Stopped.After(run.Stopped) {
-			run.Interrupted, run.Stopped = true, p.Stopped
+		if p.Interrupted {
+			run.Interrupted = true
+			if p.Stopped.After(stopped) {
+				stopped = p.Stopped
+			}
+			continue
 		}
+		for _, r := range p.Requests {
+			if r.Result.Scheduled.After(stopped) {
+				stopped = r.Result.Scheduled
+			}
+		}
+	}
+	if run.Interrupted {
+		run.Stopped = stopped
 	}
 	slices.SortFunc(reqs, func(a, b Request) int { return cmp.Compare(a.Result.Seq, b.Result.Seq) })
 	for _, r := range reqs {

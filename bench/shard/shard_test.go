@@ -134,3 +134,27 @@ func TestSettingsRoundTrip(t *testing.T) {
 		t.Errorf("unknown goodput key: %v, want an error naming goodput_ms", err)
 	}
 }
+
+// TestJoinOfferedRateOneWorkerInterrupted: 8 requests planned every 0.5 s
+// (span 4 s) on two workers; worker 0 offers its 4 (at 0.5, 1.5, 2.5 and
+// 3.5 s), worker 1 is interrupted at 1.2 s after offering 1 (at 1 s).
+// Offering lasted until worker 0's last offer at 3.5 s: the offered load
+// is 5 / 3.5 s, not 5 over the interrupted worker's 1.2 s.
+func TestJoinOfferedRateOneWorkerInterrupted(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	req := func(index int) Request {
+		at := t0.Add(time.Duration(index+1) * 500 * time.Millisecond)
+		return Request{Result: &probe.Result{Seq: uint64(index + 1), Scheduled: at, Sent: at, Disposition: probe.Accepted,
+			TTFT: 50 * time.Millisecond, E2EL: 100 * time.Millisecond, OutputTokens: 1}, Ended: at.Add(100 * time.Millisecond)}
+	}
+	complete := Part{Start: t0, SpanNS: 4 * time.Second, End: t0.Add(3600 * time.Millisecond),
+		Requests: []Request{req(0), req(2), req(4), req(6)}}
+	interrupted := Part{Start: t0, SpanNS: 4 * time.Second, End: t0.Add(1200 * time.Millisecond),
+		Interrupted: true, Stopped: t0.Add(1200 * time.Millisecond), Requests: []Request{req(1)}}
+	for _, parts := range [][]Part{{complete, interrupted}, {interrupted, complete}} {
+		m := stats.Compute(Join(parts), stats.Options{Percentiles: []float64{99}})
+		if want := 5 / 3.5; m.Offered != 5 || math.Abs(m.OfferedRate-want) > 1e-9 {
+			t.Errorf("offered %d at %v req/s, want 5 at %v req/s (5 requests over the 3.5 s offering lasted)", m.Offered, m.OfferedRate, want)
+		}
+	}
+}
