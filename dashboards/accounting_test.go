@@ -1,8 +1,14 @@
 package dashboards
 
 import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/vllm-prober/vllm-prober/config"
 	"github.com/vllm-prober/vllm-prober/rules"
 )
 
@@ -43,5 +49,72 @@ func TestAccountingPanelsMatchRules(t *testing.T) {
 				t.Errorf("panel query\n%s\nwant the rules' PromQL\n%s", got[panel], expr)
 			}
 		})
+	}
+}
+
+// TestBurnPanelsNameTheAlerts: the burn rate panel that reads the
+// recording rules shows the long window of every burn alert the rules
+// generate for a probe fast enough to need no widening, and the burn rate
+// panels' descriptions give each alert's factor with its windows, as
+// rules.Generate writes them (docs/alerts.md, "Why these windows").
+func TestBurnPanelsNameTheAlerts(t *testing.T) {
+	cfg := &config.Config{
+		Targets: []config.Target{{Name: "t"}},
+		Probes:  []config.Probe{{Name: "p", Rate: 1, Objective: 0.99}},
+	}
+	rf, _, err := rules.Generate(cfg, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factorRe := regexp.MustCompile(` > ([0-9.]+)\n`)
+	var burns []string // "12x (10m and 5m)"
+	longs := map[string]bool{}
+	for r := range rf.Rules() {
+		if r.Alert != rules.AlertFastBurn && r.Alert != rules.AlertSlowBurn {
+			continue
+		}
+		m := factorRe.FindStringSubmatch(r.Expr)
+		if m == nil {
+			t.Fatalf("no factor in %s", r.Expr)
+		}
+		burns = append(burns, fmt.Sprintf("%sx (%s and %s)", m[1], r.Labels["long_window"], r.Labels["short_window"]))
+		longs[r.Labels["long_window"]] = true
+	}
+	if len(burns) < 2 {
+		t.Fatalf("only %d burn alerts generated", len(burns))
+	}
+	qs, err := Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordRe := regexp.MustCompile(regexp.QuoteMeta(rules.RecordAcceptance) + `(\w+)\{`)
+	read := map[string]bool{}
+	descs := map[string]string{}
+	for _, q := range qs {
+		if q.Dashboard != "overview.json" {
+			continue
+		}
+		switch q.Panel {
+		case "Burn rate over the alert windows":
+			for _, m := range recordRe.FindAllStringSubmatch(q.Expr, -1) {
+				read[m[1]] = true
+			}
+			fallthrough
+		case "Error budget burn rate":
+			descs[q.Panel] = q.PanelDescription
+		}
+	}
+	if !maps.Equal(read, longs) {
+		t.Errorf("burn panel reads the acceptance records over %v, want the alerts' long windows %v", slices.Sorted(maps.Keys(read)), slices.Sorted(maps.Keys(longs)))
+	}
+	if len(descs) != 2 {
+		t.Fatalf("burn rate panels not found: %v", descs)
+	}
+	for panel, desc := range descs {
+		for _, b := range burns {
+			if !strings.Contains(desc, b) {
+				t.Errorf("%s: description does not give the alert %s: %q", panel, b, desc)
+			}
+		}
 	}
 }
