@@ -8,27 +8,48 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-prober/vllm-prober/collector/metricname"
 	"github.com/vllm-prober/vllm-prober/config"
+	"github.com/vllm-prober/vllm-prober/discovery"
 	"github.com/vllm-prober/vllm-prober/rules"
 )
+
+// pairSeries is expr over the series the rules judge a (target, probe)
+// by (docs/design.md, section 9): a target with a gateway (url and
+// discovery) by its gateway's series (replica=""), one with discovery
+// only by its replicas' together. A static target has only series
+// without a replica, so the first side holds it; the dashboards do not
+// know which targets have a gateway, so the gateway's side wins where
+// both exist, as the rules' `or` of the two sides does.
+func pairSeries(expr func(matchers, window string) string, m, window string) string {
+	return "(\n" + expr(m+`,replica=""`, window) + "\n)\nor\n(\n" + expr(m+`,replica!=""`, window) + "\n)"
+}
+
+func inFlightExpr(matchers, _ string) string {
+	return "sum by (target, probe) (" + metricname.RequestsInFlight + "{" + matchers + "})"
+}
 
 // TestAccountingPanelsMatchRules: the panels that show acceptance,
 // goodput, offered and completed requests compute them with the recording
 // rules' PromQL (rules.AcceptanceExpr and friends), over the dashboard's
-// variables and intervals instead of the job and a fixed window.
+// variables and intervals instead of the job and a fixed window, and over
+// the series the rules read: a gateway's alone where a target has one, so
+// its replicas' requests do not mix into the numbers its objective and
+// burn alerts judge.
 func TestAccountingPanelsMatchRules(t *testing.T) {
 	const (
 		m   = `target=~"$target",probe=~"$probe"`
 		obj = `target_probe:vllm_probe_objective:ratio{target=~"$target",probe=~"$probe"}`
 	)
 	want := map[string]string{
-		"Acceptance ratio vs objective/A":       rules.AcceptanceExpr(m, "$__rate_interval"),
-		"Acceptance (time range)/A":             rules.AcceptanceExpr(m, "$__range"),
-		"Error budget remaining (time range)/A": "1 - (\n1 - (\n" + rules.AcceptanceExpr(m, "$__range") + "\n)\n)\n/ on (target, probe) (1 - " + obj + ")",
-		"Error budget burn rate/A":              "(1 - (\n" + rules.AcceptanceExpr(m, "$__rate_interval") + "\n))\n/ on (target, probe) (1 - " + obj + ")",
-		"Goodput/A":                             rules.GoodputExpr(m, "$__rate_interval"),
-		"Offered vs completed/A":                rules.OfferedExpr(m, "$__rate_interval"),
-		"Offered vs completed/B":                rules.CompletedExpr(m, "$__rate_interval"),
+		"Acceptance ratio vs objective/A":       pairSeries(rules.AcceptanceExpr, m, "$__rate_interval"),
+		"Acceptance (time range)/A":             pairSeries(rules.AcceptanceExpr, m, "$__range"),
+		"Error budget remaining (time range)/A": "1 - (\n1 - (\n" + pairSeries(rules.AcceptanceExpr, m, "$__range") + "\n)\n)\n/ on (target, probe) (1 - " + obj + ")",
+		"Error budget burn rate/A":              "(1 - (\n" + pairSeries(rules.AcceptanceExpr, m, "$__rate_interval") + "\n))\n/ on (target, probe) (1 - " + obj + ")",
+		"Goodput/A":                             pairSeries(rules.GoodputExpr, m, "$__rate_interval"),
+		"Offered vs completed/A":                pairSeries(rules.OfferedExpr, m, "$__rate_interval"),
+		"Offered vs completed/B":                pairSeries(rules.CompletedExpr, m, "$__rate_interval"),
+		"Offered vs completed/C":                pairSeries(inFlightExpr, m, ""),
 		"Replicas: acceptance and TTFT p99/A":   rules.ReplicaAcceptanceExpr(m+`,replica!=""`, "$__range"),
 		"Gateway vs replicas acceptance/A":      rules.AcceptanceExpr(m+`,replica=""`, "$__rate_interval"),
 		"Gateway vs replicas acceptance/B":      rules.AcceptanceExpr(m+`,replica!=""`, "$__rate_interval"),
@@ -116,5 +137,51 @@ func TestBurnPanelsNameTheAlerts(t *testing.T) {
 				t.Errorf("%s: description does not give the alert %s: %q", panel, b, desc)
 			}
 		}
+	}
+}
+
+// TestTTFTGapPanelFollowsAlert: the client − server TTFT gap panel, which
+// says VLLMProbeClientTTFTAboveServer fires when it is large, takes the
+// client side as that alert's record does: a target with a gateway by its
+// gateway's requests only (replica=""), else its replicas' together, each
+// in its classic and native form.
+func TestTTFTGapPanelFollowsAlert(t *testing.T) {
+	cfg := &config.Config{
+		Targets: []config.Target{{Name: "gw", URL: "http://gw:8000", Discovery: &discovery.Config{DNS: &discovery.DNSConfig{Names: []string{"vllm.example"}, Port: 8000}}}},
+		Probes:  []config.Probe{{Name: "p", Rate: 1, Objective: 0.99}},
+	}
+	rf, _, err := rules.Generate(cfg, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	for r := range rf.Rules() {
+		if strings.HasPrefix(r.Record, "target:"+metricname.TTFT+":p50_rate") {
+			recorded = true
+			if !strings.Contains(r.Expr, `target=~"gw",replica=""`) {
+				t.Errorf("the alert's client TTFT record no longer reads the gateway's series alone; update the panel too:\n%s", r.Expr)
+			}
+		}
+	}
+	if !recorded {
+		t.Fatal("no client TTFT record generated")
+	}
+	qs, err := Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := regexp.MustCompile(regexp.QuoteMeta(metricname.TTFT) + `(?:_bucket)?\{([^}]*)\}`)
+	var got []string
+	for _, q := range qs {
+		if q.Dashboard == "latency.json" && q.Panel == "Client - server TTFT gap (p50)" {
+			for _, m := range sel.FindAllStringSubmatch(q.Expr, -1) {
+				got = append(got, m[1])
+			}
+		}
+	}
+	const m = `target=~"$target",probe=~"$probe"`
+	want := []string{m + `,replica=""`, m + `,replica=""`, m + `,replica!=""`, m + `,replica!=""`}
+	if !slices.Equal(got, want) {
+		t.Errorf("gap panel's client selectors %q, want %q (the gateway's series first, else the replicas')", got, want)
 	}
 }
