@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -183,5 +184,76 @@ func TestTTFTGapPanelFollowsAlert(t *testing.T) {
 	want := []string{m + `,replica=""`, m + `,replica=""`, m + `,replica!=""`, m + `,replica!=""`}
 	if !slices.Equal(got, want) {
 		t.Errorf("gap panel's client selectors %q, want %q (the gateway's series first, else the replicas')", got, want)
+	}
+}
+
+// TestRatePanelsShowCountsAsCounts: a panel in requests per second that
+// also draws a gauge (requests in flight) gives that query a unit of its
+// own, so a count of requests is not labelled req/s.
+func TestRatePanelsShowCountsAsCounts(t *testing.T) {
+	type override struct {
+		Matcher struct {
+			ID      string `json:"id"`
+			Options string `json:"options"`
+		} `json:"matcher"`
+		Properties []struct {
+			ID    string `json:"id"`
+			Value any    `json:"value"`
+		} `json:"properties"`
+	}
+	type panel struct {
+		Title       string `json:"title"`
+		FieldConfig struct {
+			Defaults struct {
+				Unit string `json:"unit"`
+			} `json:"defaults"`
+			Overrides []override `json:"overrides"`
+		} `json:"fieldConfig"`
+		Targets []struct {
+			RefID string `json:"refId"`
+			Expr  string `json:"expr"`
+		} `json:"targets"`
+		Panels []panel `json:"panels"`
+	}
+	checked := 0
+	for _, d := range All() {
+		var dj struct {
+			Panels []panel `json:"panels"`
+		}
+		if err := json.Unmarshal(d.JSON, &dj); err != nil {
+			t.Fatal(err)
+		}
+		var walk func([]panel)
+		walk = func(ps []panel) {
+			for _, p := range ps {
+				walk(p.Panels)
+				if p.FieldConfig.Defaults.Unit != "reqps" {
+					continue
+				}
+				for _, tg := range p.Targets {
+					if strings.Contains(tg.Expr, "rate(") {
+						continue
+					}
+					checked++
+					unit := ""
+					for _, o := range p.FieldConfig.Overrides {
+						if o.Matcher.ID == "byFrameRefID" && o.Matcher.Options == tg.RefID {
+							for _, pr := range o.Properties {
+								if pr.ID == "unit" {
+									unit, _ = pr.Value.(string)
+								}
+							}
+						}
+					}
+					if unit == "" || strings.HasSuffix(unit, "ps") {
+						t.Errorf("%s/%s: %s is not a rate but is shown in %q (its override's unit %q)", d.Name, p.Title, tg.RefID, p.FieldConfig.Defaults.Unit, unit)
+					}
+				}
+			}
+		}
+		walk(dj.Panels)
+	}
+	if checked == 0 {
+		t.Error("no gauge on a req/s panel checked")
 	}
 }
