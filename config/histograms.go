@@ -34,6 +34,17 @@ var Histograms = []string{
 // every per-pair series by its replicas.
 var LeanHistograms = []string{HistogramTTFT, HistogramE2EL}
 
+// ReplicaHistograms returns p as a discovered replica's pair runs it: with
+// the lean histograms unless the file chose some (HistogramsWritten). The
+// daemon's replica pairs (PairsWith) and the generated rules, which must
+// not read a histogram those pairs do not export, both take it.
+func (p Probe) ReplicaHistograms() Probe {
+	if !p.HistogramsWritten {
+		p.Histograms = slices.Clone(LeanHistograms)
+	}
+	return p
+}
+
 // HistogramSelection is the set of histograms a probe exports and whether
 // they carry classic buckets as well as native ones.
 type HistogramSelection struct {

@@ -101,8 +101,6 @@ func replicaPair(t Target, p Probe, r discovery.Replica, n int) Pair {
 	if p.RateSplit {
 		p.Rate /= float64(n)
 	}
-	if !p.HistogramsWritten {
-		p.Histograms = slices.Clone(LeanHistograms)
-	}
+	p = p.ReplicaHistograms()
 	return Pair{Key: PairKey{Target: t.Name, Probe: p.Name, Replica: r.Addr}, Target: t, Probe: p, Labels: r.Labels}
 }

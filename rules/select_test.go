@@ -344,3 +344,47 @@ func TestRateSplitWarning(t *testing.T) {
 		t.Errorf("without rate_split: warnings %v, want none", got)
 	}
 }
+
+// TestGenerateDiscoveryOnlyReadsLeanHistograms: the replica pairs of a
+// target with discovery and no url export the lean histograms (TTFT and
+// E2EL) unless the file chose some (docs/design.md, Fleets), and its
+// alerts read those series. A p99 alert on another histogram would read
+// a series that does not exist and never fire, so it is dropped with a
+// warning; a gateway's series and a probe whose file chose histograms
+// keep theirs.
+func TestGenerateDiscoveryOnlyReadsLeanHistograms(t *testing.T) {
+	cfg := rulestest.FleetConfig()
+	slo := config.SLO{TTFT: rulestest.Sec(time.Second), TPOT: rulestest.Sec(100 * time.Millisecond)}
+	chosen := rulestest.Probe("chosen", 1, 0.99, slo)
+	chosen.Histograms, chosen.HistogramsWritten = []string{config.HistogramTTFT, config.HistogramTPOT}, true
+	cfg.Probes = []config.Probe{rulestest.Probe("chat", 1, 0.99, slo), chosen}
+	rf, warnings, err := rules.Generate(cfg, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var latency []string
+	for _, r := range rulestest.Alerts(rf, rules.AlertLatencyHigh) {
+		latency = append(latency, r.Labels["target"]+"/"+r.Labels["probe"]+"/"+r.Labels["slo"])
+	}
+	want := []string{
+		"fleet/chat/ttft", "fleet/chat/tpot", "fleet/chosen/ttft", "fleet/chosen/tpot",
+		"pool/chat/ttft", "pool/chosen/ttft", "pool/chosen/tpot",
+		"static/chat/ttft", "static/chat/tpot", "static/chosen/ttft", "static/chosen/tpot",
+	}
+	if !slices.Equal(latency, want) {
+		t.Errorf("latency alerts %v, want %v", latency, want)
+	}
+	var got []string
+	for _, w := range warnings {
+		if w.Target == "pool" && w.Probe == "chat" {
+			got = append(got, w.String())
+		}
+	}
+	wantWarnings := []string{
+		`target "pool" probe "chat" p99 tpot: dropped, no p99 to judge: the lean histograms of the replica pairs (a target with discovery and no url, no histograms: in the file) leave out tpot (vllm_probe_time_per_output_token_seconds); list tpot in the probe's histograms to get the alert`,
+		`target "pool" probe "chat" schedule lag: not judged for this probe: the lean histograms of the replica pairs (a target with discovery and no url, no histograms: in the file) leave out schedule_lag (vllm_probe_schedule_lag_seconds); list schedule_lag in the probe's histograms to get the alert`,
+	}
+	if !slices.Equal(got, wantWarnings) {
+		t.Errorf("warnings about pool/chat:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantWarnings, "\n"))
+	}
+}

@@ -17,6 +17,10 @@ func (p *Plan) warnUncovered(metric, alert string) {
 	for i := range p.Pairs {
 		pp := &p.Pairs[i]
 		if !pp.Hist.Has(name) {
+			if pp.LeanReplicas {
+				p.warn(pp, alert, "not judged for this probe: %s", leanReplicasLeaveOut(name, metric))
+				continue
+			}
 			p.warn(pp, alert, "not judged for this probe: its histograms leave out %s (%s); add %s to them to get the alert", name, metric, name)
 		}
 	}

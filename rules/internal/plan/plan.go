@@ -114,11 +114,22 @@ type Pair struct {
 	// series (VLLMProbeReplicaFailing); Gateway: it has a url too, whose
 	// series sit in front of them (VLLMProbeGatewayFailing).
 	Replicas, Gateway bool
+	// LeanReplicas: Hist is the lean selection of replica pairs
+	// (config.LeanHistograms), because the target has only replicas and
+	// the file chose no histograms.
+	LeanReplicas bool
 }
 
 // Selector selects the pair's series: {target="...",probe="..."}.
 func (pp Pair) Selector() string {
 	return fmt.Sprintf("{target=%q,probe=%q}", pp.Target, pp.Probe)
+}
+
+// leanReplicasLeaveOut says, for the warnings, that the replica pairs'
+// lean histograms, which pp's alerts read (LeanReplicas), leave out name,
+// and how to get it.
+func leanReplicasLeaveOut(name, metric string) string {
+	return fmt.Sprintf("the lean histograms of the replica pairs (a target with discovery and no url, no histograms: in the file) leave out %s (%s); list %s in the probe's histograms to get the alert", name, metric, name)
 }
 
 // Target is what is decided for one target: the window of
@@ -180,7 +191,14 @@ func New(cfg *config.Config, o Options) (*Plan, error) {
 			p.Gateways = append(p.Gateways, t.Name)
 		}
 		for _, pr := range cfg.ProbesFor(t) {
-			pp := p.planPair(t.Name, pr)
+			// A target with discovery and no url has only replica pairs,
+			// and its alerts read their series: the histograms they
+			// export, lean unless the file chose some, are the pair's.
+			lean := t.Discovery != nil && t.URL == "" && !pr.HistogramsWritten
+			if lean {
+				pr = pr.ReplicaHistograms()
+			}
+			pp := p.planPair(t.Name, pr, lean)
 			pp.Replicas = t.Discovery != nil
 			pp.Gateway = pp.Replicas && t.URL != ""
 			if pp.Replicas && pr.RateSplit {
@@ -237,8 +255,8 @@ func (p *Plan) Scale(d time.Duration) time.Duration {
 	return max(s, p.Gran)
 }
 
-func (p *Plan) planPair(target string, pr config.Probe) Pair {
-	pp := Pair{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection(), Fingerprint: pr.Fingerprint != nil}
+func (p *Plan) planPair(target string, pr config.Probe, lean bool) Pair {
+	pp := Pair{Target: target, Probe: pr.Name, Rate: pr.Rate, Objective: pr.Objective, Hist: pr.HistogramSelection(), Fingerprint: pr.Fingerprint != nil, LeanReplicas: lean}
 	for _, bp := range burnPairs {
 		if b, ok := p.planBurn(&pp, bp); ok {
 			pp.Burns = p.addBurn(&pp, pp.Burns, b)
@@ -393,6 +411,10 @@ func (p *Plan) addBurn(pp *Pair, burns []Burn, b Burn) []Burn {
 func (p *Plan) planLatency(pp *Pair, slo string, threshold time.Duration) (Latency, bool) {
 	alert := "p99 " + slo
 	if !pp.Hist.Has(slo) {
+		if pp.LeanReplicas {
+			p.warn(pp, alert, "dropped, no p99 to judge: %s", leanReplicasLeaveOut(slo, SLOMetric[slo]))
+			return Latency{}, false
+		}
 		p.warn(pp, alert, "dropped: the probe's histograms leave out %s (%s), so there is no p99 to judge; add %s to them to get the alert", slo, SLOMetric[slo], slo)
 		return Latency{}, false
 	}
