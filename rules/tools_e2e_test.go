@@ -107,8 +107,6 @@ func TestPromtoolPassesCheckedInFiles(t *testing.T) {
 	}
 }
 
-const alertmanagerConfig = "../deploy/alertmanager/alertmanager.yml"
-
 func TestAmtoolRoutesEveryAlert(t *testing.T) {
 	tool(t, "amtool", "check-config", alertmanagerConfig)
 	full, err := config.Load(rulestest.ExampleConfig)
