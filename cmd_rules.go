@@ -32,7 +32,7 @@ func rulesCommand(app *kingpin.Application) action {
 	cmd.Flag("window-scale", "Multiply every window and for: duration by this factor (1/60 = 0.0166667 turns 1h into 1m, for tests).").Default("1").Float64Var(&o.WindowScale)
 	cmd.Flag("min-requests", "Requests the short window of a burn-rate pair must hold; fewer widen the pair.").Default("30").Float64Var(&o.MinRequests)
 	cmd.Flag("min-latency-samples", "Requests a p99 latency window must hold; fewer widen it.").Default("100").Float64Var(&o.MinLatencySamples)
-	cmd.Flag("page-for", "for: of page alerts (burn rate; target down takes at least 2m); 0: both windows already confirm a burn.").Default("0s").DurationVar(&o.PageFor)
+	cmd.Flag("page-for", "for: of page alerts (burn rate and target down); 0: both windows already confirm a burn.").Default("0s").DurationVar(&o.PageFor)
 	cmd.Flag("ticket-for", "for: of ticket burn-rate alerts and of the in-flight cap alert (at least two of its windows).").Default("15m").DurationVar(&o.TicketFor)
 	cmd.Flag("latency-for", "for: of p99 latency and TTFT divergence alerts.").Default("10m").DurationVar(&o.LatencyFor)
 	cmd.Flag("health-for", "for: of prober-health alerts.").Default("5m").DurationVar(&o.HealthFor)
