@@ -35,7 +35,7 @@ func rulesCommand(app *kingpin.Application) action {
 	cmd.Flag("page-for", "for: of page alerts (burn rate and target down); 0: both windows already confirm a burn.").Default("0s").DurationVar(&o.PageFor)
 	cmd.Flag("ticket-for", "for: of ticket burn-rate alerts and of the in-flight cap alert (at least two of its windows).").Default("15m").DurationVar(&o.TicketFor)
 	cmd.Flag("latency-for", "for: of p99 latency and TTFT divergence alerts.").Default("10m").DurationVar(&o.LatencyFor)
-	cmd.Flag("health-for", "for: of prober-health alerts.").Default("5m").DurationVar(&o.HealthFor)
+	cmd.Flag("health-for", "for: of prober-health and discovery alerts (VLLMProbeNoReplicas pages after it too).").Default("5m").DurationVar(&o.HealthFor)
 	cmd.Flag("latency-window", "Rate window of p99 latency alerts.").Default("10m").DurationVar(&o.LatencyWindow)
 	cmd.Flag("schedule-lag", "p99 schedule lag above which the prober is starved.").Default("1s").DurationVar(&o.ScheduleLag)
 	cmd.Flag("runbook-url", "Base URL of the runbook_url annotations.").Default(rules.DefaultRunbookURL).StringVar(&o.RunbookURL)

@@ -57,6 +57,22 @@ func (c *Config) Mechanism() string {
 	return ""
 }
 
+// RefreshInterval is the interval between refreshes of the one mechanism
+// set: its `refresh`, else the mechanism's default; 0 if none is set.
+func (c *Config) RefreshInterval() time.Duration {
+	switch {
+	case c == nil:
+		return 0
+	case c.DNS != nil:
+		return refreshOf(c.DNS.Refresh, DefaultDNSRefresh)
+	case c.FileSD != nil:
+		return refreshOf(c.FileSD.Refresh, DefaultFileSDRefresh)
+	case c.HTTPSD != nil:
+		return refreshOf(c.HTTPSD.Refresh, DefaultHTTPSDRefresh)
+	}
+	return 0
+}
+
 // DNSConfig looks up Names: A or AAAA records give addresses that take
 // Port; SRV records give their own targets and ports.
 type DNSConfig struct {

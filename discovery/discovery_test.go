@@ -92,6 +92,10 @@ func TestNewMechanismAndRefresh(t *testing.T) {
 			if d.Mechanism() != tc.mechanism || model.Duration(d.refresh) != tc.refresh {
 				t.Errorf("Mechanism() = %q, refresh %s; want %q, %s", d.Mechanism(), d.refresh, tc.mechanism, tc.refresh)
 			}
+			// The rules' discovery alerts read the same interval (rules/fleet.go).
+			if got := tc.c.RefreshInterval(); got != d.refresh {
+				t.Errorf("RefreshInterval() = %s, the discoverer refreshes every %s", got, d.refresh)
+			}
 		})
 	}
 }

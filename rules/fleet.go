@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vllm-prober/vllm-prober/collector/metricname"
+	"github.com/vllm-prober/vllm-prober/discovery"
 	"github.com/vllm-prober/vllm-prober/rules/internal/plan"
 )
 
@@ -20,10 +21,14 @@ import (
 // (VLLMProbeGatewayFailing). docs/alerts.md, "Fleets", says which alert
 // fires for which fault.
 
-// Alert names of the fleet alerts.
+// Alert names of the fleet alerts: the burn of one replica or of the
+// gateway, and the discovery of a target that probes no replica or whose
+// refreshes fail.
 const (
-	AlertReplicaFailing = "VLLMProbeReplicaFailing"
-	AlertGatewayFailing = "VLLMProbeGatewayFailing"
+	AlertReplicaFailing   = "VLLMProbeReplicaFailing"
+	AlertGatewayFailing   = "VLLMProbeGatewayFailing"
+	AlertNoReplicas       = "VLLMProbeNoReplicas"
+	AlertDiscoveryFailing = "VLLMProberDiscoveryFailing"
 )
 
 // Recorded series name prefixes of the fleet alerts, per (target, probe,
@@ -243,4 +248,76 @@ func (p builder) gatewayFailing(pp plan.Pair, b plan.Burn) Rule {
 	return p.fleetAlert(AlertGatewayFailing, pp, b, gatewaySeries, "==", "", fleetText{
 		who: "The gateway", whom: "the url (gateway)", while: "every replica passes",
 		cause: "The engines serve: the router, ingress or load balancer in front of them fails."})
+}
+
+// discoveryAlerts watch the discovery of every target with `discovery:`
+// (docs/alerts.md, VLLMProbeNoReplicas and VLLMProberDiscoveryFailing);
+// a config without one gets neither.
+func (p builder) discoveryAlerts() []Rule {
+	var rs []Rule
+	for _, tp := range p.Targets {
+		if tp.Discovery {
+			rs = append(rs, p.noReplicas(tp), p.discoveryFailing(tp))
+		}
+	}
+	return rs
+}
+
+// noReplicas fires when the target's discovery probes no replica: an
+// empty set, or no successful refresh since the prober started. Without
+// a url nothing of the target is then probed: its pairs' series go, every
+// burn window is empty and no other alert can fire, so it pages. With a
+// url the gateway is still probed and judged; only the replicas are
+// unwatched, a ticket. The gauge is 0 from a discovery's start until its
+// first refresh, which the for: covers.
+func (p builder) noReplicas(tp plan.Target) Rule {
+	severity := SeverityPage
+	consequence := "The target has no url, so nothing of it is probed: its series are gone, its burn, latency and target-down alerts read nothing and stay quiet however its users fare."
+	if tp.Gateway {
+		severity = SeverityTicket
+		consequence = "Its url (the gateway) is still probed and its own alerts judge the users' path; its replicas are unwatched (" + AlertReplicaFailing + " and " + AlertGatewayFailing + " cannot fire)."
+	}
+	forD := p.Options.HealthFor
+	r := p.healthRule(AlertNoReplicas, severity,
+		fmt.Sprintf("max by (target) (%s%s) == 0", metricname.DiscoveryReplicas, p.sel(fmt.Sprintf("target=%q", tp.Name))), forD,
+		fmt.Sprintf("Target %s probes no replica: its %s discovery finds none", tp.Name, tp.Mechanism),
+		fmt.Sprintf("%s of target %s is 0%s: its %s discovery found no replica (%s), "+
+			"or it has not refreshed successfully since it started (%s). %s",
+			metricname.DiscoveryReplicas, tp.Name, p.forText(forD), tp.Mechanism, emptySet[tp.Mechanism], AlertDiscoveryFailing, consequence))
+	r.Labels["target"] = tp.Name
+	return r
+}
+
+// emptySet says, per mechanism, what an empty set of replicas usually is.
+var emptySet = map[string]string{
+	discovery.MechanismDNS:    "no record for its names: a headless Service without ready endpoints, every pod gone",
+	discovery.MechanismFileSD: "no target in its files: an empty list, or no file matching its globs",
+	discovery.MechanismHTTPSD: "an empty list from its endpoint",
+}
+
+// forText is ", for d" (scaled) as an annotation says it, "" for none.
+func (p builder) forText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return ", for " + p.forDur(d)
+}
+
+// discoveryFailing fires when at least tp.DiscoveryFailures refreshes of
+// the target's discovery failed over tp.DiscoveryWindow, half of those
+// the interval makes (plan.Plan.planDiscovery): the prober exports no
+// count of successful refreshes, so the failure rate stands for "most
+// refreshes fail".
+func (p builder) discoveryFailing(tp plan.Target) Rule {
+	w := plan.FmtDur(tp.DiscoveryWindow)
+	forD := p.Options.HealthFor
+	r := p.healthRule(AlertDiscoveryFailing, SeverityTicket,
+		fmt.Sprintf("max by (target, mechanism) (increase(%s%s[%s])) >= %d", metricname.DiscoveryFailures, p.sel(fmt.Sprintf("target=%q", tp.Name)), w, tp.DiscoveryFailures), forD,
+		fmt.Sprintf("Replica discovery of target %s fails most of its refreshes", tp.Name),
+		fmt.Sprintf("At least %d of the %s refreshes (one every %s) of the %s discovery of target %s over the last %s failed%s. "+
+			"The prober counts failed refreshes, not successful ones, so this is a failure rate: one failed refresh never fires it. "+
+			"The last good set of replicas is kept, so replicas started since are not probed and those gone fail their probes; the status page shows the last error.",
+			tp.DiscoveryFailures, plan.FmtF(float64(tp.DiscoveryWindow)/float64(tp.Refresh)), plan.FmtDur(tp.Refresh), tp.Mechanism, tp.Name, w, p.forText(forD)))
+	r.Labels["target"] = tp.Name
+	return r
 }

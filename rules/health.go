@@ -37,12 +37,14 @@ func (p builder) healthRule(alert, severity, expr string, forD time.Duration, su
 	}
 }
 
-// healthAlerts are the prober-health alerts: the prober, each pair, each target.
+// healthAlerts are the prober-health alerts: the prober, each pair, each
+// target, each target's discovery.
 func (p builder) healthAlerts() []Rule {
 	rs := p.proberAlerts()
 	rs = append(rs, p.notCompletingAlerts()...)
 	rs = append(rs, p.inFlightCapAlerts()...)
-	return append(rs, p.targetAlerts()...)
+	rs = append(rs, p.targetAlerts()...)
+	return append(rs, p.discoveryAlerts()...)
 }
 
 // proberAlerts watch the prober process itself.

@@ -219,7 +219,7 @@ func TestGenerateNoFleetNoExtraRules(t *testing.T) {
 			t.Errorf("record %s without discovery", name)
 		}
 	}
-	for _, a := range []string{rules.AlertReplicaFailing, rules.AlertGatewayFailing, rules.AlertOutputChanged} {
+	for _, a := range []string{rules.AlertReplicaFailing, rules.AlertGatewayFailing, rules.AlertOutputChanged, rules.AlertNoReplicas, rules.AlertDiscoveryFailing} {
 		if n := len(rulestest.Alerts(rf, a)); n != 0 {
 			t.Errorf("%d %s alerts without discovery or fingerprint", n, a)
 		}
@@ -386,5 +386,56 @@ func TestGenerateDiscoveryOnlyReadsLeanHistograms(t *testing.T) {
 	}
 	if !slices.Equal(got, wantWarnings) {
 		t.Errorf("warnings about pool/chat:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantWarnings, "\n"))
+	}
+}
+
+// TestGenerateDiscoveryAlerts: every target with discovery gets
+// VLLMProbeNoReplicas (a page without a url, where nothing else is
+// probed; a ticket behind a gateway, which is still judged) and
+// VLLMProberDiscoveryFailing (a ticket: half the refreshes its interval
+// makes over the window failed); a static target gets neither. Their
+// for: is --health-for.
+func TestGenerateDiscoveryAlerts(t *testing.T) {
+	rf, _, err := rules.Generate(rulestest.DiscoveryConfig(), rules.Options{HealthFor: 7 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTarget := func(alert string) map[string]rules.Rule {
+		out := map[string]rules.Rule{}
+		for _, r := range rulestest.Alerts(rf, alert) {
+			out[r.Labels["target"]] = r
+			if r.For != "7m" || r.Annotations["runbook_url"] != rules.DefaultRunbookURL+"#"+strings.ToLower(alert) {
+				t.Errorf("%s of %s: for %q, runbook_url %q", alert, r.Labels["target"], r.For, r.Annotations["runbook_url"])
+			}
+		}
+		return out
+	}
+	none := byTarget(rules.AlertNoReplicas)
+	want := map[string]string{"fleet": rules.SeverityTicket, "pool": rules.SeverityPage, "slow": rules.SeverityPage}
+	if len(none) != len(want) {
+		t.Errorf("%s for %d targets, want fleet, pool and slow, not static", rules.AlertNoReplicas, len(none))
+	}
+	for target, sev := range want {
+		r := none[target]
+		if r.Labels["severity"] != sev {
+			t.Errorf("%s of %s: severity %q, want %q", rules.AlertNoReplicas, target, r.Labels["severity"], sev)
+		}
+		if e := `max by (target) (vllm_prober_discovery_replicas{job="vllm-prober",target="` + target + `"}) == 0`; r.Expr != e {
+			t.Errorf("%s of %s: expr %q, want %q", rules.AlertNoReplicas, target, r.Expr, e)
+		}
+	}
+	failing := byTarget(rules.AlertDiscoveryFailing)
+	// file_sd every 1m and dns every 30s over 15m: half of 15 and of 30
+	// refreshes; http_sd every 10m over four refreshes: 2 of 4.
+	wantExpr := map[string]string{"fleet": "[15m])) >= 8", "pool": "[15m])) >= 15", "slow": "[40m])) >= 2"}
+	if len(failing) != len(wantExpr) {
+		t.Errorf("%s for %d targets, want fleet, pool and slow, not static", rules.AlertDiscoveryFailing, len(failing))
+	}
+	for target, tail := range wantExpr {
+		r := failing[target]
+		e := `max by (target, mechanism) (increase(vllm_prober_discovery_failures_total{job="vllm-prober",target="` + target + `"}` + tail
+		if r.Expr != e || r.Labels["severity"] != rules.SeverityTicket {
+			t.Errorf("%s of %s: expr %q, severity %q; want %q, ticket", rules.AlertDiscoveryFailing, target, r.Expr, r.Labels["severity"], e)
+		}
 	}
 }

@@ -82,6 +82,8 @@ func TestPromtoolPassesGeneratedRules(t *testing.T) {
 		{"fleet and fingerprint", rulestest.FleetConfig(), rules.Options{}},
 		{"fleet and fingerprint, e2e windows", rulestest.FleetConfig(), rules.Options{WindowScale: 1.0 / 60}},
 		{"fleet with classic and native-only histograms", rulestest.MixedFleetConfig(), rules.Options{}},
+		{"discovery by dns, file_sd and http_sd", rulestest.DiscoveryConfig(), rules.Options{}},
+		{"discovery by dns, file_sd and http_sd, e2e windows", rulestest.DiscoveryConfig(), rules.Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

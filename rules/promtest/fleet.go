@@ -192,3 +192,105 @@ func (tb *testBuilder) healthyFleet() (Group, bool) {
 		tb.quiet(rules.AlertReplicaFailing, steps), tb.quiet(rules.AlertGatewayFailing, steps), tb.quiet(rules.AlertFastBurn, steps))
 	return g, true
 }
+
+// discoveryTargets are the targets with discovery, in config order.
+func (tb *testBuilder) discoveryTargets() []plan.Target {
+	var out []plan.Target
+	for _, tp := range tb.p.Targets {
+		if tp.Discovery {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// replicasSeries is the discovery gauge of target; values in expanding
+// notation.
+func (tb *testBuilder) replicasSeries(target, values string) InputSeries {
+	return tb.series(metricname.DiscoveryReplicas, fmt.Sprintf(",target=%q", target), values)
+}
+
+// failuresSeries is the failed refresh counter of tp's discovery.
+func (tb *testBuilder) failuresSeries(tp plan.Target, values string) InputSeries {
+	return tb.series(metricname.DiscoveryFailures, fmt.Sprintf(",target=%q,mechanism=%q", tp.Name, tp.Mechanism), values)
+}
+
+// healthyDiscovery: every discovery target probes four replicas and no
+// refresh fails.
+func (tb *testBuilder) healthyDiscovery(steps int) []InputSeries {
+	var ss []InputSeries
+	for _, tp := range tb.discoveryTargets() {
+		ss = append(ss, tb.replicasSeries(tp.Name, fmt.Sprintf("%d+0x%d", len(testReplicas), steps)), tb.failuresSeries(tp, counter(segment{0, steps})))
+	}
+	return ss
+}
+
+// discoveryScenarios are VLLMProbeNoReplicas's and
+// VLLMProberDiscoveryFailing's: every discovery target's set empties
+// (each fires at its severity, not before its for:; a static target's
+// name with the gauge at 0 does not, as the rules read only discovery
+// targets), every discovery target down to one replica (quiet), every
+// refresh of the first discovery target failing (fires) and one failed
+// refresh of each (quiet throughout).
+func (tb *testBuilder) discoveryScenarios() []Group {
+	dts := tb.discoveryTargets()
+	if len(dts) == 0 {
+		return nil
+	}
+	forD := tb.p.ForTime(tb.p.Options.HealthFor)
+	steps := tb.healthSteps(0)
+	isDiscovery := map[string]bool{}
+	for _, tp := range dts {
+		isDiscovery[tp.Name] = true
+	}
+	// The pairs' series stay healthy: the rules read the gauge alone.
+	empty, one := tb.base(steps, nil), tb.base(steps, nil)
+	fires := AlertTest{EvalTime: tb.at(steps), Alertname: rules.AlertNoReplicas}
+	for _, t := range tb.targets() {
+		empty = append(empty, tb.replicasSeries(t, fmt.Sprintf("%d 0+0x%d", len(testReplicas), steps-1)))
+		if !isDiscovery[t] {
+			continue
+		}
+		one = append(one, tb.replicasSeries(t, fmt.Sprintf("1+0x%d", steps)))
+		labels := map[string]string{"target": t}
+		r, _ := tb.find(rules.AlertNoReplicas, labels)
+		fires.ExpAlerts = append(fires.ExpAlerts, expected(r, labels, ""))
+	}
+	noReplicas := tb.group("no replicas: every target's discovery gauge drops to 0, static targets' names too", empty, fires)
+	if forD > 0 {
+		// Pending, not firing, until the set has been empty for its for:.
+		noReplicas.AlertRuleTests = append(noReplicas.AlertRuleTests, tb.quiet(rules.AlertNoReplicas, tb.steps(forD)))
+	}
+
+	tp := dts[0]
+	fsteps := tb.healthSteps(tp.DiscoveryWindow)
+	perStep := tb.step.Seconds() / tp.Refresh.Seconds()
+	var failing, transient []InputSeries
+	h := tb.steps(tp.DiscoveryWindow)
+	for _, d := range dts {
+		failing = append(failing, tb.replicasSeries(d.Name, fmt.Sprintf("%d+0x%d", len(testReplicas), fsteps)))
+		transient = append(transient, tb.replicasSeries(d.Name, fmt.Sprintf("%d+0x%d", len(testReplicas), fsteps)),
+			tb.failuresSeries(d, counter(segment{0, h}, segment{1, 1}, segment{0, fsteps - h - 1})))
+		if d.Name == tp.Name {
+			failing = append(failing, tb.failuresSeries(d, counter(segment{perStep, fsteps})))
+		} else {
+			failing = append(failing, tb.failuresSeries(d, counter(segment{0, fsteps})))
+		}
+	}
+	labels := map[string]string{"target": tp.Name, "mechanism": tp.Mechanism}
+	r, _ := tb.find(rules.AlertDiscoveryFailing, labels)
+	failingGroup := tb.group(fmt.Sprintf("discovery failing: every %s refresh of target %s fails", tp.Mechanism, tp.Name),
+		append(tb.base(fsteps, nil), failing...),
+		AlertTest{EvalTime: tb.at(fsteps), Alertname: rules.AlertDiscoveryFailing, ExpAlerts: []ExpAlert{expected(r, labels, "")}},
+		tb.quiet(rules.AlertNoReplicas, fsteps))
+	transientGroup := tb.group("discovery failing: one failed refresh of every discovery target",
+		append(tb.base(fsteps, nil), transient...))
+	for _, at := range []int{h, h + 1, h + 2, fsteps} {
+		transientGroup.AlertRuleTests = append(transientGroup.AlertRuleTests, tb.quiet(rules.AlertDiscoveryFailing, at))
+	}
+	return []Group{
+		noReplicas,
+		tb.group("no replicas: every discovery target down to one replica", one, tb.quiet(rules.AlertNoReplicas, steps)),
+		failingGroup, transientGroup,
+	}
+}

@@ -47,6 +47,7 @@ func Generate(cfg *config.Config, o rules.Options) (*File, error) {
 	tf.Tests = append(tf.Tests, tb.scrapeFailing())
 	optional(tb.fastBurn, tb.overload, tb.slowBurn, tb.latency, tb.outputChanged, tb.healthyFleet)
 	tf.Tests = append(tf.Tests, tb.fleetScenarios()...)
+	tf.Tests = append(tf.Tests, tb.discoveryScenarios()...)
 	return tf, nil
 }
 
@@ -78,6 +79,11 @@ func testStep(p *plan.Plan) time.Duration {
 	add(p.Scale(5 * time.Minute))
 	add(p.Scale(30 * time.Minute))
 	add(p.Scale(p.Options.LatencyWindow))
+	for _, tp := range p.Targets {
+		if tp.Discovery {
+			add(tp.DiscoveryWindow)
+		}
+	}
 	return max(g, p.Gran)
 }
 
@@ -168,6 +174,7 @@ var allAlerts = []string{
 	rules.AlertFastBurn, rules.AlertSlowBurn, rules.AlertLatencyHigh, rules.AlertNotCompleting, rules.AlertTargetDown, rules.AlertScrapeFailing,
 	rules.AlertScheduleLag, rules.AlertClientTTFTAboveServer, rules.AlertInFlightCap, rules.AlertProberAbsent, rules.AlertProberDown,
 	rules.AlertReloadFailed, rules.AlertLedgerErrors, rules.AlertOutputChanged, rules.AlertReplicaFailing, rules.AlertGatewayFailing,
+	rules.AlertNoReplicas, rules.AlertDiscoveryFailing,
 }
 
 // healthy: every pair accepts every request, the prober and the server
@@ -179,6 +186,7 @@ func (tb *testBuilder) healthy() Group {
 		steps = max(steps, tb.fillSteps(burnsOf(pp, plan.SeverityPage)))
 	}
 	ss := append(tb.base(steps, nil), tb.fingerprintSeries(steps)...)
+	ss = append(ss, tb.healthyDiscovery(steps)...)
 	for _, t := range tb.targets() {
 		ss = append(ss, tb.scrapeSeries(t, 1, steps))
 		if pp, ok := tb.firstFed(config.HistogramTTFT, t); ok {

@@ -74,6 +74,7 @@ func TestGenerateCoversEveryAlert(t *testing.T) {
 		{"one probe, e2e windows", rulestest.OneProbe(rulestest.Probe("chat", 10, 0.99, config.SLO{TTFT: rulestest.Sec(2 * time.Second)})), rules.Options{WindowScale: 1.0 / 60}},
 		{"fleet and fingerprint", rulestest.FleetConfig(), rules.Options{}},
 		{"fleet and fingerprint, e2e windows", rulestest.FleetConfig(), rules.Options{WindowScale: 1.0 / 60}},
+		{"discovery by dns, file_sd and http_sd, e2e windows", rulestest.DiscoveryConfig(), rules.Options{WindowScale: 1.0 / 60}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,9 +41,10 @@ type Options struct {
 	MinLatencySamples float64
 	// PageFor, TicketFor, LatencyFor and HealthFor are the `for:` durations
 	// of page alerts (burn rate and target down), ticket burn alerts, p99
-	// latency alerts and prober-health alerts. Defaults 0, 15m, 10m, 5m:
-	// a page's two windows already confirm the burn, so a for: would only
-	// delay it.
+	// latency alerts and prober-health alerts (the discovery alerts, the
+	// page VLLMProbeNoReplicas among them, take HealthFor: a gauge has no
+	// window to confirm it). Defaults 0, 15m, 10m, 5m: a page's two
+	// windows already confirm the burn, so a for: would only delay it.
 	PageFor, TicketFor, LatencyFor, HealthFor time.Duration
 	// LatencyWindow is the rate window of the p99 latency alerts and of the
 	// client/server TTFT and schedule lag alerts. Default 10m.

@@ -141,6 +141,15 @@ type Target struct {
 	// Gateway: the target has a url and discovery; its target-level
 	// alerts read only the gateway's series (rules/fleet.go, gatewaySeries).
 	Gateway bool
+	// Discovery: the target has `discovery:`, whose Mechanism refreshes
+	// every Refresh; its refreshes are judged failing when at least
+	// DiscoveryFailures of them failed over DiscoveryWindow
+	// (planDiscovery; VLLMProbeNoReplicas and VLLMProberDiscoveryFailing).
+	Discovery         bool
+	Mechanism         string
+	Refresh           time.Duration
+	DiscoveryWindow   time.Duration
+	DiscoveryFailures int
 }
 
 // Plan is everything decided for one configuration.
@@ -187,6 +196,9 @@ func New(cfg *config.Config, o Options) (*Plan, error) {
 	}
 	for _, t := range cfg.Targets {
 		tp := Target{Name: t.Name, Gateway: t.Discovery != nil && t.URL != ""}
+		if t.Discovery != nil {
+			p.planDiscovery(&tp, t.Discovery.Mechanism(), t.Discovery.RefreshInterval())
+		}
 		if tp.Gateway {
 			p.Gateways = append(p.Gateways, t.Name)
 		}
@@ -290,6 +302,29 @@ func (p *Plan) planTarget(tp Target) Target {
 		p.Warnings = append(p.Warnings, Warning{Target: tp.Name, Alert: "target down", Message: msg})
 	}
 	return tp
+}
+
+// DiscoveryWindowMin is the shortest window (before scaling) over which
+// a target's failed discovery refreshes are counted.
+const DiscoveryWindowMin = 15 * time.Minute
+
+// planDiscovery decides the window and threshold of
+// VLLMProberDiscoveryFailing for tp, whose mechanism refreshes every
+// refresh. The prober counts failed refreshes but not successful ones, so
+// the alert reads the failures alone against the refreshes the interval
+// makes: the window is DiscoveryWindowMin (scaled) or four refreshes,
+// whichever is longer, rounded up to the granularity, and the threshold
+// half the refreshes it holds, at least two. Most refreshes failing fires;
+// one failed refresh never does.
+func (p *Plan) planDiscovery(tp *Target, mechanism string, refresh time.Duration) {
+	if refresh <= 0 { // a validated config always has one
+		refresh = p.Gran
+	}
+	tp.Discovery, tp.Mechanism, tp.Refresh = true, mechanism, refresh
+	w := max(p.Scale(DiscoveryWindowMin), 4*refresh)
+	w = (w + p.Gran - 1) / p.Gran * p.Gran
+	tp.DiscoveryWindow = w
+	tp.DiscoveryFailures = max(2, int(math.Ceil(float64(w)/float64(2*refresh))))
 }
 
 // countWindow is the shortest of countWindows (scaled) expected to hold

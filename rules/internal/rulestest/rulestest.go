@@ -117,3 +117,14 @@ func ReasoningConfig() *config.Config {
 // Replicas are replica addresses for the tests' fleets: four, so one
 // failing is a minority and three passing a majority.
 var Replicas = []string{"10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000", "10.0.0.4:8000"}
+
+// DiscoveryConfig is FleetConfig with each mechanism: fleet (gateway)
+// by file_sd every 1m, pool by dns every 30s and slow, without a url, by
+// http_sd every 10m.
+func DiscoveryConfig() *config.Config {
+	cfg := FleetConfig()
+	cfg.Targets[1].Discovery = &discovery.Config{DNS: &discovery.DNSConfig{Names: []string{"pool.svc"}, Port: 8000}}
+	cfg.Targets = append(cfg.Targets, config.Target{Name: "slow",
+		Discovery: &discovery.Config{HTTPSD: &discovery.HTTPSDConfig{URL: "http://sd:8080/targets", Refresh: Sec(10 * time.Minute)}}})
+	return cfg
+}
