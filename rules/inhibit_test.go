@@ -83,6 +83,13 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 		{rules.AlertFastBurn, rules.AlertSlowBurn, true},
 		{rules.AlertTargetDown, rules.AlertFastBurn, false},
 		{rules.AlertInFlightCap, rules.AlertFastBurn, false},
+		// With no replica probed nothing is down: the page that says so
+		// must reach someone whatever else fires for the target.
+		{rules.AlertTargetDown, rules.AlertNoReplicas, false},
+		{rules.AlertScrapeFailing, rules.AlertNoReplicas, false},
+		{rules.AlertFastBurn, rules.AlertNoReplicas, false},
+		{rules.AlertNoReplicas, rules.AlertDiscoveryFailing, false},
+		{rules.AlertTargetDown, rules.AlertDiscoveryFailing, false},
 	}
 	for _, c := range cases {
 		src, tgt := alert(c.source), alert(c.target)
