@@ -313,7 +313,7 @@ func (p builder) discoveryFailing(tp plan.Target) Rule {
 	forD := p.Options.HealthFor
 	r := p.healthRule(AlertDiscoveryFailing, SeverityTicket,
 		fmt.Sprintf("max by (target, mechanism) (increase(%s%s[%s])) >= %d", metricname.DiscoveryFailures, p.sel(fmt.Sprintf("target=%q", tp.Name)), w, tp.DiscoveryFailures), forD,
-		fmt.Sprintf("Replica discovery of target %s fails most of its refreshes", tp.Name),
+		fmt.Sprintf("Replica discovery of target %s fails half or more of its refreshes", tp.Name),
 		fmt.Sprintf("At least %d of the %s refreshes (one every %s) of the %s discovery of target %s over the last %s failed%s. "+
 			"The prober counts failed refreshes, not successful ones, so this is a failure rate: one failed refresh never fires it. "+
 			"The last good set of replicas is kept, so replicas started since are not probed and those gone fail their probes; the status page shows the last error.",
