@@ -148,14 +148,21 @@ func recordFlags(r *probe.Result) []string {
 }
 
 // optSeconds returns d in seconds, or nil when d was not measured (zero).
-// finished returns d for a request that ran to its end and 0 for one that
-// was given up (client_timeout, cancelled, unfinished): the ledger keeps
-// only what was measured, and a stream cut short has no end-to-end latency
-// (bench's vLLM timing keeps one in the Result for vLLM's own block).
+// finished returns d for a request that ran to its end and 0 for one
+// whose stream was cut short: given up (client_timeout, cancelled,
+// unfinished) or a streamed server_failure, which the client reads only
+// until the failure and so never to [DONE]. The ledger keeps only what was
+// measured, and a stream cut short has no end-to-end latency (bench's vLLM
+// timing keeps one in the Result for vLLM's own block). An embeddings
+// server_failure keeps the time its whole body took.
 func finished(r *probe.Result, d time.Duration) time.Duration {
 	switch r.Disposition {
 	case probe.ClientTimeout, probe.Cancelled, probe.Unfinished:
 		return 0
+	case probe.ServerFailure:
+		if !r.Embeddings {
+			return 0
+		}
 	}
 	return d
 }

@@ -199,11 +199,12 @@ func TestRunID(t *testing.T) {
 	}
 }
 
-// TestRecordGivenUpHasNoEnd: a request given up before its stream ended
-// (bench's vLLM timing keeps a partial E2EL and TPOT in the Result) is
-// recorded with e2el_s and tpot_s null and the TTFT it measured.
+// TestRecordGivenUpHasNoEnd: a request given up before its stream ended,
+// or whose stream failed (bench's vLLM timing keeps a partial E2EL and
+// TPOT in the Result), is recorded with e2el_s and tpot_s null and the
+// TTFT it measured.
 func TestRecordGivenUpHasNoEnd(t *testing.T) {
-	for _, d := range []probe.Disposition{probe.ClientTimeout, probe.Cancelled, probe.Unfinished} {
+	for _, d := range []probe.Disposition{probe.ClientTimeout, probe.Cancelled, probe.Unfinished, probe.ServerFailure} {
 		t.Run(string(d), func(t *testing.T) {
 			r := fullResult()
 			r.Disposition = d
@@ -238,5 +239,15 @@ func TestRecordServerTimeAbsent(t *testing.T) {
 				t.Errorf("record %s, want %s", b, tc.want)
 			}
 		})
+	}
+}
+
+// TestRecordEmbeddingsFailureKeepsEnd: an embeddings request that failed
+// after its whole body was read keeps the E2EL it measured.
+func TestRecordEmbeddingsFailureKeepsEnd(t *testing.T) {
+	r := fullResult()
+	r.Embeddings, r.Disposition, r.Reason = true, probe.ServerFailure, probe.ReasonProtocol
+	if rec := NewRecord(r, config.RecordTextNone); rec.E2ELS == nil || *rec.E2ELS != r.E2EL.Seconds() {
+		t.Errorf("e2el_s %v, want %v", rec.E2ELS, r.E2EL.Seconds())
 	}
 }
