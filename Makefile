@@ -49,9 +49,10 @@ staticcheck:
 # them); e2e-tools stops at once, naming what is missing and how to install it.
 # They keep -p 1: they wait for real Prometheus rule evaluations and alerts
 # against wall-clock deadlines, so no other package's tests run beside them.
+# The rules package's alert matrix alone takes 10-16 minutes on two cores.
 E2E_TOOLS := prometheus promtool prometheus-alertmanager amtool chromium
 e2e: e2e-tools
-	$(GO) test -race -count=1 -p 1 -tags e2e -timeout 20m ./...
+	$(GO) test -race -count=1 -p 1 -tags e2e -timeout 30m ./...
 
 e2e-tools:
 	@missing=""; for t in $(E2E_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
